@@ -1,0 +1,125 @@
+import os from "node:os";
+import { randomBytes } from "node:crypto";
+import type { DescService } from "@bufbuild/protobuf";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { CapabilitiesService } from "../gen/zero/v1/capabilities_pb.js";
+import { capabilitiesRoutes } from "./capabilities/capabilities-rest.js";
+import { capabilitiesService, SERVICE_VERSION } from "./capabilities/capabilities-service.js";
+import type { Config } from "./config.js";
+import { openStore, type Store } from "./db/database.js";
+import { createLogger, type Logger } from "./logger.js";
+import { noAuthenticator, type Authenticator } from "./server/access.js";
+import { createHttpHandler } from "./server/http-handler.js";
+import { createListener } from "./server/listener.js";
+import { RestRouter } from "./server/rest.js";
+
+/** A running service: one port, one database, its background workers. */
+export interface App {
+  config: Config;
+  store: Store;
+  logger: Logger;
+  /** This instance's id in `service_instances`. */
+  instanceId: string;
+  /** `http://host:port` as bound (port 0 resolved). */
+  url: string;
+  port: number;
+  /** Graceful: stop accepting, finish in-flight requests (bounded), stop workers, close the database. */
+  close(): Promise<void>;
+}
+
+export interface AppOptions {
+  logger?: Logger;
+  /** See StoreOptions.pgliteTemplate. */
+  pgliteTemplate?: Blob;
+}
+
+/**
+ * What one capability adds to the server. Each capability folder exports a
+ * function that builds its part from explicit dependencies.
+ */
+export interface AppPart {
+  services?: readonly DescService[];
+  registerServices?: (router: ConnectRouter) => void;
+  registerRoutes?: (router: RestRouter) => void;
+  /** Background work started after the port is listening. */
+  start?: () => Promise<void> | void;
+  /** Stopped after the port stops accepting, before the database closes. */
+  stop?: () => Promise<void> | void;
+}
+
+/** Builds and starts the whole service. Tests call this to get the real thing on port 0. */
+export async function startApp(config: Config, options: AppOptions = {}): Promise<App> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const store = await openStore({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    logger,
+    pgliteTemplate: options.pgliteTemplate,
+  });
+  const instanceId = `ins_${randomBytes(8).toString("hex")}`;
+  await store.db
+    .insertInto("service_instances")
+    .values({ id: instanceId, hostname: os.hostname(), pid: process.pid, version: SERVICE_VERSION })
+    .execute();
+
+  const shutdown = new AbortController();
+  const authenticator: Authenticator = noAuthenticator;
+
+  const capabilities = capabilitiesService(config);
+  const parts: AppPart[] = [
+    {
+      services: [CapabilitiesService],
+      registerServices: (router) => router.service(CapabilitiesService, capabilities),
+      registerRoutes: (router) => capabilitiesRoutes(router, capabilities, authenticator),
+    },
+  ];
+
+  const rest = new RestRouter();
+  for (const part of parts) part.registerRoutes?.(rest);
+  const handler = createHttpHandler({
+    logger,
+    authenticator,
+    services: parts.flatMap((p) => p.services ?? []),
+    registerServices: (router) => parts.forEach((p) => p.registerServices?.(router)),
+    rest,
+    ping: () => store.ping(),
+    shutdownSignal: shutdown.signal,
+  });
+  const listener = createListener(handler, {
+    tls: config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : undefined,
+  });
+
+  let bound: { port: number; host: string };
+  try {
+    bound = await listener.listen(config.port, config.host);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  for (const part of parts) await part.start?.();
+  const scheme = config.tlsCertFile ? "https" : "http";
+  const hostForUrl = bound.host.includes(":") ? `[${bound.host}]` : bound.host;
+  const url = `${scheme}://${hostForUrl}:${bound.port}`;
+  logger.info({ url, database: store.kind, instanceId }, "listening");
+
+  let closing: Promise<void> | undefined;
+  return {
+    config,
+    store,
+    logger,
+    instanceId,
+    url,
+    port: bound.port,
+    close() {
+      closing ??= (async () => {
+        logger.info("shutting down");
+        shutdown.abort();
+        await listener.close(config.shutdownGraceMs);
+        for (const part of [...parts].reverse()) await part.stop?.();
+        await store.close();
+        logger.info("stopped");
+      })();
+      return closing;
+    },
+  };
+}

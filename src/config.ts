@@ -1,0 +1,174 @@
+import path from "node:path";
+
+/** One upstream OpenAI-compatible provider, tried in the order given. */
+export interface UpstreamConfig {
+  /** Operator-facing name; used in logs and metrics, never shown to clients. */
+  name: string;
+  baseUrl: string;
+  apiKey: string;
+  /** The upstream's own model name that `project-zero` maps to. */
+  model: string;
+}
+
+/** Validated service configuration. Built once at start-up from the environment. */
+export interface Config {
+  port: number;
+  host: string;
+  /** Postgres URL; undefined selects embedded PGlite under `dataDir`. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  /** Base of preview and published URLs; `https` makes cookies Secure. */
+  publicUrl: string;
+  upstreams: UpstreamConfig[];
+  offlineWriter: boolean;
+  freePoolDailyRequests: number;
+  generationLimit: number;
+  generationWindowSeconds: number;
+  signup: "open" | "closed";
+  logLevel: string;
+  /** Optional TLS: both paths or neither. */
+  tlsCertFile: string | undefined;
+  tlsKeyFile: string | undefined;
+  /** Stage workers per instance. */
+  workerConcurrency: number;
+  /** How long a claimed stage stays leased without a heartbeat. */
+  stageLeaseMs: number;
+  /** Bound on waiting for in-flight requests at shutdown. */
+  shutdownGraceMs: number;
+}
+
+/** Thrown when the environment holds a bad value; `message` is one line naming the variable. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+/**
+ * Reads and validates the configuration. Every bad value is reported, one line
+ * each, in a single ConfigError, so an operator fixes them all in one go.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const read = <T>(name: string, fallback: T, parse: (raw: string) => T | string): T => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return fallback;
+    const parsed = parse(raw.trim());
+    if (typeof parsed === "string" && typeof fallback !== "string") {
+      problems.push(`${name}: ${parsed}`);
+      return fallback;
+    }
+    return parsed as T;
+  };
+  const int = (min: number, max: number) => (raw: string): number | string => {
+    if (!/^\d+$/.test(raw)) return `expected a whole number, got "${raw}"`;
+    const value = Number(raw);
+    if (value < min || value > max) return `expected ${min} to ${max}, got ${value}`;
+    return value;
+  };
+  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
+    const raw = env[name]?.trim();
+    if (raw === undefined || raw === "") return fallback;
+    if ((allowed as readonly string[]).includes(raw)) return raw as T;
+    problems.push(`${name}: expected one of ${allowed.join(", ")}, got "${raw}"`);
+    return fallback;
+  };
+
+  const port = read("PORT", 8080, int(0, 65535));
+  const host = env.HOST?.trim() || "127.0.0.1";
+  const databaseUrl = env.DATABASE_URL?.trim() || undefined;
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    problems.push(`DATABASE_URL: expected a postgres:// or postgresql:// URL`);
+  }
+  const dataDir = path.resolve(env.ZERO_DATA_DIR?.trim() || "./data");
+  const publicUrl = readPublicUrl(env.ZERO_PUBLIC_URL, host, port, problems);
+  const upstreams = readUpstreams(env.ZERO_UPSTREAMS, problems);
+  const offlineWriter = oneOf("ZERO_OFFLINE_WRITER", ["on", "off"] as const, "on") === "on";
+  const freePoolDailyRequests = read("ZERO_FREE_POOL_DAILY_REQUESTS", 1000, int(0, 1_000_000_000));
+  const generationLimit = read("ZERO_GENERATION_LIMIT", 20, int(0, 1_000_000_000));
+  const generationWindowSeconds = read("ZERO_GENERATION_WINDOW_SECONDS", 3600, int(1, 31 * 86400));
+  const signup = oneOf("ZERO_SIGNUP", ["open", "closed"] as const, "open");
+  const logLevel = oneOf("LOG_LEVEL", LOG_LEVELS, "info");
+  const tlsCertFile = env.ZERO_TLS_CERT_FILE?.trim() || undefined;
+  const tlsKeyFile = env.ZERO_TLS_KEY_FILE?.trim() || undefined;
+  if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
+    problems.push("ZERO_TLS_CERT_FILE / ZERO_TLS_KEY_FILE: set both or neither");
+  }
+  const workerConcurrency = read("ZERO_WORKER_CONCURRENCY", 4, int(0, 256));
+  const stageLeaseMs = read("ZERO_STAGE_LEASE_MS", 30_000, int(200, 3_600_000));
+  const shutdownGraceMs = read("ZERO_SHUTDOWN_GRACE_MS", 10_000, int(0, 600_000));
+
+  if (problems.length > 0) throw new ConfigError(problems.join("\n"));
+  return {
+    port,
+    host,
+    databaseUrl,
+    dataDir,
+    publicUrl,
+    upstreams,
+    offlineWriter,
+    freePoolDailyRequests,
+    generationLimit,
+    generationWindowSeconds,
+    signup,
+    logLevel,
+    tlsCertFile,
+    tlsKeyFile,
+    workerConcurrency,
+    stageLeaseMs,
+    shutdownGraceMs,
+  };
+}
+
+function readPublicUrl(raw: string | undefined, host: string, port: number, problems: string[]): string {
+  const value = raw?.trim();
+  if (!value) return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  try {
+    const url = new URL(value);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error();
+    return url.href.replace(/\/+$/, "");
+  } catch {
+    problems.push(`ZERO_PUBLIC_URL: expected an http:// or https:// URL, got "${value}"`);
+    return "";
+  }
+}
+
+function readUpstreams(raw: string | undefined, problems: string[]): UpstreamConfig[] {
+  if (raw === undefined || raw.trim() === "") return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    problems.push("ZERO_UPSTREAMS: not valid JSON (expected an array of {name, baseUrl, apiKey, model})");
+    return [];
+  }
+  if (!Array.isArray(parsed)) {
+    problems.push("ZERO_UPSTREAMS: expected a JSON array of {name, baseUrl, apiKey, model}");
+    return [];
+  }
+  const upstreams: UpstreamConfig[] = [];
+  parsed.forEach((item: unknown, index) => {
+    const entry = (typeof item === "object" && item !== null ? item : {}) as Record<string, unknown>;
+    const missing = ["name", "baseUrl", "model"].filter((k) => typeof entry[k] !== "string" || entry[k] === "");
+    if (entry.apiKey !== undefined && typeof entry.apiKey !== "string") missing.push("apiKey");
+    if (missing.length > 0) {
+      problems.push(`ZERO_UPSTREAMS[${index}]: missing or invalid ${missing.join(", ")}`);
+      return;
+    }
+    try {
+      new URL(entry.baseUrl as string);
+    } catch {
+      problems.push(`ZERO_UPSTREAMS[${index}].baseUrl: not a URL`);
+      return;
+    }
+    upstreams.push({
+      name: entry.name as string,
+      baseUrl: (entry.baseUrl as string).replace(/\/+$/, ""),
+      apiKey: (entry.apiKey as string | undefined) ?? "",
+      model: entry.model as string,
+    });
+  });
+  return upstreams;
+}

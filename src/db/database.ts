@@ -1,0 +1,222 @@
+import fs from "node:fs/promises";
+import path from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { Kysely, PostgresDialect, sql } from "kysely";
+import { Migrator } from "kysely/migration";
+import pg from "pg";
+import type { Logger } from "../logger.js";
+import { migrations } from "./migrations/index.js";
+import type { Database } from "./schema.js";
+import { SerializedPGliteDialect } from "./serialized-pglite.js";
+
+export type { Database };
+
+/** The storage handle every component receives. */
+export interface Store {
+  db: Kysely<Database>;
+  kind: "postgres" | "pglite";
+  /** Resolves when the database answers `select 1` within `timeoutMs`. */
+  ping(timeoutMs?: number): Promise<void>;
+  /**
+   * Calls `onPayload` for each NOTIFY on `channel`. Delivery is best effort:
+   * listeners keep a polling fallback for anything missed while reconnecting.
+   */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /** PGlite only: the data directory as a tarball (a backup, or a template for `pgliteTemplate`). */
+  dumpDataDir?(): Promise<Blob>;
+  close(): Promise<void>;
+}
+
+export interface StoreOptions {
+  /** `postgres://…`; undefined selects embedded PGlite in `dataDir`. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  logger: Logger;
+  /** Pooled connections on a real server. */
+  poolSize?: number;
+  /**
+   * A PGlite data directory dump (`Store.dumpDataDir`) to start from when the
+   * directory is new, instead of running initdb. Tests use it to start fast.
+   */
+  pgliteTemplate?: Blob;
+}
+
+/** Raised when the database cannot be reached at start-up; the message is one line for the operator. */
+export class DatabaseUnavailableError extends Error {
+  override name = "DatabaseUnavailableError";
+}
+
+const INT8_OID = 20;
+// int8 (count(*), bigserial) as a number on both drivers; our counts stay far below 2^53.
+const parseInt8 = (value: string) => Number(value);
+
+/** Opens the database, checks it answers, and applies pending migrations under a lock. */
+export async function openStore(options: StoreOptions): Promise<Store> {
+  const store = options.databaseUrl
+    ? openPostgres(options.databaseUrl, options)
+    : await openPGlite(path.join(options.dataDir, "pglite"), options.pgliteTemplate);
+  try {
+    await store.ping(5000);
+  } catch (error) {
+    await store.close().catch(() => {});
+    throw new DatabaseUnavailableError(
+      `cannot reach the database at ${describeUrl(options.databaseUrl)}: ${reason(error)}`,
+    );
+  }
+  try {
+    await migrate(store.db);
+  } catch (error) {
+    await store.close().catch(() => {});
+    throw error;
+  }
+  return store;
+}
+
+/** Applies every pending migration. Kysely holds an advisory lock, so instances starting together take turns. */
+export async function migrate(db: Kysely<Database>): Promise<void> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === "Error");
+  if (error || failed) {
+    throw new Error(`database migration ${failed?.migrationName ?? ""} failed: ${reason(error)}`);
+  }
+}
+
+function openPostgres(url: string, options: StoreOptions): Store {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: 5000,
+    types: { getTypeParser: ((oid: number, format?: "text" | "binary") =>
+      oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser },
+  });
+  // An idle client that loses its server emits here; the pool replaces it on next use.
+  pool.on("error", (error) => options.logger.warn({ err: error.message }, "idle database connection lost"));
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+
+  let listener: pg.Client | undefined;
+  let listenerReady: Promise<pg.Client> | undefined;
+  const handlers = new Map<string, Set<(payload: string) => void>>();
+  let closed = false;
+
+  const connectListener = (): Promise<pg.Client> => {
+    listenerReady ??= (async () => {
+      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+      client.on("notification", (message) => {
+        for (const handler of handlers.get(message.channel) ?? []) handler(message.payload ?? "");
+      });
+      client.on("error", (error) => {
+        options.logger.warn({ err: error.message }, "database listener lost; reconnecting");
+        listener = undefined;
+        listenerReady = undefined;
+        client.end().catch(() => {});
+        if (!closed && handlers.size > 0) setTimeout(() => void resubscribe(), 1000).unref();
+      });
+      await client.connect();
+      for (const channel of handlers.keys()) await client.query(`LISTEN ${quoteIdent(channel)}`);
+      listener = client;
+      return client;
+    })().catch((error: unknown) => {
+      listenerReady = undefined;
+      throw error;
+    });
+    return listenerReady;
+  };
+  const resubscribe = async () => {
+    if (closed) return;
+    try {
+      await connectListener();
+    } catch {
+      setTimeout(() => void resubscribe(), 1000).unref();
+    }
+  };
+
+  return {
+    db,
+    kind: "postgres",
+    ping: (timeoutMs = 2000) => pingWithTimeout(db, timeoutMs),
+    async listen(channel, onPayload) {
+      const isNew = !handlers.has(channel);
+      const set = handlers.get(channel) ?? new Set();
+      set.add(onPayload);
+      handlers.set(channel, set);
+      try {
+        const client = await connectListener();
+        if (isNew) await client.query(`LISTEN ${quoteIdent(channel)}`);
+      } catch (error) {
+        options.logger.warn({ err: reason(error) }, "database listener unavailable; polling only");
+        void resubscribe();
+      }
+      return async () => {
+        set.delete(onPayload);
+        if (set.size === 0) {
+          handlers.delete(channel);
+          await listener?.query(`UNLISTEN ${quoteIdent(channel)}`).catch(() => {});
+        }
+      };
+    },
+    async close() {
+      closed = true;
+      await listener?.end().catch(() => {});
+      await db.destroy();
+    },
+  };
+}
+
+async function openPGlite(dir: string, template: Blob | undefined): Promise<Store> {
+  await fs.mkdir(dir, { recursive: true });
+  const isNew = (await fs.readdir(dir)).length === 0;
+  const pglite = await PGlite.create(dir, {
+    parsers: { [INT8_OID]: parseInt8 },
+    ...(isNew && template ? { loadDataDir: template } : {}),
+  });
+  const db = new Kysely<Database>({ dialect: new SerializedPGliteDialect({ pglite }) });
+  return {
+    db,
+    kind: "pglite",
+    ping: (timeoutMs = 2000) => pingWithTimeout(db, timeoutMs),
+    async listen(channel, onPayload) {
+      const unlisten = await pglite.listen(channel, onPayload);
+      return () => unlisten();
+    },
+    dumpDataDir: () => pglite.dumpDataDir("none"),
+    async close() {
+      await db.destroy();
+    },
+  };
+}
+
+async function pingWithTimeout(db: Kysely<Database>, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    await Promise.race([sql`select 1`.execute(db), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+function describeUrl(url: string | undefined): string {
+  if (!url) return "embedded PGlite";
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;
+  } catch {
+    return "DATABASE_URL";
+  }
+}
+
+function reason(error: unknown): string {
+  if (error instanceof AggregateError && error.errors.length > 0) return reason(error.errors[0]);
+  if (error instanceof Error) {
+    const code = (error as { code?: string }).code;
+    return code && !error.message.includes(code) ? `${error.message} (${code})` : error.message || String(code);
+  }
+  return String(error);
+}

@@ -1,0 +1,10 @@
+import type { Migration } from "kysely/migration";
+import * as foundation from "./2026-11-22T00-00_foundation.js";
+
+/**
+ * Every migration, by name. Names sort in the order they apply (ISO date
+ * first); a landed migration is never edited, only followed by a new one.
+ */
+export const migrations: Record<string, Migration> = {
+  "2026-11-22T00-00_foundation": foundation,
+};

@@ -1,0 +1,48 @@
+import { startApp } from "./app.js";
+import { ConfigError, loadConfig } from "./config.js";
+import { DatabaseUnavailableError } from "./db/database.js";
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      for (const line of error.message.split("\n")) console.error(`project-zero: bad configuration: ${line}`);
+      process.exit(2);
+    }
+    throw error;
+  }
+
+  let app;
+  try {
+    app = await startApp(config);
+  } catch (error) {
+    if (error instanceof DatabaseUnavailableError || (error as NodeJS.ErrnoException).code === "EADDRINUSE") {
+      console.error(`project-zero: ${(error as Error).message}`);
+      process.exit(1);
+    }
+    console.error(`project-zero: failed to start: ${(error as Error).message}`);
+    process.exit(1);
+  }
+
+  let signals = 0;
+  const stop = (signal: NodeJS.Signals) => {
+    signals++;
+    if (signals > 1) {
+      console.error(`project-zero: ${signal} again, exiting now`);
+      process.exit(1);
+    }
+    app.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        console.error(`project-zero: error while stopping: ${(error as Error).message}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+}
+
+void main();

@@ -1,0 +1,92 @@
+import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
+import type { HandlerContext } from "@connectrpc/connect";
+import { access as accessOption, type Access } from "../../gen/zero/v1/access_pb.js";
+import { principalKey, type Principal } from "./context.js";
+import { ServiceError } from "./errors.js";
+
+/** What a method demands of its caller, read from its `(zero.v1.access)` option. */
+export interface AccessRule {
+  mode: "public" | "session" | "account";
+  scope: string;
+}
+
+const PUBLIC: AccessRule = { mode: "public", scope: "" };
+const rules = new WeakMap<DescMethod, AccessRule>();
+
+/**
+ * The rule for a method. Our own methods must declare one (a test checks
+ * it); the standard gRPC health and reflection services are public.
+ */
+export function accessRule(method: DescMethod): AccessRule {
+  let rule = rules.get(method);
+  if (!rule) {
+    rule = hasOption(method, accessOption) ? toRule(getOption(method, accessOption)) : defaultRule(method);
+    rules.set(method, rule);
+  }
+  return rule;
+}
+
+function toRule(option: Access): AccessRule {
+  if (option.mode !== "public" && option.mode !== "session" && option.mode !== "account") {
+    throw new Error(`unknown access mode "${option.mode}"`);
+  }
+  return { mode: option.mode, scope: option.scope };
+}
+
+function defaultRule(method: DescMethod): AccessRule {
+  if (method.parent.typeName.startsWith("grpc.")) return PUBLIC;
+  // Fail closed: a method of ours without a rule is nobody's.
+  return { mode: "session", scope: "__undeclared__" };
+}
+
+/** What the auth module provides: who the credentials in these headers belong to. */
+export interface Authenticator {
+  /**
+   * Resolves the caller for a method with the given rule, or throws a
+   * ServiceError (401 / 403). Never called for public methods.
+   */
+  authenticate(request: AuthRequest): Promise<Principal>;
+}
+
+export interface AuthRequest {
+  rule: AccessRule;
+  headers: Headers;
+  /** HTTP method: cookie-authenticated writes are checked against CSRF. */
+  requestMethod: string;
+  clientAddress: string;
+}
+
+/** Used until accounts exist: every non-public method is refused. */
+export const noAuthenticator: Authenticator = {
+  async authenticate() {
+    throw new ServiceError("unauthenticated", "authentication required");
+  },
+};
+
+/**
+ * The one authorization step. Both the RPC interceptor and the REST adapter
+ * call it before a service function runs; it stores the principal in the
+ * handler context, where service functions read it with `requirePrincipal`.
+ */
+export async function authorize(
+  authenticator: Authenticator,
+  context: Pick<HandlerContext, "method" | "requestHeader" | "requestMethod" | "values">,
+  clientAddress: string,
+): Promise<void> {
+  const rule = accessRule(context.method);
+  if (rule.mode === "public") return;
+  const principal = await authenticator.authenticate({
+    rule,
+    headers: context.requestHeader,
+    requestMethod: context.requestMethod,
+    clientAddress,
+  });
+  context.values.set(principalKey, principal);
+}
+
+/** The caller of a non-public method. */
+export function requirePrincipal(context: HandlerContext): Principal {
+  const principal = context.values.get(principalKey);
+  if (!principal) throw new ServiceError("unauthenticated", "authentication required");
+  return principal;
+}

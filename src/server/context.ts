@@ -1,0 +1,24 @@
+import { createContextKey } from "@connectrpc/connect";
+import type { Logger } from "../logger.js";
+
+/**
+ * Who is calling. Set by the one authorization step before any service
+ * function runs; `undefined` only on public methods.
+ */
+export interface Principal {
+  accountId: string;
+  /** How the caller proved who they are. */
+  via: "session" | "api_key";
+  /** Scopes the credential carries; a session carries all of them. */
+  scopes: readonly string[];
+  /** The API key's id, or the session's id. */
+  credentialId: string;
+}
+
+export const principalKey = createContextKey<Principal | undefined>(undefined, { description: "principal" });
+
+/** The request's logger, bound to its request id. */
+export const requestLoggerKey = createContextKey<Logger | undefined>(undefined, { description: "request logger" });
+
+/** The peer's address, for per-address limits. */
+export const clientAddressKey = createContextKey<string>("", { description: "client address" });

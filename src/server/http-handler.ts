@@ -1,0 +1,104 @@
+import type { DescService } from "@bufbuild/protobuf";
+import { createContextValues, type ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { Logger } from "../logger.js";
+import type { Authenticator } from "./access.js";
+import { clientAddressKey, requestLoggerKey } from "./context.js";
+import { ServiceError } from "./errors.js";
+import { registerHealth } from "./health.js";
+import { authInterceptor, errorInterceptor } from "./interceptors.js";
+import type { RequestListener } from "./listener.js";
+import { registerReflection } from "./reflection.js";
+import { assignRequestInfo, requestInfo } from "./request-info.js";
+import { RestRouter, sendError, sendJson, type NodeResponse } from "./rest.js";
+
+export interface HttpHandlerOptions {
+  logger: Logger;
+  authenticator: Authenticator;
+  /** Our typed services, registered on the Connect router. */
+  registerServices: (router: ConnectRouter) => void;
+  /** The services to list in reflection and health. */
+  services: readonly DescService[];
+  /** Plain HTTP routes (REST, SSE, pages, artifacts). */
+  rest: RestRouter;
+  ping(): Promise<void>;
+  shutdownSignal: AbortSignal;
+  /** Largest request body accepted by RPCs. */
+  readMaxBytes?: number;
+}
+
+/**
+ * The single entry point of every request on the port: assigns the request
+ * id, logs the exchange, then hands it to a REST route or to the Connect
+ * adapter (Connect, gRPC, gRPC-Web).
+ */
+export function createHttpHandler(options: HttpHandlerOptions): RequestListener {
+  const { logger, rest } = options;
+  const connect = connectNodeAdapter({
+    routes(router) {
+      options.registerServices(router);
+      registerHealth(router, {
+        serviceNames: options.services.map((s) => s.typeName),
+        ping: options.ping,
+        shutdownSignal: options.shutdownSignal,
+      });
+      registerReflection(router, options.services);
+    },
+    interceptors: [errorInterceptor, authInterceptor(options.authenticator)],
+    shutdownSignal: options.shutdownSignal,
+    readMaxBytes: options.readMaxBytes ?? 1 << 20,
+    contextValues: (req) => {
+      const info = requestInfo(req);
+      return createContextValues()
+        .set(requestLoggerKey, info?.log)
+        .set(clientAddressKey, info?.clientAddress ?? "");
+    },
+    fallback: (req, res) => sendError(res as NodeResponse, new ServiceError("not_found", `no route for ${req.method} ${pathOf(req.url)}`), req),
+  });
+
+  rest.add("GET", "/healthz", ({ res }) => sendJson(res, 200, { status: "ok" }));
+  rest.add("GET", "/readyz", async ({ res }) => {
+    try {
+      if (options.shutdownSignal.aborted) throw new Error("shutting down");
+      await options.ping();
+      sendJson(res, 200, { status: "ready" });
+    } catch {
+      sendJson(res, 503, { error: { type: "unavailable", message: "not ready: the database does not answer" } });
+    }
+  });
+
+  return (req, res) => {
+    const info = assignRequestInfo(req, logger);
+    res.setHeader("x-request-id", info.id);
+    res.setHeader("x-content-type-options", "nosniff");
+    res.once("close", () => {
+      const ms = Number(process.hrtime.bigint() - info.startedAt) / 1e6;
+      info.log.info(
+        { method: req.method, path: pathOf(req.url), status: res.statusCode, ms: Math.round(ms * 100) / 100, aborted: !res.writableFinished },
+        "request",
+      );
+    });
+    const pathname = pathOf(req.url);
+    const route = rest.match(req.method ?? "GET", pathname);
+    if (!route) {
+      connect(req, res);
+      return;
+    }
+    let url: URL;
+    try {
+      url = new URL(req.url ?? "/", "http://localhost");
+    } catch {
+      sendError(res, new ServiceError("invalid_request", "malformed request URL"), req);
+      return;
+    }
+    Promise.resolve()
+      .then(() => route({ req, res, url }))
+      .catch((error: unknown) => sendError(res, error, req));
+  };
+}
+
+function pathOf(url: string | undefined): string {
+  if (!url) return "/";
+  const q = url.indexOf("?");
+  return q === -1 ? url : url.slice(0, q);
+}

@@ -1,0 +1,42 @@
+import type { Interceptor } from "@connectrpc/connect";
+import { authorize, type Authenticator } from "./access.js";
+import { clientAddressKey, requestLoggerKey } from "./context.js";
+import { toServiceError } from "./errors.js";
+
+/**
+ * Outermost: whatever a service throws leaves as a ServiceError. Unexpected
+ * errors are logged with their cause and reach the client as a bare
+ * `internal`, never with a stack trace or an internal message.
+ */
+export const errorInterceptor: Interceptor = (next) => async (req) => {
+  const log = (error: unknown) => req.contextValues.get(requestLoggerKey)?.error({ err: error, procedure: req.url }, "unexpected error");
+  try {
+    const res = await next(req);
+    if (!res.stream) return res;
+    const messages = res.message;
+    return {
+      ...res,
+      message: (async function* () {
+        try {
+          yield* messages;
+        } catch (error) {
+          throw toServiceError(error, log);
+        }
+      })(),
+    };
+  } catch (error) {
+    throw toServiceError(error, log);
+  }
+};
+
+/** Runs the shared authorization step for every RPC. */
+export function authInterceptor(authenticator: Authenticator): Interceptor {
+  return (next) => async (req) => {
+    await authorize(
+      authenticator,
+      { method: req.method, requestHeader: req.header, requestMethod: req.requestMethod, values: req.contextValues },
+      req.contextValues.get(clientAddressKey),
+    );
+    return next(req);
+  };
+}

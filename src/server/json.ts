@@ -1,0 +1,39 @@
+import { toJson, type DescMessage, type JsonObject, type MessageShape } from "@bufbuild/protobuf";
+
+/**
+ * A message as the REST routes write it: proto3 JSON with every field present,
+ * where a message field or an optional scalar that is unset is `null` (the
+ * interface document's "null in a new plan") rather than left out.
+ */
+export function restJson<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): JsonObject {
+  const json = toJson(schema, message, { alwaysEmitImplicit: true }) as JsonObject;
+  fillNulls(schema, message as Record<string, unknown>, json);
+  return json;
+}
+
+function fillNulls(schema: DescMessage, message: Record<string, unknown>, json: JsonObject): void {
+  for (const field of schema.fields) {
+    const value = message[field.localName];
+    if (field.fieldKind === "message") {
+      if (value === undefined) {
+        json[field.jsonName] = null;
+      } else if (isStructLike(field.message.typeName)) {
+        continue;
+      } else {
+        fillNulls(field.message, value as Record<string, unknown>, json[field.jsonName] as JsonObject);
+      }
+    } else if (field.fieldKind === "list" && field.listKind === "message" && Array.isArray(value)) {
+      const items = json[field.jsonName] as JsonObject[];
+      if (!isStructLike(field.message.typeName)) {
+        value.forEach((item, i) => fillNulls(field.message, item as Record<string, unknown>, items[i]!));
+      }
+    } else if (field.fieldKind === "scalar" && field.presence === 1 /* EXPLICIT */ && value === undefined) {
+      json[field.jsonName] = null;
+    }
+  }
+}
+
+// Well-known types with their own JSON form: their fields are not ours to fill.
+function isStructLike(typeName: string): boolean {
+  return typeName.startsWith("google.protobuf.");
+}

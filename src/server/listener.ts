@@ -1,0 +1,166 @@
+import fs from "node:fs";
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+import type { NodeRequest, NodeResponse } from "./rest.js";
+
+export type RequestListener = (req: NodeRequest, res: NodeResponse) => void;
+
+export interface ListenerOptions {
+  /** PEM files; with both, the port speaks TLS and negotiates h2 or http/1.1 by ALPN. */
+  tls?: { certFile: string; keyFile: string };
+  /** Headers must arrive within this time (slowloris). */
+  headersTimeoutMs?: number;
+  /** The whole request must arrive within this time. */
+  requestTimeoutMs?: number;
+  /** Idle keep-alive connections close after this time. */
+  keepAliveTimeoutMs?: number;
+  /** Concurrent streams one HTTP/2 connection may open. */
+  maxConcurrentStreams?: number;
+}
+
+/** One port for every protocol we serve. */
+export interface Listener {
+  listen(port: number, host: string): Promise<{ port: number; host: string }>;
+  /**
+   * Stops accepting connections, lets in-flight requests finish for up to
+   * `graceMs`, then closes whatever is left.
+   */
+  close(graceMs: number): Promise<void>;
+}
+
+const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+/**
+ * Serves HTTP/1.1 and HTTP/2 on one socket. Without TLS, each connection's
+ * first bytes decide: the HTTP/2 connection preface (prior knowledge, as gRPC
+ * clients send it) goes to the HTTP/2 server, anything else to the HTTP/1.1
+ * server. With TLS, ALPN decides. Both servers call the same listener.
+ */
+export function createListener(onRequest: RequestListener, options: ListenerOptions = {}): Listener {
+  const http2Settings: http2.Settings = { maxConcurrentStreams: options.maxConcurrentStreams ?? 256 };
+  const sessions = new Set<http2.Http2Session>();
+  const trackSession = (session: http2.Http2Session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  };
+
+  if (options.tls) {
+    const server = http2.createSecureServer(
+      {
+        cert: fs.readFileSync(options.tls.certFile),
+        key: fs.readFileSync(options.tls.keyFile),
+        allowHTTP1: true,
+        settings: http2Settings,
+      },
+      onRequest,
+    );
+    server.on("session", trackSession);
+    applyHttp1Timeouts(server as unknown as http.Server, options);
+    return wrap(server, sessions, () => {
+      (server as unknown as http.Server).closeIdleConnections?.();
+    }, () => (server as unknown as http.Server).closeAllConnections?.());
+  }
+
+  const http1 = http.createServer(onRequest);
+  applyHttp1Timeouts(http1, options);
+  // This server never listens itself (the sniffer hands it sockets), but Node
+  // only starts tracking connections, and so enforcing headersTimeout /
+  // requestTimeout and closing idle keep-alive sockets, on "listening".
+  http1.emit("listening");
+  const h2c = http2.createServer({ settings: http2Settings }, onRequest);
+  h2c.on("session", trackSession);
+
+  const sniffer = net.createServer((socket) => {
+    let received: Buffer = Buffer.alloc(0);
+    const hand = (server: net.Server) => {
+      socket.removeListener("data", onData);
+      socket.removeListener("error", onEarlyError);
+      socket.pause();
+      socket.unshift(received);
+      server.emit("connection", socket);
+      // HTTP/2 reads the socket natively (taking the unshifted bytes first);
+      // resuming the JS stream would steal its data. HTTP/1.1 reads through it.
+      if (server === http1) socket.resume();
+    };
+    const onData = (chunk: Buffer) => {
+      received = received.length === 0 ? chunk : Buffer.concat([received, chunk]);
+      const n = Math.min(received.length, H2_PREFACE.length);
+      if (!received.subarray(0, n).equals(H2_PREFACE.subarray(0, n))) hand(http1);
+      else if (received.length >= H2_PREFACE.length) hand(h2c);
+    };
+    const onEarlyError = () => socket.destroy();
+    // A connection that never sends its first bytes must not hold a socket forever.
+    socket.setTimeout(options.headersTimeoutMs ?? 20_000, () => {
+      if (socket.listenerCount("data") > 0 && received.length < H2_PREFACE.length) socket.destroy();
+    });
+    socket.on("data", onData);
+    socket.on("error", onEarlyError);
+  });
+  sniffer.on("connection", (socket) => socket.once("data", () => socket.setTimeout(0)));
+
+  return wrap(
+    sniffer,
+    sessions,
+    () => http1.closeIdleConnections(),
+    () => http1.closeAllConnections(),
+    http1,
+  );
+}
+
+function applyHttp1Timeouts(server: http.Server, options: ListenerOptions): void {
+  server.headersTimeout = options.headersTimeoutMs ?? 20_000;
+  server.requestTimeout = options.requestTimeoutMs ?? 120_000;
+  server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 5_000;
+}
+
+function wrap(
+  server: net.Server,
+  sessions: Set<http2.Http2Session>,
+  closeIdle: () => void,
+  closeAll: () => void,
+  http1?: http.Server,
+): Listener {
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  const countRequests = (target: net.Server | http.Server) =>
+    target.on("request", (_req: unknown, res: NodeResponse) => {
+      inFlight++;
+      res.once("close", () => {
+        inFlight--;
+        if (inFlight === 0) drained?.();
+      });
+    });
+  countRequests(http1 ?? server);
+
+  return {
+    listen(port, host) {
+      return new Promise((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, host, () => {
+          server.off("error", reject);
+          const address = server.address() as net.AddressInfo;
+          resolve({ port: address.port, host: address.address });
+        });
+      });
+    },
+    async close(graceMs) {
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      http1?.close();
+      closeIdle();
+      for (const session of sessions) session.close();
+      const allDone = new Promise<void>((resolve) => {
+        const check = () => (inFlight === 0 && sessions.size === 0 ? resolve() : undefined);
+        drained = check;
+        for (const session of sessions) session.once("close", check);
+        check();
+      });
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([allDone, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+      clearTimeout(timer);
+      closeAll();
+      for (const session of sessions) session.destroy();
+      await stopped;
+    },
+  };
+}

@@ -1,0 +1,186 @@
+import type http from "node:http";
+import type http2 from "node:http2";
+import { create, fromJson, type DescMessage, type DescMethodUnary, type JsonValue, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { createContextValues, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
+import { authorize, type Authenticator } from "./access.js";
+import { clientAddressKey, requestLoggerKey } from "./context.js";
+import { apiErrorBody, invalidRequest, ServiceError, toServiceError } from "./errors.js";
+import { requestInfo } from "./request-info.js";
+
+export type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
+export type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
+
+/** One REST exchange, as a handler sees it. */
+export interface RestExchange {
+  req: NodeRequest;
+  res: NodeResponse;
+  url: URL;
+}
+
+export type RestHandler = (exchange: RestExchange) => Promise<void> | void;
+
+/**
+ * Plain HTTP routes: exact paths by method, plus path prefixes (static pages,
+ * artifacts). REST routes that mirror an RPC are thin adapters: they decode
+ * the request into the RPC's message and call `callUnary`, which runs the same
+ * authorization and service function as the RPC.
+ */
+export class RestRouter {
+  readonly #exact = new Map<string, Map<string, RestHandler>>();
+  readonly #prefixes: { prefix: string; handler: RestHandler }[] = [];
+
+  add(method: string, path: string, handler: RestHandler): this {
+    const byMethod = this.#exact.get(path) ?? new Map<string, RestHandler>();
+    byMethod.set(method, handler);
+    if (method === "GET" && !byMethod.has("HEAD")) byMethod.set("HEAD", handler);
+    this.#exact.set(path, byMethod);
+    return this;
+  }
+
+  addPrefix(prefix: string, handler: RestHandler): this {
+    this.#prefixes.push({ prefix, handler });
+    return this;
+  }
+
+  /** The handler for a request, a 405 handler for a known path, or undefined. */
+  match(method: string, pathname: string): RestHandler | undefined {
+    const byMethod = this.#exact.get(pathname);
+    if (byMethod) {
+      const handler = byMethod.get(method);
+      if (handler) return handler;
+      const allow = [...byMethod.keys()].join(", ");
+      return ({ res }) => {
+        res.setHeader("Allow", allow);
+        sendError(res, new ServiceError("method_not_allowed", `use ${allow} on ${pathname}`));
+      };
+    }
+    return this.#prefixes.find((p) => pathname.startsWith(p.prefix))?.handler;
+  }
+}
+
+export interface BodyLimits {
+  maxBytes: number;
+}
+
+/**
+ * Reads a JSON body. Refuses, with the documented error, a wrong content
+ * type, an oversized body and anything that is not JSON.
+ */
+export async function readJsonBody(req: NodeRequest, limits: BodyLimits = { maxBytes: 1 << 20 }): Promise<JsonValue> {
+  const contentType = String(req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  if (contentType !== "application/json" && !contentType.endsWith("+json")) {
+    drain(req);
+    throw invalidRequest("the body must be JSON, sent with content-type: application/json");
+  }
+  const declared = Number(req.headers["content-length"] ?? NaN);
+  if (declared > limits.maxBytes) {
+    drain(req);
+    throw new ServiceError("payload_too_large", `the body exceeds ${limits.maxBytes} bytes`);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limits.maxBytes) {
+      drain(req);
+      throw new ServiceError("payload_too_large", `the body exceeds ${limits.maxBytes} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString("utf8");
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch {
+    throw invalidRequest("the body is not valid JSON");
+  }
+}
+
+function drain(req: NodeRequest): void {
+  req.resume();
+}
+
+/**
+ * Decodes a JSON object into an RPC request message. Field types are checked
+ * by the message schema; a mismatch is a 400 naming the field.
+ */
+export function decodeRequest<Desc extends DescMessage>(schema: Desc, json: JsonValue): MessageShape<Desc> {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw invalidRequest("the body must be a JSON object");
+  }
+  try {
+    return fromJson(schema, json, { ignoreUnknownFields: true });
+  } catch (error) {
+    const detail = error instanceof Error ? error.message.replace(/^cannot decode [^:]*: /, "") : "";
+    throw invalidRequest(`invalid field in request body${detail ? `: ${detail}` : ""}`);
+  }
+}
+
+/**
+ * Runs an RPC's service function for a REST request: same context, same
+ * authorization, same code. Returns the response message and the headers the
+ * function set (e.g. RateLimit-*), which the caller copies to the response.
+ */
+export async function callUnary<I extends DescMessage, O extends DescMessage>(
+  exchange: RestExchange,
+  authenticator: Authenticator,
+  method: DescMethodUnary<I, O>,
+  impl: (request: MessageShape<I>, context: HandlerContext) => Promise<MessageInitShape<O>> | MessageInitShape<O>,
+  request: MessageShape<I>,
+): Promise<{ response: MessageShape<O>; context: HandlerContext }> {
+  const { req, url } = exchange;
+  const info = requestInfo(req);
+  const abort = new AbortController();
+  req.once("close", () => abort.abort());
+  const values = createContextValues()
+    .set(clientAddressKey, info?.clientAddress ?? "")
+    .set(requestLoggerKey, info?.log);
+  const context = createHandlerContext({
+    service: method.parent,
+    method,
+    protocolName: "rest",
+    requestMethod: req.method ?? "GET",
+    url: url.href,
+    requestHeader: toHeaders(req.headers),
+    requestSignal: abort.signal,
+    contextValues: values,
+  });
+  await authorize(authenticator, context, info?.clientAddress ?? "");
+  const response = create(method.output, await impl(request, context));
+  return { response, context };
+}
+
+export function toHeaders(headers: http.IncomingHttpHeaders): Headers {
+  const result = new Headers();
+  for (const [name, value] of Object.entries(headers)) {
+    if (name.startsWith(":") || value === undefined) continue;
+    if (Array.isArray(value)) value.forEach((v) => result.append(name, v));
+    else result.set(name, value);
+  }
+  return result;
+}
+
+export function sendJson(res: NodeResponse, status: number, body: unknown, headers?: Headers | Record<string, string>): void {
+  const payload = JSON.stringify(body);
+  if (headers) {
+    const entries = headers instanceof Headers ? headers.entries() : Object.entries(headers);
+    for (const [name, value] of entries) res.setHeader(name, value);
+  }
+  res.setHeader("content-type", "application/json; charset=utf-8");
+  res.setHeader("content-length", Buffer.byteLength(payload));
+  res.setHeader("cache-control", "no-store");
+  res.statusCode = status;
+  res.end(payload);
+}
+
+/** Writes any error in the `/api` shape; unexpected ones are logged, never shown. */
+export function sendError(res: NodeResponse, error: unknown, req?: NodeRequest): void {
+  const serviceError = toServiceError(error, (cause) => {
+    const log = req ? requestInfo(req)?.log : undefined;
+    log?.error({ err: cause }, "unexpected error");
+  });
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  sendJson(res, serviceError.status, apiErrorBody(serviceError), serviceError.metadata);
+}

@@ -1,0 +1,76 @@
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { Writable } from "node:stream";
+import { afterAll } from "vitest";
+import { startApp, type App } from "../../src/app.js";
+import { loadConfig } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+import { createTestDatabase, dropTestDatabases } from "./database.js";
+
+export interface TestApp extends App {
+  /** Every log line the app wrote, for tests that read them (e.g. that no secret leaks). */
+  logs: string[];
+  dataDir: string;
+}
+
+export interface TestAppOptions {
+  /** Extra environment, as an operator would set it. */
+  env?: Record<string, string>;
+  /** Share a database with another test app (Postgres runs only). */
+  databaseUrl?: string;
+}
+
+const running = new Set<TestApp>();
+let template: Promise<Blob | undefined> | undefined;
+
+function pgliteTemplate(): Promise<Blob | undefined> {
+  const file = process.env.ZERO_TEST_PGLITE_TEMPLATE;
+  template ??= file ? fs.readFile(file).then((bytes) => new Blob([bytes])) : Promise.resolve(undefined);
+  return template;
+}
+
+/**
+ * Starts the real service on port 0 with its own data directory and, on
+ * Postgres runs, its own fresh database. Closed after the test file.
+ */
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-test-"));
+  const databaseUrl = options.databaseUrl ?? (await createTestDatabase());
+  const config = loadConfig({
+    PORT: "0",
+    HOST: "127.0.0.1",
+    ZERO_DATA_DIR: dataDir,
+    LOG_LEVEL: "info",
+    ZERO_SHUTDOWN_GRACE_MS: "2000",
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...options.env,
+  });
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logs.push(...chunk.toString("utf8").split("\n").filter(Boolean));
+      done();
+    },
+  });
+  const app = await startApp(config, {
+    logger: createLogger(config.logLevel, sink),
+    pgliteTemplate: databaseUrl ? undefined : await pgliteTemplate(),
+  });
+  const testApp: TestApp = Object.assign(Object.create(null) as object, app, {
+    logs,
+    dataDir,
+    close: async () => {
+      running.delete(testApp);
+      await app.close();
+      await fs.rm(dataDir, { recursive: true, force: true });
+    },
+  });
+  running.add(testApp);
+  return testApp;
+}
+
+afterAll(async () => {
+  await Promise.all([...running].map((app) => app.close()));
+  await dropTestDatabases();
+});
