@@ -1,0 +1,29 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import type { OutcomeId } from "../outcomes/catalog.js";
+
+/** What the engine hands a stage function when it runs one stage of a plan. */
+export interface StageInput {
+  planId: string; accountId: string; outcome: OutcomeId; goal: string;
+  stageId: string; attempt: number;
+  /** Outputs of the stages of this plan that already succeeded, by stage id. */
+  previous: Readonly<Record<string, JsonValue>>;
+  /** Aborted when the lease is lost or the instance shuts down: stop and throw. */
+  signal: AbortSignal;
+  /** Partial progress of this stage, 0..1 (e.g. chapters written); moves plan.progress. */
+  progress(fraction: number): Promise<void>;
+}
+
+/** What a stage function returns when its stage succeeded. */
+export interface StageOutcome {
+  /** Stored with the stage and handed to later stages in `previous`. */
+  output?: JsonValue;
+  project?: { id: string; name: string; slug: string };
+  previewUrl?: string; publishedUrl?: string; warning?: string;
+}
+
+/** The work of one stage. */
+export type StageWork = (input: StageInput) => Promise<StageOutcome>;
+/** Picks the work for a stage; the approval stage ("review") is the engine's, never asked for. */
+export type StageWorkResolver = (outcome: OutcomeId, stageId: string) => StageWork;
+/** Thrown by stage work to fail the stage with a clear `{type, message}` shown on the plan. */
+export class StageFailure extends Error { constructor(readonly type: string, message: string) { super(message); this.name = "StageFailure"; } }
