@@ -8,10 +8,14 @@ import { capabilitiesService, SERVICE_VERSION } from "./capabilities/capabilitie
 import type { Config } from "./config.js";
 import { openStore, type Store } from "./db/database.js";
 import { createLogger, type Logger } from "./logger.js";
-import { noAuthenticator, type Authenticator } from "./server/access.js";
+import { createAuthenticator } from "./auth/authenticator.js";
+import { ConsoleService } from "../gen/zero/v1/console_pb.js";
+import { consoleService } from "./console/console-service.js";
+import type { Authenticator } from "./server/access.js";
 import { createHttpHandler } from "./server/http-handler.js";
-import { createListener } from "./server/listener.js";
-import { RestRouter } from "./server/rest.js";
+import { ServiceError } from "./server/errors.js";
+import { createListener, type RequestListener } from "./server/listener.js";
+import { RestRouter, sendError } from "./server/rest.js";
 
 /** A running service: one port, one database, its background workers. */
 export interface App {
@@ -63,8 +67,22 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     .execute();
 
   const shutdown = new AbortController();
-  const authenticator: Authenticator = noAuthenticator;
+  // Bind first, so that with PORT=0 the public URL can name the real port.
+  let handler: RequestListener | undefined;
+  const listener = createListener(
+    (req, res) => (handler ? handler(req, res) : sendError(res, new ServiceError("unavailable", "starting up"))),
+    { tls: config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : undefined },
+  );
+  let bound: { port: number; host: string };
+  try {
+    bound = await listener.listen(config.port, config.host);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  config = withBoundPort(config, bound.port);
 
+  const authenticator: Authenticator = createAuthenticator({ db: store.db, config, logger });
   const capabilities = capabilitiesService(config);
   const parts: AppPart[] = [
     {
@@ -72,11 +90,15 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       registerServices: (router) => router.service(CapabilitiesService, capabilities),
       registerRoutes: (router) => capabilitiesRoutes(router, capabilities, authenticator),
     },
+    {
+      services: [ConsoleService],
+      registerServices: (router) => router.service(ConsoleService, consoleService({ db: store.db, config })),
+    },
   ];
 
   const rest = new RestRouter();
   for (const part of parts) part.registerRoutes?.(rest);
-  const handler = createHttpHandler({
+  handler = createHttpHandler({
     logger,
     authenticator,
     services: parts.flatMap((p) => p.services ?? []),
@@ -85,17 +107,6 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     ping: () => store.ping(),
     shutdownSignal: shutdown.signal,
   });
-  const listener = createListener(handler, {
-    tls: config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : undefined,
-  });
-
-  let bound: { port: number; host: string };
-  try {
-    bound = await listener.listen(config.port, config.host);
-  } catch (error) {
-    await store.close();
-    throw error;
-  }
   for (const part of parts) await part.start?.();
   const scheme = config.tlsCertFile ? "https" : "http";
   const hostForUrl = bound.host.includes(":") ? `[${bound.host}]` : bound.host;
@@ -122,4 +133,12 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       return closing;
     },
   };
+}
+
+/** With PORT=0 and no explicit ZERO_PUBLIC_URL, the public URL names the port actually bound. */
+function withBoundPort(config: Config, port: number): Config {
+  const url = new URL(config.publicUrl);
+  if (url.port !== "0") return config;
+  url.port = String(port);
+  return { ...config, port, publicUrl: url.href.replace(/\/+$/, "") };
 }

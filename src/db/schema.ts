@@ -1,11 +1,13 @@
 import type { ColumnType, Generated } from "kysely";
+import type { AuthTables } from "../auth/auth.table.js";
+import type { ExecutionTables } from "../executions/executions.table.js";
 
 /**
  * The database as Kysely sees it: one entry per table, each defined in its own
  * `*.table.ts` file beside the code that owns it. Migrations in
  * `src/db/migrations/` create exactly these shapes.
  */
-export interface Database {
+export interface Database extends AuthTables, ExecutionTables {
   service_instances: ServiceInstanceTable;
 }
 

@@ -1,4 +1,5 @@
 import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
+import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext } from "@connectrpc/connect";
 import { access as accessOption, type Access } from "../../gen/zero/v1/access_pb.js";
 import { principalKey, type Principal } from "./context.js";
@@ -8,9 +9,11 @@ import { ServiceError } from "./errors.js";
 export interface AccessRule {
   mode: "public" | "session" | "account";
   scope: string;
+  /** Declared `idempotency_level = NO_SIDE_EFFECTS`: not a write, so no CSRF check. */
+  readOnly: boolean;
 }
 
-const PUBLIC: AccessRule = { mode: "public", scope: "" };
+const PUBLIC: AccessRule = { mode: "public", scope: "", readOnly: true };
 const rules = new WeakMap<DescMethod, AccessRule>();
 
 /**
@@ -20,23 +23,24 @@ const rules = new WeakMap<DescMethod, AccessRule>();
 export function accessRule(method: DescMethod): AccessRule {
   let rule = rules.get(method);
   if (!rule) {
-    rule = hasOption(method, accessOption) ? toRule(getOption(method, accessOption)) : defaultRule(method);
+    const readOnly = method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS;
+    rule = hasOption(method, accessOption) ? toRule(getOption(method, accessOption), readOnly) : defaultRule(method);
     rules.set(method, rule);
   }
   return rule;
 }
 
-function toRule(option: Access): AccessRule {
+function toRule(option: Access, readOnly: boolean): AccessRule {
   if (option.mode !== "public" && option.mode !== "session" && option.mode !== "account") {
     throw new Error(`unknown access mode "${option.mode}"`);
   }
-  return { mode: option.mode, scope: option.scope };
+  return { mode: option.mode, scope: option.scope, readOnly };
 }
 
 function defaultRule(method: DescMethod): AccessRule {
   if (method.parent.typeName.startsWith("grpc.")) return PUBLIC;
   // Fail closed: a method of ours without a rule is nobody's.
-  return { mode: "session", scope: "__undeclared__" };
+  return { mode: "session", scope: "__undeclared__", readOnly: false };
 }
 
 /** What the auth module provides: who the credentials in these headers belong to. */

@@ -1,5 +1,6 @@
 import type { Migration } from "kysely/migration";
 import * as foundation from "./2026-11-22T00-00_foundation.js";
+import * as auth from "./2026-11-22T01-00_auth.js";
 
 /**
  * Every migration, by name. Names sort in the order they apply (ISO date
@@ -7,4 +8,5 @@ import * as foundation from "./2026-11-22T00-00_foundation.js";
  */
 export const migrations: Record<string, Migration> = {
   "2026-11-22T00-00_foundation": foundation,
+  "2026-11-22T01-00_auth": auth,
 };

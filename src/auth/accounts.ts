@@ -1,0 +1,132 @@
+import { sql, type Kysely } from "kysely";
+import type { Database } from "../db/schema.js";
+import type { Account, ApiKeyRow } from "./auth.table.js";
+import { hashPassword, hashToken, newApiKeySecret, newId, newSessionToken } from "./secrets.js";
+import { SESSION_TTL_MS } from "./session-cookie.js";
+
+/** Repository functions for accounts, sessions and keys. Each takes `db` or a transaction. */
+
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+export async function findAccountByEmail(db: Kysely<Database>, email: string): Promise<Account | undefined> {
+  return db.selectFrom("accounts").selectAll().where("email", "=", normalizeEmail(email)).executeTakeFirst();
+}
+
+export async function findAccount(db: Kysely<Database>, id: string): Promise<Account | undefined> {
+  return db.selectFrom("accounts").selectAll().where("id", "=", id).executeTakeFirst();
+}
+
+export type CreateAccountResult = { account: Account } | { refused: "email_taken" | "signup_closed" };
+
+/**
+ * Creates an account. With `onlyFirst`, succeeds only while no account exists;
+ * the check and the insert happen under one lock so two sign-ups cannot both
+ * be "first".
+ */
+export async function createAccount(
+  db: Kysely<Database>,
+  input: { email: string; password: string; onlyFirst: boolean },
+): Promise<CreateAccountResult> {
+  const passwordHash = await hashPassword(input.password);
+  return db.transaction().execute(async (trx) => {
+    if (input.onlyFirst) {
+      await sql`select pg_advisory_xact_lock(hashtext('zero.accounts.first'))`.execute(trx);
+      const any = await trx.selectFrom("accounts").select("id").limit(1).executeTakeFirst();
+      if (any) return { refused: "signup_closed" as const };
+    }
+    const account = await trx
+      .insertInto("accounts")
+      .values({ id: newId("acc"), email: normalizeEmail(input.email), password_hash: passwordHash })
+      .onConflict((oc) => oc.column("email").doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    return account ? { account } : { refused: "email_taken" as const };
+  });
+}
+
+/** Starts a session and returns the cookie token, which is stored only as a hash. */
+export async function createSession(db: Kysely<Database>, accountId: string, now = new Date()): Promise<{ id: string; token: string }> {
+  const token = newSessionToken();
+  const id = newId("ses");
+  await db
+    .insertInto("sessions")
+    .values({
+      id,
+      account_id: accountId,
+      token_hash: hashToken(token),
+      expires_at: new Date(now.getTime() + SESSION_TTL_MS),
+    })
+    .execute();
+  return { id, token };
+}
+
+export async function findLiveSession(db: Kysely<Database>, token: string, now = new Date()) {
+  return db
+    .selectFrom("sessions")
+    .select(["id", "account_id"])
+    .where("token_hash", "=", hashToken(token))
+    .where("revoked_at", "is", null)
+    .where("expires_at", ">", now)
+    .executeTakeFirst();
+}
+
+export async function revokeSession(db: Kysely<Database>, sessionId: string): Promise<void> {
+  await db.updateTable("sessions").set({ revoked_at: sql`now()` }).where("id", "=", sessionId).execute();
+}
+
+/** Creates a key and returns its secret, which is never stored and never shown again. */
+export async function createApiKey(
+  db: Kysely<Database>,
+  input: { accountId: string; name: string; scopes: string[] },
+): Promise<{ secret: string; key: ApiKeyRow }> {
+  const secret = newApiKeySecret();
+  const key = await db
+    .insertInto("api_keys")
+    .values({
+      id: newId("key"),
+      account_id: input.accountId,
+      name: input.name,
+      prefix: secret.slice(0, 10),
+      secret_hash: hashToken(secret),
+      scopes: input.scopes,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { secret, key };
+}
+
+export async function findLiveApiKey(db: Kysely<Database>, secret: string) {
+  return db
+    .selectFrom("api_keys")
+    .select(["id", "account_id", "scopes", "last_used_at"])
+    .where("secret_hash", "=", hashToken(secret))
+    .where("revoked_at", "is", null)
+    .executeTakeFirst();
+}
+
+export async function listApiKeys(db: Kysely<Database>, accountId: string): Promise<ApiKeyRow[]> {
+  return db.selectFrom("api_keys").selectAll().where("account_id", "=", accountId).orderBy("created_at", "desc").orderBy("id").execute();
+}
+
+/** Revokes one of the account's keys; false when it has no such key. */
+export async function revokeApiKey(db: Kysely<Database>, accountId: string, keyId: string): Promise<boolean> {
+  const result = await db
+    .updateTable("api_keys")
+    .set({ revoked_at: sql`coalesce(revoked_at, now())` })
+    .where("id", "=", keyId)
+    .where("account_id", "=", accountId)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Records use at most once a minute per key, so a busy key does not write on every request. */
+export async function touchApiKey(db: Kysely<Database>, keyId: string): Promise<void> {
+  await db
+    .updateTable("api_keys")
+    .set({ last_used_at: sql`now()` })
+    .where("id", "=", keyId)
+    .where((eb) => eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<", sql<Date>`now() - interval '1 minute'`)]))
+    .execute();
+}

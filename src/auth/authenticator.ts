@@ -1,0 +1,77 @@
+import type { Kysely } from "kysely";
+import type { Config } from "../config.js";
+import type { Database } from "../db/schema.js";
+import type { Logger } from "../logger.js";
+import type { Authenticator, AuthRequest } from "../server/access.js";
+import type { Principal } from "../server/context.js";
+import { ServiceError } from "../server/errors.js";
+import { findLiveApiKey, findLiveSession, touchApiKey } from "./accounts.js";
+import { API_KEY_PATTERN } from "./secrets.js";
+import { readSessionToken } from "./session-cookie.js";
+
+/** A session may do everything its account may. */
+export const ALL_SCOPES = ["read", "build", "chat"] as const;
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * The one authentication layer for REST and RPC alike.
+ * - `Authorization: Bearer zk_…` is an API key: unknown and revoked keys are
+ *   the same 401; a key without the method's scope is 403; a key is never
+ *   accepted where a session is required (key management).
+ * - Otherwise the `zero_session` cookie, where the method allows it. A cookie
+ *   on a write must come with this service's own `Origin` (CSRF).
+ */
+export function createAuthenticator(deps: { db: Kysely<Database>; config: Config; logger: Logger }): Authenticator {
+  const publicOrigin = new URL(deps.config.publicUrl).origin;
+  return {
+    async authenticate(request: AuthRequest): Promise<Principal> {
+      const authorization = request.headers.get("authorization");
+      if (authorization !== null) return authenticateKey(request, authorization);
+      const token = readSessionToken(request.headers.get("cookie"));
+      if (token !== undefined) return authenticateSession(request, token);
+      throw new ServiceError("unauthenticated", "authentication required: send an API key as `Authorization: Bearer <key>`, or sign in");
+    },
+  };
+
+  async function authenticateKey(request: AuthRequest, authorization: string): Promise<Principal> {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    const secret = match?.[1];
+    const key = secret && API_KEY_PATTERN.test(secret) ? await findLiveApiKey(deps.db, secret) : undefined;
+    if (!key) throw new ServiceError("unauthenticated", "invalid or revoked API key");
+    if (request.rule.mode === "session") {
+      throw new ServiceError("permission_denied", "API keys cannot do this; sign in to the Console");
+    }
+    if (!key.scopes.includes(request.rule.scope)) {
+      throw new ServiceError("permission_denied", `this API key lacks the \`${request.rule.scope}\` scope`);
+    }
+    if (!key.last_used_at || Date.now() - key.last_used_at.getTime() > 60_000) {
+      touchApiKey(deps.db, key.id).catch((error: unknown) => deps.logger.warn({ err: error }, "could not record key use"));
+    }
+    return { accountId: key.account_id, via: "api_key", scopes: key.scopes, credentialId: key.id };
+  }
+
+  async function authenticateSession(request: AuthRequest, token: string): Promise<Principal> {
+    const session = await findLiveSession(deps.db, token);
+    if (!session) throw new ServiceError("unauthenticated", "the session has ended; sign in again");
+    const isWrite = !request.rule.readOnly && !SAFE_METHODS.has(request.requestMethod.toUpperCase());
+    if (isWrite && !isOwnOrigin(request.headers)) {
+      throw new ServiceError("permission_denied", "cross-site request refused: the Origin is not this service");
+    }
+    return { accountId: session.account_id, via: "session", scopes: ALL_SCOPES, credentialId: session.id };
+  }
+
+  /** The request's Origin is this service: its public URL, or the host it was addressed to. */
+  function isOwnOrigin(headers: Headers): boolean {
+    const origin = headers.get("origin");
+    if (!origin || origin === "null") return false;
+    if (origin === publicOrigin) return true;
+    const host = headers.get("host") ?? headers.get(":authority");
+    if (!host) return false;
+    try {
+      return new URL(origin).host === host;
+    } catch {
+      return false;
+    }
+  }
+}

@@ -1,0 +1,139 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { Kysely } from "kysely";
+import { ConsoleService } from "../../gen/zero/v1/console_pb.js";
+import {
+  createAccount,
+  createApiKey,
+  createSession,
+  findAccount,
+  findAccountByEmail,
+  listApiKeys,
+  normalizeEmail,
+  revokeApiKey,
+  revokeSession,
+} from "../auth/accounts.js";
+import type { Account, ApiKeyRow } from "../auth/auth.table.js";
+import { decoyPasswordHash, verifyPassword } from "../auth/secrets.js";
+import { clearedSessionCookie, sessionCookie } from "../auth/session-cookie.js";
+import { checkSignInAllowed, type SignInLimits } from "../auth/sign-in-limiter.js";
+import { SCOPES } from "../capabilities/capabilities-service.js";
+import type { Config } from "../config.js";
+import type { Database } from "../db/schema.js";
+import { requirePrincipal } from "../server/access.js";
+import { clientAddressKey } from "../server/context.js";
+import { invalidRequest, ServiceError } from "../server/errors.js";
+
+export interface ConsoleDeps {
+  db: Kysely<Database>;
+  config: Config;
+  signInLimits?: SignInLimits;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const PASSWORD_MIN = 8;
+const PASSWORD_MAX = 256;
+const KEY_NAME_MAX = 100;
+
+/** What a person does in the Console: accounts, sessions and API keys. */
+export function consoleService(deps: ConsoleDeps): ServiceImpl<typeof ConsoleService> {
+  const secureCookies = deps.config.publicUrl.startsWith("https:");
+
+  const startSession = async (account: Account, context: HandlerContext) => {
+    const session = await createSession(deps.db, account.id);
+    context.responseHeader.append("set-cookie", sessionCookie(session.token, secureCookies));
+    return { account: toAccountMessage(account) };
+  };
+
+  return {
+    async signUp(request, context) {
+      const email = normalizeEmail(request.email);
+      if (!EMAIL.test(email) || email.length > 254) throw invalidRequest("enter a valid email address", "email");
+      const passwordLength = [...request.password].length;
+      if (passwordLength < PASSWORD_MIN || passwordLength > PASSWORD_MAX) {
+        throw invalidRequest(`the password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`, "password");
+      }
+      const result = await createAccount(deps.db, {
+        email,
+        password: request.password,
+        onlyFirst: deps.config.signup === "closed",
+      });
+      if ("refused" in result) {
+        if (result.refused === "signup_closed") {
+          throw new ServiceError("permission_denied", "sign-up is closed on this service");
+        }
+        throw new ServiceError("conflict", "an account with this email already exists; sign in instead");
+      }
+      return startSession(result.account, context);
+    },
+
+    async signIn(request, context) {
+      const email = normalizeEmail(request.email);
+      await checkSignInAllowed(deps.db, { email, address: context.values.get(clientAddressKey) }, deps.signInLimits);
+      const account = EMAIL.test(email) ? await findAccountByEmail(deps.db, email) : undefined;
+      // Unknown emails cost the same time as wrong passwords.
+      const valid = await verifyPassword(request.password, account?.password_hash ?? (await decoyPasswordHash()));
+      if (!account || !valid) throw new ServiceError("unauthenticated", "the email or password is incorrect");
+      return startSession(account, context);
+    },
+
+    async signOut(_request, context) {
+      const principal = requirePrincipal(context);
+      await revokeSession(deps.db, principal.credentialId);
+      context.responseHeader.append("set-cookie", clearedSessionCookie(secureCookies));
+      return {};
+    },
+
+    async getSession(_request, context) {
+      const principal = requirePrincipal(context);
+      const account = await findAccount(deps.db, principal.accountId);
+      if (!account) throw new ServiceError("unauthenticated", "the session has ended; sign in again");
+      return { account: toAccountMessage(account) };
+    },
+
+    async createApiKey(request, context) {
+      const principal = requirePrincipal(context);
+      const name = request.name.trim();
+      if (name.length === 0 || [...name].length > KEY_NAME_MAX) {
+        throw invalidRequest(`give the key a name of 1 to ${KEY_NAME_MAX} characters`, "name");
+      }
+      const scopes = [...new Set(request.scopes)];
+      const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+      if (scopes.length === 0 || unknown.length > 0) {
+        throw invalidRequest(`choose scopes from ${SCOPES.join(", ")}${unknown.length ? ` (unknown: ${unknown.join(", ")})` : ""}`, "scopes");
+      }
+      const { secret, key } = await createApiKey(deps.db, { accountId: principal.accountId, name, scopes });
+      return { secret, apiKey: toApiKeyMessage(key) };
+    },
+
+    async listApiKeys(_request, context) {
+      const principal = requirePrincipal(context);
+      const keys = await listApiKeys(deps.db, principal.accountId);
+      return { apiKeys: keys.map(toApiKeyMessage) };
+    },
+
+    async revokeApiKey(request, context) {
+      const principal = requirePrincipal(context);
+      if (!(await revokeApiKey(deps.db, principal.accountId, request.id))) {
+        throw new ServiceError("not_found", "no such API key");
+      }
+      return {};
+    },
+  };
+}
+
+function toAccountMessage(account: Account) {
+  return { id: account.id, email: account.email, createdAt: timestampFromDate(account.created_at) };
+}
+
+function toApiKeyMessage(key: ApiKeyRow) {
+  return {
+    id: key.id,
+    name: key.name,
+    scopes: key.scopes,
+    prefix: key.prefix,
+    createdAt: timestampFromDate(key.created_at),
+    lastUsedAt: key.last_used_at ? timestampFromDate(key.last_used_at) : undefined,
+    revokedAt: key.revoked_at ? timestampFromDate(key.revoked_at) : undefined,
+  };
+}
