@@ -1,0 +1,84 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+
+const root = path.resolve(import.meta.dirname, "../..");
+const tsx = path.join(root, "node_modules/.bin/tsx");
+
+interface Run {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<number | null>;
+}
+
+function runServer(env: Record<string, string>): Run {
+  const child = spawn(tsx, ["src/main.ts"], { cwd: root, env: { ...process.env, LOG_LEVEL: "info", ...env } });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, stdout: () => stdout, stderr: () => stderr, exit };
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function waitFor(check: () => boolean, what: string, ms = 30_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe("the server process", () => {
+  it("exits non-zero with one clear line when DATABASE_URL points at a stopped server", async () => {
+    const port = await freePort();
+    const run = runServer({ DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/zero`, PORT: "0" });
+    expect(await run.exit).toBe(1);
+    const lines = run.stderr().trim().split("\n").filter((l) => !l.includes("npm warn"));
+    expect(lines).toEqual([expect.stringMatching(new RegExp(`^project-zero: cannot reach the database at 127\\.0\\.0\\.1:${port}/zero: .*ECONNREFUSED`))]);
+  });
+
+  it("exits 2 naming each bad variable before starting anything", async () => {
+    const run = runServer({ PORT: "http", ZERO_SIGNUP: "sometimes" });
+    expect(await run.exit).toBe(2);
+    expect(run.stderr()).toContain("project-zero: bad configuration: PORT:");
+    expect(run.stderr()).toContain("project-zero: bad configuration: ZERO_SIGNUP:");
+  });
+
+  it("serves on the configured port and stops cleanly on SIGTERM, ending open streams", async () => {
+    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-proc-"));
+    const port = await freePort();
+    const run = runServer({ PORT: String(port), ZERO_DATA_DIR: dataDir, ZERO_SHUTDOWN_GRACE_MS: "5000" });
+    try {
+      await waitFor(() => run.stdout().includes('"msg":"listening"'), "the server to listen", 60_000);
+      const res = await fetch(`http://127.0.0.1:${port}/api/capabilities`);
+      expect(res.status).toBe(200);
+      // A long-lived server stream (gRPC health Watch over Connect) is open when the signal arrives.
+      const watch = fetch(`http://127.0.0.1:${port}/grpc.health.v1.Health/Watch`, {
+        method: "POST",
+        headers: { "content-type": "application/connect+json" },
+        body: Buffer.concat([Buffer.from([0, 0, 0, 0, 2]), Buffer.from("{}")]),
+      }).then((r) => r.text());
+      await new Promise((r) => setTimeout(r, 300));
+      run.child.kill("SIGTERM");
+      expect(await run.exit).toBe(0);
+      await expect(watch).resolves.toContain("SERVING");
+      expect(run.stdout()).toContain('"msg":"stopped"');
+    } finally {
+      run.child.kill("SIGKILL");
+      await fs.rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
