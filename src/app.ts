@@ -9,6 +9,8 @@ import type { Config } from "./config.js";
 import { openStore, type Store } from "./db/database.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createAuthenticator } from "./auth/authenticator.js";
+import { StageFailure, type StageWorkResolver } from "./engine/stage-work.js";
+import { executionsPart } from "./executions/executions-part.js";
 import { ConsoleService } from "../gen/zero/v1/console_pb.js";
 import { consoleService } from "./console/console-service.js";
 import type { Authenticator } from "./server/access.js";
@@ -35,6 +37,8 @@ export interface AppOptions {
   logger?: Logger;
   /** See StoreOptions.pgliteTemplate. */
   pgliteTemplate?: Blob;
+  /** The work of each plan stage. Tests pass instant, slow or failing work; by default the outcomes' own. */
+  stageWork?: StageWorkResolver;
 }
 
 /**
@@ -94,6 +98,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       services: [ConsoleService],
       registerServices: (router) => router.service(ConsoleService, consoleService({ db: store.db, config })),
     },
+    executionsPart({ config, store, logger, instanceId, authenticator, stageWork: options.stageWork ?? interimStageWork }),
   ];
 
   const rest = new RestRouter();
@@ -142,3 +147,11 @@ function withBoundPort(config: Config, port: number): Config {
   url.port = String(port);
   return { ...config, port, publicUrl: url.href.replace(/\/+$/, "") };
 }
+
+/**
+ * Interim default until the outcomes' stage work lands: every stage fails
+ * with a clear error instead of pretending to build something.
+ */
+const interimStageWork: StageWorkResolver = () => async () => {
+  throw new StageFailure("not_implemented", "this stage cannot run yet on this service");
+};

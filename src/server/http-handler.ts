@@ -2,6 +2,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { createContextValues, type ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "../logger.js";
+import type { Metrics } from "./metrics.js";
 import type { Authenticator } from "./access.js";
 import { clientAddressKey, requestLoggerKey } from "./context.js";
 import { ServiceError } from "./errors.js";
@@ -25,6 +26,7 @@ export interface HttpHandlerOptions {
   shutdownSignal: AbortSignal;
   /** Largest request body accepted by RPCs. */
   readMaxBytes?: number;
+  metrics: Metrics;
 }
 
 /**
@@ -67,19 +69,32 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
     }
   });
 
+  rest.add("GET", "/metrics", async ({ res }) => {
+    const body = await options.metrics.registry.metrics();
+    res.setHeader("content-type", options.metrics.registry.contentType);
+    res.end(body);
+  });
+
+  const rpcRoutes = new Set(options.services.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
+  const { httpRequests, httpDuration } = options.metrics;
+
   return (req, res) => {
     const info = assignRequestInfo(req, logger);
     res.setHeader("x-request-id", info.id);
     res.setHeader("x-content-type-options", "nosniff");
+    const pathname = pathOf(req.url);
+    const method = req.method ?? "GET";
+    const route = rest.match(method, pathname);
+    const routeLabel = route ? rest.label(method, pathname) : rpcRoutes.has(pathname) ? pathname : "other";
     res.once("close", () => {
-      const ms = Number(process.hrtime.bigint() - info.startedAt) / 1e6;
+      const seconds = Number(process.hrtime.bigint() - info.startedAt) / 1e9;
+      httpRequests.inc({ route: routeLabel, method, code: String(res.statusCode) });
+      httpDuration.observe({ route: routeLabel, method }, seconds);
       info.log.info(
-        { method: req.method, path: pathOf(req.url), status: res.statusCode, ms: Math.round(ms * 100) / 100, aborted: !res.writableFinished },
+        { method, path: pathname, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100, aborted: !res.writableFinished },
         "request",
       );
     });
-    const pathname = pathOf(req.url);
-    const route = rest.match(req.method ?? "GET", pathname);
     if (!route) {
       connect(req, res);
       return;

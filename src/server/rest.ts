@@ -42,6 +42,12 @@ export class RestRouter {
     return this;
   }
 
+  /** A bounded label for metrics: the exact path or the prefix that matched. */
+  label(method: string, pathname: string): string {
+    if (this.#exact.has(pathname)) return pathname;
+    return this.#prefixes.find((p) => pathname.startsWith(p.prefix))?.prefix ?? "other";
+  }
+
   /** The handler for a request, a 405 handler for a known path, or undefined. */
   match(method: string, pathname: string): RestHandler | undefined {
     const byMethod = this.#exact.get(pathname);

@@ -4,6 +4,7 @@ import path from "node:path";
 import { Writable } from "node:stream";
 import { afterAll } from "vitest";
 import { startApp, type App } from "../../src/app.js";
+import type { StageWorkResolver } from "../../src/engine/stage-work.js";
 import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { createTestDatabase, dropTestDatabases } from "./database.js";
@@ -19,6 +20,8 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   /** Share a database with another test app (Postgres runs only). */
   databaseUrl?: string;
+  /** The work the stage engine runs (instant, slow, failing, counting…). */
+  stageWork?: StageWorkResolver;
 }
 
 const running = new Set<TestApp>();
@@ -56,6 +59,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const app = await startApp(config, {
     logger: createLogger(config.logLevel, sink),
     pgliteTemplate: databaseUrl ? undefined : await pgliteTemplate(),
+    stageWork: options.stageWork,
   });
   const testApp: TestApp = Object.assign(Object.create(null) as object, app, {
     logs,

@@ -1,0 +1,210 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import { APPROVAL_STAGE, OUTCOME_STAGES, type OutcomeId } from "../outcomes/catalog.js";
+import type { StageOutcome } from "./stage-work.js";
+
+/** Plan statuses (SPEC.md). */
+export type PlanStatus = "running" | "awaiting_approval" | "interrupted" | "failed" | "succeeded";
+/** Stage states (SPEC.md). */
+export type StageState = "pending" | "running" | "awaiting_approval" | "succeeded" | "failed";
+
+export interface StageErrorInfo {
+  type: string;
+  message: string;
+}
+
+/** A plan as the state machine sees it. */
+export interface PlanState {
+  id: string;
+  accountId: string;
+  goal: string;
+  outcome: OutcomeId;
+  status: PlanStatus;
+  progress: number;
+  resumable: boolean;
+  warning: string | null;
+  previewUrl: string | null;
+  publishedUrl: string | null;
+  project: { id: string; name: string; slug: string } | null;
+  approved: readonly string[];
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+  stages: readonly StageRecord[];
+}
+
+export interface StageRecord {
+  position: number;
+  id: string;
+  title: string;
+  state: StageState;
+  attempts: number;
+  error: StageErrorInfo | null;
+  output: JsonValue | null;
+  /** Partial progress while running, 0..1. */
+  progress: number;
+  /** The fencing token of the worker running it; null when nobody holds it. */
+  leaseToken: number | null;
+}
+
+/** The error a stage shows when its worker vanished mid-run. */
+export const INTERRUPTED_ERROR: StageErrorInfo = {
+  type: "interrupted",
+  message: "the stage stopped because the worker running it went away; resume the plan to run it again",
+};
+
+/** The error a stage shows when its work threw something other than a StageFailure. */
+export const GENERIC_STAGE_ERROR: StageErrorInfo = {
+  type: "stage_failed",
+  message: "the stage failed unexpectedly; resume the plan to try again",
+};
+
+/** Statuses after which nothing moves until someone resumes the plan. */
+export const RESTING_STATUSES: ReadonlySet<PlanStatus> = new Set(["awaiting_approval", "interrupted", "failed", "succeeded"]);
+
+/** The stages of a new plan: the first running with attempts 1, the rest pending. */
+export function initialStages(outcome: OutcomeId): StageRecord[] {
+  return OUTCOME_STAGES[outcome].map((definition, position) => ({
+    position,
+    id: definition.id,
+    title: definition.title,
+    state: position === 0 ? "running" : "pending",
+    attempts: position === 0 ? 1 : 0,
+    error: null,
+    output: null,
+    progress: 0,
+    leaseToken: null,
+  }));
+}
+
+/**
+ * Percentage of the stages that succeeded, plus the partial progress of a
+ * running one. It reaches 100 only when every stage succeeded.
+ */
+export function planProgress(stages: readonly StageRecord[]): number {
+  if (stages.length === 0) return 0;
+  let done = 0;
+  let partial = 0;
+  for (const stage of stages) {
+    if (stage.state === "succeeded") done++;
+    else if (stage.state === "running") partial += Math.min(1, Math.max(0, stage.progress));
+  }
+  if (done === stages.length) return 100;
+  return Math.min(99, Math.floor((100 * (done + partial)) / stages.length));
+}
+
+/** The stage a worker ran returned: record it and move on to the next stage. */
+export function stageSucceeded(plan: PlanState, position: number, outcome: StageOutcome): PlanState {
+  const stages = replaceStage(plan.stages, position, {
+    state: "succeeded",
+    error: null,
+    output: outcome.output ?? null,
+    progress: 1,
+    leaseToken: null,
+  });
+  return advance(
+    {
+      ...plan,
+      project: outcome.project ? { id: outcome.project.id, name: outcome.project.name, slug: outcome.project.slug } : plan.project,
+      previewUrl: outcome.previewUrl ?? plan.previewUrl,
+      publishedUrl: outcome.publishedUrl ?? plan.publishedUrl,
+      warning: outcome.warning ?? plan.warning,
+      stages,
+    },
+    position,
+  );
+}
+
+/** The stage's work failed: the plan stops, resumable, showing why. */
+export function stageFailed(plan: PlanState, position: number, error: StageErrorInfo): PlanState {
+  return settle({
+    ...plan,
+    status: "failed",
+    resumable: true,
+    stages: replaceStage(plan.stages, position, { state: "failed", error, progress: 0, leaseToken: null }),
+  });
+}
+
+/** The stage's worker died (its lease expired): the plan stops as interrupted, resumable. */
+export function stageInterrupted(plan: PlanState, position: number): PlanState {
+  return settle({
+    ...plan,
+    status: "interrupted",
+    resumable: true,
+    stages: replaceStage(plan.stages, position, { state: "failed", error: INTERRUPTED_ERROR, progress: 0, leaseToken: null }),
+  });
+}
+
+/** Partial progress reported by a running stage. */
+export function stageProgressed(plan: PlanState, position: number, fraction: number): PlanState {
+  const progress = Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : 0;
+  return settle({ ...plan, stages: replaceStage(plan.stages, position, { progress }) });
+}
+
+/** A running stage handed back by a worker that is shutting down: waiting for the next worker. */
+export function stageReleased(plan: PlanState, position: number): PlanState {
+  return { ...plan, stages: replaceStage(plan.stages, position, { leaseToken: null }) };
+}
+
+/**
+ * A resume with the given approvals. Known gate ids are remembered (also
+ * before the gate is reached), unknown ones dropped. A plan at the gate passes
+ * it when the gate is approved; a failed or interrupted plan runs its failed
+ * stage again with attempts + 1; a running or succeeded plan is unchanged.
+ */
+export function resumePlan(plan: PlanState, approve: readonly string[]): PlanState {
+  if (plan.status === "succeeded") return plan;
+  const gates = new Set(plan.stages.filter((s) => s.id === APPROVAL_STAGE).map((s) => s.id));
+  const approved = [...new Set([...plan.approved, ...approve.filter((id) => gates.has(id))])];
+  const next: PlanState = approved.length === plan.approved.length ? plan : { ...plan, approved };
+
+  if (plan.status === "awaiting_approval") {
+    const gate = plan.stages.find((s) => s.state === "awaiting_approval");
+    if (!gate || !approved.includes(gate.id)) return next;
+    return advance({ ...next, stages: replaceStage(next.stages, gate.position, { state: "succeeded", error: null, progress: 1 }) }, gate.position);
+  }
+  if (plan.status === "failed" || plan.status === "interrupted") {
+    const failed = plan.stages.find((s) => s.state === "failed");
+    if (!failed) return next;
+    return settle({ ...next, status: "running", resumable: false, stages: replaceStage(next.stages, failed.position, startRun(failed)) });
+  }
+  return next;
+}
+
+/** True when `after` asks a worker to run a stage that was not waiting before. */
+export function startsWork(before: PlanState, after: PlanState): boolean {
+  return after.stages.some((stage, i) => stage.state === "running" && stage.leaseToken === null && !sameRun(before.stages[i], stage));
+}
+
+function sameRun(before: StageRecord | undefined, after: StageRecord): boolean {
+  return before !== undefined && before.state === after.state && before.attempts === after.attempts && before.leaseToken === after.leaseToken;
+}
+
+/**
+ * Moves past `position`: the next stage runs, or waits at the gate (unless
+ * the gate was approved beforehand), or the plan has succeeded.
+ */
+function advance(plan: PlanState, position: number): PlanState {
+  const next = plan.stages[position + 1];
+  if (!next) return settle({ ...plan, status: "succeeded", resumable: false });
+  if (next.id === APPROVAL_STAGE) {
+    if (plan.approved.includes(next.id)) {
+      const stages = replaceStage(plan.stages, next.position, { state: "succeeded", attempts: next.attempts + 1, error: null, progress: 1 });
+      return advance({ ...plan, stages }, next.position);
+    }
+    const stages = replaceStage(plan.stages, next.position, { state: "awaiting_approval", attempts: next.attempts + 1, error: null });
+    return settle({ ...plan, status: "awaiting_approval", resumable: true, stages });
+  }
+  return settle({ ...plan, status: "running", resumable: false, stages: replaceStage(plan.stages, next.position, startRun(next)) });
+}
+
+function startRun(stage: StageRecord): Partial<StageRecord> {
+  return { state: "running", attempts: stage.attempts + 1, error: null, progress: 0, leaseToken: null };
+}
+
+function settle(plan: PlanState): PlanState {
+  return { ...plan, progress: planProgress(plan.stages) };
+}
+
+function replaceStage(stages: readonly StageRecord[], position: number, patch: Partial<StageRecord>): StageRecord[] {
+  return stages.map((stage) => (stage.position === position ? { ...stage, ...patch } : stage));
+}

@@ -1,0 +1,177 @@
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type {
+  CreateExecutionRequest,
+  ExecutionService,
+  GetExecutionRequest,
+  PlanSchema,
+  ResumeExecutionRequest,
+  WatchExecutionRequest,
+  WatchExecutionResponseSchema,
+} from "../../gen/zero/v1/execution_pb.js";
+import { newId } from "../auth/secrets.js";
+import { LIST_LIMIT } from "../capabilities/capabilities-service.js";
+import type { Config } from "../config.js";
+import type { Store } from "../db/database.js";
+import type { PlanEvents } from "../engine/plan-events.js";
+import { initialStages, RESTING_STATUSES, resumePlan, startsWork, type PlanState } from "../engine/plan-transitions.js";
+import { DEFAULT_OUTCOME, isOutcomeId, unavailableOutcomes, type OutcomeId } from "../outcomes/catalog.js";
+import { requirePrincipal } from "../server/access.js";
+import { invalidRequest, notFound, ServiceError } from "../server/errors.js";
+import { limitReachedHeaders, rateLimitHeaders, readGenerationUsage } from "./generation-limit.js";
+import { validGoal } from "./goal.js";
+import { insertPlanWithinLimit, listRecentPlans, loadPlan, savePlan, type GenerationWindow } from "./plan-repository.js";
+import { toPlanMessage } from "./plan-message.js";
+
+export interface ExecutionServiceDeps {
+  store: Store;
+  config: Config;
+  events: PlanEvents;
+  /** How often a watcher re-reads its plan when no notification came. */
+  watchPollMs?: number;
+}
+
+/** `{plan, unavailable}`: the answer of a create and of a resume, over REST and RPC alike. */
+export interface PlanAccepted {
+  plan: MessageInitShape<typeof PlanSchema>;
+  unavailable: string[];
+}
+
+const PLAN_NOT_FOUND = "no plan with that id";
+
+/**
+ * ExecutionService: the service functions behind both the RPCs and the REST
+ * routes. Each reads the caller from the context (authorization already ran),
+ * validates, and answers; none waits for a stage.
+ */
+export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof ExecutionService> {
+  const { store, config, events } = deps;
+  const db = store.db;
+  const window: GenerationWindow = { limit: config.generationLimit, windowSeconds: config.generationWindowSeconds };
+  const watchPollMs = deps.watchPollMs ?? 1000;
+
+  /** Refuses an outcome this deployment cannot run, naming outcomes only. */
+  const requireAvailable = (outcome: OutcomeId, unavailable: string[]) => {
+    if (unavailable.includes(outcome)) {
+      throw new ServiceError("outcome_unavailable", `the ${outcome} outcome cannot run on this service`, { unavailable });
+    }
+  };
+
+  return {
+    async createExecution(request: CreateExecutionRequest, context: HandlerContext): Promise<PlanAccepted> {
+      const { accountId } = requirePrincipal(context);
+      const goal = validGoal(request.goal);
+      const outcome: OutcomeId = isOutcomeId(request.outcome) ? request.outcome : DEFAULT_OUTCOME;
+      const unavailable = unavailableOutcomes(config);
+      requireAvailable(outcome, unavailable);
+
+      const stages = initialStages(outcome);
+      const id = newId("pln");
+      const inserted = await insertPlanWithinLimit(db, { id, accountId, goal, outcome, stages }, window);
+      const usage = { limit: window.limit, used: inserted.used, resetSeconds: inserted.resetSeconds };
+      if (!inserted.createdAt) {
+        throw new ServiceError("rate_limited", `the generation limit of ${window.limit} new executions per ${window.windowSeconds} s is reached; try again later`, {
+          headers: limitReachedHeaders(usage),
+        });
+      }
+      setHeaders(context, rateLimitHeaders(usage));
+      const plan: PlanState = {
+        id,
+        accountId,
+        goal,
+        outcome,
+        status: "running",
+        progress: 0,
+        resumable: false,
+        warning: null,
+        previewUrl: null,
+        publishedUrl: null,
+        project: null,
+        approved: [],
+        version: 0,
+        createdAt: inserted.createdAt,
+        updatedAt: inserted.createdAt,
+        stages,
+      };
+      return { plan: toPlanMessage(plan), unavailable };
+    },
+
+    async resumeExecution(request: ResumeExecutionRequest, context: HandlerContext): Promise<PlanAccepted> {
+      const { accountId } = requirePrincipal(context);
+      if (request.planId === "") throw invalidRequest("planId is required to resume a plan", "planId");
+      const unavailable = unavailableOutcomes(config);
+      const plan = await db.transaction().execute(async (trx) => {
+        const before = await loadPlan(trx, request.planId, { accountId, forUpdate: true });
+        if (!before) throw notFound(PLAN_NOT_FOUND);
+        const after = resumePlan(before, request.approve);
+        if (after === before) return before;
+        if (startsWork(before, after)) requireAvailable(before.outcome, unavailable);
+        return savePlan(trx, before, after);
+      });
+      setHeaders(context, rateLimitHeaders(await readGenerationUsage(db, accountId, window)));
+      return { plan: toPlanMessage(plan), unavailable };
+    },
+
+    async getExecution(request: GetExecutionRequest, context: HandlerContext) {
+      const { accountId } = requirePrincipal(context);
+      if (request.id === "") throw invalidRequest("id is required", "id");
+      const plan = await loadPlan(db, request.id, { accountId });
+      if (!plan) throw notFound(PLAN_NOT_FOUND);
+      return { plan: toPlanMessage(plan) };
+    },
+
+    async listExecutions(_request, context: HandlerContext) {
+      const { accountId } = requirePrincipal(context);
+      const plans = await listRecentPlans(db, accountId, LIST_LIMIT);
+      return { plans: plans.map(toPlanMessage) };
+    },
+
+    async *watchExecution(
+      request: WatchExecutionRequest,
+      context: HandlerContext,
+    ): AsyncGenerator<MessageInitShape<typeof WatchExecutionResponseSchema>> {
+      const { accountId } = requirePrincipal(context);
+      if (request.id === "") throw invalidRequest("id is required", "id");
+      const signal = context.signal;
+      let changed = false;
+      let wake: (() => void) | undefined;
+      // Subscribe before the first read, so a change between the two is not missed.
+      const unsubscribe = await events.subscribe(request.id, () => {
+        changed = true;
+        wake?.();
+      });
+      try {
+        let plan = await loadPlan(db, request.id, { accountId });
+        if (!plan) throw notFound(PLAN_NOT_FOUND);
+        yield { plan: toPlanMessage(plan) };
+        while (!RESTING_STATUSES.has(plan.status)) {
+          if (!changed) {
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(done, watchPollMs);
+              function done() {
+                clearTimeout(timer);
+                signal.removeEventListener("abort", done);
+                wake = undefined;
+                resolve();
+              }
+              wake = done;
+              signal.addEventListener("abort", done, { once: true });
+            });
+          }
+          if (signal.aborted) return;
+          changed = false;
+          const next = await loadPlan(db, request.id, { accountId });
+          if (!next) return;
+          if (next.version !== plan.version) yield { plan: toPlanMessage(next) };
+          plan = next;
+        }
+      } finally {
+        unsubscribe();
+      }
+    },
+  };
+}
+
+function setHeaders(context: HandlerContext, headers: Record<string, string>): void {
+  for (const [name, value] of Object.entries(headers)) context.responseHeader.set(name, value);
+}

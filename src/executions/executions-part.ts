@@ -1,0 +1,51 @@
+import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
+import type { AppPart } from "../app.js";
+import type { Config } from "../config.js";
+import type { Store } from "../db/database.js";
+import { PlanEvents } from "../engine/plan-events.js";
+import { StageEngine } from "../engine/stage-engine.js";
+import type { StageWorkResolver } from "../engine/stage-work.js";
+import type { Logger } from "../logger.js";
+import type { Authenticator } from "../server/access.js";
+import { executionRoutes } from "./execution-rest.js";
+import { executionService } from "./execution-service.js";
+
+export interface ExecutionsPartDeps {
+  config: Config;
+  store: Store;
+  logger: Logger;
+  instanceId: string;
+  authenticator: Authenticator;
+  /** The work of each stage; the engine runs whatever it is given. */
+  stageWork: StageWorkResolver;
+}
+
+/**
+ * Executions: ExecutionService over RPC, `POST` / `GET /api/execution` over
+ * REST, and this instance's stage workers, started once the port listens and
+ * stopped (handing their stages back) before the database closes.
+ */
+export function executionsPart(deps: ExecutionsPartDeps): AppPart {
+  const { config, store, logger } = deps;
+  const events = new PlanEvents(store, logger);
+  const engine = new StageEngine({
+    store,
+    logger,
+    instanceId: deps.instanceId,
+    resolveWork: deps.stageWork,
+    concurrency: config.workerConcurrency,
+    leaseMs: config.stageLeaseMs,
+    stopGraceMs: Math.min(config.shutdownGraceMs, 10_000),
+  });
+  const impl = executionService({ store, config, events });
+  return {
+    services: [ExecutionService],
+    registerServices: (router) => router.service(ExecutionService, impl),
+    registerRoutes: (router) => executionRoutes(router, impl, deps.authenticator),
+    start: () => engine.start(),
+    stop: async () => {
+      await engine.stop();
+      await events.stop();
+    },
+  };
+}

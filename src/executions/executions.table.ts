@@ -1,0 +1,82 @@
+import type { ColumnType, Generated, Insertable, Selectable } from "kysely";
+
+type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
+type UpdatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+/** jsonb: written as a JSON string, read back parsed. */
+type Json<T> = ColumnType<T, string, string>;
+type NullableJson<T> = ColumnType<T | null, string | null | undefined, string | null>;
+
+/** One execution: a goal, its outcome and where it stands. Stages live in `plan_stages`. */
+export interface PlanTable {
+  /** `pln_…` */
+  id: string;
+  account_id: string;
+  goal: string;
+  /** "website" or "ebook". */
+  outcome: string;
+  /** "running", "awaiting_approval", "interrupted", "failed" or "succeeded". */
+  status: string;
+  /** 0–100. */
+  progress: number;
+  resumable: boolean;
+  warning: string | null;
+  preview_url: string | null;
+  published_url: string | null;
+  /** `{id, name, slug}` once the `understand` stage has named it. */
+  project: NullableJson<{ id: string; name: string; slug: string }>;
+  /** Gate ids approved so far, including those approved before the gate was reached. */
+  approved: ColumnType<string[], string[] | undefined, string[]>;
+  /** Bumped on every change; watchers compare it to know whether to send again. */
+  version: Generated<number>;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+/**
+ * One stage of a plan, and the engine's work queue: a stage with state
+ * `running` and no lease is waiting for a worker; a leased one is being run by
+ * the worker holding `lease_token` until `lease_expires_at`.
+ */
+export interface PlanStageTable {
+  plan_id: string;
+  /** 0-based order within the plan. */
+  position: number;
+  stage_id: string;
+  title: string;
+  /** "pending", "running", "awaiting_approval", "succeeded" or "failed". */
+  state: string;
+  attempts: number;
+  error_type: string | null;
+  error_message: string | null;
+  /** What the stage work returned, handed to later stages. */
+  output: NullableJson<unknown>;
+  /** Partial progress of a running stage, 0..1. */
+  progress: ColumnType<number, number | undefined, number>;
+  /** Since when a running stage waits for a worker: the claim order. */
+  ready_at: NullableTimestamp;
+  /** The instance holding the lease (diagnostics only; the token is what fences). */
+  lease_owner: string | null;
+  /** Fencing token of the current claim, from `plan_stage_lease_tokens`; a write must present it. */
+  lease_token: number | null;
+  lease_expires_at: NullableTimestamp;
+  updated_at: UpdatedAt;
+}
+
+/** New executions per account in fixed windows, shared by every instance. */
+export interface GenerationCountTable {
+  account_id: string;
+  window_start: ColumnType<Date, Date | string, never>;
+  count: number;
+}
+
+export type PlanRow = Selectable<PlanTable>;
+export type NewPlanRow = Insertable<PlanTable>;
+export type PlanStageRow = Selectable<PlanStageTable>;
+export type NewPlanStageRow = Insertable<PlanStageTable>;
+
+export interface ExecutionTables {
+  plans: PlanTable;
+  plan_stages: PlanStageTable;
+  generation_counts: GenerationCountTable;
+}

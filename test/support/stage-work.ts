@@ -1,0 +1,67 @@
+import type { OutcomeId } from "../../src/outcomes/catalog.js";
+import { StageFailure, type StageInput, type StageOutcome, type StageWork, type StageWorkResolver } from "../../src/engine/stage-work.js";
+
+/** What a finished stage reports in these tests, like the real outcomes would. */
+export function typicalOutcome(input: Pick<StageInput, "planId" | "stageId">): StageOutcome {
+  const outcome: StageOutcome = { output: { stage: input.stageId, planId: input.planId } };
+  if (input.stageId === "understand") outcome.project = { id: `prj_${input.planId.slice(4, 12)}`, name: "Test project", slug: "test-project" };
+  if (input.stageId === "build" || input.stageId === "assemble") outcome.previewUrl = `/preview/${input.planId}/`;
+  if (input.stageId === "publish") outcome.publishedUrl = `/sites/${input.planId}/`;
+  return outcome;
+}
+
+/** Stage work that finishes at once, and counts every invocation. */
+export function instantWork(): StageWorkResolver & { calls: StageInput[] } {
+  const calls: StageInput[] = [];
+  const resolver: StageWorkResolver = () => async (input) => {
+    calls.push(input);
+    return typicalOutcome(input);
+  };
+  return Object.assign(resolver, { calls });
+}
+
+/** One invocation of stage work that waits for the test to decide how it ends. */
+export interface HeldStage {
+  input: StageInput;
+  succeed(outcome?: StageOutcome): void;
+  fail(error: unknown): void;
+}
+
+/**
+ * Stage work under the test's control: every invocation is queued and waits
+ * until the test calls `succeed` or `fail` on it. Optionally some stage ids
+ * run instantly (`instant`).
+ */
+export class HeldWork {
+  readonly #waiting: HeldStage[] = [];
+  readonly #waiters: ((stage: HeldStage) => void)[] = [];
+  readonly calls: StageInput[] = [];
+  instant = new Set<string>();
+
+  readonly resolver: StageWorkResolver = (_outcome: OutcomeId, stageId: string): StageWork => async (input) => {
+    this.calls.push(input);
+    if (this.instant.has(stageId)) return typicalOutcome(input);
+    return new Promise<StageOutcome>((resolve, reject) => {
+      const held: HeldStage = { input, succeed: (o) => resolve(o ?? typicalOutcome(input)), fail: reject };
+      input.signal.addEventListener("abort", () => reject(input.signal.reason), { once: true });
+      const waiter = this.#waiters.shift();
+      if (waiter) waiter(held);
+      else this.#waiting.push(held);
+    });
+  };
+
+  /** The next invocation (already started or still to come). */
+  next(timeoutMs = 10_000): Promise<HeldStage> {
+    const ready = this.#waiting.shift();
+    if (ready) return Promise.resolve(ready);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("no stage work started in time")), timeoutMs);
+      this.#waiters.push((stage) => {
+        clearTimeout(timer);
+        resolve(stage);
+      });
+    });
+  }
+}
+
+export { StageFailure };
