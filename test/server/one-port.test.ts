@@ -117,6 +117,16 @@ describe("one port serves every protocol", () => {
     expect(ready.status).toBe(200);
   });
 
+  it("exports Prometheus metrics by route, with bounded labels", async () => {
+    await fetch(`${app.url}/api/capabilities`);
+    await fetch(`${app.url}/some/random/path/${Math.random()}`);
+    const text = await (await fetch(`${app.url}/metrics`)).text();
+    expect(text).toMatch(/zero_http_requests_total\{route="\/api\/capabilities",method="GET",code="200"\} [1-9]/);
+    expect(text).toMatch(/zero_http_requests_total\{route="other",method="GET",code="404"\}/);
+    expect(text).not.toContain("random");
+    expect(text).toContain("process_resident_memory_bytes");
+  });
+
   it("keeps the documented error shape over RPC for unknown methods", async () => {
     const client = createClient(Health, createConnectTransport({ baseUrl: app.url, httpVersion: "1.1" }));
     await expect(client.check({ service: "missing" })).rejects.toSatisfy(
