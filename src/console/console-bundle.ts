@@ -1,0 +1,74 @@
+import { createHash } from "node:crypto";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+/** One built file of the Console, served from memory. */
+export interface ConsoleAsset {
+  /** URL path, with a content hash so it can be cached for good. */
+  path: string;
+  contentType: string;
+  body: Buffer;
+  etag: string;
+}
+
+/** The Console's whole front end: one script and one stylesheet. */
+export interface ConsoleBundle {
+  script: ConsoleAsset;
+  style: ConsoleAsset;
+}
+
+/** Where the Console's assets are served; also the prefix the routes own. */
+export const CONSOLE_ASSETS_PATH = "/console/assets/";
+
+const WEB_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "web");
+
+let cached: Promise<ConsoleBundle> | undefined;
+
+/**
+ * Bundles `web/main.ts` and `web/console.css` with esbuild, in
+ * memory, once per process. Built on first use rather than at install time:
+ * the service runs its TypeScript sources directly (tsx), so there is no
+ * build step whose output could go stale against the code, npm install
+ * scripts may be disabled, and processes that never serve the Console (most
+ * tests, workers) never pay for it. A failed build is not cached, so the
+ * next request tries again.
+ */
+export function consoleBundle(): Promise<ConsoleBundle> {
+  cached ??= buildConsoleBundle().catch((error: unknown) => {
+    cached = undefined;
+    throw error;
+  });
+  return cached;
+}
+
+async function buildConsoleBundle(): Promise<ConsoleBundle> {
+  const result = await build({
+    // Two entries, one output each: the stylesheet is not imported from the script, so tsc needs no CSS typings.
+    entryPoints: [path.join(WEB_DIR, "main.ts"), path.join(WEB_DIR, "console.css")],
+    bundle: true,
+    write: false,
+    outdir: "/console-out",
+    format: "iife",
+    platform: "browser",
+    target: ["chrome111", "firefox115", "safari16.4", "edge111"],
+    minify: true,
+    legalComments: "none",
+    charset: "utf8",
+    logLevel: "silent",
+  });
+  let script: ConsoleAsset | undefined;
+  let style: ConsoleAsset | undefined;
+  for (const file of result.outputFiles) {
+    const body = Buffer.from(file.contents);
+    if (file.path.endsWith(".js")) script = asset("console", ".js", "text/javascript; charset=utf-8", body);
+    else if (file.path.endsWith(".css")) style = asset("console", ".css", "text/css; charset=utf-8", body);
+  }
+  if (!script || !style) throw new Error("the Console bundle is missing its script or stylesheet");
+  return { script, style };
+}
+
+function asset(name: string, extension: string, contentType: string, body: Buffer): ConsoleAsset {
+  const hash = createHash("sha256").update(body).digest("base64url").slice(0, 12);
+  return { path: `${CONSOLE_ASSETS_PATH}${name}-${hash}${extension}`, contentType, body, etag: `"${hash}"` };
+}

@@ -1,0 +1,58 @@
+/** Attribute values: `true` sets an empty attribute, `false` / `undefined` leave it out. */
+export type AttrValue = string | number | boolean | undefined;
+export type Child = Node | string | false | null | undefined;
+
+/**
+ * Builds an element. Attributes go through setAttribute and text through
+ * text nodes, so nothing from the server is ever parsed as HTML; listeners are
+ * attached with addEventListener because inline handlers are barred by the CSP.
+ */
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, AttrValue> = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === false) continue;
+    element.setAttribute(name, value === true ? "" : String(value));
+  }
+  append(element, ...children);
+  return element;
+}
+
+export function append(parent: Node, ...children: Child[]): void {
+  for (const child of children) {
+    if (child === false || child === null || child === undefined) continue;
+    parent.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+  }
+}
+
+/** Replaces an element's children. */
+export function replaceChildren(parent: Element, ...children: Child[]): void {
+  parent.replaceChildren();
+  append(parent, ...children);
+}
+
+/** Shows a message in a form's error slot (role="alert", so it is read out), or hides the slot. */
+export function showError(slot: HTMLElement, message: string | undefined): void {
+  slot.textContent = message ?? "";
+  slot.hidden = !message;
+}
+
+/** Disables a form's controls while a request runs, and marks it busy for assistive tech. */
+export function setBusy(form: HTMLFormElement, busy: boolean): void {
+  form.setAttribute("aria-busy", String(busy));
+  for (const element of Array.from(form.elements)) {
+    if (element instanceof HTMLButtonElement || element instanceof HTMLInputElement || element instanceof HTMLTextAreaElement || element instanceof HTMLSelectElement) {
+      element.disabled = busy;
+    }
+  }
+}
+
+let idCounter = 0;
+/** A document-unique id for label / aria wiring. */
+export function uid(prefix: string): string {
+  idCounter += 1;
+  return `${prefix}-${idCounter}`;
+}
