@@ -9,6 +9,7 @@ import type { Config } from "./config.js";
 import { openStore, type Store } from "./db/database.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createAuthenticator } from "./auth/authenticator.js";
+import { chatPart } from "./chat/chat-part.js";
 import { StageFailure, type StageWorkResolver } from "./engine/stage-work.js";
 import { executionsPart } from "./executions/executions-part.js";
 import { ConsoleService } from "../gen/zero/v1/console_pb.js";
@@ -88,6 +89,8 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
 
   const authenticator: Authenticator = createAuthenticator({ db: store.db, config, logger });
   const capabilities = capabilitiesService(config);
+  // The chat router is also what the stage writers reach the model through.
+  const chat = chatPart({ config, store, logger, authenticator });
   const parts: AppPart[] = [
     {
       services: [CapabilitiesService],
@@ -98,6 +101,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       services: [ConsoleService],
       registerServices: (router) => router.service(ConsoleService, consoleService({ db: store.db, config })),
     },
+    chat,
     executionsPart({ config, store, logger, instanceId, authenticator, stageWork: options.stageWork ?? interimStageWork }),
   ];
 

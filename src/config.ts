@@ -10,6 +10,16 @@ export interface UpstreamConfig {
   model: string;
 }
 
+/** Upstream time limits, in milliseconds. */
+export interface UpstreamTimeouts {
+  /** TCP (and TLS) connect. */
+  connectMs: number;
+  /** Until the response head arrives; a non-streaming answer only starts once it is complete. */
+  firstByteMs: number;
+  /** Longest silence between two pieces of a response body. */
+  idleMs: number;
+}
+
 /** Validated service configuration. Built once at start-up from the environment. */
 export interface Config {
   port: number;
@@ -20,6 +30,8 @@ export interface Config {
   /** Base of preview and published URLs; `https` makes cookies Secure. */
   publicUrl: string;
   upstreams: UpstreamConfig[];
+  /** Bounds on each upstream attempt; the next upstream is tried when one runs out before the first byte. */
+  upstreamTimeouts: UpstreamTimeouts;
   offlineWriter: boolean;
   freePoolDailyRequests: number;
   generationLimit: number;
@@ -85,6 +97,11 @@ export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(env.ZERO_DATA_DIR?.trim() || "./data");
   const publicUrl = readPublicUrl(env.ZERO_PUBLIC_URL, host, port, problems);
   const upstreams = readUpstreams(env.ZERO_UPSTREAMS, problems);
+  const upstreamTimeouts: UpstreamTimeouts = {
+    connectMs: read("ZERO_UPSTREAM_CONNECT_TIMEOUT_MS", 5_000, int(1, 600_000)),
+    firstByteMs: read("ZERO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS", 120_000, int(1, 3_600_000)),
+    idleMs: read("ZERO_UPSTREAM_IDLE_TIMEOUT_MS", 30_000, int(1, 3_600_000)),
+  };
   const offlineWriter = oneOf("ZERO_OFFLINE_WRITER", ["on", "off"] as const, "on") === "on";
   const freePoolDailyRequests = read("ZERO_FREE_POOL_DAILY_REQUESTS", 1000, int(0, 1_000_000_000));
   const generationLimit = read("ZERO_GENERATION_LIMIT", 20, int(0, 1_000_000_000));
@@ -108,6 +125,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     publicUrl,
     upstreams,
+    upstreamTimeouts,
     offlineWriter,
     freePoolDailyRequests,
     generationLimit,

@@ -4,6 +4,13 @@
  * writers of other capabilities). It checks the alias, takes a unit of the
  * free pool and tries the upstreams in order.
  */
+import type { Logger } from "../logger.js";
+import { ServiceError } from "../server/errors.js";
+import { checkAlias } from "./chat-request.js";
+import { newCompletionId, rewriteCompletion } from "./completion-rewrite.js";
+import type { FreePool } from "./free-pool.js";
+import { parseSse } from "./sse-parser.js";
+import { isTimeout, type UpstreamAnswer, type UpstreamClient } from "./upstream-client.js";
 
 /** OpenAI chat completion request as a plain JSON object; every field is passed through. */
 export type ChatRequest = Record<string, unknown> & { model: string; messages: unknown[] };
@@ -23,4 +30,130 @@ export interface ChatCallOptions {
 export interface ChatCompleter {
   /** Routes a non-streaming request over the upstreams, taking one free-pool unit; throws ServiceError. */
   complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletionJson>;
+}
+
+/** One chunk of a streamed completion, already rewritten to the alias. */
+export type ChatChunkJson = Record<string, unknown> & { choices?: unknown[] };
+
+/** Dependencies of the router. */
+export interface ChatRouterDeps {
+  upstreams: UpstreamClient;
+  pool: FreePool;
+  logger: Logger;
+}
+
+/**
+ * The one router behind every door. Order of checks: the alias (no pool unit
+ * is taken for a refused request), a unit of the free pool, then the
+ * upstreams. A request that no upstream served gives its unit back.
+ */
+export class ChatRouter implements ChatCompleter {
+  readonly #upstreams: UpstreamClient;
+  readonly #pool: FreePool;
+  readonly #logger: Logger;
+
+  constructor(deps: ChatRouterDeps) {
+    this.#upstreams = deps.upstreams;
+    this.#pool = deps.pool;
+    this.#logger = deps.logger;
+  }
+
+  /** True when an upstream is configured. */
+  get available(): boolean {
+    return this.#upstreams.configured;
+  }
+
+  async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletionJson> {
+    const answer = await this.#open(request, false, options);
+    let completion: unknown;
+    try {
+      completion = JSON.parse(await answer.body.text());
+    } catch (error) {
+      this.#pool.refund();
+      if (options.signal?.aborted) throw error;
+      throw failure(error, answer);
+    }
+    if (!isCompletion(completion)) {
+      this.#pool.refund();
+      this.#logger.warn({ upstream: answer.upstream }, "upstream answered 2xx without a completion");
+      throw new ServiceError("upstream_error", "the model returned an answer that is not a chat completion");
+    }
+    return rewriteCompletion(completion, newCompletionId());
+  }
+
+  /**
+   * Opens a streamed completion. Resolves once an upstream has accepted the
+   * request (so every refusal before that point is a thrown ServiceError);
+   * the chunks are then relayed one by one as the upstream sends them. A
+   * failure after that is thrown by the iterator; a stream that does not
+   * end with the upstream's `[DONE]` is a failure, never a silent truncation.
+   */
+  async stream(request: ChatRequest, options: ChatCallOptions): Promise<AsyncGenerator<ChatChunkJson, void, undefined>> {
+    const answer = await this.#open(request, true, options);
+    return this.#relay(answer, newCompletionId(), options.signal);
+  }
+
+  async *#relay(answer: UpstreamAnswer, id: string, signal: AbortSignal | undefined): AsyncGenerator<ChatChunkJson, void, undefined> {
+    let relayed = false;
+    let finished = false;
+    try {
+      // Not destroyed on an early return: after `[DONE]` the rest is drained so the connection is kept.
+      for await (const event of parseSse(answer.body.iterator({ destroyOnReturn: false }))) {
+        if (event.data === "[DONE]") {
+          finished = true;
+          return;
+        }
+        let chunk: unknown;
+        try {
+          chunk = JSON.parse(event.data);
+        } catch {
+          throw new ServiceError("upstream_error", "the model sent a malformed chunk; the answer is incomplete");
+        }
+        if (typeof chunk !== "object" || chunk === null || Array.isArray(chunk) || "error" in chunk || event.event === "error") {
+          this.#logger.warn({ upstream: answer.upstream }, "upstream reported an error mid-stream");
+          throw new ServiceError("upstream_error", "the model failed mid-answer; the answer is incomplete");
+        }
+        relayed = true;
+        yield rewriteCompletion(chunk as ChatChunkJson, id);
+      }
+      throw new ServiceError("upstream_error", "the model's stream ended before it finished; the answer is incomplete");
+    } catch (error) {
+      if (!relayed) this.#pool.refund();
+      if (signal?.aborted || error instanceof ServiceError) throw error;
+      throw failure(error, answer);
+    } finally {
+      if (finished) {
+        if (!answer.body.readableEnded) answer.body.dump().catch(() => {});
+      } else if (!answer.body.destroyed) {
+        // The consumer stopped early (client gone) or the stream failed: end the upstream exchange now.
+        answer.body.destroy();
+      }
+    }
+  }
+
+  async #open(request: ChatRequest, stream: boolean, options: ChatCallOptions): Promise<UpstreamAnswer> {
+    checkAlias(request);
+    if (!this.#upstreams.configured) {
+      throw new ServiceError("unavailable", "chat is not available here: no upstream is configured");
+    }
+    await this.#pool.take();
+    try {
+      return await this.#upstreams.send(request, { stream, signal: options.signal });
+    } catch (error) {
+      this.#pool.refund();
+      throw error;
+    }
+  }
+}
+
+function isCompletion(value: unknown): value is ChatCompletionJson {
+  return typeof value === "object" && value !== null && Array.isArray((value as { choices?: unknown }).choices);
+}
+
+/** A failure after the upstream accepted: a timeout is ours to name; anything else is the upstream's. */
+function failure(error: unknown, answer: UpstreamAnswer): ServiceError {
+  if (isTimeout(error)) return new ServiceError("upstream_timeout", "the model stopped answering; the answer is incomplete");
+  return new ServiceError("upstream_error", "the connection to the model broke; the answer is incomplete", {
+    cause: { upstream: answer.upstream, error },
+  });
 }

@@ -1,5 +1,6 @@
 import type { ColumnType, Generated } from "kysely";
 import type { AuthTables } from "../auth/auth.table.js";
+import type { ChatTables } from "../chat/chat-tables.js";
 import type { ExecutionTables } from "../executions/executions.table.js";
 
 /**
@@ -7,7 +8,7 @@ import type { ExecutionTables } from "../executions/executions.table.js";
  * `*.table.ts` file beside the code that owns it. Migrations in
  * `src/db/migrations/` create exactly these shapes.
  */
-export interface Database extends AuthTables, ExecutionTables {
+export interface Database extends AuthTables, ExecutionTables, ChatTables {
   service_instances: ServiceInstanceTable;
 }
 

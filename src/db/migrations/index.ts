@@ -2,6 +2,7 @@ import type { Migration } from "kysely/migration";
 import * as foundation from "./2026-11-22T00-00_foundation.js";
 import * as auth from "./2026-11-22T01-00_auth.js";
 import * as executions from "./2026-11-22T01-04_executions.js";
+import * as chat from "./2026-11-22T01-20_chat.js";
 
 /**
  * Every migration, by name. Names sort in the order they apply (ISO date
@@ -11,4 +12,5 @@ export const migrations: Record<string, Migration> = {
   "2026-11-22T00-00_foundation": foundation,
   "2026-11-22T01-00_auth": auth,
   "2026-11-22T01-04_executions": executions,
+  "2026-11-22T01-20_chat": chat,
 };

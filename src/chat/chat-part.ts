@@ -1,0 +1,65 @@
+import { ChatService } from "../../gen/zero/v1/chat_pb.js";
+import type { AppPart } from "../app.js";
+import type { Config } from "../config.js";
+import type { Store } from "../db/database.js";
+import type { Logger } from "../logger.js";
+import type { Authenticator } from "../server/access.js";
+import { chatRoutes } from "./chat-rest.js";
+import { ChatRouter, type ChatCompleter } from "./chat-router.js";
+import { chatService } from "./chat-service.js";
+import { FreePool } from "./free-pool.js";
+import { IdempotencyStore } from "./idempotency.js";
+import { UpstreamClient } from "./upstream-client.js";
+
+export interface ChatPartDeps {
+  config: Config;
+  store: Store;
+  logger: Logger;
+  authenticator: Authenticator;
+}
+
+/** The chat capability as the app mounts it, plus the completer other capabilities draw on. */
+export interface ChatPart extends AppPart {
+  /** The same router and pool as the public route, for the stage writers. */
+  chat: ChatCompleter;
+}
+
+const SWEEP_EVERY_MS = 3600_000;
+
+/**
+ * Chat: ChatService over RPC, `POST /v1/chat/completions` over REST, and the
+ * background work (the free pool's give-back, the idempotency sweep).
+ */
+export function chatPart(deps: ChatPartDeps): ChatPart {
+  const { config, store, logger } = deps;
+  const log = logger.child({ component: "chat" });
+  const upstreams = new UpstreamClient(config.upstreams, config.upstreamTimeouts, log);
+  const pool = new FreePool({
+    db: store.db,
+    capacity: config.freePoolDailyRequests,
+    logger: log,
+    // Several instances only share a real server; an embedded database has one.
+    listen: store.kind === "postgres" ? (channel, onPayload) => store.listen(channel, onPayload) : undefined,
+  });
+  const idempotency = new IdempotencyStore(store.db);
+  const router = new ChatRouter({ upstreams, pool, logger: log });
+  let sweeper: NodeJS.Timeout | undefined;
+  const sweep = () => idempotency.sweep().catch((error: unknown) => log.warn({ err: error }, "idempotency sweep failed"));
+  return {
+    chat: router,
+    services: [ChatService],
+    registerServices: (connect) => connect.service(ChatService, chatService({ router, idempotency })),
+    registerRoutes: (rest) => chatRoutes(rest, { router, idempotency, authenticator: deps.authenticator }),
+    async start() {
+      await pool.start();
+      void sweep();
+      sweeper = setInterval(() => void sweep(), SWEEP_EVERY_MS);
+      sweeper.unref();
+    },
+    async stop() {
+      clearInterval(sweeper);
+      await pool.stop();
+      await upstreams.close();
+    },
+  };
+}

@@ -1,0 +1,62 @@
+import { CHAT_ALIAS } from "../capabilities/capabilities-service.js";
+import { invalidRequest, ServiceError } from "../server/errors.js";
+import type { ChatRequest } from "./chat-router.js";
+
+/** The only program the alias serves; `program` is ours, never sent upstream. */
+export const CHAT_PROGRAM = "project_zero";
+
+/**
+ * Checks the shape of a chat request body: the parts every transport must
+ * get right before anything is committed (a stream's 200 included). Field
+ * values other than `model` and `messages` are the upstream's to judge and
+ * pass through untouched.
+ */
+export function parseChatRequest(json: unknown): ChatRequest {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw invalidRequest("the body must be a JSON object");
+  }
+  const body = json as Record<string, unknown>;
+  if (typeof body.model !== "string" || body.model === "") {
+    throw invalidRequest("`model` is required: send \"project-zero\"", "model");
+  }
+  if (!Array.isArray(body.messages) || body.messages.length === 0) {
+    throw invalidRequest("`messages` must be a non-empty array", "messages");
+  }
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean") {
+    throw invalidRequest("`stream` must be a boolean", "stream");
+  }
+  if (body.program !== undefined && body.program !== null && typeof body.program !== "string") {
+    throw invalidRequest("`program` must be a string", "program");
+  }
+  return body as ChatRequest;
+}
+
+/**
+ * The routing decision: only the bare alias is served. A provider-prefixed
+ * alias (`openai/project-zero`) is 400 and never served, so it cannot reach
+ * paid capacity; any other model is 404; a foreign `program` is 422.
+ */
+export function checkAlias(request: ChatRequest): void {
+  const { model } = request;
+  if (model !== CHAT_ALIAS) {
+    if (model.endsWith(`/${CHAT_ALIAS}`)) {
+      throw new ServiceError(
+        "model_not_found",
+        `the model \`${model}\` does not exist: send the bare alias "${CHAT_ALIAS}" without a provider prefix`,
+        { status: 400, param: "model" },
+      );
+    }
+    throw new ServiceError("model_not_found", `the model \`${model}\` does not exist: this service serves "${CHAT_ALIAS}" only`, {
+      status: 404,
+      param: "model",
+    });
+  }
+  const program = request.program;
+  if (program !== undefined && program !== null && program !== CHAT_PROGRAM) {
+    throw new ServiceError(
+      "program_mismatch",
+      `the program \`${String(program)}\` does not match the model "${CHAT_ALIAS}", which implies "${CHAT_PROGRAM}"`,
+      { param: "program" },
+    );
+  }
+}

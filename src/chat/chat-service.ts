@@ -1,0 +1,53 @@
+import { fromJson, toJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import {
+  ChatCompletionChunkSchema,
+  ChatCompletionParamsSchema,
+  ChatCompletionSchema,
+  type ChatCompletionParams,
+  ChatService,
+  type CreateChatCompletionResponseSchema,
+} from "../../gen/zero/v1/chat_pb.js";
+import { requirePrincipal } from "../server/access.js";
+import { parseChatRequest } from "./chat-request.js";
+import type { ChatRequest, ChatRouter } from "./chat-router.js";
+import { completeIdempotently } from "./idempotent-completion.js";
+import type { IdempotencyStore } from "./idempotency.js";
+
+/** Upstream fields the messages do not model (annotations, audio, …) are dropped, not refused. */
+const READ_OPTIONS = { ignoreUnknownFields: true } as const;
+
+/**
+ * ChatService: the same router as `/v1/chat/completions`, with the request
+ * and answer as typed messages whose JSON form is OpenAI's. Authorization
+ * (an API key with `chat`, or a session) ran in the interceptor already.
+ */
+export function chatService(deps: { router: ChatRouter; idempotency: IdempotencyStore }): ServiceImpl<typeof ChatService> {
+  return {
+    async createChatCompletion(request, context): Promise<MessageInitShape<typeof CreateChatCompletionResponseSchema>> {
+      const { accountId } = requirePrincipal(context);
+      const idempotencyKey = request.idempotencyKey ?? context.requestHeader.get("idempotency-key") ?? undefined;
+      const result = await completeIdempotently(deps, toChatRequest(request.params), {
+        accountId,
+        idempotencyKey,
+        signal: context.signal,
+      });
+      if (result.replayed) context.responseHeader.set("idempotent-replayed", "true");
+      return { completion: fromJson(ChatCompletionSchema, JSON.parse(result.json), READ_OPTIONS) };
+    },
+
+    async *streamChatCompletion(request, context: HandlerContext) {
+      const { accountId } = requirePrincipal(context);
+      const chunks = await deps.router.stream(toChatRequest(request.params), { accountId, signal: context.signal });
+      for await (const chunk of chunks) {
+        yield { chunk: fromJson(ChatCompletionChunkSchema, chunk as JsonValue, READ_OPTIONS) };
+      }
+    },
+  };
+}
+
+/** The typed params as the OpenAI JSON the router takes (their JSON names are OpenAI's). */
+function toChatRequest(params: ChatCompletionParams | undefined): ChatRequest {
+  const json = params ? toJson(ChatCompletionParamsSchema, params) : {};
+  return parseChatRequest(json);
+}

@@ -1,0 +1,8 @@
+import type { ChatFreePoolTable } from "./free-pool.table.js";
+import type { ChatIdempotencyKeyTable } from "./idempotency.table.js";
+
+/** The chat capability's tables, merged into `Database`. */
+export interface ChatTables {
+  chat_free_pool: ChatFreePoolTable;
+  chat_idempotency_keys: ChatIdempotencyKeyTable;
+}

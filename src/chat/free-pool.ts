@@ -1,0 +1,236 @@
+import { sql, type Kysely } from "kysely";
+import type { Database } from "../db/schema.js";
+import type { Logger } from "../logger.js";
+import { ServiceError } from "../server/errors.js";
+
+const DAY_MS = 86_400_000;
+const NOTIFY_CHANNEL = "zero_free_pool";
+
+export interface FreePoolOptions {
+  db: Kysely<Database>;
+  /** Units per UTC day across every instance (`ZERO_FREE_POOL_DAILY_REQUESTS`). */
+  capacity: number;
+  logger: Logger;
+  /**
+   * Subscribes to a NOTIFY channel (`Store.listen`). With it, an instance that
+   * finds the pool dry asks the others to give back the units they hold idle.
+   */
+  listen?: (channel: string, onPayload: (payload: string) => void) => Promise<() => Promise<void>>;
+  /** Largest block one reservation may take. */
+  maxBlock?: number;
+  /** Units held this long without a request are given back. */
+  idleReturnMs?: number;
+  /** How long a dry pool is believed dry before the database is asked again. */
+  dryRecheckMs?: number;
+  now?: () => number;
+}
+
+/**
+ * The shared free pool. The bound lives in one row per UTC day (`granted`
+ * never exceeds capacity, checked under the row lock), but requests do not
+ * touch it: each instance reserves a block of units and spends them from
+ * memory, refilling ahead of need. Blocks grow while they are spent quickly
+ * and never exceed a quarter of what is left, so near the end of the day's
+ * capacity they shrink to one unit and no instance sits on the last ones.
+ * Unused units go back when the instance is idle, stops, or another instance
+ * runs dry. An instance that dies loses its block: the pool errs on the side
+ * of serving fewer, never more.
+ */
+export class FreePool {
+  readonly #db: Kysely<Database>;
+  readonly #capacity: number;
+  readonly #logger: Logger;
+  readonly #maxBlock: number;
+  readonly #idleReturnMs: number;
+  readonly #dryRecheckMs: number;
+  readonly #now: () => number;
+  readonly #listen: FreePoolOptions["listen"];
+
+  /** The day the units in hand belong to. */
+  #day = "";
+  #available = 0;
+  #block = 1;
+  /** Capacity minus granted, as last read from the row. */
+  #remaining: number;
+  #lastReservationAt = 0;
+  #lastTakeAt = 0;
+  #dryAt = -Infinity;
+  #reserving: Promise<number> | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #unlisten: (() => Promise<void>) | undefined;
+  #returning = new Set<Promise<void>>();
+
+  constructor(options: FreePoolOptions) {
+    this.#db = options.db;
+    this.#capacity = options.capacity;
+    this.#logger = options.logger;
+    this.#maxBlock = options.maxBlock ?? 1024;
+    this.#idleReturnMs = options.idleReturnMs ?? 5_000;
+    this.#dryRecheckMs = options.dryRecheckMs ?? 250;
+    this.#now = options.now ?? Date.now;
+    this.#listen = options.listen;
+    this.#remaining = options.capacity;
+  }
+
+  /** Starts the idle give-back and listens for other instances running dry. */
+  async start(): Promise<void> {
+    this.#timer = setInterval(() => this.#returnIfIdle(), Math.max(50, Math.floor(this.#idleReturnMs / 2)));
+    this.#timer.unref();
+    if (this.#listen) {
+      this.#unlisten = await this.#listen(NOTIFY_CHANNEL, (day) => {
+        if (day === this.#day && this.#available > 0) this.#giveBack(this.#available);
+      });
+    }
+  }
+
+  /** Gives back every unit in hand; called on shutdown. */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#unlisten?.().catch(() => {});
+    await this.#reserving?.catch(() => 0);
+    if (this.#available > 0) this.#giveBack(this.#available);
+    await Promise.all(this.#returning);
+  }
+
+  /**
+   * Takes one unit for a request about to be served. Usually answered from
+   * memory; waits on the database only when the instance holds none. Throws
+   * `zero_capacity_unavailable` when the day's capacity is spent.
+   */
+  async take(): Promise<void> {
+    const now = this.#now();
+    this.#lastTakeAt = now;
+    for (let asked = false; ; ) {
+      const day = this.#rollover(now);
+      if (this.#available > 0) {
+        this.#available--;
+        if (this.#available <= this.#block >> 2 && !this.#reserving && this.#remaining > 0) {
+          this.#reserve(day).catch((error: unknown) => this.#logger.warn({ err: error }, "free pool prefetch failed"));
+        }
+        return;
+      }
+      if (this.#now() - this.#dryAt < this.#dryRecheckMs) throw exhausted(now);
+      const granted = await this.#reserve(day);
+      if (granted > 0 || this.#available > 0) continue;
+      if (asked || !this.#listen) {
+        this.#dryAt = this.#now();
+        throw exhausted(now);
+      }
+      // Dry here; others may hold idle units. Ask once, give them a moment, look again.
+      asked = true;
+      await sql`select pg_notify(${NOTIFY_CHANNEL}, ${day})`.execute(this.#db);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  /** Puts back a unit taken for a request that was not served (every upstream failed). */
+  refund(): void {
+    if (this.#day === utcDay(this.#now())) this.#available++;
+  }
+
+  /** Units this instance holds unspent (for tests and metrics). */
+  get held(): number {
+    return this.#available;
+  }
+
+  #rollover(now: number): string {
+    const day = utcDay(now);
+    if (day !== this.#day) {
+      // Yesterday's units are worthless today; nothing to give back.
+      this.#day = day;
+      this.#available = 0;
+      this.#block = 1;
+      this.#remaining = this.#capacity;
+      this.#dryAt = -Infinity;
+    }
+    return day;
+  }
+
+  /** One reservation at a time; concurrent callers share its result. */
+  #reserve(day: string): Promise<number> {
+    this.#reserving ??= this.#reserveBlock(day).finally(() => {
+      this.#reserving = undefined;
+    });
+    return this.#reserving;
+  }
+
+  async #reserveBlock(day: string): Promise<number> {
+    const now = this.#now();
+    // Blocks that last under a second double; blocks that sit for ten shrink.
+    const since = now - this.#lastReservationAt;
+    if (since < 1_000) this.#block = Math.min(this.#block * 2, this.#maxBlock);
+    else if (since > 10_000) this.#block = Math.max(1, this.#block >> 1);
+    this.#lastReservationAt = now;
+    const want = Math.max(1, Math.min(this.#block, Math.floor(this.#remaining / 4)));
+
+    const { granted, remaining } = await this.#db.transaction().execute(async (trx) => {
+      await trx.insertInto("chat_free_pool").values({ day, granted: 0 }).onConflict((oc) => oc.column("day").doNothing()).execute();
+      const row = await trx.selectFrom("chat_free_pool").select("granted").where("day", "=", day).forUpdate().executeTakeFirstOrThrow();
+      const grant = Math.max(0, Math.min(want, this.#capacity - row.granted));
+      if (grant > 0) {
+        await trx
+          .updateTable("chat_free_pool")
+          .set({ granted: row.granted + grant, updated_at: new Date() })
+          .where("day", "=", day)
+          .execute();
+      }
+      return { granted: grant, remaining: this.#capacity - row.granted - grant };
+    });
+    if (this.#day === day) {
+      this.#available += granted;
+      this.#remaining = remaining;
+    } else if (granted > 0) {
+      // The day turned while we waited: these units are of no use; free the row's count.
+      await this.#returnUnits(day, granted);
+    }
+    return granted;
+  }
+
+  #returnIfIdle(): void {
+    if (this.#available > 0 && !this.#reserving && this.#now() - this.#lastTakeAt >= this.#idleReturnMs) {
+      this.#giveBack(this.#available);
+    }
+  }
+
+  /** Gives units back: out of local hands at once, into the row as soon as it can. */
+  #giveBack(count: number): void {
+    this.#available -= count;
+    this.#block = 1;
+    const done = this.#returnUnits(this.#day, count).finally(() => this.#returning.delete(done));
+    this.#returning.add(done);
+  }
+
+  async #returnUnits(day: string, count: number): Promise<void> {
+    try {
+      await this.#db
+        .updateTable("chat_free_pool")
+        .set({ granted: sql<number>`greatest(granted - ${count}, 0)`, updated_at: new Date() })
+        .where("day", "=", day)
+        .execute();
+      this.#remaining += count;
+    } catch (error) {
+      // Lost units are only unserved requests; the bound still holds.
+      this.#logger.warn({ err: error, count }, "could not give free pool units back");
+    }
+  }
+}
+
+/** `YYYY-MM-DD` of a UTC instant. */
+export function utcDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+/** The refusal for a spent pool: when it refills, and not to retry before. */
+export function exhausted(now: number): ServiceError {
+  const resetMs = (Math.floor(now / DAY_MS) + 1) * DAY_MS;
+  const resetAt = new Date(resetMs).toISOString().replace(".000Z", "Z");
+  return new ServiceError("zero_capacity_unavailable", `the shared free pool is spent for today; it refills at ${resetAt}`, {
+    capacityState: "exhausted",
+    resetAt,
+    headers: {
+      "retry-after": String(Math.max(1, Math.ceil((resetMs - now) / 1000))),
+      // Tells the OpenAI SDKs not to spend their automatic retries on a wait of hours.
+      "x-should-retry": "false",
+    },
+  });
+}

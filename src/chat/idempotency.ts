@@ -1,0 +1,143 @@
+import { createHash } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { Database } from "../db/schema.js";
+import { invalidRequest, ServiceError } from "../server/errors.js";
+
+/** How long a key and its response are kept. */
+export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+
+/**
+ * How long a first request may hold its key. Longer than any upstream
+ * attempt can run; a row still in flight after it belongs to an instance
+ * that died mid-request, and the next retry takes the key over.
+ */
+const DEFAULT_LEASE_MS = 10 * 60 * 1000;
+
+const MAX_KEY_LENGTH = 255;
+
+/** What `begin` decided. */
+export type IdempotencyClaim =
+  /** First use (or a takeover): serve, then `complete` or `release`. */
+  | { kind: "claimed" }
+  /** Served before with this body: send `response` again. */
+  | { kind: "replay"; response: string };
+
+/**
+ * `Idempotency-Key` for non-streaming completions, shared by every instance
+ * through Postgres: same account, key and body within 24 h replays the stored
+ * response; another body is 422 `idempotency_key_reused`; a request still
+ * running is 409 `idempotency_key_in_progress`. A request that fails is not
+ * recorded, so the client may retry it with the same key.
+ */
+export class IdempotencyStore {
+  readonly #db: Kysely<Database>;
+  readonly #leaseMs: number;
+  readonly #now: () => number;
+
+  constructor(db: Kysely<Database>, options: { leaseMs?: number; now?: () => number } = {}) {
+    this.#db = db;
+    this.#leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** The digest a key is bound to: the request as parsed JSON, so spacing does not count. */
+  static hash(request: unknown): string {
+    return createHash("sha256").update(JSON.stringify(request)).digest("base64url");
+  }
+
+  /** Checks a client-supplied key. */
+  static validKey(key: string): string {
+    if (key.length === 0 || key.length > MAX_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(key)) {
+      throw invalidRequest(`Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} printable ASCII characters`);
+    }
+    return key;
+  }
+
+  async begin(accountId: string, key: string, requestHash: string): Promise<IdempotencyClaim> {
+    // A few rounds: a row can expire or be released between our insert and our read.
+    for (let round = 0; round < 4; round++) {
+      const now = this.#now();
+      const inserted = await this.#db
+        .insertInto("chat_idempotency_keys")
+        .values({
+          account_id: accountId,
+          key,
+          request_hash: requestHash,
+          state: "in_flight",
+          response: null,
+          lease_until: new Date(now + this.#leaseMs),
+          expires_at: new Date(now + IDEMPOTENCY_TTL_MS),
+        })
+        .onConflict((oc) => oc.columns(["account_id", "key"]).doNothing())
+        .returning("key")
+        .executeTakeFirst();
+      if (inserted) return { kind: "claimed" };
+
+      const row = await this.#db
+        .selectFrom("chat_idempotency_keys")
+        .selectAll()
+        .where("account_id", "=", accountId)
+        .where("key", "=", key)
+        .executeTakeFirst();
+      if (!row) continue;
+      if (row.expires_at.getTime() <= now) {
+        await this.#db
+          .deleteFrom("chat_idempotency_keys")
+          .where("account_id", "=", accountId)
+          .where("key", "=", key)
+          .where("expires_at", "<=", new Date(now))
+          .execute();
+        continue;
+      }
+      if (row.request_hash !== requestHash) {
+        throw new ServiceError("idempotency_key_reused", "this Idempotency-Key was already used with a different request body", {
+          param: "Idempotency-Key",
+        });
+      }
+      if (row.state === "done" && row.response !== null) return { kind: "replay", response: row.response };
+      if (row.lease_until.getTime() > now) {
+        throw new ServiceError("idempotency_key_in_progress", "a request with this Idempotency-Key is still being served; retry after it completes", {
+          headers: { "retry-after": "1" },
+        });
+      }
+      // Abandoned by an instance that died: take it over, unless another retry just did.
+      const taken = await this.#db
+        .updateTable("chat_idempotency_keys")
+        .set({ lease_until: new Date(now + this.#leaseMs) })
+        .where("account_id", "=", accountId)
+        .where("key", "=", key)
+        .where("state", "=", "in_flight")
+        .where("lease_until", "=", row.lease_until)
+        .returning("key")
+        .executeTakeFirst();
+      if (taken) return { kind: "claimed" };
+    }
+    throw new ServiceError("idempotency_key_in_progress", "a request with this Idempotency-Key is still being served; retry after it completes");
+  }
+
+  /** Records the response the key replays from now on. */
+  async complete(accountId: string, key: string, response: string): Promise<void> {
+    await this.#db
+      .updateTable("chat_idempotency_keys")
+      .set({ state: "done", response })
+      .where("account_id", "=", accountId)
+      .where("key", "=", key)
+      .execute();
+  }
+
+  /** Forgets a key whose request failed, so a retry with it runs afresh. */
+  async release(accountId: string, key: string): Promise<void> {
+    await this.#db
+      .deleteFrom("chat_idempotency_keys")
+      .where("account_id", "=", accountId)
+      .where("key", "=", key)
+      .where("state", "=", "in_flight")
+      .execute();
+  }
+
+  /** Deletes expired keys; run now and then so the table stays small. */
+  async sweep(): Promise<number> {
+    const result = await this.#db.deleteFrom("chat_idempotency_keys").where("expires_at", "<=", new Date(this.#now())).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+}

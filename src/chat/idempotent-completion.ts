@@ -1,0 +1,40 @@
+import { checkAlias } from "./chat-request.js";
+import type { ChatRequest, ChatRouter } from "./chat-router.js";
+import { IdempotencyStore } from "./idempotency.js";
+
+/** A non-streaming completion as sent to the client: the JSON text, and whether it is a replay. */
+export interface CompletionResult {
+  json: string;
+  replayed: boolean;
+}
+
+/**
+ * One non-streaming completion for REST and RPC alike. With an
+ * `Idempotency-Key`, the first request is served and recorded, a retry with
+ * the same body replays the recorded JSON (taking no pool unit), and a failed
+ * request leaves no record so it can be retried with the same key.
+ */
+export async function completeIdempotently(
+  deps: { router: ChatRouter; idempotency: IdempotencyStore },
+  request: ChatRequest,
+  options: { accountId: string; idempotencyKey: string | undefined; signal?: AbortSignal },
+): Promise<CompletionResult> {
+  const { accountId, signal } = options;
+  if (options.idempotencyKey === undefined) {
+    return { json: JSON.stringify(await deps.router.complete(request, { accountId, signal })), replayed: false };
+  }
+  const key = IdempotencyStore.validKey(options.idempotencyKey);
+  // A refused model is refused with or without a key, and records nothing.
+  checkAlias(request);
+  const claim = await deps.idempotency.begin(accountId, key, IdempotencyStore.hash(request));
+  if (claim.kind === "replay") return { json: claim.response, replayed: true };
+  let json: string;
+  try {
+    json = JSON.stringify(await deps.router.complete(request, { accountId, signal }));
+  } catch (error) {
+    await deps.idempotency.release(accountId, key).catch(() => {});
+    throw error;
+  }
+  await deps.idempotency.complete(accountId, key, json);
+  return { json, replayed: false };
+}

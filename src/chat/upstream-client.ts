@@ -1,0 +1,155 @@
+import { Pool, type Dispatcher } from "undici";
+import type { UpstreamConfig, UpstreamTimeouts } from "../config.js";
+import type { Logger } from "../logger.js";
+import { ServiceError } from "../server/errors.js";
+import type { ChatRequest } from "./chat-router.js";
+import { upstreamRequestBody } from "./completion-rewrite.js";
+
+/** The body of an upstream's 2xx answer, as undici streams it. */
+export type UpstreamBody = Dispatcher.ResponseData["body"];
+
+/** An upstream that accepted the request: its answer is now ours to relay. */
+export interface UpstreamAnswer {
+  body: UpstreamBody;
+  /** The upstream's model name, scrubbed from any message we pass on. */
+  model: string;
+  /** Operator-facing name, for logs only. */
+  upstream: string;
+}
+
+interface Target {
+  config: UpstreamConfig;
+  pool: Pool;
+  path: string;
+  headers: Record<string, string>;
+}
+
+/** Statuses that say the request itself is at fault: another upstream would refuse it too. */
+const CLIENT_FAULT = new Set([400, 413, 415, 422]);
+
+const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
+
+/** True for undici's connect, first-byte and idle-gap timeouts. */
+export function isTimeout(error: unknown): boolean {
+  return typeof error === "object" && error !== null && TIMEOUT_CODES.has(String((error as { code?: unknown }).code));
+}
+
+/**
+ * The configured upstreams, each behind its own keep-alive connection pool.
+ * `send` tries them in order and returns the first that answers 2xx; a
+ * connect error, a timeout, 429 or 5xx (and 401/403/404, which mean the
+ * operator's entry is wrong) moves on to the next. Nothing of the client's
+ * request but its body reaches an upstream, and nothing of an upstream
+ * (headers, name, model) is returned except the body.
+ */
+export class UpstreamClient {
+  readonly #targets: Target[];
+  readonly #timeouts: UpstreamTimeouts;
+  readonly #logger: Logger;
+
+  constructor(upstreams: readonly UpstreamConfig[], timeouts: UpstreamTimeouts, logger: Logger) {
+    this.#timeouts = timeouts;
+    this.#logger = logger;
+    this.#targets = upstreams.map((config) => {
+      const base = new URL(config.baseUrl);
+      const headers: Record<string, string> = { "content-type": "application/json" };
+      if (config.apiKey) headers.authorization = `Bearer ${config.apiKey}`;
+      return {
+        config,
+        pool: new Pool(base.origin, {
+          connectTimeout: timeouts.connectMs,
+          headersTimeout: timeouts.firstByteMs,
+          bodyTimeout: timeouts.idleMs,
+          keepAliveTimeout: 30_000,
+          // Bounds sockets per upstream; requests beyond it queue in the pool.
+          connections: 512,
+        }),
+        path: `${base.pathname.replace(/\/+$/, "")}/chat/completions`,
+        headers,
+      };
+    });
+  }
+
+  /** True when at least one upstream is configured. */
+  get configured(): boolean {
+    return this.#targets.length > 0;
+  }
+
+  /**
+   * Sends the request to the first upstream that accepts it. Throws a
+   * ServiceError: `upstream_timeout` or `upstream_error` when none did,
+   * `invalid_request` when one refused the request itself. An abort of
+   * `signal` rejects with undici's abort error at once.
+   */
+  async send(request: ChatRequest, options: { stream: boolean; signal?: AbortSignal }): Promise<UpstreamAnswer> {
+    if (this.#targets.length === 0) {
+      throw new ServiceError("upstream_error", "chat is not available here: no upstream is configured");
+    }
+    let timedOut = false;
+    for (const target of this.#targets) {
+      options.signal?.throwIfAborted();
+      let response: Dispatcher.ResponseData;
+      try {
+        response = await target.pool.request({
+          method: "POST",
+          path: target.path,
+          headers: options.stream ? { ...target.headers, accept: "text/event-stream" } : target.headers,
+          body: upstreamRequestBody(request, target.config.model, options.stream),
+          signal: options.signal,
+        });
+      } catch (error) {
+        if (options.signal?.aborted) throw error;
+        timedOut = isTimeout(error);
+        this.#logger.warn({ upstream: target.config.name, err: errorText(error) }, "upstream attempt failed");
+        continue;
+      }
+      const { statusCode, body } = response;
+      if (statusCode >= 200 && statusCode < 300) {
+        return { body, model: target.config.model, upstream: target.config.name };
+      }
+      timedOut = false;
+      const text = await body.text().catch(() => "");
+      if (CLIENT_FAULT.has(statusCode)) {
+        throw refusal(text, target.config.model);
+      }
+      this.#logger.warn({ upstream: target.config.name, status: statusCode }, "upstream attempt refused");
+    }
+    throw timedOut
+      ? new ServiceError("upstream_timeout", "the model did not answer in time; try again")
+      : new ServiceError("upstream_error", "the model is unavailable right now; try again shortly");
+  }
+
+  /** Closes every pooled connection. */
+  async close(): Promise<void> {
+    await Promise.all(this.#targets.map((t) => t.pool.destroy().catch(() => {})));
+  }
+}
+
+/**
+ * A 4xx the upstream blamed on the request, passed on as our `invalid_request`
+ * with its message and param, and the upstream's model name replaced by the
+ * alias so it cannot leak.
+ */
+function refusal(text: string, upstreamModel: string): ServiceError {
+  let message = "the request was refused as invalid";
+  let param: string | undefined;
+  try {
+    const parsed = JSON.parse(text) as { error?: { message?: unknown; param?: unknown } };
+    if (typeof parsed.error?.message === "string" && parsed.error.message !== "") {
+      message = parsed.error.message.slice(0, 1000);
+    }
+    if (typeof parsed.error?.param === "string") param = parsed.error.param;
+  } catch {
+    // Not OpenAI's error shape: keep the generic message rather than an unknown body.
+  }
+  if (upstreamModel) message = message.replaceAll(upstreamModel, "project-zero");
+  return new ServiceError("invalid_request", message, { param });
+}
+
+function errorText(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return typeof code === "string" ? `${code}: ${error.message}` : error.message;
+  }
+  return String(error);
+}

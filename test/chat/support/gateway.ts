@@ -1,0 +1,70 @@
+import OpenAI from "openai";
+import { startTestApp, type TestApp } from "../../support/app.js";
+import { UPSTREAM_MODEL, type FakeUpstream } from "./fake-upstream.js";
+
+/** The upstream key the gateway holds; it must reach upstreams and nothing else. */
+export const UPSTREAM_KEY = "sk-upstream-SECRET-key";
+
+/** A port nothing listens on: a connect error on every attempt. */
+export const DEAD_UPSTREAM = "http://127.0.0.1:9/v1";
+
+/** ZERO_UPSTREAMS for these base URLs, in order, named so a leak would be visible. */
+export function upstreamsEnv(baseUrls: string[]): string {
+  return JSON.stringify(
+    baseUrls.map((baseUrl, i) => ({ name: `SecretCo-${i}`, baseUrl, apiKey: UPSTREAM_KEY, model: UPSTREAM_MODEL })),
+  );
+}
+
+/** The real service with these fakes as its upstreams and short upstream timeouts. */
+export function startGateway(upstreams: (FakeUpstream | string)[], env: Record<string, string> = {}): Promise<TestApp> {
+  return startTestApp({
+    env: {
+      ZERO_UPSTREAMS: upstreamsEnv(upstreams.map((u) => (typeof u === "string" ? u : u.url))),
+      ZERO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: "600",
+      ZERO_UPSTREAM_IDLE_TIMEOUT_MS: "600",
+      ZERO_FREE_POOL_DAILY_REQUESTS: "100000",
+      ...env,
+    },
+  });
+}
+
+/** The official SDK pointed at the gateway, without its automatic retries (tests count requests). */
+export function openAiClient(app: { url: string }, apiKey: string): OpenAI {
+  return new OpenAI({ baseURL: `${app.url}/v1`, apiKey, maxRetries: 0 });
+}
+
+/** Reads an SSE body to the end: the `data:` payloads in order. */
+export async function readSse(response: Response): Promise<string[]> {
+  const text = await response.text();
+  return text
+    .split("\n\n")
+    .filter((event) => event.trim() !== "")
+    .map((event) => {
+      if (!event.startsWith("data: ")) throw new Error(`not a data event: ${event}`);
+      return event.slice(6);
+    });
+}
+
+/** POSTs a chat request with fetch, for what the SDKs hide (raw status, headers, events). */
+export function postChat(app: { url: string }, apiKey: string | undefined, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+  return fetch(`${app.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}), ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+    signal,
+  });
+}
+
+/** Every secret the upstream side holds; none may appear in anything a client receives. */
+export const UPSTREAM_SECRETS = ["SecretCo", UPSTREAM_MODEL, UPSTREAM_KEY, "upstream-cmpl-SECRET", "fp_secret_upstream", "secret-org"];
+
+/** Fails with the leaked secret when a header name or value, or the body, carries one. */
+export function expectNoLeak(headers: Headers, body: string): void {
+  const seen = [...headers.entries()].map(([k, v]) => `${k}: ${v}`).join("\n") + "\n" + body;
+  for (const secret of UPSTREAM_SECRETS) {
+    if (seen.includes(secret)) throw new Error(`upstream detail leaked: ${secret}\n${seen}`);
+  }
+  for (const name of ["openai-organization", "openai-model", "x-ratelimit-remaining-requests", "x-upstream-provider", "server"]) {
+    if (headers.has(name)) throw new Error(`upstream header leaked: ${name}`);
+  }
+}
