@@ -99,11 +99,20 @@ export const notFound = (message = "not found") => new ServiceError("not_found",
 export function toServiceError(error: unknown, onUnexpected?: (error: unknown) => void): ServiceError {
   if (error instanceof ServiceError) return error;
   if (error instanceof ConnectError) {
+    // Connect-ES calls an undecodable protobuf body "internal"; it is the client's mistake.
+    if (error.code === Code.Internal && /^parse binary: /.test(error.rawMessage)) {
+      return new ServiceError("invalid_request", `the request is not valid protobuf: ${error.rawMessage.slice(14)}`);
+    }
     const type = typeForCode(error.code);
     if (type === "internal") onUnexpected?.(error);
     return new ServiceError(type, type === "internal" ? "internal error" : error.rawMessage, {
       headers: Object.fromEntries(error.metadata.entries()),
     });
+  }
+  const sqlState = (error as { code?: unknown } | null)?.code;
+  if (sqlState === "22021" || sqlState === "22P05") {
+    // Text Postgres cannot store (a NUL character, an invalid byte sequence), wherever it came in.
+    return new ServiceError("invalid_request", "text fields must not contain NUL characters or invalid Unicode");
   }
   if (isDatabaseDown(error)) {
     onUnexpected?.(error);

@@ -1,9 +1,9 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { createContextValues, type ConnectRouter } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "./metrics.js";
 import type { Authenticator } from "./access.js";
+import { createConnectAdapter } from "./connect-adapter.js";
 import { clientAddressKey, requestLoggerKey } from "./context.js";
 import { ServiceError } from "./errors.js";
 import { registerHealth } from "./health.js";
@@ -11,7 +11,7 @@ import { authInterceptor, errorInterceptor } from "./interceptors.js";
 import type { RequestListener } from "./listener.js";
 import { registerReflection } from "./reflection.js";
 import { assignRequestInfo, requestInfo } from "./request-info.js";
-import { RestRouter, sendError, sendJson, type NodeResponse } from "./rest.js";
+import { RestRouter, sendError, sendJson } from "./rest.js";
 
 export interface HttpHandlerOptions {
   logger: Logger;
@@ -36,7 +36,7 @@ export interface HttpHandlerOptions {
  */
 export function createHttpHandler(options: HttpHandlerOptions): RequestListener {
   const { logger, rest } = options;
-  const connect = connectNodeAdapter({
+  const connect = createConnectAdapter({
     routes(router) {
       options.registerServices(router);
       registerHealth(router, {
@@ -55,7 +55,8 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
         .set(requestLoggerKey, info?.log)
         .set(clientAddressKey, info?.clientAddress ?? "");
     },
-    fallback: (req, res) => sendError(res as NodeResponse, new ServiceError("not_found", `no route for ${req.method} ${pathOf(req.url)}`), req),
+    fallback: (req, res) => sendError(res, new ServiceError("not_found", `no route for ${req.method} ${pathOf(req.url)}`), req),
+    onHandlerError: (error) => logger.warn({ err: error }, "rpc handler failed outside the protocol"),
   });
 
   rest.add("GET", "/healthz", ({ res }) => sendJson(res, 200, { status: "ok" }));

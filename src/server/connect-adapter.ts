@@ -1,0 +1,92 @@
+import { Code, ConnectError, createConnectRouter, type ConnectRouter, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
+import {
+  compressionBrotli,
+  compressionGzip,
+  universalRequestFromNodeRequest,
+  universalResponseToNodeResponse,
+} from "@connectrpc/connect-node";
+import type { NodeRequest, NodeResponse } from "./rest.js";
+
+export interface ConnectAdapterOptions {
+  routes: (router: ConnectRouter) => void;
+  interceptors: Interceptor[];
+  shutdownSignal: AbortSignal;
+  readMaxBytes: number;
+  contextValues: (req: NodeRequest) => ContextValues;
+  /** Requests for paths that are not an RPC. */
+  fallback: (req: NodeRequest, res: NodeResponse) => void;
+  /** Called when a handler fails outside the RPC protocol (e.g. the socket broke). */
+  onHandlerError: (error: unknown) => void;
+}
+
+/**
+ * Serves Connect, gRPC and gRPC-Web through Connect-ES's router; the same job
+ * as `connectNodeAdapter`, plus one correction. Connect-ES reports a request
+ * body that is not valid protobuf as `internal` (HTTP 500 / grpc-status 13),
+ * and for unary calls it does so before any interceptor runs. A body the
+ * client got wrong is the client's error, so those answers are rewritten to
+ * `invalid_argument` (400 / grpc-status 3) here, where they leave the router.
+ * (Errors inside streams pass through the error interceptor, which does the same.)
+ */
+export function createConnectAdapter(options: ConnectAdapterOptions): (req: NodeRequest, res: NodeResponse) => void {
+  const router = createConnectRouter({
+    interceptors: options.interceptors,
+    shutdownSignal: options.shutdownSignal,
+    readMaxBytes: options.readMaxBytes,
+    acceptCompression: [compressionGzip, compressionBrotli],
+  });
+  options.routes(router);
+  const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
+
+  return (req, res) => {
+    const path = req.url?.split("?", 2)[0] ?? "";
+    const handler = handlers.get(path);
+    if (!handler) {
+      options.fallback(req, res);
+      return;
+    }
+    const request = universalRequestFromNodeRequest(req, res, undefined, options.contextValues(req));
+    handler(request)
+      .then((response) => reclassifyParseErrors(response))
+      .then((response) => universalResponseToNodeResponse(response, res))
+      .catch((reason: unknown) => {
+        if (ConnectError.from(reason).code !== Code.Aborted) options.onHandlerError(reason);
+      });
+  };
+}
+
+const PARSE_FAILURE = /^parse binary: /;
+
+async function reclassifyParseErrors(response: UniversalServerResponse): Promise<UniversalServerResponse> {
+  // gRPC: the status travels in trailers (or headers, for a trailers-only answer).
+  for (const headers of [response.trailer, response.header]) {
+    if (headers?.get("grpc-status") === "13" && PARSE_FAILURE.test(decodeURIComponent(headers.get("grpc-message") ?? ""))) {
+      headers.set("grpc-status", String(Code.InvalidArgument));
+      return response;
+    }
+  }
+  // Connect unary: a 500 with a small JSON error body.
+  if (response.status !== 500 || !response.header?.get("content-type")?.startsWith("application/json") || !response.body) {
+    return response;
+  }
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of response.body) chunks.push(chunk);
+  const bytes = Buffer.concat(chunks);
+  let error: { code?: string; message?: string } | undefined;
+  try {
+    error = JSON.parse(bytes.toString("utf8")) as typeof error;
+  } catch {
+    error = undefined;
+  }
+  if (error?.code === "internal" && PARSE_FAILURE.test(error.message ?? "")) {
+    const body = Buffer.from(JSON.stringify({ code: "invalid_argument", message: `the request is not valid protobuf: ${error.message!.replace(PARSE_FAILURE, "")}` }));
+    response.header.set("content-length", String(body.length));
+    return { ...response, status: 400, body: once(body) };
+  }
+  return { ...response, body: once(bytes) };
+}
+
+async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}
