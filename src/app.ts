@@ -10,8 +10,9 @@ import { openStore, type Store } from "./db/database.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createAuthenticator } from "./auth/authenticator.js";
 import { chatPart } from "./chat/chat-part.js";
-import { StageFailure, type StageWorkResolver } from "./engine/stage-work.js";
+import type { StageWorkResolver } from "./engine/stage-work.js";
 import { executionsPart } from "./executions/executions-part.js";
+import { createArtifactStore, createStageWork, outcomesPart } from "./outcomes/index.js";
 import { ConsoleService } from "../gen/zero/v1/console_pb.js";
 import { consoleService } from "./console/console-service.js";
 import type { Authenticator } from "./server/access.js";
@@ -91,6 +92,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
   const capabilities = capabilitiesService(config);
   // The chat router is also what the stage writers reach the model through.
   const chat = chatPart({ config, store, logger, authenticator });
+  const artifacts = createArtifactStore(config);
   const parts: AppPart[] = [
     {
       services: [CapabilitiesService],
@@ -102,7 +104,15 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       registerServices: (router) => router.service(ConsoleService, consoleService({ db: store.db, config })),
     },
     chat,
-    executionsPart({ config, store, logger, instanceId, authenticator, stageWork: options.stageWork ?? interimStageWork }),
+    executionsPart({
+      config,
+      store,
+      logger,
+      instanceId,
+      authenticator,
+      stageWork: options.stageWork ?? createStageWork({ config, chat: chat.chat, artifacts, logger: logger.child({ component: "outcomes" }) }),
+    }),
+    outcomesPart(artifacts),
   ];
 
   const rest = new RestRouter();
@@ -151,11 +161,3 @@ function withBoundPort(config: Config, port: number): Config {
   url.port = String(port);
   return { ...config, port, publicUrl: url.href.replace(/\/+$/, "") };
 }
-
-/**
- * Interim default until the outcomes' stage work lands: every stage fails
- * with a clear error instead of pretending to build something.
- */
-const interimStageWork: StageWorkResolver = () => async () => {
-  throw new StageFailure("not_implemented", "this stage cannot run yet on this service");
-};

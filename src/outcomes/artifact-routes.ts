@@ -1,0 +1,82 @@
+import { ServiceError } from "../server/errors.js";
+import { sendError, type RestHandler, type RestRouter } from "../server/rest.js";
+import { isValidKey, type ArtifactStore } from "./artifact-store.js";
+
+/** The three public trees of built artifacts, by URL prefix. */
+export const ARTIFACT_MOUNTS = ["preview", "sites", "books"] as const;
+export type ArtifactMount = (typeof ARTIFACT_MOUNTS)[number];
+
+const CONTENT_TYPES: Record<string, string> = {
+  html: "text/html; charset=utf-8",
+  xhtml: "application/xhtml+xml; charset=utf-8",
+  css: "text/css; charset=utf-8",
+  epub: "application/epub+zip",
+  png: "image/png",
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  webp: "image/webp",
+  svg: "image/svg+xml",
+  txt: "text/plain; charset=utf-8",
+};
+
+/**
+ * The policy on every generated document. Generated content is untrusted:
+ * `sandbox` gives it an opaque origin with scripts, forms, popups and
+ * plugins disabled, so even markup that slipped past the renderer cannot run
+ * script as this service or read its cookies. Books keep `allow-downloads`
+ * so the reader's EPUB link works; nothing else is relaxed.
+ */
+export function contentSecurityPolicy(mount: ArtifactMount): string {
+  const sandbox = mount === "sites" ? "sandbox" : "sandbox allow-downloads";
+  return `${sandbox}; default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'`;
+}
+
+/** Serves `/preview/{planId}/…`, `/sites/{slug}/…` and `/books/{slug}/…` from the store. */
+export function registerArtifactRoutes(router: RestRouter, store: ArtifactStore): void {
+  for (const mount of ARTIFACT_MOUNTS) router.addPrefix(`/${mount}/`, artifactHandler(store, mount));
+}
+
+function artifactHandler(store: ArtifactStore, mount: ArtifactMount): RestHandler {
+  return async ({ req, res, url }) => {
+    res.setHeader("content-security-policy", contentSecurityPolicy(mount));
+    res.setHeader("x-content-type-options", "nosniff");
+    res.setHeader("referrer-policy", "no-referrer");
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.setHeader("allow", "GET, HEAD");
+      return sendError(res, new ServiceError("method_not_allowed", `use GET or HEAD on /${mount}/`));
+    }
+    const segments = decodeSegments(url.pathname.slice(mount.length + 2));
+    if (!segments || segments.length === 0 || segments[0] === "") return sendError(res, new ServiceError("not_found", "no such page"));
+    // `/sites/bakery` → `/sites/bakery/`, so the site's relative links resolve under it.
+    if (segments.length === 1) {
+      if (!isValidKey(segments[0]!)) return sendError(res, new ServiceError("not_found", "no such page"));
+      res.statusCode = 308;
+      res.setHeader("location", `/${mount}/${encodeURIComponent(segments[0]!)}/${url.search}`);
+      res.end();
+      return;
+    }
+    if (segments.at(-1) === "") segments[segments.length - 1] = "index.html";
+    const key = [mount, ...segments].join("/");
+    const body = isValidKey(key) ? await store.get(key) : undefined;
+    if (!body) return sendError(res, new ServiceError("not_found", "no such page"));
+
+    const name = segments.at(-1)!;
+    const ext = name.includes(".") ? name.slice(name.lastIndexOf(".") + 1).toLowerCase() : "";
+    res.statusCode = 200;
+    res.setHeader("content-type", CONTENT_TYPES[ext] ?? "application/octet-stream");
+    res.setHeader("content-length", body.byteLength);
+    res.setHeader("cache-control", mount === "preview" ? "no-store" : "public, max-age=60");
+    if (ext === "epub") res.setHeader("content-disposition", `attachment; filename="${name}"`);
+    if (req.method === "HEAD") res.end();
+    else (res as { end(chunk: Uint8Array): void }).end(body);
+  };
+}
+
+/** Percent-decoded path segments, or undefined when the encoding is broken. */
+function decodeSegments(rest: string): string[] | undefined {
+  try {
+    return rest.split("/").map((s) => decodeURIComponent(s));
+  } catch {
+    return undefined;
+  }
+}

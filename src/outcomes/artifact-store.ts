@@ -1,0 +1,132 @@
+import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
+import path from "node:path";
+
+/**
+ * Where built sites and books live. Keys are `/`-separated paths such as
+ * `preview/pln_x/index.html`; the interface is the smallest an object store
+ * also offers (S3's conditional PUT gives `ifAbsent`), so one can replace the
+ * file system later without touching the stages.
+ */
+export interface ArtifactStore {
+  /** Writes `key`, replacing it. With `ifAbsent`, writes only a new key and answers whether it did. */
+  put(key: string, body: Uint8Array | string, options?: { ifAbsent?: boolean }): Promise<boolean>;
+  /** The bytes at `key`, or undefined. */
+  get(key: string): Promise<Uint8Array | undefined>;
+  /** Every key under `prefix` (which ends with `/`), sorted. */
+  list(prefix: string): Promise<string[]>;
+  /** Removes `key`; removing a missing key is not an error. */
+  remove(key: string): Promise<void>;
+}
+
+const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
+
+/**
+ * True for a key every store accepts: segments of letters, digits, `.`, `_`
+ * and `-`, none starting with a dot (so no `..`, no hidden files), no empty
+ * segment. This is what makes path traversal impossible: a key that passes
+ * cannot name anything outside the store's root.
+ */
+export function isValidKey(key: string): boolean {
+  if (key.length === 0 || key.length > 1024) return false;
+  return key.split("/").every((segment) => SEGMENT.test(segment));
+}
+
+function checkKey(key: string): void {
+  if (!isValidKey(key)) throw new Error(`invalid artifact key: ${JSON.stringify(key)}`);
+}
+
+/** The store on the local file system, under `root` (normally `ZERO_DATA_DIR/artifacts`). */
+export function createFileArtifactStore(root: string): ArtifactStore {
+  const resolved = path.resolve(root);
+  const fileOf = (key: string): string => {
+    checkKey(key);
+    const file = path.join(resolved, ...key.split("/"));
+    // Belt and braces: valid keys cannot escape, and this proves it for each call.
+    if (!file.startsWith(resolved + path.sep)) throw new Error(`invalid artifact key: ${JSON.stringify(key)}`);
+    return file;
+  };
+
+  return {
+    async put(key, body, options = {}) {
+      const file = fileOf(key);
+      await fs.mkdir(path.dirname(file), { recursive: true });
+      if (options.ifAbsent) {
+        try {
+          await fs.writeFile(file, body, { flag: "wx" });
+          return true;
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+          throw error;
+        }
+      }
+      // Write then rename, so a reader never sees half a file and a crash leaves the old one.
+      const temp = `${file}.${randomBytes(6).toString("hex")}.tmp`;
+      await fs.writeFile(temp, body);
+      await fs.rename(temp, file);
+      return true;
+    },
+
+    async get(key) {
+      if (!isValidKey(key)) return undefined;
+      try {
+        const bytes = await fs.readFile(fileOf(key));
+        return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === "ENOENT" || code === "EISDIR" || code === "ENOTDIR") return undefined;
+        throw error;
+      }
+    },
+
+    async list(prefix) {
+      const base = prefix.replace(/\/+$/, "");
+      if (!isValidKey(base)) return [];
+      const dir = fileOf(base);
+      let entries: string[];
+      try {
+        entries = await fs.readdir(dir, { recursive: true });
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === "ENOENT" || code === "ENOTDIR") return [];
+        throw error;
+      }
+      const keys: string[] = [];
+      for (const entry of entries) {
+        const key = `${base}/${entry.split(path.sep).join("/")}`;
+        if (!isValidKey(key) || key.endsWith(".tmp")) continue;
+        const stat = await fs.stat(path.join(dir, entry)).catch(() => undefined);
+        if (stat?.isFile()) keys.push(key);
+      }
+      return keys.sort();
+    },
+
+    async remove(key) {
+      await fs.rm(fileOf(key), { force: true });
+    },
+  };
+}
+
+/**
+ * Makes `prefix` hold exactly `files` (relative names → bytes): writes every
+ * file, then removes the keys left over from an earlier run. Re-running a
+ * stage therefore overwrites its own output and never leaves stale pages.
+ */
+export async function replaceTree(store: ArtifactStore, prefix: string, files: ReadonlyMap<string, Uint8Array | string>): Promise<void> {
+  const base = prefix.endsWith("/") ? prefix : `${prefix}/`;
+  for (const [name, body] of files) await store.put(base + name, body);
+  const wanted = new Set([...files.keys()].map((name) => base + name));
+  for (const key of await store.list(base)) if (!wanted.has(key)) await store.remove(key);
+}
+
+/** Copies every key under `from` to `to`, replacing what `to` held. */
+export async function copyTree(store: ArtifactStore, from: string, to: string): Promise<number> {
+  const base = from.endsWith("/") ? from : `${from}/`;
+  const files = new Map<string, Uint8Array>();
+  for (const key of await store.list(base)) {
+    const body = await store.get(key);
+    if (body) files.set(key.slice(base.length), body);
+  }
+  await replaceTree(store, to, files);
+  return files.size;
+}

@@ -1,0 +1,91 @@
+import { createHash } from "node:crypto";
+import type { StageInput, StageOutcome } from "../../engine/stage-work.js";
+import { StageFailure } from "../../engine/stage-work.js";
+import { copyTree, replaceTree } from "../artifact-store.js";
+import { bookContentSchema, bookOutlineSchema, chapterSchema, ebookBriefSchema, type Chapter } from "../content.js";
+import { validate, type Schema } from "../json-schema.js";
+import { ensureProject } from "../projects.js";
+import { asJson, chooseWriterKind, planKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
+import { ownSlug } from "../website/website-stages.js";
+import { renderEpub, renderReader } from "./render-book.js";
+
+/** What `understand` stores for a book. */
+export const ebookUnderstandingSchema = {
+  type: "object",
+  properties: { writer: { type: "string", enum: ["upstream", "offline"] }, brief: ebookBriefSchema },
+  required: ["writer", "brief"],
+  additionalProperties: false,
+} as const satisfies Schema;
+
+const decoder = new TextDecoder();
+
+/** The stages of the ebook outcome, except the engine's `review` gate. */
+export function ebookStages(deps: OutcomeDeps) {
+  const understanding = (input: StageInput) => previousOutput(input, "understand", ebookUnderstandingSchema);
+
+  return {
+    async understand(input: StageInput): Promise<StageOutcome> {
+      const kind = chooseWriterKind(deps, "ebook");
+      const brief = await writerFor(deps, kind).ebookBrief(input.goal, input);
+      const project = await ensureProject(deps.artifacts, planKey(input.planId), brief.title.trim());
+      return { output: asJson({ writer: kind, brief }), project };
+    },
+
+    async outline(input: StageInput): Promise<StageOutcome> {
+      const { writer: kind, brief } = understanding(input);
+      const outline = await writerFor(deps, kind).bookOutline(input.goal, brief, input);
+      return { output: asJson(outline) };
+    },
+
+    /**
+     * One writer call per chapter, progress after each. A finished chapter is
+     * kept under the plan's work area, keyed by what it was written from, so a
+     * retry after a failure at chapter 7 does not pay for chapters 1 to 6 again.
+     */
+    async write(input: StageInput): Promise<StageOutcome> {
+      const { writer: kind, brief } = understanding(input);
+      const outline = previousOutput(input, "outline", bookOutlineSchema);
+      const writer = writerFor(deps, kind);
+      const chapters: Chapter[] = [];
+      for (const [index, planned] of outline.chapters.entries()) {
+        input.signal.throwIfAborted();
+        const key = `work/${planKey(input.planId)}/chapters/${createHash("sha256").update(JSON.stringify({ brief, planned, index })).digest("hex").slice(0, 32)}.json`;
+        const cached = await deps.artifacts.get(key);
+        let chapter: Chapter | undefined;
+        if (cached) {
+          const value: unknown = JSON.parse(decoder.decode(cached));
+          if (validate(chapterSchema, value).length === 0) chapter = value as Chapter;
+        }
+        if (!chapter) {
+          chapter = await writer.chapter(input.goal, brief, outline, index, input);
+          await deps.artifacts.put(key, JSON.stringify(chapter));
+        }
+        chapters.push(chapter);
+        await input.progress((index + 1) / outline.chapters.length);
+      }
+      return { output: asJson({ chapters }) };
+    },
+
+    async assemble(input: StageInput): Promise<StageOutcome> {
+      const { brief } = understanding(input);
+      const content = previousOutput(input, "write", bookContentSchema);
+      const slug = await ownSlug(deps, input);
+      const epubName = `${slug}.epub`;
+      const epub = renderEpub(brief, content, { planId: input.planId, modified: new Date() });
+      const files = new Map<string, string | Uint8Array>(renderReader(brief, content, epubName));
+      files.set(epubName, epub);
+      await replaceTree(deps.artifacts, `preview/${planKey(input.planId)}/`, files);
+      return {
+        output: asJson({ files: [...files.keys()].sort(), epub: epubName, epubBytes: epub.length }),
+        previewUrl: previewUrl(deps, input.planId),
+      };
+    },
+
+    async publish(input: StageInput): Promise<StageOutcome> {
+      const slug = await ownSlug(deps, input);
+      const copied = await copyTree(deps.artifacts, `preview/${planKey(input.planId)}/`, `books/${slug}/`);
+      if (copied === 0) throw new StageFailure("internal", "There is no assembled book to publish; re-run the assemble stage.");
+      return { output: asJson({ slug, files: copied }), publishedUrl: `${deps.config.publicUrl}/books/${slug}/` };
+    },
+  };
+}

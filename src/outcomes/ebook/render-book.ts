@@ -1,0 +1,206 @@
+import { createHash } from "node:crypto";
+import type { BookContent, Chapter, EbookBrief } from "../content.js";
+import { html, join, languageTag, type Html } from "../html.js";
+import { zip } from "./zip.js";
+
+export interface BookMeta {
+  /** Seeds the book's stable identifier, so a rebuilt book is the same publication. */
+  planId: string;
+  /** `dcterms:modified`; the time the book was assembled. */
+  modified: Date;
+}
+
+const chapterFile = (index: number, ext: string) => `chapter-${String(index + 1).padStart(2, "0")}.${ext}`;
+
+/** The EPUB 3 file: container, package document, navigation, a title page and one XHTML file per chapter. */
+export function renderEpub(brief: EbookBrief, content: BookContent, meta: BookMeta): Uint8Array {
+  const lang = languageTag(brief.language);
+  const chapters = content.chapters;
+  const xhtml = (title: string, body: Html, type = "") => `<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE html>
+<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops" lang="${lang}" xml:lang="${lang}"${type}>
+<head>
+<meta charset="UTF-8"/>
+<title>${html`${title}`}</title>
+<link rel="stylesheet" type="text/css" href="style.css"/>
+</head>
+<body>
+${body}
+</body>
+</html>
+`;
+  const titlePage = xhtml(
+    brief.title,
+    html`<section epub:type="titlepage" class="titlepage">
+<h1>${brief.title}</h1>
+<p class="subtitle">${brief.subtitle}</p>
+${brief.author.trim() ? html`<p class="author">${brief.author}</p>` : html``}
+<p class="blurb">${brief.description}</p>
+</section>`,
+  );
+  const nav = xhtml(
+    "Contents",
+    html`<nav epub:type="toc" id="toc">
+<h1>Contents</h1>
+<ol>
+${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "xhtml")}">${c.title}</a></li>\n`)}</ol>
+</nav>`,
+  );
+  const chapterPages = chapters.map((chapter, i) =>
+    xhtml(chapter.title, html`<section epub:type="chapter" aria-labelledby="chapter-title">
+<h1 id="chapter-title">${chapter.title}</h1>
+${chapterBody(chapter, "/")}
+</section>`),
+  );
+
+  const id = uuidFrom(meta.planId);
+  const modified = meta.modified.toISOString().replace(/\.\d{3}Z$/, "Z");
+  const opf = `<?xml version="1.0" encoding="UTF-8"?>
+<package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="pub-id" xml:lang="${lang}">
+<metadata xmlns:dc="http://purl.org/dc/elements/1.1/">
+<dc:identifier id="pub-id">urn:uuid:${id}</dc:identifier>
+<dc:title>${html`${brief.title}`}</dc:title>
+<dc:language>${lang}</dc:language>
+${brief.author.trim() ? `<dc:creator>${html`${brief.author}`}</dc:creator>\n` : ""}<dc:description>${html`${brief.description}`}</dc:description>
+<dc:publisher>Project Zero</dc:publisher>
+<meta property="dcterms:modified">${modified}</meta>
+</metadata>
+<manifest>
+<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>
+<item id="style" href="style.css" media-type="text/css"/>
+<item id="titlepage" href="title.xhtml" media-type="application/xhtml+xml"/>
+${chapters.map((_, i) => `<item id="c${i + 1}" href="${chapterFile(i, "xhtml")}" media-type="application/xhtml+xml"/>`).join("\n")}
+</manifest>
+<spine>
+<itemref idref="titlepage"/>
+<itemref idref="nav"/>
+${chapters.map((_, i) => `<itemref idref="c${i + 1}"/>`).join("\n")}
+</spine>
+</package>
+`;
+  const container = `<?xml version="1.0" encoding="UTF-8"?>
+<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">
+<rootfiles>
+<rootfile full-path="EPUB/package.opf" media-type="application/oebps-package+xml"/>
+</rootfiles>
+</container>
+`;
+  return zip([
+    { name: "mimetype", data: "application/epub+zip", store: true },
+    { name: "META-INF/container.xml", data: container },
+    { name: "EPUB/package.opf", data: opf },
+    { name: "EPUB/nav.xhtml", data: nav },
+    { name: "EPUB/title.xhtml", data: titlePage },
+    { name: "EPUB/style.css", data: BOOK_CSS },
+    ...chapterPages.map((page, i) => ({ name: `EPUB/${chapterFile(i, "xhtml")}`, data: page })),
+  ]);
+}
+
+/** The HTML reader: a contents page with the download link, one page per chapter, one stylesheet. */
+export function renderReader(brief: EbookBrief, content: BookContent, epubName: string): Map<string, string> {
+  const lang = languageTag(brief.language);
+  const chapters = content.chapters;
+  const page = (title: string, body: Html) => html`<!doctype html>
+<html lang="${lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title>
+<meta name="description" content="${brief.subtitle}">
+<link rel="stylesheet" href="style.css">
+</head>
+<body>
+<a class="skip-link" href="#main">Skip to content</a>
+<header class="book-header"><a href="index.html">${brief.title}</a></header>
+<main id="main">
+${body}
+</main>
+<footer class="book-footer"><p><a href="${epubName}" download>Download the EPUB</a></p></footer>
+</body>
+</html>
+`.value;
+  const files = new Map<string, string>([["style.css", BOOK_CSS + READER_CSS]]);
+  files.set(
+    "index.html",
+    page(
+      brief.title,
+      html`<section class="titlepage" aria-labelledby="book-title">
+<h1 id="book-title">${brief.title}</h1>
+<p class="subtitle">${brief.subtitle}</p>
+${brief.author.trim() ? html`<p class="author">${brief.author}</p>` : html``}
+<p class="blurb">${brief.description}</p>
+<p><a class="button" href="${epubName}" download>Download the EPUB</a></p>
+</section>
+<nav aria-labelledby="contents-title">
+<h2 id="contents-title">Contents</h2>
+<ol class="contents">
+${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "html")}">${c.title}</a></li>\n`)}</ol>
+</nav>`,
+    ),
+  );
+  chapters.forEach((chapter, i) => {
+    const previous = i > 0 ? html`<a rel="prev" href="${chapterFile(i - 1, "html")}">← ${chapters[i - 1]!.title}</a>` : html`<a href="index.html">← Contents</a>`;
+    const next = i < chapters.length - 1 ? html`<a rel="next" href="${chapterFile(i + 1, "html")}">${chapters[i + 1]!.title} →</a>` : html`<a href="index.html">Contents →</a>`;
+    files.set(
+      chapterFile(i, "html"),
+      page(
+        `${chapter.title} – ${brief.title}`,
+        html`<article aria-labelledby="chapter-title">
+<p class="chapter-number">Chapter ${i + 1}</p>
+<h1 id="chapter-title">${chapter.title}</h1>
+${chapterBody(chapter, "")}
+</article>
+<nav class="pager" aria-label="Chapters">${previous} ${next}</nav>`,
+      ),
+    );
+  });
+  return files;
+}
+
+/** Sections and paragraphs; `voidClose` is "/" in XHTML. Headings of untitled sections are omitted. */
+function chapterBody(chapter: Chapter, _voidClose: string): Html {
+  return join(
+    chapter.sections.map(
+      (section) =>
+        html`${section.heading.trim() && section.heading.trim() !== chapter.title.trim() ? html`<h2>${section.heading}</h2>\n` : html``}${section.paragraphs
+          .filter((p) => p.trim() !== "")
+          .map((p) => html`<p>${p}</p>\n`)}`,
+    ),
+  );
+}
+
+/** An RFC 4122 name-based (version 5 layout) UUID from the plan id. */
+function uuidFrom(seed: string): string {
+  const bytes = createHash("sha1").update(`project-zero:book:${seed}`).digest().subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x50;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+const BOOK_CSS = `body { font-family: Georgia, "Iowan Old Style", Palatino, serif; line-height: 1.6; margin: 0 5%; color: #1f1b16; }
+h1, h2 { font-family: "Helvetica Neue", Arial, sans-serif; line-height: 1.25; }
+h1 { font-size: 1.8em; margin: 1.5em 0 .8em; }
+h2 { font-size: 1.25em; margin: 1.6em 0 .6em; }
+p { margin: 0 0 .9em; text-align: left; }
+.titlepage { text-align: center; margin-top: 3em; }
+.subtitle { font-size: 1.2em; font-style: italic; text-align: center; }
+.author { font-weight: bold; text-align: center; }
+.blurb { margin-top: 2em; }
+`;
+
+const READER_CSS = `body { max-width: 40rem; margin: 0 auto; padding: 0 1.25rem; background: #fffdf8; font-size: 1.125rem; }
+a { color: #7c2d12; text-underline-offset: .2em; }
+a:focus-visible { outline: 3px solid #7c2d12; outline-offset: 3px; }
+.skip-link { position: absolute; left: -999px; }
+.skip-link:focus { left: .5rem; top: .5rem; background: #1f1b16; color: #fff; padding: .5rem 1rem; }
+.book-header { padding: 1rem 0; border-bottom: 1px solid #e7dccb; font-family: "Helvetica Neue", Arial, sans-serif; font-weight: bold; }
+.book-header a { color: #1f1b16; text-decoration: none; }
+.chapter-number { margin: 2.5rem 0 0; color: #5f5246; font-family: "Helvetica Neue", Arial, sans-serif; text-transform: uppercase; letter-spacing: .08em; font-size: .85rem; }
+.chapter-number + h1 { margin-top: .3rem; }
+.contents { padding-left: 1.4rem; }
+.contents li { margin: .4rem 0; }
+.button { display: inline-block; background: #7c2d12; color: #fff; padding: .7rem 1.3rem; border-radius: 8px; text-decoration: none; font-family: "Helvetica Neue", Arial, sans-serif; font-weight: bold; }
+.pager { display: flex; justify-content: space-between; gap: 1rem; flex-wrap: wrap; margin: 3rem 0 1rem; padding-top: 1rem; border-top: 1px solid #e7dccb; }
+.book-footer { margin: 2rem 0; color: #5f5246; font-size: .95rem; }
+`;

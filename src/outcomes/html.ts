@@ -1,0 +1,46 @@
+/**
+ * Escaping for generated documents. Every word a writer produced passes
+ * through `escapeHtml` before it reaches a page: model output is text, never
+ * markup. The same escapes are valid XML, so EPUB's XHTML uses them too.
+ */
+export function escapeHtml(text: string): string {
+  return text
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;")
+    .replace(/'/g, "&#39;")
+    // Characters XML 1.0 forbids; a model can emit them and epubcheck would reject the book.
+    .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g, "");
+}
+
+/** A tagged template that escapes every interpolated value unless it is already `Html`. */
+export function html(strings: TemplateStringsArray, ...values: readonly (Html | string | number | readonly Html[])[]): Html {
+  let out = strings[0] ?? "";
+  values.forEach((value, i) => {
+    if (Array.isArray(value)) out += value.map((v: Html) => v.value).join("");
+    else if (value instanceof Html) out += value.value;
+    else out += escapeHtml(String(value));
+    out += strings[i + 1] ?? "";
+  });
+  return new Html(out);
+}
+
+/** Markup that is already safe. Only `html` and this module make one. */
+export class Html {
+  constructor(readonly value: string) {}
+  toString(): string {
+    return this.value;
+  }
+}
+
+/** Joins safe fragments. */
+export function join(parts: readonly Html[], separator = ""): Html {
+  return new Html(parts.map((p) => p.value).join(separator));
+}
+
+/** A language tag safe for `lang` and `xml:lang`; falls back to English. */
+export function languageTag(value: string): string {
+  const tag = value.trim();
+  return /^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}$/.test(tag) ? tag : "en";
+}

@@ -1,0 +1,110 @@
+/**
+ * The small subset of JSON Schema the stage writers ask models for, with a
+ * validator and a type-level mapping from schema to TypeScript type.
+ *
+ * Why not ajv: the schemas are ours, few and shaped by OpenAI strict
+ * structured outputs (every property required, no additional properties,
+ * no $ref), so a validator of about eighty lines covers them completely,
+ * gives error messages written to be sent back to the model, and lets the
+ * TypeScript types be derived from the very objects that are validated.
+ */
+
+/** A schema node of the supported subset. */
+export type Schema =
+  | { readonly type: "string"; readonly enum?: readonly string[]; readonly minLength?: number; readonly maxLength?: number; readonly description?: string }
+  | { readonly type: "integer"; readonly minimum?: number; readonly maximum?: number; readonly description?: string }
+  | { readonly type: "array"; readonly items: Schema; readonly minItems?: number; readonly maxItems?: number; readonly description?: string }
+  | {
+      readonly type: "object";
+      readonly properties: Readonly<Record<string, Schema>>;
+      readonly required: readonly string[];
+      readonly additionalProperties: false;
+      readonly description?: string;
+    };
+
+/** The TypeScript type of values a schema accepts. */
+export type Infer<S> = S extends { type: "string"; enum: readonly (infer E)[] }
+  ? E
+  : S extends { type: "string" }
+    ? string
+    : S extends { type: "integer" }
+      ? number
+      : S extends { type: "array"; items: infer I }
+        ? Infer<I>[]
+        : S extends { type: "object"; properties: infer P }
+          ? { -readonly [K in keyof P]: Infer<P[K]> }
+          : never;
+
+/**
+ * Checks a value against a schema. Returns human-readable problems, each
+ * naming the JSON path (`$.pages[2].title`); empty means valid. Stops after
+ * `limit` problems so a wildly wrong answer gives a short message.
+ */
+export function validate(schema: Schema, value: unknown, limit = 12): string[] {
+  const problems: string[] = [];
+  walk(schema, value, "$", problems, limit);
+  return problems;
+}
+
+/** True when `value` matches `schema`, narrowing its type. */
+export function matches<S extends Schema>(schema: S, value: unknown): value is Infer<S> {
+  return validate(schema, value, 1).length === 0;
+}
+
+function walk(schema: Schema, value: unknown, at: string, problems: string[], limit: number): void {
+  if (problems.length >= limit) return;
+  switch (schema.type) {
+    case "string": {
+      if (typeof value !== "string") return void problems.push(`${at}: expected a string, got ${describe(value)}`);
+      if (schema.enum && !schema.enum.includes(value)) {
+        return void problems.push(`${at}: expected one of ${schema.enum.map((e) => JSON.stringify(e)).join(", ")}, got ${JSON.stringify(value)}`);
+      }
+      const length = [...value.trim()].length;
+      if (schema.minLength !== undefined && length < schema.minLength) {
+        problems.push(`${at}: expected at least ${schema.minLength} characters, got ${length}`);
+      }
+      if (schema.maxLength !== undefined && length > schema.maxLength) {
+        problems.push(`${at}: expected at most ${schema.maxLength} characters, got ${length}`);
+      }
+      return;
+    }
+    case "integer": {
+      if (typeof value !== "number" || !Number.isInteger(value)) return void problems.push(`${at}: expected an integer, got ${describe(value)}`);
+      if (schema.minimum !== undefined && value < schema.minimum) problems.push(`${at}: expected at least ${schema.minimum}, got ${value}`);
+      if (schema.maximum !== undefined && value > schema.maximum) problems.push(`${at}: expected at most ${schema.maximum}, got ${value}`);
+      return;
+    }
+    case "array": {
+      if (!Array.isArray(value)) return void problems.push(`${at}: expected an array, got ${describe(value)}`);
+      if (schema.minItems !== undefined && value.length < schema.minItems) {
+        problems.push(`${at}: expected at least ${schema.minItems} items, got ${value.length}`);
+      }
+      if (schema.maxItems !== undefined && value.length > schema.maxItems) {
+        problems.push(`${at}: expected at most ${schema.maxItems} items, got ${value.length}`);
+      }
+      value.forEach((item, index) => walk(schema.items, item, `${at}[${index}]`, problems, limit));
+      return;
+    }
+    case "object": {
+      if (typeof value !== "object" || value === null || Array.isArray(value)) {
+        return void problems.push(`${at}: expected an object, got ${describe(value)}`);
+      }
+      const record = value as Record<string, unknown>;
+      for (const key of schema.required) {
+        if (!(key in record)) problems.push(`${at}: missing property "${key}"`);
+      }
+      for (const key of Object.keys(record)) {
+        const child = schema.properties[key];
+        if (!child) problems.push(`${at}: unexpected property "${key}"`);
+        else walk(child, record[key], `${at}.${key}`, problems, limit);
+      }
+      return;
+    }
+  }
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object" : `${typeof value} ${JSON.stringify(value)?.slice(0, 40)}`;
+}

@@ -1,0 +1,75 @@
+import { createHash } from "node:crypto";
+import type { ArtifactStore } from "./artifact-store.js";
+
+/** A plan's project, as the plan shows it after `understand`. */
+export interface Project {
+  id: string;
+  name: string;
+  slug: string;
+}
+
+const decoder = new TextDecoder();
+
+/**
+ * Gives a plan its project: the same id and slug on every re-run of
+ * `understand` (so URLs stay stable), a fresh slug claimed for a new plan.
+ *
+ * Slugs are unique across plans through the artifact index: claiming
+ * `index/slugs/{slug}` is a create-if-absent, atomic on a file system and
+ * on object stores with conditional writes, so two plans racing for
+ * "bakery" end up with "bakery" and "bakery-2", never both with one.
+ */
+export async function ensureProject(store: ArtifactStore, planId: string, name: string): Promise<Project> {
+  const recordKey = `index/plans/${planId}/project.json`;
+  const existing = await readProject(store, planId);
+  if (existing) {
+    const renamed = { ...existing, name };
+    if (existing.name !== name) await store.put(recordKey, JSON.stringify(renamed));
+    return renamed;
+  }
+  const base = slugify(name);
+  for (let n = 1; ; n++) {
+    const slug = n === 1 ? base : `${base.slice(0, 56)}-${n}`;
+    if (await store.put(`index/slugs/${slug}`, planId, { ifAbsent: true })) {
+      const project = { id: projectIdFor(planId), name, slug };
+      await store.put(recordKey, JSON.stringify(project));
+      return project;
+    }
+    // A claim left by this very plan (a crash between claim and record) is ours.
+    if ((await slugOwner(store, slug)) === planId) {
+      const project = { id: projectIdFor(planId), name, slug };
+      await store.put(recordKey, JSON.stringify(project));
+      return project;
+    }
+  }
+}
+
+/** The project recorded for a plan, if `understand` has run. */
+export async function readProject(store: ArtifactStore, planId: string): Promise<Project | undefined> {
+  const bytes = await store.get(`index/plans/${planId}/project.json`);
+  return bytes ? (JSON.parse(decoder.decode(bytes)) as Project) : undefined;
+}
+
+/** The plan that owns a slug, if any. */
+export async function slugOwner(store: ArtifactStore, slug: string): Promise<string | undefined> {
+  const bytes = await store.get(`index/slugs/${slug}`);
+  return bytes ? decoder.decode(bytes) : undefined;
+}
+
+/** "Café Ünïcode & Co." → "cafe-unicode-co"; never empty, at most 60 characters. */
+export function slugify(name: string): string {
+  const slug = name
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 60)
+    .replace(/-+$/, "");
+  return slug || "project";
+}
+
+/** Derived from the plan id, so re-running `understand` never mints a second project. */
+function projectIdFor(planId: string): string {
+  return `prj_${createHash("sha256").update(planId).digest("base64url").slice(0, 22)}`;
+}

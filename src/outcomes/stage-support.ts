@@ -1,0 +1,74 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import type { ChatCompleter } from "../chat/chat-router.js";
+import type { Config } from "../config.js";
+import { StageFailure, type StageInput } from "../engine/stage-work.js";
+import type { Logger } from "../logger.js";
+import type { ArtifactStore } from "./artifact-store.js";
+import { validate, type Infer, type Schema } from "./json-schema.js";
+import { createOfflineWriter } from "./writers/offline-writer.js";
+import { createUpstreamWriter } from "./writers/upstream-writer.js";
+import type { Writer, WriterKind } from "./writers/writer.js";
+
+/** What the outcome stages need from the rest of the service. */
+export interface OutcomeDeps {
+  config: Pick<Config, "dataDir" | "publicUrl" | "offlineWriter" | "upstreams">;
+  /** The service's chat router; absent or without upstreams, only the offline writer can write. */
+  chat?: ChatCompleter;
+  artifacts: ArtifactStore;
+  logger: Logger;
+}
+
+/**
+ * The writer for a new plan: the upstream model when one is configured,
+ * else the offline writer when it is on and the outcome is a website.
+ */
+export function chooseWriterKind(deps: OutcomeDeps, outcome: StageInput["outcome"]): WriterKind {
+  if (deps.chat && deps.config.upstreams.length > 0) return "upstream";
+  if (outcome === "website" && deps.config.offlineWriter) return "offline";
+  throw new StageFailure(
+    "outcome_unavailable",
+    outcome === "ebook"
+      ? "Ebooks need a language model, and this service has no upstream model configured."
+      : "Websites need a language model or the offline writer, and this service has neither.",
+  );
+}
+
+/** The writer a plan started with, so every stage of it speaks with one voice. */
+export function writerFor(deps: OutcomeDeps, kind: WriterKind): Writer {
+  if (kind === "offline") return createOfflineWriter();
+  if (!deps.chat) throw new StageFailure("outcome_unavailable", "This plan was written by a language model, and this service has no upstream model configured now.");
+  return createUpstreamWriter(deps.chat);
+}
+
+/**
+ * An earlier stage's output, checked against its schema. Outputs are ours,
+ * but they live in the database across versions and restarts, so a stage
+ * never trusts their shape blindly.
+ */
+export function previousOutput<S extends Schema>(input: StageInput, stageId: string, schema: S): Infer<S> {
+  const value: JsonValue | undefined = input.previous[stageId];
+  if (value === undefined) {
+    throw new StageFailure("internal", `Stage "${input.stageId}" needs the output of "${stageId}", which has not succeeded.`);
+  }
+  const problems = validate(schema, value, 3);
+  if (problems.length > 0) {
+    throw new StageFailure("internal", `The stored output of "${stageId}" is not usable (${problems.join("; ")}); re-run the plan from "${stageId}".`);
+  }
+  return value as Infer<S>;
+}
+
+/** Narrows our typed outputs to the engine's JSON type; they are plain JSON by construction. */
+export function asJson(value: unknown): JsonValue {
+  return value as JsonValue;
+}
+
+/** `${publicUrl}/preview/{planId}/`. */
+export function previewUrl(deps: OutcomeDeps, planId: string): string {
+  return `${deps.config.publicUrl}/preview/${encodeURIComponent(planId)}/`;
+}
+
+/** A plan id usable as a storage key segment; engine ids always are, this guards the rest. */
+export function planKey(planId: string): string {
+  if (!/^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$/.test(planId)) throw new StageFailure("internal", "The plan id cannot name an artifact.");
+  return planId;
+}

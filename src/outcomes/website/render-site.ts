@@ -1,0 +1,157 @@
+import type { PageContent, Section, SiteOutline, WebsiteBrief } from "../content.js";
+import { html, join, languageTag, type Html } from "../html.js";
+import { stylesheet, THEMES } from "./themes.js";
+
+/** A built site: file name → contents. Flat, with relative links, so it works under any base path. */
+export type SiteFiles = Map<string, string>;
+
+/**
+ * Renders a static site: one HTML file per page, one stylesheet. Semantic
+ * landmarks, a skip link, one h1 per page, headings in order, `aria-current`
+ * in the navigation, no script, no external request of any kind.
+ */
+export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: readonly PageContent[]): SiteFiles {
+  const theme = THEMES[brief.tone] ?? THEMES.professional;
+  const lang = languageTag(brief.language);
+  const slugs = new Set(outline.pages.map((p) => p.slug));
+  const files: SiteFiles = new Map([["style.css", stylesheet(theme)]]);
+  outline.pages.forEach((page, index) => {
+    const content = pages[index];
+    if (!content) return;
+    const nav = outline.pages.map(
+      (p) => html`<li><a href="${fileFor(p.slug)}"${p.slug === page.slug ? html` aria-current="page"` : html``}>${p.navLabel}</a></li>`,
+    );
+    const sections = content.sections.map((section, i) => renderSection(section, i, slugs));
+    const title = page.slug === "index" ? `${brief.name} – ${brief.tagline}` : `${page.title} – ${brief.name}`;
+    const document = html`<!doctype html>
+<html lang="${lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title>
+<meta name="description" content="${page.description}">
+<link rel="stylesheet" href="style.css">
+</head>
+<body>
+<a class="skip-link" href="#main">Skip to content</a>
+<header class="site-header">
+<div class="wrap">
+<a class="brand" href="index.html">${brief.name}</a>
+<nav class="site-nav" aria-label="Main">
+<ul>${nav}</ul>
+</nav>
+</div>
+</header>
+<main id="main">
+${join(sections, "\n")}
+</main>
+<footer class="site-footer">
+<div class="wrap">
+<p>${brief.name} · ${brief.tagline}</p>
+</div>
+</footer>
+</body>
+</html>
+`;
+    files.set(fileFor(page.slug), document.value);
+  });
+  return files;
+}
+
+/** Lowercase, hyphenated, safe as a file name. */
+export function pageSlug(raw: string): string {
+  return raw.toLowerCase().replace(/\.html?$/, "").replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 40) || "page";
+}
+
+function fileFor(slug: string): string {
+  return `${slug}.html`;
+}
+
+function renderSection(section: Section, index: number, slugs: ReadonlySet<string>): Html {
+  // The first section is the page's hero and holds its only h1, whatever kind the writer gave it.
+  const kind = index === 0 ? "hero" : section.kind === "hero" ? "text" : section.kind;
+  const id = `section-${index + 1}`;
+  const paragraphs = section.paragraphs.filter((p) => p.trim() !== "");
+  const target = pageSlug(section.link.page);
+  const link = section.link.label.trim() !== "" && slugs.has(target)
+    ? html`<p class="more"><a class="button" href="${fileFor(target)}">${section.link.label}</a></p>`
+    : html``;
+  const items = section.items.filter((item) => item.title.trim() !== "");
+  switch (kind) {
+    case "hero":
+      return html`<section class="hero" aria-labelledby="${id}">
+<div class="wrap">
+<h1 id="${id}">${section.heading}</h1>
+${paragraphs.map((p, i) => (i === 0 ? html`<p class="lead">${p}</p>` : html`<p>${p}</p>`))}
+${link}
+</div>
+</section>`;
+    case "features":
+      return html`<section class="section" aria-labelledby="${id}">
+<div class="wrap">
+<h2 id="${id}">${section.heading}</h2>
+${paragraphs.map((p) => html`<p>${p}</p>`)}
+${items.length > 0 ? html`<ul class="cards">${items.map((item) => html`<li class="card"><h3>${item.title}</h3><p>${item.text}</p></li>`)}</ul>` : html``}
+${link}
+</div>
+</section>`;
+    case "steps":
+      return html`<section class="section alt" aria-labelledby="${id}">
+<div class="wrap">
+<h2 id="${id}">${section.heading}</h2>
+${paragraphs.map((p) => html`<p>${p}</p>`)}
+${items.length > 0 ? html`<ol class="steps">${items.map((item) => html`<li><h3>${item.title}</h3><p>${item.text}</p></li>`)}</ol>` : html``}
+${link}
+</div>
+</section>`;
+    case "faq":
+      return html`<section class="section faq" aria-labelledby="${id}">
+<div class="wrap">
+<h2 id="${id}">${section.heading}</h2>
+${paragraphs.map((p) => html`<p>${p}</p>`)}
+${items.map((item) => html`<details><summary>${item.title}</summary><p>${item.text}</p></details>`)}
+${link}
+</div>
+</section>`;
+    case "cta":
+      return html`<section class="section cta-band" aria-labelledby="${id}">
+<div class="wrap">
+<h2 id="${id}">${section.heading}</h2>
+${paragraphs.map((p) => html`<p>${p}</p>`)}
+${link}
+</div>
+</section>`;
+    case "contact":
+      return html`<section class="section" aria-labelledby="${id}">
+<div class="wrap">
+<h2 id="${id}">${section.heading}</h2>
+<div class="contact-card">
+${paragraphs.map((p) => html`<p>${linkContacts(p)}</p>`)}
+${items.map((item) => html`<p><strong>${item.title}</strong> ${linkContacts(item.text)}</p>`)}
+</div>
+${link}
+</div>
+</section>`;
+    default:
+      return html`<section class="section" aria-labelledby="${id}">
+<div class="wrap">
+<h2 id="${id}">${section.heading}</h2>
+${paragraphs.map((p) => html`<p>${p}</p>`)}
+${items.map((item) => html`<h3>${item.title}</h3><p>${item.text}</p>`)}
+${link}
+</div>
+</section>`;
+  }
+}
+
+/** Plain text with e-mail addresses turned into `mailto:` links (text escaped, address checked). */
+function linkContacts(text: string): Html {
+  const parts: Html[] = [];
+  let last = 0;
+  for (const match of text.matchAll(/[\w.+-]+@[\w-]+(?:\.[\w-]+)+/g)) {
+    parts.push(html`${text.slice(last, match.index)}`, html`<a href="mailto:${match[0]}">${match[0]}</a>`);
+    last = match.index + match[0].length;
+  }
+  parts.push(html`${text.slice(last)}`);
+  return join(parts);
+}

@@ -1,0 +1,129 @@
+/**
+ * What the offline writer can read from a goal without a language model:
+ * plain pattern matching on the sentence a person typed. Everything found is
+ * quoted from the goal; nothing is invented here.
+ */
+export interface GoalFacts {
+  /** The name to show: given in the goal, or made from its subject and place. */
+  name: string;
+  /** True when the goal gave the name itself. */
+  namedInGoal: boolean;
+  /** What the site is for, as a noun phrase from the goal ("small bakery"). */
+  subject: string;
+  /** A place named after "in", "at" or "near". */
+  place: string | undefined;
+  /** Things the goal says are sold, offered, made or taught. */
+  offerings: string[];
+  /** Things the goal asks the site to have ("opening hours", "a way to order cakes"). */
+  features: string[];
+  /** Who it is for, when the goal says ("young families"). */
+  audience: string | undefined;
+  email: string | undefined;
+  phone: string | undefined;
+}
+
+const SITE_WORDS = /\b(?:(?:simple|small|new|modern|nice|clean|beautiful|one-page|single-page|static)\s+)*(?:web\s*site|site|landing\s+page|home\s*page|web\s+page|page|online\s+presence|portfolio\s+site)\b/i;
+const LIST_SPLIT = /\s*,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*&\s*|\s*\+\s*/i;
+const STOP = String.raw`(?=\s+(?:in|at|near|based|located|called|named|that|which|who|where|with|including|to|so|because|selling|offering|where)\b|[,.;:!?()]|$)`;
+const COMMAND = /^\s*(?:please\s+)?(?:make|build|create|design|write|set up|i need|we need|i want|we want)\s+(?:me\s+|us\s+)?/i;
+const ARTICLES = /^(?:my|our|a|an|the|his|her|their|some|its|your)\s+/i;
+const NAME_FILLERS = /^(?:small|little|new|local|simple|tiny|independent|family|family-run|friendly|modern|own|personal)\s+/i;
+
+/** Reads a goal. Deterministic: the same goal always gives the same facts. */
+export function readGoal(goal: string): GoalFacts {
+  const text = goal.trim().replace(/\s+/g, " ");
+  const email = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/.exec(text)?.[0];
+  const phone = /(?:\+\d[\d\s().-]{6,}\d|\b0\d[\d\s.-]{6,}\d)/.exec(text)?.[0]?.trim();
+  const withoutContacts = text.replace(email ?? "\u0000", "").replace(phone ?? "\u0000", "");
+
+  const place = /\b(?:in|at|near|based in|located in)\s+((?:[A-Z][\p{L}'-]+)(?:[ -](?:[A-Z][\p{L}'-]+|de|du|la|le|sur|upon|on))*)/u.exec(withoutContacts)?.[1];
+  // "for Maison Dupont, a family-run florist": a name, then what it is.
+  const appositive = /\b(?:for|about)\s+([A-Z][\p{L}\d'&-]*(?:\s+[A-Z][\p{L}\d'&-]*)*),\s+(?:a|an|the|my|our)\s+([^,.;:!?]+?)(?=\s+(?:in|at|near|based|that|which|who|with|for)\b|[,.;:!?]|$)/u.exec(withoutContacts);
+  const subject = appositive?.[2]?.trim() ?? readSubject(withoutContacts) ?? "project";
+  const given = appositive?.[1] ? tidyName(appositive[1]) : readGivenName(withoutContacts);
+  const name = given ?? madeName(subject, place);
+
+  const offerings = uniqueItems(
+    [...withoutContacts.replace(COMMAND, "").matchAll(new RegExp(String.raw`\b(?:sells?|selling|offers?|offering|makes?|making|bakes?|baking|serves?|serving|teaches|teaching|teach|provides?|providing|brews?|brewing|repairs?|repairing|grows?|growing|designs?|designing|hosts?|hosting|organi[sz]es?)\s+(.+?)(?=\s+(?:with|for|to|so|where|that|because|in order)\b|[.;:!?()]|,\s*(?:with|and (?:a|an|has|wants?|needs?))\b|$)`, "gi"))].map((m) => m[1] ?? ""),
+  );
+  const features = uniqueItems(
+    [...withoutContacts.matchAll(/\b(?:with|including|featuring|plus|showing|that (?:shows|lists|has)|should (?:have|show|include))\s+(.+?)(?=[.;!?()]|$)/gi)].map((m) => m[1] ?? ""),
+  ).filter((f) => !SITE_WORDS.test(f));
+  const audience = /\b(?:aimed at|targeting|designed for|for people who|for customers who)\s+([^.;,]+)/i.exec(withoutContacts)?.[1]?.trim()
+    ?? /\bfor\s+((?:young\s+|busy\s+|local\s+|small\s+|new\s+)?(?:families|parents|kids|children|students|beginners|professionals|developers|businesses|companies|teams|tourists|visitors|locals|seniors|musicians|artists|runners|travellers|travelers|couples|dog owners|homeowners|writers|readers|teachers|nurses|doctors|creators)(?:\s+[a-z]+){0,4}?)(?=[.,;]|\s+(?:who|that|with|in|and)\b|$)/i.exec(withoutContacts)?.[1]?.trim();
+
+  return { name, namedInGoal: given !== undefined, subject, place, offerings, features, audience, email, phone };
+}
+
+function readGivenName(text: string): string | undefined {
+  const called = /\b(?:called|named|titled|brand(?:ed)? as)\s+[“"'‘]?([^“”"'’.,;:!?]+?)[”"'’]?(?=\s+(?:that|which|who|for|with|in|at|to|and|,)\b|[.,;:!?]|$)/i.exec(text)?.[1];
+  if (called) return tidyName(called);
+  const quoted = /[“"‘]([^“”"’]{2,60})[”"’]/.exec(text)?.[1];
+  if (quoted) return tidyName(quoted);
+  // A run of capitalised words after the first word is probably a name ("for Maison Dupont, a bakery").
+  const proper = /(?<!^|[.!?]\s)(?<!\b(?:in|at|near)\s)\b((?:[A-Z][\p{L}'&-]*\d*)(?:\s+(?:[A-Z][\p{L}'&-]*|&|of|the|and|de|du|la))*\s*(?:[A-Z][\p{L}'&-]*))/u.exec(text)?.[1];
+  if (proper && !/^(?:I|A|An|The|My|Our|We|Please|Make|Build|Create)$/.test(proper) && proper.split(" ").length <= 5) {
+    const precededByPlaceWord = new RegExp(String.raw`\b(?:in|at|near|based in|located in)\s+${escapeRegExp(proper)}`).test(text);
+    if (!precededByPlaceWord) return tidyName(proper);
+  }
+  return undefined;
+}
+
+function readSubject(text: string): string | undefined {
+  const patterns = [
+    new RegExp(String.raw`\b(?:for|about|promoting|presenting|showcasing)\s+(.+?)${STOP}`, "i"),
+    new RegExp(String.raw`^(?:(?:a|an|the|my|our)\s+)?(.+?)${STOP}`, "i"),
+  ];
+  for (const pattern of patterns) {
+    const found = pattern.exec(text.replace(COMMAND, "").replace(SITE_WORDS, ""))?.[1];
+    const subject = found
+      ?.replace(ARTICLES, "")
+      .replace(/^(?:for|about)\s+/i, "")
+      .replace(ARTICLES, "")
+      .trim();
+    if (subject && subject.length >= 3 && subject.split(" ").length <= 6 && !SITE_WORDS.test(subject)) return subject;
+  }
+  return undefined;
+}
+
+function madeName(subject: string, place: string | undefined): string {
+  let core = subject;
+  while (NAME_FILLERS.test(core)) core = core.replace(NAME_FILLERS, "");
+  const titled = titleCase(core);
+  return place ? `${place} ${titled}` : titled;
+}
+
+function uniqueItems(phrases: string[]): string[] {
+  const seen = new Set<string>();
+  const items: string[] = [];
+  for (const phrase of phrases) {
+    for (const raw of phrase.split(LIST_SPLIT)) {
+      const item = raw.replace(ARTICLES, "").replace(/^(?:also|other|more|some)\s+/i, "").trim();
+      if (item.length < 3 || item.split(" ").length > 8 || seen.has(item.toLowerCase())) continue;
+      seen.add(item.toLowerCase());
+      items.push(item);
+    }
+  }
+  return items.slice(0, 6);
+}
+
+function tidyName(name: string): string {
+  return name.trim().replace(/\s+/g, " ").slice(0, 60);
+}
+
+/** "sourdough bread" → "Sourdough Bread", leaving short joining words alone. */
+export function titleCase(phrase: string): string {
+  return phrase
+    .split(" ")
+    .map((word, i) => (i > 0 && /^(?:and|or|of|the|a|an|in|on|for|to|with|de|du|la)$/i.test(word) ? word.toLowerCase() : word.charAt(0).toUpperCase() + word.slice(1)))
+    .join(" ");
+}
+
+/** "sourdough bread" → "Sourdough bread". */
+export function sentenceCase(phrase: string): string {
+  return phrase.charAt(0).toUpperCase() + phrase.slice(1);
+}
+
+function escapeRegExp(value: string): string {
+  return value.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}

@@ -1,0 +1,226 @@
+import { StageFailure } from "../../engine/stage-work.js";
+import type { PageContent, Section, SiteOutline, WebsiteBrief } from "../content.js";
+import { readGoal, sentenceCase, titleCase, type GoalFacts } from "./goal-facts.js";
+import { pickProfile, say, type Profile, type ProfileWords } from "./offline-profiles.js";
+import type { Writer } from "./writer.js";
+
+type SectionPlan = Omit<Section, "kind"> & { kind: Section["kind"]; summary: string };
+interface PagePlan {
+  slug: string;
+  title: string;
+  navLabel: string;
+  description: string;
+  sections: SectionPlan[];
+}
+
+/**
+ * The writer that needs no upstream: it reads the goal (name, subject,
+ * place, offerings, requested features, audience, contact details) and
+ * composes a four-page site from copy suited to the kind of thing the goal
+ * describes. Deterministic, so re-running a stage gives the same words.
+ * Websites only: an ebook cannot honestly be written without a model.
+ */
+export function createOfflineWriter(): Writer {
+  const noBooks = async (): Promise<never> => {
+    throw new StageFailure("outcome_unavailable", "Ebooks need a language model, and this service has no upstream model configured.");
+  };
+  return {
+    kind: "offline",
+    websiteBrief: async (goal) => composeSite(goal).brief,
+    siteOutline: async (goal) => {
+      const { pages } = composeSite(goal);
+      return {
+        pages: pages.map((p) => ({
+          slug: p.slug,
+          title: p.title,
+          navLabel: p.navLabel,
+          description: p.description,
+          sections: p.sections.map((s) => ({ kind: s.kind, heading: s.heading, summary: s.summary })),
+        })),
+      } satisfies SiteOutline;
+    },
+    page: async (goal, _brief, _outline, slug) => {
+      const page = composeSite(goal).pages.find((p) => p.slug === slug);
+      if (!page) throw new StageFailure("internal", `The offline writer has no page "${slug}" for this goal.`);
+      return {
+        slug,
+        sections: page.sections.map(({ summary: _summary, ...section }) => section),
+      } satisfies PageContent;
+    },
+    ebookBrief: noBooks,
+    bookOutline: noBooks,
+    chapter: noBooks,
+  };
+}
+
+/** The whole site for a goal: brief and pages with their words. */
+export function composeSite(goal: string): { brief: WebsiteBrief; pages: PagePlan[]; facts: GoalFacts; profile: Profile } {
+  const facts = readGoal(goal);
+  const profile = pickProfile(facts.subject, goal);
+  const w: ProfileWords = { name: facts.name, subject: facts.subject, inPlace: facts.place ? ` in ${facts.place}` : "" };
+  const audience = facts.audience ? sentenceCase(`${facts.audience}.`) : say(profile.audience, w);
+  const tagline = taglineFor(facts, w);
+  const offer = profile.offerPage;
+
+  const offerCards = facts.offerings.length > 0
+    ? facts.offerings.map((o, i) => ({ title: sentenceCase(o), text: profile.offerText(o, w, i) }))
+    : profile.values.map(([t, x]) => ({ title: say(t, w), text: say(x, w) }));
+  const valueCards = profile.values.map(([t, x]) => ({ title: say(t, w), text: say(x, w) }));
+  const steps = profile.steps.items.map(([t, x]) => ({ title: say(t, w), text: say(x, w) }));
+  const faq = profile.faq.map(([t, x]) => ({ title: say(t, w), text: say(x, w) }));
+  const ctaPage = profile.cta.page === "offer" ? offer.slug : "contact";
+  const cta = { label: profile.cta.label, page: ctaPage };
+  const none = { label: "", page: "" };
+  const requested = facts.features.map((f) => featureSection(f, facts, w, steps)).filter((s): s is SectionPlan => s !== undefined);
+  const orderSteps = requested.find((s) => s.kind === "steps");
+
+  const section = (kind: Section["kind"], heading: string, summary: string, rest: Partial<SectionPlan> = {}): SectionPlan => ({
+    kind,
+    heading,
+    summary,
+    paragraphs: [],
+    items: [],
+    link: none,
+    ...rest,
+  });
+  const ctaBand = section("cta", say(profile.cta.heading, w), "The call to action", { paragraphs: [say(profile.cta.text, w)], link: cta });
+
+  const home: PagePlan = {
+    slug: "index",
+    title: "Home",
+    navLabel: "Home",
+    description: tagline,
+    sections: [
+      section("hero", facts.name, "Who we are, in a line", {
+        paragraphs: [tagline, ...heroSecondLine(facts, w)],
+        link: cta,
+      }),
+      section("features", say(offer.heading, w), "What is on offer", { items: offerCards.slice(0, 6), link: { label: `See ${offer.navLabel.toLowerCase()}`, page: offer.slug } }),
+      section("text", "Who it is for", "The audience", { paragraphs: [audience, `Whether this is your first time or you already know ${facts.name}, you are welcome here.`] }),
+      section("steps", orderSteps?.heading ?? profile.steps.heading, "How it works", { items: steps }),
+      ctaBand,
+    ],
+  };
+  const about: PagePlan = {
+    slug: "about",
+    title: `About ${facts.name}`,
+    navLabel: "About",
+    description: `About ${facts.name}: what it is, who it is for and what matters to it.`,
+    sections: [
+      section("hero", `About ${facts.name}`, "Introduction", { paragraphs: [aboutLine(facts, w)] }),
+      section("text", "What we set out to do", "Purpose", { paragraphs: [`This site is here to ${lowerFirst(say(profile.purpose, w))}`, audience] }),
+      section("features", "What matters to us", "Values", { items: valueCards }),
+      ctaBand,
+    ],
+  };
+  const offerPage: PagePlan = {
+    slug: offer.slug,
+    title: offer.title,
+    navLabel: offer.navLabel,
+    description: `${offer.title} at ${facts.name}.`,
+    sections: [
+      section("hero", offer.title, "What is on offer", { paragraphs: [say(offer.intro, w)] }),
+      section("features", say(offer.heading, w), "The offer in detail", { items: offerCards }),
+      ...requested.filter((s) => s.kind !== "text" || !/hours|finding us/i.test(s.heading)),
+      section("faq", "Questions", "Common questions", { items: faq }),
+      ctaBand,
+    ],
+  };
+  const contact: PagePlan = {
+    slug: "contact",
+    title: "Contact",
+    navLabel: "Contact",
+    description: `How to get in touch with ${facts.name}.`,
+    sections: [
+      section("hero", "Get in touch", "Invitation", { paragraphs: [`Questions, ideas and requests are all welcome. Here is how to reach ${facts.name}.`] }),
+      section("contact", "Contact details", "How to reach us", { paragraphs: contactLines(facts, w) }),
+      ...requested.filter((s) => s.kind === "text" && /hours|finding us/i.test(s.heading)),
+      section("steps", "What happens next", "After you write", {
+        items: [
+          { title: "We read your message", text: "Every message is read by a person, not filed away." },
+          { title: "We reply", text: "You get an answer to your question, or a suggestion for the next step." },
+          { title: "We take it from there", text: "Together we agree on what happens next, at your pace." },
+        ],
+      }),
+    ],
+  };
+
+  const pages = [home, offerPage, about, contact];
+  const brief: WebsiteBrief = {
+    name: facts.name,
+    tagline,
+    audience,
+    purpose: say(profile.purpose, w),
+    tone: profile.tone,
+    language: "en",
+    pages: pages.map((p) => ({ slug: p.slug, title: p.title, purpose: p.sections[0]?.summary ?? p.title })),
+    callToAction: cta,
+  };
+  return { brief, pages, facts, profile };
+}
+
+function taglineFor(facts: GoalFacts, w: ProfileWords): string {
+  const what = facts.namedInGoal || !facts.name.toLowerCase().includes(facts.subject.toLowerCase()) ? `A ${facts.subject.replace(/^(?:a|an|the)\s+/i, "")}` : "A place";
+  const offering = facts.offerings.length > 0 ? ` for ${listOf(facts.offerings.slice(0, 3))}` : "";
+  const where = w.inPlace;
+  const line = `${sentenceCase(what)}${where}${offering}.`;
+  return /^A [aeiou]/i.test(line) ? line.replace(/^A /, "An ") : line;
+}
+
+function heroSecondLine(facts: GoalFacts, w: ProfileWords): string[] {
+  if (facts.audience) return [`Made for ${facts.audience}.`];
+  return [`Welcome to ${w.name}. Take a look around, and get in touch whenever you are ready.`];
+}
+
+function aboutLine(facts: GoalFacts, w: ProfileWords): string {
+  const offering = facts.offerings.length > 0 ? `, with ${listOf(facts.offerings.slice(0, 3))}` : "";
+  return `${facts.name} is a ${facts.subject.replace(/^(?:a|an|the)\s+/i, "")}${w.inPlace}${offering}. This site tells you what we do, who it is for and how to get in touch.`.replace(/ is a ([aeiou])/i, " is an $1");
+}
+
+function contactLines(facts: GoalFacts, w: ProfileWords): string[] {
+  const lines: string[] = [];
+  if (facts.email) lines.push(`Write to ${facts.email} and we will answer as soon as we can.`);
+  if (facts.phone) lines.push(`Call ${facts.phone}.`);
+  if (lines.length === 0) lines.push(`The best way to reach ${w.name} is to ask in person or to send a message; we reply to every enquiry.`);
+  if (facts.place) lines.push(`You will find us in ${facts.place}.`);
+  return lines;
+}
+
+/** A section for something the goal asked the site to have, in words that stay true. */
+function featureSection(feature: string, facts: GoalFacts, w: ProfileWords, steps: { title: string; text: string }[]): SectionPlan | undefined {
+  const none = { label: "", page: "" };
+  const base = { paragraphs: [] as string[], items: [] as { title: string; text: string }[], link: none, summary: feature };
+  const f = feature.toLowerCase();
+  if (/testimonial|review|rating/.test(f)) return undefined; // never invent praise
+  if (/\b(?:contact|form|e-?mail|phone)\b/.test(f)) return undefined; // the contact page covers it
+  if (/\bhours\b|opening|open times/.test(f)) {
+    return { ...base, kind: "text", heading: "Opening hours", paragraphs: ["Opening hours can change with the seasons and on holidays. Before a special trip, get in touch and we will confirm when we are open."] };
+  }
+  if (/\b(?:map|directions?|location|address|find us|where)\b/.test(f)) {
+    return { ...base, kind: "text", heading: "Finding us", paragraphs: [facts.place ? `We are in ${facts.place}. Get in touch and we will tell you exactly how to find us.` : "Get in touch and we will tell you exactly how to find us."] };
+  }
+  if (/\b(?:order\w*|book\w*|reserv\w*|appointment|sign(?:ing)? up|register|enrol\w*|join\w*|rsvp|buy\w*|subscri\w*)\b/.test(f)) {
+    const action = f.replace(/^(?:a\s+)?(?:way|ways|option|place|page|section)\s+(?:to|for)\s+/, "").replace(/^how\s+to\s+/, "").replace(/^online\s+/, "");
+    return { ...base, kind: "steps", heading: sentenceCase(`how to ${action}`), items: steps };
+  }
+  if (/\b(?:price|prices|pricing|cost|costs|rates|fees|tariffs?)\b/.test(f)) {
+    return { ...base, kind: "text", heading: "Prices", paragraphs: ["Prices depend on what you need. Ask us and you will get a clear price before anything is agreed."] };
+  }
+  if (/\b(?:faq|questions)\b/.test(f)) return undefined; // the offer page has questions already
+  if (/\b(?:gallery|photos?|pictures|images|portfolio)\b/.test(f)) return undefined; // the offer cards stand in; no invented images
+  return {
+    ...base,
+    kind: "text",
+    heading: titleCase(f.replace(/^(?:a|an|the|our|my)\s+/, "")),
+    paragraphs: [`Ask us about ${f.replace(/^(?:a|an|the|our|my)\s+/, "")}: get in touch and ${w.name} will tell you everything you need to know.`],
+  };
+}
+
+function listOf(items: string[]): string {
+  if (items.length <= 1) return items.join("");
+  return `${items.slice(0, -1).join(", ")} and ${items.at(-1)}`;
+}
+
+function lowerFirst(text: string): string {
+  return text.charAt(0).toLowerCase() + text.slice(1);
+}

@@ -1,0 +1,129 @@
+import type { ChatCompleter, ChatRequest } from "../../chat/chat-router.js";
+import { StageFailure } from "../../engine/stage-work.js";
+import { ServiceError } from "../../server/errors.js";
+import { validate, type Infer, type Schema } from "../json-schema.js";
+import type { WriterContext } from "./writer.js";
+
+/** The alias the writers call, so they draw on the same free pool as every client. */
+export const WRITER_MODEL = "project-zero";
+
+export interface StructuredRequest<S extends Schema> {
+  /** Names the schema for the model (`json_schema.name`) and the failure message. */
+  name: string;
+  /** What is being written, for error messages ("the site outline"). */
+  what: string;
+  schema: S;
+  system: string;
+  user: string;
+  /** Optional cap on the answer's length. */
+  maxTokens?: number;
+}
+
+/**
+ * Asks the chat router for JSON that follows `schema` (OpenAI structured
+ * outputs, strict), validates the answer against the same schema, and asks
+ * once more with the problems found. A second bad answer fails the stage
+ * with `invalid_model_output`; errors of the router (pool exhausted,
+ * upstream down) fail it with the router's own type and message.
+ */
+export async function completeStructured<S extends Schema>(
+  chat: ChatCompleter,
+  request: StructuredRequest<S>,
+  context: WriterContext,
+): Promise<Infer<S>> {
+  const messages: { role: string; content: string }[] = [
+    { role: "system", content: request.system },
+    { role: "user", content: request.user },
+  ];
+  let problems: string[] = [];
+  for (let attempt = 1; attempt <= 2; attempt++) {
+    const content = await ask(chat, request, messages, context);
+    const parsed = parseJsonAnswer(content);
+    problems = parsed.ok ? validate(request.schema, parsed.value) : [parsed.problem];
+    if (problems.length === 0) return (parsed as { value: Infer<S> }).value;
+    messages.push(
+      { role: "assistant", content: content ?? "" },
+      {
+        role: "user",
+        content: `That answer cannot be used: ${problems.join("; ")}. Reply again with only the JSON object, following the schema exactly.`,
+      },
+    );
+  }
+  throw new StageFailure(
+    "invalid_model_output",
+    `The model's answer for ${request.what} did not follow the expected JSON shape, even after a retry: ${problems.slice(0, 3).join("; ")}`,
+  );
+}
+
+async function ask(
+  chat: ChatCompleter,
+  request: StructuredRequest<Schema>,
+  messages: readonly { role: string; content: string }[],
+  context: WriterContext,
+): Promise<string | null> {
+  const body: ChatRequest = {
+    model: WRITER_MODEL,
+    messages: [...messages],
+    response_format: {
+      type: "json_schema",
+      json_schema: { name: request.name, strict: true, schema: responseSchema(request.schema) },
+    },
+  };
+  if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
+  context.signal.throwIfAborted();
+  try {
+    const completion = await chat.complete(body, { accountId: context.accountId, signal: context.signal });
+    return completion.choices[0]?.message.content ?? null;
+  } catch (error) {
+    if (error instanceof ServiceError) throw new StageFailure(error.type, error.detail.message);
+    throw error;
+  }
+}
+
+type ParsedAnswer = { ok: true; value: unknown } | { ok: false; problem: string };
+
+/**
+ * Reads the model's JSON, repairing the usual slips before giving up:
+ * a Markdown code fence around it, prose before or after the object, and
+ * trailing commas. Anything else goes back to the model as a problem.
+ */
+export function parseJsonAnswer(content: string | null): ParsedAnswer {
+  if (content === null || content.trim() === "") return { ok: false, problem: "the answer was empty" };
+  const candidates = [content.trim()];
+  const fenced = /```(?:json)?\s*([\s\S]*?)```/i.exec(content);
+  if (fenced?.[1]) candidates.push(fenced[1].trim());
+  const first = content.indexOf("{");
+  const last = content.lastIndexOf("}");
+  if (first !== -1 && last > first) candidates.push(content.slice(first, last + 1));
+  for (const candidate of [...candidates, ...candidates.map((c) => c.replace(/,\s*([}\]])/g, "$1"))]) {
+    try {
+      return { ok: true, value: JSON.parse(candidate) as unknown };
+    } catch {
+      // try the next repair
+    }
+  }
+  return { ok: false, problem: "the answer was not valid JSON" };
+}
+
+/**
+ * The schema as sent to the model. Length bounds are left out because
+ * OpenAI's strict mode rejects `minLength`/`maxLength`; answers are still
+ * validated against them, and a violation goes back to the model.
+ */
+function responseSchema(schema: Schema): Record<string, unknown> {
+  switch (schema.type) {
+    case "string": {
+      const { minLength: _min, maxLength: _max, ...rest } = schema;
+      return { ...rest };
+    }
+    case "integer":
+      return { ...schema };
+    case "array":
+      return { ...schema, items: responseSchema(schema.items) };
+    case "object":
+      return {
+        ...schema,
+        properties: Object.fromEntries(Object.entries(schema.properties).map(([key, child]) => [key, responseSchema(child)])),
+      };
+  }
+}

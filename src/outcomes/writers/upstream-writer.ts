@@ -1,0 +1,132 @@
+import type { ChatCompleter } from "../../chat/chat-router.js";
+import {
+  bookOutlineSchema,
+  chapterSchema,
+  ebookBriefSchema,
+  pageContentSchema,
+  siteOutlineSchema,
+  websiteBriefSchema,
+  type BookOutline,
+  type EbookBrief,
+} from "../content.js";
+import { completeStructured } from "./structured-completion.js";
+import type { Writer } from "./writer.js";
+
+const HONESTY =
+  "Write real, specific copy from the goal. Never invent facts the goal does not give: no addresses, phone numbers, " +
+  "e-mail addresses, prices, dates, statistics, awards, customer names or testimonials. Where the goal says nothing, " +
+  "write honest general copy that stays true. Never write lorem ipsum, placeholders, brackets to fill in or TODO. " +
+  "Plain text only: no HTML, no Markdown. Reply with the JSON object only.";
+
+const SITE_SYSTEM = `You write small websites for Project Zero, which turns a plain-language goal into a published site. ${HONESTY}`;
+const BOOK_SYSTEM = `You write ebooks for Project Zero, which turns a plain-language goal into a published book. ${HONESTY}`;
+
+/**
+ * The writer that asks a language model, through the service's own chat
+ * router, for each piece: one call for a brief, one for an outline, one per
+ * page or chapter.
+ */
+export function createUpstreamWriter(chat: ChatCompleter): Writer {
+  return {
+    kind: "upstream",
+
+    websiteBrief: (goal, context) =>
+      completeStructured(
+        chat,
+        {
+          name: "website_brief",
+          what: "the website brief",
+          schema: websiteBriefSchema,
+          system: SITE_SYSTEM,
+          user:
+            `Goal: ${goal}\n\nWrite the brief for this website: its name, tagline, audience, purpose, tone and two to five pages ` +
+            `(the first with slug "index"; typical others: about, services, menu, work, programme, faq, contact), ` +
+            `and the one call to action, leading to one of those pages.`,
+        },
+        context,
+      ),
+
+    siteOutline: (goal, brief, context) =>
+      completeStructured(
+        chat,
+        {
+          name: "site_outline",
+          what: "the site outline",
+          schema: siteOutlineSchema,
+          system: SITE_SYSTEM,
+          user:
+            `Goal: ${goal}\n\nBrief:\n${JSON.stringify(brief, null, 2)}\n\nOutline every page of the brief, same slugs in the same order. ` +
+            `Each page starts with a "hero" section; then three to six sections using the kinds text, features, steps, faq, cta and contact.`,
+        },
+        context,
+      ),
+
+    page: (goal, brief, outline, slug, context) =>
+      completeStructured(
+        chat,
+        {
+          name: "page_content",
+          what: `the page "${slug}"`,
+          schema: pageContentSchema,
+          system: SITE_SYSTEM,
+          user:
+            `Goal: ${goal}\n\nBrief:\n${JSON.stringify(brief, null, 2)}\n\nOutline of the site:\n${JSON.stringify(outline, null, 2)}\n\n` +
+            `Write the page "${slug}" in full, one entry per section of its outline, in order. Use paragraphs for hero, text, cta and contact ` +
+            `sections; items (three to six) for features, steps and faq. A link points to another page by its slug, or has an empty label and page.`,
+        },
+        context,
+      ),
+
+    ebookBrief: (goal, context) =>
+      completeStructured(
+        chat,
+        {
+          name: "ebook_brief",
+          what: "the ebook brief",
+          schema: ebookBriefSchema,
+          system: BOOK_SYSTEM,
+          user: `Goal: ${goal}\n\nWrite the brief for this ebook: title, subtitle, author (only if the goal names one), audience, purpose, tone, language and a blurb.`,
+        },
+        context,
+      ),
+
+    bookOutline: (goal, brief, context) =>
+      completeStructured(
+        chat,
+        {
+          name: "book_outline",
+          what: "the book outline",
+          schema: bookOutlineSchema,
+          system: BOOK_SYSTEM,
+          user:
+            `Goal: ${goal}\n\nBrief:\n${JSON.stringify(brief, null, 2)}\n\n` +
+            `Outline the chapters of the book (four to ten unless the goal asks otherwise), each with a summary and its key points.`,
+        },
+        context,
+      ),
+
+    chapter: (goal, brief, outline, index, context) =>
+      completeStructured(
+        chat,
+        {
+          name: "chapter",
+          what: `chapter ${index + 1}`,
+          schema: chapterSchema,
+          system: BOOK_SYSTEM,
+          user: chapterPrompt(goal, brief, outline, index),
+        },
+        context,
+      ),
+  };
+}
+
+function chapterPrompt(goal: string, brief: EbookBrief, outline: BookOutline, index: number): string {
+  const chapter = outline.chapters[index]!;
+  const contents = outline.chapters.map((c, i) => `${i + 1}. ${c.title}`).join("\n");
+  return (
+    `Goal: ${goal}\n\nBrief:\n${JSON.stringify(brief, null, 2)}\n\nContents:\n${contents}\n\n` +
+    `Write chapter ${index + 1}, "${chapter.title}", in full.\nIt covers: ${chapter.summary}\nKey points:\n` +
+    chapter.keyPoints.map((p) => `- ${p}`).join("\n") +
+    `\n\nUse a few sections, each with several paragraphs. Do not repeat the chapter title as a section heading.`
+  );
+}

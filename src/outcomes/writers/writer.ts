@@ -1,0 +1,31 @@
+import type { BookOutline, Chapter, EbookBrief, PageContent, SiteOutline, WebsiteBrief } from "../content.js";
+
+/** Which writer produced a plan's content; recorded by `understand` so later stages use the same one. */
+export type WriterKind = "upstream" | "offline";
+
+/** Per-call context: whose plan it is (for the chat pool) and when to stop. */
+export interface WriterContext {
+  accountId: string;
+  signal: AbortSignal;
+}
+
+/**
+ * Produces the content of websites and ebooks. Stages call a writer for the
+ * words and do the rest (normalising, rendering, packaging) themselves, so
+ * both writers feed the same builders. Failures are StageFailures.
+ */
+export interface Writer {
+  readonly kind: WriterKind;
+  websiteBrief(goal: string, context: WriterContext): Promise<WebsiteBrief>;
+  siteOutline(goal: string, brief: WebsiteBrief, context: WriterContext): Promise<SiteOutline>;
+  /** One page, given the whole outline so the page can link to its siblings. */
+  page(goal: string, brief: WebsiteBrief, outline: SiteOutline, slug: string, context: WriterContext): Promise<PageContent>;
+  ebookBrief(goal: string, context: WriterContext): Promise<EbookBrief>;
+  bookOutline(goal: string, brief: EbookBrief, context: WriterContext): Promise<BookOutline>;
+  /** One chapter, by index into the outline. */
+  chapter(goal: string, brief: EbookBrief, outline: BookOutline, index: number, context: WriterContext): Promise<Chapter>;
+}
+
+/** The warning a plan carries when the offline writer wrote it (SPEC.md: `warning` on a degraded result). */
+export const OFFLINE_WARNING =
+  "Written offline without a language model: the copy is derived from the goal alone, with honest generic wording where the goal said nothing. Configure an upstream model for tailored writing.";
