@@ -1,0 +1,59 @@
+import { parseCommand, USAGE, UsageError, type Command } from "./args.js";
+import { chatCommand } from "./commands/chat.js";
+import { plansCommand } from "./commands/plans.js";
+import { resumeCommand } from "./commands/resume.js";
+import { runCommand } from "./commands/run.js";
+import { serveCommand } from "./commands/serve.js";
+import { showCommand } from "./commands/show.js";
+import { CliContext, CommandStop, type CliIo } from "./context.js";
+import { ExitCode } from "./exit-codes.js";
+
+/** The API key scope each command's calls need, named when a key lacks it. */
+const SCOPES: Record<Command["name"], string> = {
+  run: "build",
+  resume: "build",
+  plans: "read",
+  show: "read",
+  chat: "chat",
+  serve: "",
+  help: "",
+};
+
+/**
+ * Runs one command line. Resolves to the exit code, or to `undefined` when
+ * the process must stay up (`serve`).
+ */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode | undefined> {
+  let command: Command;
+  try {
+    command = parseCommand(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    io.stderr.write(`project-zero: ${error.message}\nRun "project-zero --help" for the commands.\n`);
+    return ExitCode.usage;
+  }
+  const ctx = new CliContext(io, { url: command.url, json: command.json, scope: SCOPES[command.name] });
+  try {
+    switch (command.name) {
+      case "help":
+        io.stdout.write(USAGE);
+        return ExitCode.ok;
+      case "run":
+        return await runCommand(ctx, command);
+      case "plans":
+        return await plansCommand(ctx);
+      case "show":
+        return await showCommand(ctx, command);
+      case "resume":
+        return await resumeCommand(ctx, command);
+      case "chat":
+        return await chatCommand(ctx, command);
+      case "serve":
+        await serveCommand(ctx, command);
+        return undefined;
+    }
+  } catch (error) {
+    if (error instanceof CommandStop) return error.exitCode;
+    return ctx.fail(error);
+  }
+}

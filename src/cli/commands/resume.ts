@@ -1,0 +1,18 @@
+import type { CliContext } from "../context.js";
+import type { ExitCode } from "../exit-codes.js";
+import { followToEnd } from "../follow.js";
+
+/**
+ * `resume <id> [--approve review]`: passes the gate (with the approval) or
+ * retries a failed or interrupted stage, then follows the plan like `run`.
+ */
+export async function resumeCommand(ctx: CliContext, args: { id: string; approve: string[] }): Promise<ExitCode> {
+  let resumed;
+  try {
+    resumed = await ctx.client().executions.resume({ planId: args.id, approve: args.approve });
+  } catch (error) {
+    return ctx.fail(error);
+  }
+  if (!ctx.json) ctx.note(`Resumed ${resumed.plan.id}. Ctrl-C stops following; the plan goes on.`);
+  return followToEnd(ctx, resumed.plan, { approve: false });
+}

@@ -1,0 +1,232 @@
+import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient, type CallOptions, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-web";
+import { CapabilitiesService, type GetCapabilitiesResponse } from "../../gen/zero/v1/capabilities_pb.js";
+import {
+  ChatCompletionParamsSchema,
+  ChatService,
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  type ChatCompletionParams,
+} from "../../gen/zero/v1/chat_pb.js";
+import { ExecutionService, type Plan } from "../../gen/zero/v1/execution_pb.js";
+import { ZeroError } from "./zero-error.js";
+
+// This module is the browser-safe entry: it imports nothing from `node:` and
+// talks Connect over `fetch`, which Node ≥ 18 and every browser have. The
+// Node entry (`./node.ts`) only swaps in a connect-node transport.
+
+export { ZeroError, type ZeroErrorType } from "./zero-error.js";
+export type { Plan, Project, Stage, StageError } from "../../gen/zero/v1/execution_pb.js";
+export { PlanSchema } from "../../gen/zero/v1/execution_pb.js";
+export type { ChatCompletion, ChatCompletionChunk } from "../../gen/zero/v1/chat_pb.js";
+export { ChatCompletionSchema, ChatCompletionChunkSchema } from "../../gen/zero/v1/chat_pb.js";
+export type { GetCapabilitiesResponse } from "../../gen/zero/v1/capabilities_pb.js";
+export { GetCapabilitiesResponseSchema } from "../../gen/zero/v1/capabilities_pb.js";
+
+/** The chat alias the service serves; the only model it accepts. */
+export const CHAT_MODEL = "project-zero";
+
+/**
+ * Builds the transport a client talks through, given the interceptors that
+ * carry the API key. Use it to pick gRPC, gRPC-Web or HTTP/2, e.g.
+ * `({ baseUrl, interceptors }) => createGrpcWebTransport({ baseUrl, interceptors })`.
+ */
+export type TransportFactory = (init: { baseUrl: string; interceptors: Interceptor[] }) => Transport;
+
+export interface ZeroClientOptions {
+  /** Where the service listens, e.g. `http://127.0.0.1:8080` (no path). */
+  baseUrl: string;
+  /** An API key (`zk_…`), sent as `Authorization: Bearer`. Omit for public calls or cookie sessions in a browser. */
+  apiKey?: string;
+  /**
+   * How to reach the service. A factory receives the interceptors (the key's
+   * among them) and returns a transport; a ready Transport is used as is and
+   * gets the key as a header on each call. Default: Connect over `fetch`.
+   */
+  transport?: TransportFactory | Transport;
+  /** More interceptors (logging, tracing), run after the one that sets the key. */
+  interceptors?: Interceptor[];
+}
+
+/** `{plan, unavailable}`: what a create or a resume answers. */
+export interface PlanAccepted {
+  plan: Plan;
+  /** Outcomes of the service that cannot run here; empty when all can. */
+  unavailable: string[];
+}
+
+export interface CreateExecutionInput {
+  /** The goal in plain language, 8 to 2000 characters. */
+  goal: string;
+  /** `website` (the default) or `ebook`. */
+  outcome?: string;
+}
+
+export interface ResumeExecutionInput {
+  planId: string;
+  /** Stage ids to approve, e.g. `["review"]` to pass the approval gate. */
+  approve?: string[];
+}
+
+/** One chat message in OpenAI's JSON shape. */
+export type ChatMessageInput = JsonObject & {
+  role: "system" | "developer" | "user" | "assistant" | "tool" | (string & {});
+  content: JsonValue;
+};
+
+/**
+ * A chat request in OpenAI's JSON shape (`messages`, `temperature`,
+ * `max_tokens`, `tools`, …). `model` defaults to `project-zero`; `stream`
+ * is decided by the method called.
+ */
+export type ChatInput = JsonObject & {
+  messages: ChatMessageInput[];
+  model?: string;
+};
+
+export interface ZeroClient {
+  executions: {
+    /** Starts an execution; answers at once, the stages run after. */
+    create(input: CreateExecutionInput, options?: CallOptions): Promise<PlanAccepted>;
+    /** Resumes a plan at the gate (with `approve: ["review"]`), after a failure or a crash. */
+    resume(input: ResumeExecutionInput, options?: CallOptions): Promise<PlanAccepted>;
+    get(id: string, options?: CallOptions): Promise<Plan>;
+    /** The caller's ten most recent plans, newest first. */
+    list(options?: CallOptions): Promise<Plan[]>;
+    /**
+     * The plan now and each time it changes, until it rests (succeeded,
+     * failed, interrupted, or waiting at the gate). Leaving the loop early
+     * (`break`, or aborting `options.signal`) hangs up; the plan keeps running.
+     */
+    watch(id: string, options?: CallOptions): AsyncIterable<Plan>;
+  };
+  chat: {
+    complete(input: ChatInput, options?: CallOptions & { idempotencyKey?: string }): Promise<ChatCompletion>;
+    /** The completion as chunks, each as soon as the service has it. */
+    stream(input: ChatInput, options?: CallOptions): AsyncIterable<ChatCompletionChunk>;
+  };
+  /** What this deployment can do: outcomes, what cannot run here, limits. Needs no key. */
+  capabilities(options?: CallOptions): Promise<GetCapabilitiesResponse>;
+}
+
+/** Connect over `fetch`: works in browsers and in Node alike. */
+export const fetchTransport: TransportFactory = ({ baseUrl, interceptors }) => createConnectTransport({ baseUrl, interceptors });
+
+/** A typed client for project-zero's executions, chat and capabilities. */
+export function createZeroClient(options: ZeroClientOptions): ZeroClient {
+  return buildZeroClient(options, fetchTransport);
+}
+
+/**
+ * Shared by the browser and Node entries, which differ only in the default
+ * transport. @internal
+ */
+export function buildZeroClient(options: ZeroClientOptions, defaultTransport: TransportFactory): ZeroClient {
+  const baseUrl = options.baseUrl.replace(/\/+$/, "");
+  const keyHeader: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
+  const sendKey: Interceptor = (next) => (request) => {
+    for (const [name, value] of Object.entries(keyHeader)) request.header.set(name, value);
+    return next(request);
+  };
+  const interceptors = [sendKey, ...(options.interceptors ?? [])];
+  const given = options.transport ?? defaultTransport;
+  const transport = typeof given === "function" ? given({ baseUrl, interceptors }) : given;
+  // A ready-made transport has its own interceptors; the key then rides on each call.
+  const call = (callOptions: CallOptions = {}): CallOptions =>
+    typeof given === "function" ? callOptions : { ...callOptions, headers: mergeHeaders(keyHeader, callOptions.headers) };
+
+  const executions: Client<typeof ExecutionService> = createClient(ExecutionService, transport);
+  const chat: Client<typeof ChatService> = createClient(ChatService, transport);
+  const capabilities: Client<typeof CapabilitiesService> = createClient(CapabilitiesService, transport);
+
+  return {
+    executions: {
+      create: (input, callOptions) =>
+        wrap(async () => accepted(await executions.createExecution({ goal: input.goal, outcome: input.outcome ?? "" }, call(callOptions)))),
+      resume: (input, callOptions) =>
+        wrap(async () => accepted(await executions.resumeExecution({ planId: input.planId, approve: input.approve ?? [] }, call(callOptions)))),
+      get: (id, callOptions) => wrap(async () => required((await executions.getExecution({ id }, call(callOptions))).plan)),
+      list: (callOptions) => wrap(async () => (await executions.listExecutions({}, call(callOptions))).plans),
+      watch: (id, callOptions) =>
+        mapStream(() => executions.watchExecution({ id }, call(callOptions)), (response) => response.plan),
+    },
+    chat: {
+      complete: (input, callOptions) =>
+        wrap(async () => {
+          const { idempotencyKey, ...rest } = callOptions ?? {};
+          const response = await chat.createChatCompletion({ params: chatParams(input), idempotencyKey }, call(rest));
+          return required(response.completion);
+        }),
+      stream: (input, callOptions) =>
+        mapStream(() => chat.streamChatCompletion({ params: chatParams(input) }, call(callOptions)), (response) => response.chunk),
+    },
+    capabilities: (callOptions) => wrap(() => capabilities.getCapabilities({}, call(callOptions))),
+  };
+}
+
+/** Plan statuses at which a watch ends: nothing more happens without a resume (or at all). */
+export const RESTING_STATUSES: ReadonlySet<string> = new Set(["awaiting_approval", "interrupted", "failed", "succeeded"]);
+
+/** True when the plan waits for someone (the gate, a resume after a failure) or is done. */
+export function isResting(plan: Plan): boolean {
+  return RESTING_STATUSES.has(plan.status);
+}
+
+/** The text a chunk adds to the answer (its first choice's `delta.content`), or "". */
+export function chunkText(chunk: ChatCompletionChunk): string {
+  const content = chunk.choices[0]?.delta?.content;
+  return content?.kind.case === "stringValue" ? content.kind.value : "";
+}
+
+/** The answer's text (its first choice's `message.content`), or "". */
+export function completionText(completion: ChatCompletion): string {
+  const content = completion.choices[0]?.message?.content;
+  return content?.kind.case === "stringValue" ? content.kind.value : "";
+}
+
+function chatParams(input: ChatInput): ChatCompletionParams {
+  // The message's JSON form is OpenAI's, so OpenAI-shaped input converts as is.
+  const { stream: _ignored, ...params } = input;
+  return fromJson(ChatCompletionParamsSchema, { model: CHAT_MODEL, ...params });
+}
+
+function accepted(response: { plan?: Plan; unavailable: string[] }): PlanAccepted {
+  return { plan: required(response.plan), unavailable: response.unavailable };
+}
+
+function required<T>(value: T | undefined): T {
+  // The service always fills these; an empty one means a server that does not speak this API.
+  if (value === undefined) throw new ZeroError(new ConnectError("the service answered without the expected message", Code.Internal));
+  return value;
+}
+
+async function wrap<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    throw ZeroError.from(error);
+  }
+}
+
+/** A server stream as an async iterable of its payloads, with errors as ZeroErrors. */
+function mapStream<R, T>(open: () => AsyncIterable<R>, pick: (response: R) => T | undefined): AsyncIterable<T> {
+  return {
+    async *[Symbol.asyncIterator]() {
+      try {
+        for await (const response of open()) {
+          const value = pick(response);
+          if (value !== undefined) yield value;
+        }
+      } catch (error) {
+        throw ZeroError.from(error);
+      }
+    },
+  };
+}
+
+function mergeHeaders(extra: Record<string, string>, headers: HeadersInit | undefined): Headers {
+  const merged = new Headers(headers);
+  for (const [name, value] of Object.entries(extra)) if (!merged.has(name)) merged.set(name, value);
+  return merged;
+}
