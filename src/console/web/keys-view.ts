@@ -116,8 +116,7 @@ export function renderKeys(main: HTMLElement, context: ViewContext): () => void 
         " Store it somewhere safe, such as a secret manager. If you lose it, revoke it and create another.",
       ),
       h("div", { class: "secret-row" }, h("label", { for: "new-secret", class: "sr-only" }, "New API key"), field, copyButton),
-      copyStatus,
-      h("div", { class: "actions" }, done),
+      h("div", { class: "actions" }, done, copyStatus),
     );
     secretPanel.hidden = false;
     secretPanel.querySelector<HTMLElement>("h2")?.focus();
@@ -202,7 +201,16 @@ export function renderKeys(main: HTMLElement, context: ViewContext): () => void 
   }
 
   main.append(
-    pageHeading("API keys", "Programs call project-zero with an API key: send it as Authorization: Bearer zk_…. Each key can do only what its scopes allow, and you can revoke it at any time."),
+    pageHeading(
+      "API keys",
+      h(
+        "span",
+        {},
+        "Programs call project-zero with an API key, sent in the ",
+        h("code", {}, "Authorization: Bearer zk_…"),
+        " header. A key can do only what its scopes allow, and you can revoke it at any time.",
+      ),
+    ),
     h("section", { class: "card", "aria-labelledby": "create-key-title" }, h("h2", { id: "create-key-title" }, "Create a key"), createForm),
     secretPanel,
     h("section", { class: "card", "aria-labelledby": "keys-title" }, keysTitle, listStatus, h("div", { class: "table-wrap" }, table)),

@@ -103,7 +103,7 @@ function focusHeading(): void {
 }
 
 function shellHeader(signedIn: Account, current: Page): HTMLElement {
-  const signOut = h("button", { type: "button", class: "button ghost small" }, "Sign out");
+  const signOut = h("button", { type: "button", class: "button ghost small", title: `Signed in as ${signedIn.email}` }, "Sign out");
   signOut.addEventListener("click", async () => {
     signOut.disabled = true;
     try {

@@ -13,7 +13,7 @@ export interface ViewContext {
 export type View = (main: HTMLElement, context: ViewContext) => (() => void) | void;
 
 /** The page heading, focusable so route changes can move focus to it. */
-export function pageHeading(title: string, lede?: string): HTMLElement {
+export function pageHeading(title: string, lede?: string | Node): HTMLElement {
   const head = document.createElement("div");
   head.className = "page-head";
   const h1 = document.createElement("h1");
@@ -23,7 +23,7 @@ export function pageHeading(title: string, lede?: string): HTMLElement {
   if (lede) {
     const p = document.createElement("p");
     p.className = "lede";
-    p.textContent = lede;
+    p.append(lede);
     head.append(p);
   }
   return head;

@@ -1,0 +1,268 @@
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestApp, type TestApp } from "../support/app.js";
+import { HeldWork } from "../support/stage-work.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const ARTIFACTS = path.resolve("test-artifacts");
+const require = createRequire(import.meta.url);
+
+interface AxeResult {
+  violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[];
+  passes: unknown[];
+}
+
+/**
+ * WCAG 2 A/AA checks with axe-core on the page as it stands. Injected through
+ * the DevTools protocol, which the page's CSP does not govern; the page itself
+ * could never load it.
+ */
+async function accessibilityViolations(page: Page): Promise<string[]> {
+  const loaded = await page.evaluate(() => "axe" in window);
+  if (!loaded) await page.evaluate(await fs.readFile(require.resolve("axe-core/axe.min.js"), "utf8"));
+  const result = await page.evaluate(
+    () => (window as unknown as { axe: { run(options: object): Promise<AxeResult> } }).axe.run({ runOnly: ["wcag2a", "wcag2aa", "wcag21aa", "best-practice"] }),
+  );
+  // An audit that checked nothing would pass anything.
+  expect(result.passes.length).toBeGreaterThan(10);
+  return result.violations.map((v) => `${v.id} (${v.impact ?? "?"}): ${v.help} at ${v.nodes.map((n) => JSON.stringify(n.target)).join(", ")}`);
+}
+
+/** Screenshots without a hover state left over from the last click. */
+async function screenshot(page: Page, name: string): Promise<void> {
+  await page.mouse.move(0, 0);
+  await page.screenshot({ path: path.join(ARTIFACTS, name), fullPage: true });
+}
+
+/**
+ * A person in a real browser, from a fresh server to a working API key and an
+ * approved execution. Chromium is Debian's; CI installs it. The guard is only
+ * a fallback for machines without it.
+ */
+describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
+  let app: TestApp;
+  let context: BrowserContext;
+  let page: Page;
+  let profile: string;
+  const requests: string[] = [];
+  const cspViolations: string[] = [];
+  const pageErrors: string[] = [];
+  // Every stage finishes at once except `write`, which waits for the test: a plan the page can watch move.
+  const work = new HeldWork();
+  work.instant = new Set(["understand", "outline", "build", "assemble", "review", "publish"]);
+
+  beforeAll(async () => {
+    app = await startTestApp({ stageWork: work.resolver });
+    profile = await fs.mkdtemp(path.join(os.tmpdir(), "zero-chromium-"));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+      viewport: { width: 1280, height: 860 },
+      locale: "en-GB",
+      colorScheme: "light",
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on("request", (request) => requests.push(request.url()));
+    page.on("pageerror", (error) => pageErrors.push(error.message));
+    page.on("console", (message) => {
+      if (/content security policy|refused to/i.test(message.text())) cspViolations.push(message.text());
+    });
+    await fs.mkdir(ARTIFACTS, { recursive: true });
+  }, 60_000);
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) await fs.rm(profile, { recursive: true, force: true });
+    await app?.close();
+  });
+
+  const email = `person-${Date.now()}@example.test`;
+  let secret = "";
+
+  it("signs up from a fresh server and lands in the Console", async () => {
+    await page.goto(`${app.url}/`);
+    await page.waitForURL(`${app.url}/console/sign-in`);
+    await expect.poll(() => page.getByRole("heading", { level: 1 }).textContent()).toBe("Sign in to the Console");
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await page.getByRole("link", { name: "Create an account" }).click();
+    // Wrong input is explained where it was typed, by the server's own rule.
+    await page.getByLabel("Email").fill(email);
+    await page.getByLabel("Password").fill("short");
+    await page.getByLabel("Password").evaluate((input: HTMLInputElement) => input.removeAttribute("minlength"));
+    await page.getByRole("button", { name: "Create account" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent()).toContain("8 to 256 characters");
+    await screenshot(page, "console-sign-up.png");
+    await page.getByLabel("Email").fill(email);
+    await page.getByLabel("Password").fill("a long enough password");
+    await page.getByRole("button", { name: "Create account" }).click();
+    await page.waitForURL(`${app.url}/console/executions`);
+    await expect.poll(() => page.getByRole("heading", { level: 1 }).textContent()).toBe("Executions");
+    expect(await page.locator(".account-email").textContent()).toBe(email);
+    // The session cookie is invisible to the page's script.
+    expect(await page.evaluate(() => document.cookie)).toBe("");
+    const [cookie] = await context.cookies(app.url);
+    expect(cookie).toMatchObject({ name: "zero_session", httpOnly: true, sameSite: "Lax" });
+  });
+
+  it("creates a key with chosen scopes, shows the secret once, and lists it", async () => {
+    await page.getByRole("link", { name: "API keys" }).click();
+    await page.waitForURL(`${app.url}/console/keys`);
+    await expect.poll(() => page.locator(".empty").textContent()).toContain("No keys yet");
+
+    await page.getByLabel("Name").fill("Deploy pipeline");
+    // `read` starts checked; add `build`.
+    expect(await page.getByRole("checkbox", { name: /^read/ }).isChecked()).toBe(true);
+    await page.getByRole("checkbox", { name: /^build/ }).check();
+    await page.getByRole("button", { name: "Create key" }).click();
+
+    const panel = page.locator(".secret-card");
+    await panel.waitFor({ state: "visible" });
+    expect(await panel.textContent()).toContain("You will not see it again.");
+    secret = await page.getByLabel("New API key").inputValue();
+    expect(secret).toMatch(/^zk_[0-9A-Za-z]{32,}$/);
+    // Focus moves to the panel, so keyboard and screen-reader users meet the secret first.
+    expect(await page.evaluate(() => document.activeElement?.closest(".secret-card") !== null)).toBe(true);
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await screenshot(page, "console-new-key.png");
+
+    const row = page.locator("tbody tr", { hasText: "Deploy pipeline" });
+    await row.waitFor();
+    expect(await row.locator(".chip").allTextContents()).toEqual(["read", "build"]);
+    const prefix = (await row.locator(".prefix").textContent())!.replace(/…$/, "");
+    expect(prefix.length).toBeGreaterThanOrEqual(6);
+    expect(secret.startsWith(prefix)).toBe(true);
+    expect(await row.locator("[data-label='Status']").textContent()).toBe("Active");
+    expect(await row.locator("[data-label='Last used']").textContent()).toBe("Never");
+
+    // A second key without `read`, to show the scopes are enforced.
+    await page.getByRole("button", { name: "Done, I have saved it" }).click();
+    expect(await panel.isHidden()).toBe(true);
+    await page.getByLabel("Name").fill("Chat only");
+    await page.getByRole("checkbox", { name: /^read/ }).uncheck();
+    await page.getByRole("checkbox", { name: /^chat/ }).check();
+    await page.getByRole("button", { name: "Create key" }).click();
+    await panel.waitFor({ state: "visible" });
+    const chatSecret = await page.getByLabel("New API key").inputValue();
+    await page.getByRole("button", { name: "Done, I have saved it" }).click();
+
+    // The secret shown once is nowhere in the list.
+    expect(await page.locator("main").textContent()).not.toContain(secret);
+
+    // From a program: the key works in its scopes and is refused outside them.
+    const list = await fetch(`${app.url}/api/execution`, { headers: { authorization: `Bearer ${secret}` } });
+    expect(list.status).toBe(200);
+    expect(await list.json()).toEqual({ plans: [] });
+    const created = await fetch(`${app.url}/api/execution`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: JSON.stringify({ goal: "A one-page site for a neighbourhood bakery" }),
+    });
+    expect(created.status).toBe(202);
+    (await work.next()).succeed();
+    const noScope = await fetch(`${app.url}/api/execution`, { headers: { authorization: `Bearer ${chatSecret}` } });
+    expect(noScope.status).toBe(403);
+    expect(((await noScope.json()) as { error: { type: string } }).error.type).toBe("permission_denied");
+
+    // Last use shows up in the list.
+    await page.reload();
+    await expect.poll(() => page.locator("tbody tr", { hasText: "Deploy pipeline" }).locator("[data-label='Last used']").textContent()).not.toBe("Never");
+  });
+
+  it("revokes the key in the UI, after which the program gets 401", async () => {
+    const row = page.locator("tbody tr", { hasText: "Deploy pipeline" });
+    await row.getByRole("button", { name: "Revoke key Deploy pipeline" }).click();
+    const dialog = page.getByRole("dialog");
+    await dialog.waitFor({ state: "visible" });
+    expect(await dialog.textContent()).toContain("Revoke “Deploy pipeline”?");
+    // The safe choice has focus; Escape cancels.
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Cancel");
+    await page.keyboard.press("Escape");
+    await dialog.waitFor({ state: "hidden" });
+    expect(await row.locator("[data-label='Status']").textContent()).toBe("Active");
+    await row.getByRole("button", { name: "Revoke key Deploy pipeline" }).click();
+    await dialog.waitFor({ state: "visible" });
+    await dialog.getByRole("button", { name: "Revoke key" }).click();
+    await dialog.waitFor({ state: "hidden" });
+    await expect.poll(() => row.locator("[data-label='Status']").textContent()).toMatch(/^Revoked/);
+    expect(await row.getByRole("button").count()).toBe(0);
+
+    const after = await fetch(`${app.url}/api/execution`, { headers: { authorization: `Bearer ${secret}` } });
+    expect(after.status).toBe(401);
+    expect(((await after.json()) as { error: { type: string } }).error.type).toBe("unauthenticated");
+
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await screenshot(page, "console-keys.png");
+    // Narrow screens: the table turns into stacked rows, nothing scrolls sideways.
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    await screenshot(page, "console-keys-mobile.png");
+    await page.setViewportSize({ width: 1280, height: 860 });
+  });
+
+  it("starts an execution from a goal, follows it live, approves the gate and links the results", async () => {
+    await page.getByRole("link", { name: "Executions" }).click();
+    await page.waitForURL(`${app.url}/console/executions`);
+    // The execution the key started is already listed.
+    await page.locator(".execution").first().waitFor();
+
+    await page.getByLabel("Goal").fill("A small site for a community garden, with opening hours");
+    await page.getByLabel("Outcome").selectOption("website");
+    await page.getByRole("button", { name: "Start execution" }).click();
+
+    const card = page.locator(".execution", { hasText: "community garden" });
+    await card.waitFor();
+    // The plan runs until `write`, which the test holds; the page follows it over a WatchExecution stream.
+    await expect.poll(() => card.locator(".stage-running").textContent(), { timeout: 15_000 }).toContain("Write");
+    expect(await card.locator(".status").textContent()).toBe("Running");
+    await expect.poll(() => requests.some((url) => url.endsWith("/zero.v1.ExecutionService/WatchExecution"))).toBe(true);
+    (await work.next()).succeed();
+    // The change arrives without a reload.
+    await expect.poll(() => card.locator(".status").textContent(), { timeout: 15_000 }).toBe("Waiting for approval");
+    expect(Number(await card.locator("progress").getAttribute("value"))).toBeGreaterThan(0);
+    expect(await card.getByRole("link", { name: /Open preview/ }).getAttribute("href")).toMatch(/\/preview\/pln_/);
+
+    await card.getByRole("button", { name: "Approve and publish" }).click();
+    await expect.poll(() => card.locator(".status").textContent(), { timeout: 15_000 }).toBe("Succeeded");
+    expect(await card.locator("progress").getAttribute("value")).toBe("100");
+    const published = card.getByRole("link", { name: /Open published site/ });
+    expect(await published.getAttribute("href")).toMatch(/\/sites\/pln_/);
+    expect(await published.getAttribute("rel")).toBe("noopener noreferrer");
+
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await screenshot(page, "console-executions.png");
+  });
+
+  it("signs out, after which the session no longer works", async () => {
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(`${app.url}/console/sign-in`);
+    await page.goto(`${app.url}/console/keys`);
+    await page.waitForURL(`${app.url}/console/sign-in`);
+    // Signing in again returns to the page asked for.
+    await page.getByLabel("Email").fill(email);
+    await page.getByLabel("Password").fill("a long enough password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(`${app.url}/console/keys`);
+  });
+
+  it("loaded nothing from anywhere else and broke no policy", () => {
+    const origin = new URL(app.url).origin;
+    expect(requests.length).toBeGreaterThan(10);
+    expect(requests.filter((url) => new URL(url).origin !== origin)).toEqual([]);
+    expect(cspViolations).toEqual([]);
+    expect(pageErrors).toEqual([]);
+  });
+});
