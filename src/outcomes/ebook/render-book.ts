@@ -100,7 +100,7 @@ ${chapters.map((_, i) => `<itemref idref="c${i + 1}"/>`).join("\n")}
 export function renderReader(brief: EbookBrief, content: BookContent, epubName: string): Map<string, string> {
   const lang = languageTag(brief.language);
   const chapters = content.chapters;
-  const page = (title: string, body: Html) => html`<!doctype html>
+  const page = (title: string, body: Html) => html`<!DOCTYPE html>
 <html lang="${lang}">
 <head>
 <meta charset="utf-8">

@@ -23,7 +23,7 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
     );
     const sections = content.sections.map((section, i) => renderSection(section, i, slugs));
     const title = page.slug === "index" ? `${brief.name} – ${brief.tagline}` : `${page.title} – ${brief.name}`;
-    const document = html`<!doctype html>
+    const document = html`<!DOCTYPE html>
 <html lang="${lang}">
 <head>
 <meta charset="utf-8">

@@ -1,0 +1,90 @@
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { existsSync } from "node:fs";
+import { HtmlValidate, type Report } from "html-validate";
+import type { ChatCompleter, ChatCompletionJson } from "../../../src/chat/chat-router.js";
+import { ServiceError } from "../../../src/server/errors.js";
+import { createFileArtifactStore, type ArtifactStore } from "../../../src/outcomes/artifact-store.js";
+import { createLogger } from "../../../src/logger.js";
+import type { OutcomeDeps } from "../../../src/outcomes/stage-support.js";
+
+/**
+ * A ChatCompleter that posts to an OpenAI-compatible server, for stage-level
+ * tests that do not start the whole service (the end-to-end tests use the
+ * real chat router instead). Non-2xx answers become ServiceErrors, as the
+ * router's do.
+ */
+export function httpCompleter(baseUrl: string): ChatCompleter & { calls: number } {
+  const completer = {
+    calls: 0,
+    async complete(request: Record<string, unknown>, options: { signal?: AbortSignal }): Promise<ChatCompletionJson> {
+      completer.calls++;
+      const res = await fetch(`${baseUrl}/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(request),
+        signal: options.signal,
+      });
+      if (!res.ok) throw new ServiceError("upstream_error", `the upstream answered ${res.status}`);
+      return (await res.json()) as ChatCompletionJson;
+    },
+  };
+  return completer;
+}
+
+/** Dependencies for the stages with a fresh artifact store in a temp dir. */
+export async function outcomeDeps(options: { chat?: ChatCompleter; offlineWriter?: boolean; upstream?: boolean } = {}): Promise<OutcomeDeps & { artifacts: ArtifactStore; dir: string }> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-outcomes-"));
+  return {
+    dir,
+    config: {
+      dataDir: dir,
+      publicUrl: "http://zero.test",
+      offlineWriter: options.offlineWriter ?? true,
+      upstreams: options.upstream ? [{ name: "fake", baseUrl: "http://unused", apiKey: "", model: "m" }] : [],
+    },
+    chat: options.chat,
+    artifacts: createFileArtifactStore(path.join(dir, "artifacts")),
+    logger: createLogger("silent"),
+  };
+}
+
+/** Validates built pages with html-validate's recommended rules; returns a readable list of problems. */
+export async function htmlProblems(files: ReadonlyMap<string, string>): Promise<string[]> {
+  const validator = new HtmlValidate({ extends: ["html-validate:recommended"] });
+  const problems: string[] = [];
+  for (const [name, source] of files) {
+    if (!name.endsWith(".html")) continue;
+    const report: Report = await validator.validateString(source, name);
+    for (const result of report.results) {
+      for (const m of result.messages) problems.push(`${name}:${m.line}:${m.column} ${m.ruleId} ${m.message}`);
+    }
+  }
+  return problems;
+}
+
+/** Reads every key under a prefix as text. */
+export async function readTree(store: ArtifactStore, prefix: string): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  for (const key of await store.list(prefix)) files.set(key.slice(prefix.length), new TextDecoder().decode(await store.get(key)));
+  return files;
+}
+
+export const CHROMIUM = "/usr/bin/chromium";
+/** Chromium is installed by `.ci/run`; locally a missing browser skips the browser checks, in CI it fails them. */
+export const haveChromium = existsSync(CHROMIUM) || process.env.CI === "true";
+export const EPUBCHECK = "/usr/bin/epubcheck";
+export const haveEpubcheck = existsSync(EPUBCHECK);
+
+export const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
+
+/** Where screenshots go; gitignored, kept by CI as artifacts. */
+export const TEST_ARTIFACTS = path.resolve("test-artifacts");
