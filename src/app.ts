@@ -15,6 +15,7 @@ import { executionsPart } from "./executions/executions-part.js";
 import { createArtifactStore, createStageWork, outcomesPart } from "./outcomes/index.js";
 import { ConsoleService } from "../gen/zero/v1/console_pb.js";
 import { consoleService } from "./console/console-service.js";
+import { consoleRoutes } from "./console/console-routes.js";
 import type { Authenticator } from "./server/access.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { ServiceError } from "./server/errors.js";
@@ -102,6 +103,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     {
       services: [ConsoleService],
       registerServices: (router) => router.service(ConsoleService, consoleService({ db: store.db, config })),
+      registerRoutes: (router) => consoleRoutes(router, { publicUrl: config.publicUrl, logger }),
     },
     chat,
     executionsPart({
