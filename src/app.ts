@@ -19,6 +19,7 @@ import { consoleRoutes } from "./console/console-routes.js";
 import type { Authenticator } from "./server/access.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { ServiceError } from "./server/errors.js";
+import { createMetrics, type Metrics } from "./server/metrics.js";
 import { createListener, type RequestListener } from "./server/listener.js";
 import { RestRouter, sendError } from "./server/rest.js";
 
@@ -27,6 +28,7 @@ export interface App {
   config: Config;
   store: Store;
   logger: Logger;
+  metrics: Metrics;
   /** This instance's id in `service_instances`. */
   instanceId: string;
   /** `http://host:port` as bound (port 0 resolved). */
@@ -74,11 +76,16 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     .execute();
 
   const shutdown = new AbortController();
+  const metrics = createMetrics();
   // Bind first, so that with PORT=0 the public URL can name the real port.
   let handler: RequestListener | undefined;
   const listener = createListener(
     (req, res) => (handler ? handler(req, res) : sendError(res, new ServiceError("unavailable", "starting up"))),
-    { tls: config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : undefined },
+    {
+      tls: config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : undefined,
+      headersTimeoutMs: config.headersTimeoutMs,
+      requestTimeoutMs: config.requestTimeoutMs,
+    },
   );
   let bound: { port: number; host: string };
   try {
@@ -127,6 +134,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     rest,
     ping: () => store.ping(),
     shutdownSignal: shutdown.signal,
+    metrics,
   });
   for (const part of parts) await part.start?.();
   const scheme = config.tlsCertFile ? "https" : "http";
@@ -139,6 +147,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     config,
     store,
     logger,
+    metrics,
     instanceId,
     url,
     port: bound.port,

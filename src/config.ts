@@ -47,6 +47,10 @@ export interface Config {
   stageLeaseMs: number;
   /** Bound on waiting for in-flight requests at shutdown. */
   shutdownGraceMs: number;
+  /** A request's headers must arrive within this time (slowloris). */
+  headersTimeoutMs: number;
+  /** A whole request body must arrive within this time. */
+  requestTimeoutMs: number;
 }
 
 /** Thrown when the environment holds a bad value; `message` is one line naming the variable. */
@@ -116,6 +120,8 @@ export function loadConfig(env: Env = process.env): Config {
   const workerConcurrency = read("ZERO_WORKER_CONCURRENCY", 4, int(0, 256));
   const stageLeaseMs = read("ZERO_STAGE_LEASE_MS", 30_000, int(200, 3_600_000));
   const shutdownGraceMs = read("ZERO_SHUTDOWN_GRACE_MS", 10_000, int(0, 600_000));
+  const headersTimeoutMs = read("ZERO_HEADERS_TIMEOUT_MS", 20_000, int(100, 600_000));
+  const requestTimeoutMs = read("ZERO_REQUEST_TIMEOUT_MS", 120_000, int(100, 3_600_000));
 
   if (problems.length > 0) throw new ConfigError(problems.join("\n"));
   return {
@@ -137,6 +143,8 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency,
     stageLeaseMs,
     shutdownGraceMs,
+    headersTimeoutMs,
+    requestTimeoutMs,
   };
 }
 

@@ -62,7 +62,9 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
     }, () => (server as unknown as http.Server).closeAllConnections?.());
   }
 
-  const http1 = http.createServer(onRequest);
+  // Node checks header and request deadlines on this interval (30 s by default), so it bounds how late they bite.
+  const connectionsCheckingInterval = Math.min(1000, Math.floor((options.headersTimeoutMs ?? 20_000) / 2));
+  const http1 = http.createServer({ connectionsCheckingInterval }, onRequest);
   applyHttp1Timeouts(http1, options);
   // This server never listens itself (the sniffer hands it sockets), but Node
   // only starts tracking connections, and so enforcing headersTimeout /

@@ -147,8 +147,8 @@ describe("bad input never gets past the documented errors", () => {
       fc.asyncProperty(
         fc.constantFrom(...rpcPaths),
         fc.oneof(
-          fc.uint8Array({ maxLength: 256 }).map((b) => ({ type: "application/proto", body: b as Uint8Array | string })),
-          anyJson.map((j) => ({ type: "application/json", body: JSON.stringify(j) as Uint8Array | string })),
+          fc.uint8Array({ maxLength: 256 }).map((b) => ({ type: "application/proto", body: new Blob([new Uint8Array(b)]) as Blob | string })),
+          anyJson.map((j) => ({ type: "application/json", body: JSON.stringify(j) as Blob | string })),
         ),
         async (path, { type, body }) => {
           const res = await fetch(`${app.url}${path}`, {

@@ -1,0 +1,61 @@
+import net from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+
+describe("limits on what a client may send", () => {
+  let app: TestApp;
+  let account: TestAccount;
+  beforeAll(async () => {
+    app = await startTestApp({ env: { ZERO_HEADERS_TIMEOUT_MS: "1000", ZERO_REQUEST_TIMEOUT_MS: "2000" } });
+    account = await createAccountWithKey(app, ["build", "read"]);
+  });
+  afterAll(() => app.close());
+
+  it("refuses a body over 1 MiB with 413 in the documented shape", async () => {
+    const goal = "x".repeat(1_100_000);
+    const res = await fetch(`${app.url}/api/execution`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${account.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ goal }),
+    });
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual({ error: { type: "payload_too_large", message: expect.stringContaining("1048576") } });
+  });
+
+  it("refuses an oversized RPC body with resource_exhausted", async () => {
+    const res = await fetch(`${app.url}/zero.v1.ExecutionService/CreateExecution`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${account.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ goal: "y".repeat(1_100_000) }),
+    });
+    expect(res.status).toBe(429);
+    expect(((await res.json()) as { code: string }).code).toBe("resource_exhausted");
+  });
+
+  it("closes a connection whose headers never finish (slowloris)", async () => {
+    const { port, hostname } = new URL(app.url);
+    const socket = net.connect(Number(port), hostname);
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.write("GET /api/capabilities HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+    const drip = setInterval(() => socket.write("a"), 200);
+    const received: Buffer[] = [];
+    socket.on("data", (d: Buffer) => received.push(d));
+    const closedAfter = await new Promise<number>((resolve) => {
+      const started = Date.now();
+      socket.once("close", () => resolve(Date.now() - started));
+    });
+    clearInterval(drip);
+    expect(closedAfter).toBeLessThan(10_000);
+    const answer = Buffer.concat(received).toString();
+    if (answer) expect(answer).toMatch(/^HTTP\/1\.1 408/);
+  });
+
+  it("closes a connection that opens and says nothing", async () => {
+    const { port, hostname } = new URL(app.url);
+    const socket = net.connect(Number(port), hostname);
+    await new Promise((resolve) => socket.once("connect", resolve));
+    await new Promise((resolve) => socket.once("close", resolve));
+    expect(socket.destroyed).toBe(true);
+  });
+});
