@@ -100,7 +100,8 @@ function finished(ctx: CliContext, plan: Plan): ExitCode {
 }
 
 function interrupted(ctx: CliContext, plan: Plan): ExitCode {
-  ctx.note(`Stopped following ${plan.id}; it goes on on the service.`);
+  const state = plan.status === "awaiting_approval" ? "waits for approval" : plan.status === "running" ? "keeps running" : `is ${plan.status}`;
+  ctx.note(`Stopped following ${plan.id}; it ${state} on the service.`);
   ctx.note(`Follow it again with: project-zero show ${plan.id} --follow`);
   if (plan.status === "awaiting_approval") ctx.note(`Or approve and publish with: project-zero resume ${plan.id} --approve review`);
   return ExitCode.interrupted;

@@ -78,7 +78,7 @@ export function stageLine(stage: Stage, style: PlanStyle): string {
   const segments: Segment[] = [["  "]];
   if (style.ansi) segments.push([`${icon(stage.state, style.frame ?? 0)} `, toneOf(stage.state)]);
   segments.push([stage.id.padEnd(11)], [stage.state.padEnd(STATE_WIDTH), toneOf(stage.state)]);
-  if (stage.attempts > 0) segments.push([`  attempt${stage.attempts === 1 ? " " : "s"} ${stage.attempts}`, "dim"]);
+  if (stage.attempts > 0) segments.push([`  attempt ${stage.attempts}`, "dim"]);
   if (stage.error) segments.push([`  ${stage.error.type}: ${stage.error.message}`, "red"]);
   return line(segments, style.columns, style.color);
 }

@@ -13,6 +13,6 @@ export async function resumeCommand(ctx: CliContext, args: { id: string; approve
   } catch (error) {
     return ctx.fail(error);
   }
-  if (!ctx.json) ctx.note(`Resumed ${resumed.plan.id}. Ctrl-C stops following; the plan goes on.`);
+  if (!ctx.json) ctx.note(`Resumed ${resumed.plan.id}. Ctrl-C stops following; the plan keeps running.`);
   return followToEnd(ctx, resumed.plan, { approve: false });
 }

@@ -11,6 +11,6 @@ export async function runCommand(ctx: CliContext, args: { goal: string; outcome:
     return ctx.fail(error);
   }
   const { plan } = created;
-  if (!ctx.json) ctx.note(`Created ${plan.id} (${plan.outcome}). Ctrl-C stops following; the plan goes on.`);
+  if (!ctx.json) ctx.note(`Created ${plan.id} (${plan.outcome}). Ctrl-C stops following; the plan keeps running.`);
   return followToEnd(ctx, plan, { approve: args.approve });
 }

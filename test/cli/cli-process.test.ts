@@ -1,0 +1,183 @@
+import net from "node:net";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createAccountWithKey } from "../support/accounts.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+import { runCli, startCli } from "../support/cli.js";
+import { getExecution, type RestPlan } from "../support/executions.js";
+import { HeldWork, StageFailure } from "../support/stage-work.js";
+
+// The command as people and scripts run it: its own process, pipes for
+// stdin/stdout (not a terminal), against the real service on port 0.
+
+const WORK_STAGES = ["understand", "outline", "write", "build", "assemble", "publish"];
+
+describe("project-zero against a running service", () => {
+  let app: TestApp;
+  const work = new HeldWork();
+  let env: Record<string, string>;
+  let key: string;
+
+  beforeAll(async () => {
+    app = await startTestApp({ stageWork: work.resolver });
+    key = (await createAccountWithKey(app, ["read", "build"])).apiKey;
+    env = { ZERO_URL: app.url, ZERO_API_KEY: key };
+  });
+  afterAll(() => app.close());
+  beforeEach(() => {
+    work.instant = new Set(WORK_STAGES);
+  });
+
+  const planOf = async (id: string) => (await getExecution<{ plan: RestPlan }>(app.url, { apiKey: key }, id)).body.plan;
+  const planIdIn = (text: string) => /pln_[A-Za-z0-9]+/.exec(text)?.[0] ?? "";
+
+  it("runs a website goal to the gate, approves it and prints where it is published", async () => {
+    const { code, stdout, stderr } = await runCli(["run", "A website for a neighbourhood bicycle repair cafe", "--approve"], env);
+    expect(stderr).toMatch(/^Created pln_\w+ \(website\)/);
+    expect(code).toBe(0);
+    const id = planIdIn(stderr);
+
+    // A line per stage as it changes, and the bar as the plan moves.
+    expect(stdout).toContain(`plan ${id}  website  "A website for a neighbourhood bicycle repair cafe"`);
+    expect(stdout).toContain("  review     awaiting_approval  attempt 1");
+    expect(stdout).toContain("[####################----------]  66%  awaiting_approval");
+    expect(stderr).toContain('Approved "review"; going on.');
+    expect(stdout).toContain("  publish    succeeded          attempt 1");
+    expect(stdout).toContain("[##############################] 100%  succeeded");
+    expect(stdout).toContain(`  preview    ${app.url}/preview/${id}/`);
+    expect(stdout).toContain(`Done: ${id} succeeded. ${app.url}/sites/${id}/`);
+    // Not a terminal: plain text only.
+    expect(stdout + stderr).not.toContain("\x1b");
+    expect((await planOf(id)).status).toBe("succeeded");
+  });
+
+  it("stops at the gate without --approve when nobody can be asked, then resume passes it", async () => {
+    const first = await runCli(["run", "A website for a community choir"], env);
+    expect(first.code).toBe(6);
+    const id = planIdIn(first.stderr);
+    expect(first.stderr).toContain(`Approve and publish with: project-zero resume ${id} --approve review`);
+    expect((await planOf(id)).status).toBe("awaiting_approval");
+
+    const resumed = await runCli(["resume", id, "--approve", "review"], env);
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toContain("[##############################] 100%  succeeded");
+    expect((await planOf(id)).status).toBe("succeeded");
+  });
+
+  it("with --json prints one plan per line as it changes", async () => {
+    const { code, stdout } = await runCli(["run", "A website for a tool library", "--approve", "--json"], env);
+    expect(code).toBe(0);
+    const plans = stdout
+      .trim()
+      .split("\n")
+      .map((text) => (JSON.parse(text) as { plan: RestPlan }).plan);
+    expect(plans.length).toBeGreaterThanOrEqual(2);
+    expect(plans.map((p) => p.status)).toContain("awaiting_approval");
+    const last = plans.at(-1)!;
+    expect(last).toMatchObject({ status: "succeeded", progress: 100, outcome: "website", goal: "A website for a tool library" });
+    expect(last.stages.map((s) => s.state)).toEqual(Array(6).fill("succeeded"));
+
+    const listed = await runCli(["plans", "--json"], env);
+    expect(listed.code).toBe(0);
+    const { plans: recent } = JSON.parse(listed.stdout) as { plans: RestPlan[] };
+    expect(recent[0]!.id).toBe(last.id);
+  });
+
+  it("shows a failed stage with its error and attempts, exits 1, and resume retries it", async () => {
+    work.instant.delete("write");
+    const run = startCli(["run", "A website for a sourdough class"], env);
+    run.child.stdin.end();
+    const held = await work.next();
+    held.fail(new StageFailure("writer_error", "the model answered twice without valid JSON"));
+    expect(await run.exit).toBe(1);
+    const id = planIdIn(run.stderr);
+    expect(run.stdout).toContain("  write      failed             attempt 1  writer_error: the model answered twice without valid JSON");
+    expect(run.stdout).toContain("[##########--------------------]  33%  failed");
+    expect(run.stderr).toContain(`Plan ${id} failed at "write": writer_error: the model answered twice without valid JSON`);
+    expect(run.stderr).toContain(`Try the stage again with: project-zero resume ${id}`);
+
+    work.instant.add("write");
+    const retried = await runCli(["resume", id, "--approve", "review"], env);
+    expect(retried.code).toBe(0);
+    expect(retried.stdout).toContain("  write      succeeded          attempt 2");
+  });
+
+  it("Ctrl-C stops following without cancelling, and says how to pick the plan up again", async () => {
+    work.instant.delete("write");
+    const run = startCli(["run", "A website for a repair cafe in Leeds"], env);
+    run.child.stdin.end();
+    const held = await work.next();
+    await run.waitFor("  write      running            attempt 1");
+    run.child.kill("SIGINT");
+    expect(await run.exit).toBe(130);
+    const id = planIdIn(run.stderr);
+    expect(run.stderr).toContain(`Stopped following ${id}; it keeps running on the service.`);
+    expect(run.stderr).toContain(`Follow it again with: project-zero show ${id} --follow`);
+    expect((await planOf(id)).status).toBe("running");
+
+    // Picking it up again: show --follow joins the live plan where it is.
+    const follow = startCli(["show", id, "--follow"], env);
+    follow.child.stdin.end();
+    await follow.waitFor("  write      running            attempt 1");
+    held.succeed();
+    expect(await follow.exit).toBe(6);
+    expect(follow.stdout).toContain("  write      succeeded          attempt 1");
+    expect(follow.stdout).toContain("66%  awaiting_approval");
+  });
+
+  it("refuses a bad key, a key without the scope, and a plan that is not there, in one line each", async () => {
+    const badKey = await runCli(["run", "A website for a bakery"], { ...env, ZERO_API_KEY: "zk_notARealKeyAtAll0000000000000000000" });
+    expect(badKey.code).toBe(3);
+    expect(badKey.stdout).toBe("");
+    expect(badKey.stderr).toMatch(/^project-zero: the API key was not accepted \(401 unauthenticated\): .+; make a key in the Console \(http:\/\/127\.0\.0\.1:\d+\/console\) and set ZERO_API_KEY\n$/);
+
+    const readOnly = await createAccountWithKey(app, ["read"]);
+    const noScope = await runCli(["run", "A website for a bakery"], { ...env, ZERO_API_KEY: readOnly.apiKey });
+    expect(noScope.code).toBe(3);
+    expect(noScope.stderr).toMatch(/^project-zero: the API key may not do this \(403 permission_denied\): .+; it needs the "build" scope\n$/);
+
+    const missing = await runCli(["show", "pln_doesNotExist000000"], env);
+    expect(missing.code).toBe(4);
+    expect(missing.stderr).toBe("project-zero: not found (404): no plan with that id\n");
+
+    const noKey = await runCli(["plans"], { ZERO_URL: app.url });
+    expect(noKey.code).toBe(3);
+    expect(noKey.stderr).toMatch(/^project-zero: ZERO_API_KEY is not set/);
+  });
+
+  it("refuses an outcome this service cannot run (ebook without an upstream) with 503 and exit 5", async () => {
+    const { code, stdout, stderr } = await runCli(["run", "An ebook about repairing bicycles", "--outcome", "ebook"], env);
+    expect(code).toBe(5);
+    expect(stdout).toBe("");
+    expect(stderr).toBe("project-zero: outcome unavailable (503): the ebook outcome cannot run on this service; cannot run here: ebook\n");
+
+    const json = await runCli(["run", "An ebook about repairing bicycles", "--outcome", "ebook", "--json"], env);
+    expect(json.code).toBe(5);
+    expect(JSON.parse(json.stderr)).toEqual({
+      error: { type: "outcome_unavailable", message: "the ebook outcome cannot run on this service", unavailable: ["ebook"] },
+    });
+  });
+
+  it("says so when nothing answers at ZERO_URL, and exits 2 on a bad command line", async () => {
+    const port = await closedPort();
+    const down = await runCli(["plans"], { ...env, ZERO_URL: `http://127.0.0.1:${port}` });
+    expect(down.code).toBe(5);
+    expect(down.stderr).toMatch(new RegExp(`^project-zero: cannot reach http://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED.*; is the service running\\?`));
+
+    const usage = await runCli(["run", "A website for a bakery", "--outcome", "pdf"], env);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toBe('project-zero: --outcome must be website or ebook, not "pdf"\nRun "project-zero --help" for the commands.\n');
+
+    const tooShort = await runCli(["run", "short"], env);
+    expect(tooShort.code).toBe(2);
+    expect(tooShort.stderr).toMatch(/^project-zero: invalid_request: /);
+  });
+});
+
+/** A port with nothing listening on it (bound, then released). */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
