@@ -211,6 +211,11 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
     await screenshot(page, "console-keys-mobile.png");
     await page.setViewportSize({ width: 1280, height: 860 });
+    // The dark scheme keeps its contrast too.
+    await page.emulateMedia({ colorScheme: "dark" });
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await screenshot(page, "console-keys-dark.png");
+    await page.emulateMedia({ colorScheme: "light" });
   });
 
   it("starts an execution from a goal, follows it live, approves the gate and links the results", async () => {

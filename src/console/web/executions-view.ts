@@ -36,6 +36,8 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
   const cards = new Map<string, HTMLElement>();
   const watches = new Map<string, AbortController>();
   let watchUnsupported = false;
+  /** After a stream fails, polling alone for a while, so a failing server is not hammered with reconnects. */
+  let watchPausedUntil = 0;
   let stopped = false;
   let listLoaded = false;
   let pollTimer: number | undefined;
@@ -190,7 +192,7 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
   }
 
   function syncWatches(running: Plan[]): void {
-    if (watchUnsupported) return;
+    if (watchUnsupported || Date.now() < watchPausedUntil) return;
     for (const plan of running) {
       if (watches.size >= MAX_STREAMS) break;
       if (!watches.has(plan.id)) void watch(plan.id);
@@ -208,6 +210,7 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
       if (controller.signal.aborted || stopped) return;
       if (isSignedOut(error)) return context.signedOut();
       if (isUnimplemented(error)) watchUnsupported = true;
+      else watchPausedUntil = Date.now() + 3 * POLL_MS;
     } finally {
       if (watches.get(id) === controller) watches.delete(id);
     }
