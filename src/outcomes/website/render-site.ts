@@ -21,8 +21,8 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
     const nav = outline.pages.map(
       (p) => html`<li><a href="${fileFor(p.slug)}"${p.slug === page.slug ? html` aria-current="page"` : html``}>${p.navLabel}</a></li>`,
     );
-    const sections = content.sections.map((section, i) => renderSection(section, i, slugs));
-    const title = page.slug === "index" ? `${brief.name} – ${brief.tagline}` : `${page.title} – ${brief.name}`;
+    const sections = content.sections.map((section, i) => renderSection(section, i, slugs, monogram(brief.name)));
+    const title = pageTitle(page.slug === "index" ? [brief.name, brief.tagline] : [page.title, brief.name]);
     const document = html`<!DOCTYPE html>
 <html lang="${lang}">
 <head>
@@ -58,6 +58,14 @@ ${join(sections, "\n")}
   return files;
 }
 
+/** "Page – Site" when it fits in a tab and a search result (70 characters), else the first part, shortened. */
+function pageTitle(parts: [string, string]): string {
+  const full = parts.join(" – ");
+  if ([...full].length <= 70) return full;
+  const first = [...parts[0]];
+  return first.length <= 70 ? parts[0] : `${first.slice(0, 69).join("").trimEnd()}…`;
+}
+
 /** Lowercase, hyphenated, safe as a file name. */
 export function pageSlug(raw: string): string {
   return raw.toLowerCase().replace(/\.html?$/, "").replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 40) || "page";
@@ -67,7 +75,13 @@ function fileFor(slug: string): string {
   return `${slug}.html`;
 }
 
-function renderSection(section: Section, index: number, slugs: ReadonlySet<string>): Html {
+/** Up to two initials of the site's name, for the hero's decorative mark. */
+function monogram(name: string): string {
+  const words = name.split(/\s+/).filter((w) => /^\p{L}/u.test(w));
+  return words.slice(0, 2).map((w) => [...w][0]!.toUpperCase()).join("") || "·";
+}
+
+function renderSection(section: Section, index: number, slugs: ReadonlySet<string>, mark: string): Html {
   // The first section is the page's hero and holds its only h1, whatever kind the writer gave it.
   const kind = index === 0 ? "hero" : section.kind === "hero" ? "text" : section.kind;
   const id = `section-${index + 1}`;
@@ -80,10 +94,13 @@ function renderSection(section: Section, index: number, slugs: ReadonlySet<strin
   switch (kind) {
     case "hero":
       return html`<section class="hero" aria-labelledby="${id}">
-<div class="wrap">
+<div class="wrap hero-grid">
+<div>
 <h1 id="${id}">${section.heading}</h1>
 ${paragraphs.map((p, i) => (i === 0 ? html`<p class="lead">${p}</p>` : html`<p>${p}</p>`))}
 ${link}
+</div>
+<div class="hero-mark" aria-hidden="true">${mark}</div>
 </div>
 </section>`;
     case "features":

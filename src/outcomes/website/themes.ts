@@ -83,6 +83,8 @@ a:focus-visible, summary:focus-visible { outline: 3px solid var(--accent); outli
 .site-nav a { color: var(--muted); text-decoration: none; font-weight: 600; padding-block: .25rem; border-bottom: 2px solid transparent; }
 .site-nav a:hover, .site-nav a[aria-current="page"] { color: var(--text); border-bottom-color: var(--accent); }
 .hero { background: linear-gradient(135deg, ${c.heroFrom}, ${c.heroTo}); ${darkHero ? "color: #f9fafb;" : ""} padding-block: clamp(3rem, 9vw, 6.5rem); }
+.hero-grid { display: grid; grid-template-columns: minmax(0, 1fr) auto; align-items: center; gap: 3rem; }
+.hero-mark { width: clamp(9rem, 20vw, 15rem); aspect-ratio: 1; border-radius: 50%; display: grid; place-items: center; font-family: var(--heading); font-weight: 700; font-size: clamp(3rem, 7vw, 5.5rem); letter-spacing: -0.04em; color: var(--accent); background: var(--bg); border: 6px solid var(--accent); box-shadow: 0 0 0 14px ${darkHero ? "rgba(255,255,255,.08)" : "rgba(255,255,255,.45)"}; }
 .hero .lead { font-size: 1.25rem; ${darkHero ? "color: #e5e7eb;" : "color: var(--muted);"} }
 ${darkHero ? ".hero .button { background: #fb923c; color: #111827; }\n" : ""}.section { padding-block: clamp(2.5rem, 6vw, 4.5rem); }
 .section + .section { border-top: 1px solid var(--border); }
@@ -111,6 +113,8 @@ ${darkHero ? ".hero .button { background: #fb923c; color: #111827; }\n" : ""}.se
 @media (max-width: 40rem) {
   body { font-size: 1rem; }
   .site-header .wrap { flex-direction: column; align-items: flex-start; }
+  .hero-grid { grid-template-columns: 1fr; }
+  .hero-mark { display: none; }
 }
 @media (prefers-reduced-motion: no-preference) { html { scroll-behavior: smooth; } }
 @media print { .site-nav, .skip-link, .cta-band { display: none; } }

@@ -1,0 +1,138 @@
+import fs from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromium, type Browser } from "playwright-core";
+import { createRequire } from "node:module";
+import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+import { postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
+import { CHROMIUM, CHROMIUM_ARGS, haveChromium, htmlProblems, TEST_ARTIFACTS } from "./support/outcome-kit.js";
+
+const GOAL =
+  "A website for my small bakery in Lyon that sells sourdough bread, croissants and birthday cakes, with opening hours and a way to order cakes ahead.";
+
+let app: TestApp;
+let account: TestAccount;
+let plan: RestPlan;
+let published: RestPlan;
+
+beforeAll(async () => {
+  app = await startTestApp(); // no upstream: the offline writer, on by default
+  account = await createAccountWithKey(app, ["build", "read"]);
+  const created = await postExecution<{ plan: RestPlan; unavailable: string[] }>(app.url, { apiKey: account.apiKey }, { goal: GOAL });
+  expect(created.status).toBe(202);
+  expect(created.body.unavailable).toEqual(["ebook"]);
+  plan = await waitForPlan(app.url, { apiKey: account.apiKey }, created.body.plan.id, (p) => p.status !== "running", 30_000);
+});
+
+afterAll(() => app?.close());
+
+async function pagesOf(baseUrl: string): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  for (const name of ["index.html", "menu.html", "about.html", "contact.html"]) {
+    const res = await fetch(new URL(name, baseUrl));
+    expect(res.status, name).toBe(200);
+    files.set(name, await res.text());
+  }
+  return files;
+}
+
+describe("a website goal with no upstream, through the real API", () => {
+  it("stops at review with a project, a preview and the offline warning", () => {
+    expect(plan.status).toBe("awaiting_approval");
+    expect(plan.stages.map((s) => [s.id, s.state])).toEqual([
+      ["understand", "succeeded"],
+      ["outline", "succeeded"],
+      ["write", "succeeded"],
+      ["build", "succeeded"],
+      ["review", "awaiting_approval"],
+      ["publish", "pending"],
+    ]);
+    expect(plan.project).toMatchObject({ name: "Lyon Bakery", slug: "lyon-bakery" });
+    expect(plan.project!.id).toMatch(/^prj_/);
+    expect(plan.warning).toMatch(/offline without a language model/);
+    expect(plan.previewUrl).toBe(`${app.url}/preview/${plan.id}/`);
+    expect(plan.publishedUrl).toBeNull();
+  });
+
+  it("serves a preview built from the goal's own words, valid HTML, under a sandbox CSP and no cookies", async () => {
+    const res = await fetch(plan.previewUrl!);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(res.headers.get("content-security-policy")).toMatch(/^sandbox[ ;]/);
+    expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(res.headers.get("set-cookie")).toBeNull();
+    const pages = await pagesOf(plan.previewUrl!);
+    const home = pages.get("index.html")!;
+    for (const words of ["Lyon Bakery", "Sourdough bread", "Croissants", "Birthday cakes", "How to order cakes ahead"]) expect(home).toContain(words);
+    expect(pages.get("contact.html")).toContain("Opening hours");
+    const all = [...pages.values()].join("\n");
+    expect(all).not.toMatch(/lorem|ipsum|TODO|TBD|\[insert/i);
+    expect(all).not.toMatch(/<script|https?:\/\//i); // no script, no external request, not even a link out
+    expect(await htmlProblems(pages)).toEqual([]);
+    const css = await fetch(new URL("style.css", plan.previewUrl!));
+    expect(css.headers.get("content-type")).toBe("text/css; charset=utf-8");
+  });
+
+  it("publishes on approval to /sites/{slug}/", async () => {
+    const resumed = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: account.apiKey }, { planId: plan.id, approve: ["review"] });
+    expect(resumed.status).toBe(202);
+    published = await waitForPlan(app.url, { apiKey: account.apiKey }, plan.id, (p) => p.status !== "running" && p.status !== "awaiting_approval", 30_000);
+    expect(published.status).toBe("succeeded");
+    expect(published.progress).toBe(100);
+    expect(published.publishedUrl).toBe(`${app.url}/sites/lyon-bakery/`);
+    const live = await pagesOf(published.publishedUrl!);
+    expect(live.get("index.html")).toBe((await pagesOf(plan.previewUrl!)).get("index.html"));
+    const bare = await fetch(`${app.url}/sites/lyon-bakery`, { redirect: "manual" });
+    expect(bare.status).toBe(308);
+    expect(bare.headers.get("location")).toBe("/sites/lyon-bakery/");
+  });
+});
+
+describe.runIf(haveChromium)("the built site in headless Chromium", () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  });
+  afterAll(() => browser?.close());
+
+  it("loads only from this service, has no serious axe violations, and looks finished (screenshot kept)", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const requested: string[] = [];
+    page.on("request", (request) => void requested.push(request.url()));
+    const failed: string[] = [];
+    page.on("requestfailed", (request) => void failed.push(request.url()));
+    await page.goto(plan.previewUrl!, { waitUntil: "load" });
+    expect(failed).toEqual([]);
+    expect(requested.every((url) => url.startsWith(app.url))).toBe(true);
+    expect(requested.some((url) => url.endsWith("/style.css"))).toBe(true);
+    // The stylesheet applied (the sandbox's opaque origin still loads 'self' styles).
+    const background = await page.evaluate(() => getComputedStyle(document.querySelector(".hero")!).backgroundImage);
+    expect(background).toContain("gradient");
+
+    await fs.mkdir(TEST_ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: path.join(TEST_ARTIFACTS, "website-offline-preview.png"), fullPage: true });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.screenshot({ path: path.join(TEST_ARTIFACTS, "website-offline-preview-mobile.png"), fullPage: true });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    await context.close();
+
+    // axe is injected through the DevTools protocol with CSP bypassed, the page's own scripts stay off.
+    const axeSource = await fs.readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+    for (const name of ["index.html", "menu.html", "about.html", "contact.html"]) {
+      const audit = await browser.newContext({ bypassCSP: true });
+      const auditPage = await audit.newPage();
+      await auditPage.goto(new URL(name, published.publishedUrl!).href);
+      await auditPage.addScriptTag({ content: axeSource });
+      const violations = await auditPage.evaluate(async () => {
+        const result = await (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string | null; nodes: unknown[] }[] }> } }).axe.run();
+        return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
+      });
+      expect(violations.filter((v) => v.impact === "serious" || v.impact === "critical"), name).toEqual([]);
+      await audit.close();
+    }
+  });
+});
