@@ -1,14 +1,21 @@
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { PlanSchema, type Plan } from "../../gen/zero/v1/execution_pb.js";
 import { changedLines, LivePlanView } from "../../src/cli/live-plan-view.js";
 import { planLines, progressBar, stageLine, type PlanStyle } from "../../src/cli/plan-view.js";
 import type { Terminal } from "../../src/cli/terminal.js";
 
+interface PlanExtras {
+  status?: string;
+  project?: { id: string; name: string; slug: string };
+  warning?: string;
+  previewUrl?: string;
+}
+
 const STAGES = ["understand", "outline", "write", "build", "review", "publish"];
 
 /** A website plan as the service sends it, with the first `done` stages succeeded and the next in `state`. */
-function plan(done: number, state = "running", extra: Partial<MessageInitShape<typeof PlanSchema>> = {}): Plan {
+function plan(done: number, state = "running", extra: PlanExtras = {}): Plan {
   return create(PlanSchema, {
     id: "pln_0123456789abcdefghij",
     goal: "A website for a neighbourhood bicycle repair cafe",
