@@ -138,6 +138,10 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     expect(await page.evaluate(() => document.activeElement?.closest(".secret-card") !== null)).toBe(true);
     expect(await accessibilityViolations(page)).toEqual([]);
     await screenshot(page, "console-new-key.png");
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: app.url });
+    await page.getByRole("button", { name: "Copy" }).click();
+    await expect.poll(() => page.locator(".copy-status").textContent()).toBe("Copied to the clipboard.");
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
 
     const row = page.locator("tbody tr", { hasText: "Deploy pipeline" });
     await row.waitFor();
@@ -226,7 +230,8 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
 
     await page.getByLabel("Goal").fill("A small site for a community garden, with opening hours");
     await page.getByLabel("Outcome").selectOption("website");
-    await page.getByRole("button", { name: "Start execution" }).click();
+    // From the keyboard: Ctrl+Enter in the goal starts it.
+    await page.getByLabel("Goal").press("Control+Enter");
 
     const card = page.locator(".execution", { hasText: "community garden" });
     await card.waitFor();

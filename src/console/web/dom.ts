@@ -49,10 +49,3 @@ export function setBusy(form: HTMLFormElement, busy: boolean): void {
     }
   }
 }
-
-let idCounter = 0;
-/** A document-unique id for label / aria wiring. */
-export function uid(prefix: string): string {
-  idCounter += 1;
-  return `${prefix}-${idCounter}`;
-}

@@ -46,7 +46,7 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
 
   // --- start ---
   const goal = h("textarea", { id: "goal", name: "goal", rows: 3, required: true, minlength: goalLimits.min, maxlength: goalLimits.max, "aria-describedby": "goal-hint" });
-  const goalHint = h("p", { class: "hint", id: "goal-hint" }, `Describe what you want in plain language, ${goalLimits.min} to ${goalLimits.max} characters.`);
+  const goalHint = h("p", { class: "hint", id: "goal-hint" }, `Describe what you want in plain language, ${goalLimits.min} to ${goalLimits.max} characters. Ctrl+Enter starts it.`);
   const outcome = h(
     "select",
     { id: "outcome", name: "outcome" },
@@ -63,6 +63,13 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
     startError,
     h("div", { class: "actions" }, startButton),
   );
+  // Enter makes a new line in the goal; Ctrl+Enter (⌘+Enter) starts the execution, as in most editors.
+  goal.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      startForm.requestSubmit();
+    }
+  });
   startForm.addEventListener("submit", async (event) => {
     event.preventDefault();
     showError(startError, undefined);
@@ -127,7 +134,7 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
       goalLimits = { min: caps.limits.goalMinLength, max: caps.limits.goalMaxLength };
       goal.minLength = goalLimits.min;
       goal.maxLength = goalLimits.max;
-      goalHint.textContent = `Describe what you want in plain language, ${goalLimits.min} to ${goalLimits.max} characters.`;
+      goalHint.textContent = `Describe what you want in plain language, ${goalLimits.min} to ${goalLimits.max} characters. Ctrl+Enter starts it.`;
     }
     approvalStage = caps.outcomes.find((o) => o.approvalStage)?.approvalStage ?? approvalStage;
     for (const option of Array.from(outcome.options)) {

@@ -36,3 +36,11 @@ export function timeElement(timestamp: Timestamp | undefined, fallback = "—"):
   time.textContent = relativeTime(date);
   return time;
 }
+
+/** Brings every relative time on the page up to date; the shell calls it on a timer so "just now" ages. */
+export function refreshRelativeTimes(root: ParentNode): void {
+  const now = Date.now();
+  for (const time of Array.from(root.querySelectorAll<HTMLTimeElement>("time[datetime]"))) {
+    time.textContent = relativeTime(new Date(time.dateTime), now);
+  }
+}

@@ -3,6 +3,7 @@ import { consoleApi, errorMessage, isSignedOut } from "./api.js";
 import { renderAuth, type AuthMode } from "./auth-view.js";
 import { h, replaceChildren } from "./dom.js";
 import { renderExecutions } from "./executions-view.js";
+import { refreshRelativeTimes } from "./format.js";
 import { renderKeys } from "./keys-view.js";
 import type { View, ViewContext } from "./view.js";
 
@@ -147,6 +148,7 @@ document.addEventListener("click", (event) => {
   navigate(new URL(link.href).pathname.replace(/\/+$/, "") || "/");
 });
 window.addEventListener("popstate", render);
+window.setInterval(() => refreshRelativeTimes(document), 30_000);
 
 async function boot(): Promise<void> {
   try {
