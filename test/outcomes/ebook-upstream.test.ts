@@ -1,0 +1,102 @@
+import { execFile } from "node:child_process";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FakeUpstream } from "../chat/support/fake-upstream.js";
+import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+import { postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
+import { rawAnswer, schemaNameOf, writerModel } from "./support/model-answers.js";
+import { EPUBCHECK, haveEpubcheck } from "./support/outcome-kit.js";
+
+let upstream: FakeUpstream;
+let app: TestApp;
+let account: TestAccount;
+let book: RestPlan;
+let epubFile: string;
+
+const settled = (p: RestPlan) => p.status !== "running";
+
+beforeAll(async () => {
+  upstream = await FakeUpstream.start();
+  upstream.otherwise(writerModel);
+  app = await startTestApp({ env: { ZERO_UPSTREAMS: JSON.stringify([{ name: "fake", baseUrl: upstream.url, apiKey: "sk-fake", model: "fake-model" }]) } });
+  account = await createAccountWithKey(app, ["build", "read"]);
+});
+
+afterAll(async () => {
+  await app?.close();
+  await upstream?.close();
+});
+
+describe("an ebook goal with an upstream, through the real API and chat router", () => {
+  it("writes, assembles, waits for review, then publishes the reader and the EPUB", async () => {
+    const credential = { apiKey: account.apiKey };
+    const created = await postExecution<{ plan: RestPlan; unavailable: string[] }>(app.url, credential, {
+      goal: "A short guide to growing vegetables on a small city balcony",
+      outcome: "ebook",
+    });
+    expect(created.status).toBe(202);
+    expect(created.body.unavailable).toEqual([]);
+    const atReview = await waitForPlan(app.url, credential, created.body.plan.id, settled, 30_000);
+    expect(atReview.status).toBe("awaiting_approval");
+    expect(atReview.project).toMatchObject({ name: "The Patient Gardener", slug: "the-patient-gardener" });
+    expect(atReview.warning).toBeNull();
+    expect(atReview.previewUrl).toBe(`${app.url}/preview/${atReview.id}/`);
+    // The writers went through the router: the upstream saw its own model name, one call per chapter.
+    expect(upstream.requests.map((r) => schemaNameOf(r.body))).toEqual(["ebook_brief", "book_outline", "chapter", "chapter", "chapter"]);
+    expect(upstream.requests.every((r) => r.body.model === "fake-model")).toBe(true);
+
+    await postExecution(app.url, credential, { planId: atReview.id, approve: ["review"] });
+    book = await waitForPlan(app.url, credential, atReview.id, (p) => settled(p) && p.status !== "awaiting_approval", 30_000);
+    expect(book.status).toBe("succeeded");
+    expect(book.publishedUrl).toBe(`${app.url}/books/the-patient-gardener/`);
+
+    const reader = await fetch(book.publishedUrl!);
+    expect(reader.status).toBe(200);
+    expect(reader.headers.get("content-security-policy")).toMatch(/^sandbox allow-downloads;/);
+    const html = await reader.text();
+    expect(html).toContain("The Patient Gardener");
+    expect(html).toContain('href="chapter-01.html"');
+    const epub = await fetch(`${book.publishedUrl}the-patient-gardener.epub`);
+    expect(epub.status).toBe(200);
+    expect(epub.headers.get("content-type")).toBe("application/epub+zip");
+    expect(epub.headers.get("content-disposition")).toBe('attachment; filename="the-patient-gardener.epub"');
+    const bytes = new Uint8Array(await epub.arrayBuffer());
+    expect(new TextDecoder().decode(bytes.subarray(30, 38))).toBe("mimetype");
+    epubFile = path.join(await fs.mkdtemp(path.join(os.tmpdir(), "zero-epub-")), "book.epub");
+    await fs.writeFile(epubFile, bytes);
+  });
+
+  it("fails a stage with a clear error and a resumable plan when the model keeps answering malformed JSON", async () => {
+    const credential = { apiKey: account.apiKey };
+    upstream.next(rawAnswer("{ this is not json"), rawAnswer('{"title": "Only a title"}'));
+    const created = await postExecution<{ plan: RestPlan }>(app.url, credential, { goal: "A guide to bread baking at home", outcome: "ebook" });
+    const failed = await waitForPlan(app.url, credential, created.body.plan.id, settled, 30_000);
+    expect(failed.status).toBe("failed");
+    expect(failed.resumable).toBe(true);
+    const stage = failed.stages.find((s) => s.id === "understand")!;
+    expect(stage.state).toBe("failed");
+    expect(stage.error!.type).toBe("invalid_model_output");
+    expect(stage.error!.message).toMatch(/ebook brief did not follow the expected JSON shape, even after a retry: \$: missing property "subtitle"/);
+
+    // Resuming retries the stage, which now gets good answers.
+    await postExecution(app.url, credential, { planId: failed.id });
+    const resumed = await waitForPlan(app.url, credential, failed.id, (p) => settled(p) && p.stages[0]!.attempts === 2, 30_000);
+    expect(resumed.status).toBe("awaiting_approval");
+    expect(resumed.project!.slug).toBe("the-patient-gardener-2"); // unique across plans
+  });
+});
+
+// Debian's /usr/bin/epubcheck is the jar itself (run through binfmt where jarwrapper is active), so call java.
+describe.runIf(haveEpubcheck)("epubcheck (Debian package; CI installs it)", () => {
+  it("accepts the published EPUB with no errors or warnings", async () => {
+    expect(epubFile, "the end-to-end test must run first and write the EPUB").toBeDefined();
+    const { stdout, stderr } = await promisify(execFile)("java", ["-jar", EPUBCHECK, epubFile], { timeout: 120_000 }).catch((error: { stdout: string; stderr: string }) => error);
+    expect(`${stdout}\n${stderr}`).toMatch(/No errors or warnings detected/);
+  }, 150_000);
+});
+
+if (!haveEpubcheck) console.warn(`epubcheck is not installed at ${EPUBCHECK}: the EPUB validation test is skipped (apt-get install -y epubcheck)`);
