@@ -92,6 +92,11 @@ function openPostgres(url: string, options: StoreOptions): Store {
   });
   // An idle client that loses its server emits here; the pool replaces it on next use.
   pool.on("error", (error) => options.logger.warn({ err: error.message }, "idle database connection lost"));
+  // A client checked out between two queries (inside a transaction, say) has no pool listener;
+  // without one of its own, a server restart would be an uncaught exception.
+  pool.on("connect", (client) => {
+    client.on("error", (error) => options.logger.warn({ err: error.message }, "database connection lost while in use"));
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 
   let listener: pg.Client | undefined;

@@ -1,0 +1,95 @@
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+import { onRealPostgres } from "../support/database.js";
+import { ScriptedWork } from "../support/stage-work.js";
+
+const root = path.resolve(import.meta.dirname, "../..");
+
+function pgBin(): string {
+  const base = "/usr/lib/postgresql";
+  const version = fs.readdirSync(base).sort((a, b) => Number(b) - Number(a))[0];
+  return path.join(base, version!, "bin");
+}
+
+/** Its own cluster, because this test stops and starts the server under the app. */
+describe.runIf(onRealPostgres)("a Postgres outage", () => {
+  let dir: string;
+  let url: string;
+  let app: TestApp;
+  let account: TestAccount;
+  const work = new ScriptedWork();
+  const pgCtl = (action: "stop" | "start") =>
+    execFileSync("su", ["postgres", "-c", `${pgBin()}/pg_ctl -D '${dir}/data' -l '${dir}/server.log' -w -t 60 ${action === "stop" ? "stop -m fast" : "start"}`], {
+      stdio: "ignore",
+    });
+  const api = (pathAndQuery: string, init: RequestInit = {}) =>
+    fetch(`${app.url}${pathAndQuery}`, {
+      ...init,
+      headers: { authorization: `Bearer ${account.apiKey}`, "content-type": "application/json" },
+    });
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync("/tmp/zero-outage-");
+    url = execFileSync("bash", [path.join(root, ".ci/pg-start"), "", dir], { encoding: "utf8" }).trim();
+    app = await startTestApp({ databaseUrl: url, stageWork: work.resolver, env: { ZERO_STAGE_LEASE_MS: "8000" } });
+    account = await createAccountWithKey(app, ["read", "build"]);
+  });
+  afterAll(async () => {
+    await app?.close();
+    try {
+      pgCtl("stop");
+    } catch {}
+  });
+
+  it("fails fast with 503 while the database is away, recovers by itself, and keeps a running stage's lease", async () => {
+    const created = await api("/api/execution", { method: "POST", body: JSON.stringify({ goal: "hold@outline a plan across the outage" }) });
+    expect(created.status).toBe(202);
+    const planId = ((await created.json()) as { plan: { id: string } }).plan.id;
+    const held = await work.held(planId, "outline", 20_000);
+
+    pgCtl("stop");
+    const started = Date.now();
+    const during = await api(`/api/execution?id=${planId}`);
+    const elapsed = Date.now() - started;
+    expect(during.status).toBe(503);
+    expect(await during.json()).toEqual({ error: { type: "unavailable", message: expect.any(String) } });
+    expect(elapsed).toBeLessThan(6000);
+    expect((await fetch(`${app.url}/readyz`)).status).toBe(503);
+    const refused = await api("/api/execution", { method: "POST", body: JSON.stringify({ goal: "a plan while the database is down" }) });
+    expect(refused.status).toBe(503);
+
+    await new Promise((r) => setTimeout(r, 1500));
+    pgCtl("start");
+    let ready = 0;
+    for (let i = 0; i < 100 && ready !== 200; i++) {
+      ready = (await fetch(`${app.url}/readyz`)).status;
+      if (ready !== 200) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(ready).toBe(200);
+
+    held.succeed();
+    let plan: { status: string; stages: { id: string; state: string }[] } | undefined;
+    for (let i = 0; i < 100; i++) {
+      plan = ((await (await api(`/api/execution?id=${planId}`)).json()) as { plan: typeof plan }).plan;
+      if (plan?.stages.find((s) => s.id === "outline")?.state === "succeeded") break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // The stage that ran through the outage finished on its own lease: not interrupted, not run twice.
+    expect(plan?.status).not.toBe("interrupted");
+    expect(plan?.stages.find((s) => s.id === "outline")?.state).toBe("succeeded");
+    expect(work.calls.filter((c) => c.planId === planId && c.stageId === "outline")).toHaveLength(1);
+
+    // Nothing half-written: every plan has all six stages.
+    const counts = await app.store.db
+      .selectFrom("plans")
+      .leftJoin("plan_stages", "plan_stages.plan_id", "plans.id")
+      .select(["plans.id", (eb) => eb.fn.count<number>("plan_stages.stage_id").as("stages")])
+      .groupBy("plans.id")
+      .execute();
+    expect(counts.every((row) => Number(row.stages) === 6)).toBe(true);
+  });
+});
