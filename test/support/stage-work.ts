@@ -65,3 +65,63 @@ export class HeldWork {
 }
 
 export { StageFailure };
+
+/**
+ * Stage work scripted by the plan's goal, so each test's plan behaves as the
+ * test says without shared switches:
+ * - `fail@<stage>`: the first attempt throws StageFailure("writer_error", …);
+ * - `throw@<stage>`: the first attempt throws a plain Error carrying internals;
+ * - `hold@<stage>`: every attempt waits until the test releases it (`held`);
+ * - `half@<stage>`: reports progress 0.5, then holds;
+ * - `warn`: publish reports a warning.
+ * Anything else finishes at once with `typicalOutcome`.
+ */
+export class ScriptedWork {
+  readonly calls: StageInput[] = [];
+  readonly #held = new Map<string, HeldStage>();
+  readonly #heldWaiters = new Map<string, (stage: HeldStage) => void>();
+
+  readonly resolver: StageWorkResolver = (_outcome, stageId) => async (input) => {
+    this.calls.push(input);
+    const has = (directive: string) => input.goal.split(/\s+/).includes(`${directive}@${stageId}`);
+    if (has("fail") && input.attempt === 1) throw new StageFailure("writer_error", `the writer could not finish the ${stageId} stage`);
+    if (has("throw") && input.attempt === 1) throw new Error("connection to 10.0.0.7:5432 failed: password=hunter2");
+    if (has("half")) await input.progress(0.5);
+    if (has("hold") || has("half")) {
+      return new Promise<StageOutcome>((resolve, reject) => {
+        const held: HeldStage = { input, succeed: (o) => resolve(o ?? typicalOutcome(input)), fail: reject };
+        input.signal.addEventListener("abort", () => reject(input.signal.reason), { once: true });
+        const key = `${input.planId}/${stageId}`;
+        const waiter = this.#heldWaiters.get(key);
+        this.#heldWaiters.delete(key);
+        if (waiter) waiter(held);
+        else this.#held.set(key, held);
+      });
+    }
+    const outcome = typicalOutcome(input);
+    if (stageId === "publish" && input.goal.split(/\s+/).includes("warn")) outcome.warning = "written by the offline writer";
+    return outcome;
+  };
+
+  /** The held invocation of `stageId` of plan `planId`, once it started. */
+  held(planId: string, stageId: string, timeoutMs = 10_000): Promise<HeldStage> {
+    const key = `${planId}/${stageId}`;
+    const ready = this.#held.get(key);
+    if (ready) {
+      this.#held.delete(key);
+      return Promise.resolve(ready);
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`stage ${key} did not start in time`)), timeoutMs);
+      this.#heldWaiters.set(key, (stage) => {
+        clearTimeout(timer);
+        resolve(stage);
+      });
+    });
+  }
+
+  /** How many times the stage of the plan ran. */
+  runs(planId: string, stageId: string): number {
+    return this.calls.filter((c) => c.planId === planId && c.stageId === stageId).length;
+  }
+}

@@ -1,0 +1,80 @@
+import { ConnectError, Code, createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ExecutionService, type Plan } from "../../gen/zero/v1/execution_pb.js";
+import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+import { ScriptedWork } from "../support/stage-work.js";
+
+describe.each([
+  { name: "Connect", transport: (url: string) => createConnectTransport({ baseUrl: url, httpVersion: "1.1" }) },
+  { name: "gRPC", transport: (url: string) => createGrpcTransport({ baseUrl: url }) },
+])("WatchExecution over $name", ({ transport }) => {
+  const work = new ScriptedWork();
+  let app: TestApp;
+  let account: TestAccount;
+  let client: ReturnType<typeof createClient<typeof ExecutionService>>;
+  const headers = () => ({ authorization: `Bearer ${account.apiKey}` });
+  beforeAll(async () => {
+    app = await startTestApp({ stageWork: work.resolver });
+    account = await createAccountWithKey(app, ["build", "read"]);
+    client = createClient(ExecutionService, transport(app.url));
+  });
+  afterAll(() => app.close());
+
+  async function collect(id: string): Promise<Plan[]> {
+    const plans: Plan[] = [];
+    for await (const { plan } of client.watchExecution({ id }, { headers: headers() })) plans.push(plan!);
+    return plans;
+  }
+
+  it("streams the plan at each change until it stops at the gate, then ends", async () => {
+    const { plan } = await client.createExecution({ goal: "A site for my bakery hold@understand" }, { headers: headers() });
+    const stream = client.watchExecution({ id: plan!.id }, { headers: headers() })[Symbol.asyncIterator]();
+    const first = await stream.next();
+    expect(first.value?.plan?.status).toBe("running");
+    // Only now does the work move on: every later message is a change the stream saw happen.
+    (await work.held(plan!.id, "understand")).succeed();
+    const seen = [first.value!.plan!];
+    for (let next = await stream.next(); !next.done; next = await stream.next()) seen.push(next.value.plan!);
+    expect(seen.at(-1)!.status).toBe("awaiting_approval");
+    expect(seen.at(-1)!.resumable).toBe(true);
+    // Each message is a change: progress never goes back and the stream saw the work move.
+    const progress = seen.map((p) => p.progress);
+    expect(progress).toEqual([...progress].sort((a, b) => a - b));
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(seen.map((p) => p.updatedAt?.nanos)).size).toBe(seen.length);
+
+    const resumed = collect(plan!.id);
+    expect((await resumed).map((p) => p.status)).toEqual(["awaiting_approval"]);
+    await client.resumeExecution({ planId: plan!.id, approve: ["review"] }, { headers: headers() });
+    const final = await collect(plan!.id);
+    expect(final.at(-1)!.status).toBe("succeeded");
+    expect(final.at(-1)!.progress).toBe(100);
+  });
+
+  it("ends at a failure too", async () => {
+    const { plan } = await client.createExecution({ goal: "A site for a bike shop fail@write" }, { headers: headers() });
+    const seen = await collect(plan!.id);
+    expect(seen.at(-1)!.status).toBe("failed");
+    expect(seen.at(-1)!.stages[2]!.error?.type).toBe("writer_error");
+  });
+
+  it("refuses another account's plan exactly like a missing one, and callers without credentials", async () => {
+    const { plan } = await client.createExecution({ goal: "A site for a running club" }, { headers: headers() });
+    const stranger = await createAccountWithKey(app, ["read"]);
+    const attempt = async (id: string, h: Record<string, string>) => {
+      try {
+        for await (const _ of client.watchExecution({ id }, { headers: h })) void _;
+        return undefined;
+      } catch (error) {
+        return ConnectError.from(error);
+      }
+    };
+    const theirs = await attempt(plan!.id, { authorization: `Bearer ${stranger.apiKey}` });
+    const missing = await attempt("pln_missing00000000000", { authorization: `Bearer ${stranger.apiKey}` });
+    expect(theirs?.code).toBe(Code.NotFound);
+    expect(theirs?.rawMessage).toBe(missing?.rawMessage);
+    expect((await attempt(plan!.id, {}))?.code).toBe(Code.Unauthenticated);
+  });
+});
