@@ -33,6 +33,9 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
   return result.violations.map((v) => `${v.id} (${v.impact ?? "?"}): ${v.help} at ${v.nodes.map((n) => JSON.stringify(n.target)).join(", ")}`);
 }
 
+/** Waits for a value in the page; generous, because CI machines are shared and slow. */
+const poll = <T>(read: () => Promise<T> | T) => expect.poll(read, { timeout: 15_000 });
+
 /** Screenshots without a hover state left over from the last click. */
 async function screenshot(page: Page, name: string): Promise<void> {
   await page.mouse.move(0, 0);
@@ -96,7 +99,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
   it("signs up from a fresh server and lands in the Console", async () => {
     await page.goto(`${app.url}/`);
     await page.waitForURL(`${app.url}/console/sign-in`);
-    await expect.poll(() => page.getByRole("heading", { level: 1 }).textContent()).toBe("Sign in to the Console");
+    await poll(() => page.getByRole("heading", { level: 1 }).textContent()).toBe("Sign in to the Console");
     expect(await accessibilityViolations(page)).toEqual([]);
     await page.getByRole("link", { name: "Create an account" }).click();
     // Wrong input is explained where it was typed, by the server's own rule.
@@ -104,13 +107,13 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     await page.getByLabel("Password").fill("short");
     await page.getByLabel("Password").evaluate((input: HTMLInputElement) => input.removeAttribute("minlength"));
     await page.getByRole("button", { name: "Create account" }).click();
-    await expect.poll(() => page.getByRole("alert").textContent()).toContain("8 to 256 characters");
+    await poll(() => page.getByRole("alert").textContent()).toContain("8 to 256 characters");
     await screenshot(page, "console-sign-up.png");
     await page.getByLabel("Email").fill(email);
     await page.getByLabel("Password").fill("a long enough password");
     await page.getByRole("button", { name: "Create account" }).click();
     await page.waitForURL(`${app.url}/console/executions`);
-    await expect.poll(() => page.getByRole("heading", { level: 1 }).textContent()).toBe("Executions");
+    await poll(() => page.getByRole("heading", { level: 1 }).textContent()).toBe("Executions");
     expect(await page.locator(".account-email").textContent()).toBe(email);
     // The session cookie is invisible to the page's script.
     expect(await page.evaluate(() => document.cookie)).toBe("");
@@ -121,7 +124,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
   it("creates a key with chosen scopes, shows the secret once, and lists it", async () => {
     await page.getByRole("link", { name: "API keys" }).click();
     await page.waitForURL(`${app.url}/console/keys`);
-    await expect.poll(() => page.locator(".empty").textContent()).toContain("No keys yet");
+    await poll(() => page.locator(".empty").textContent()).toContain("No keys yet");
 
     await page.getByLabel("Name").fill("Deploy pipeline");
     // `read` starts checked; add `build`.
@@ -140,7 +143,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     await screenshot(page, "console-new-key.png");
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: app.url });
     await page.getByRole("button", { name: "Copy" }).click();
-    await expect.poll(() => page.locator(".copy-status").textContent()).toBe("Copied to the clipboard.");
+    await poll(() => page.locator(".copy-status").textContent()).toBe("Copied to the clipboard.");
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
 
     const row = page.locator("tbody tr", { hasText: "Deploy pipeline" });
@@ -183,7 +186,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
 
     // Last use shows up in the list.
     await page.reload();
-    await expect.poll(() => page.locator("tbody tr", { hasText: "Deploy pipeline" }).locator("[data-label='Last used']").textContent()).not.toBe("Never");
+    await poll(() => page.locator("tbody tr", { hasText: "Deploy pipeline" }).locator("[data-label='Last used']").textContent()).not.toBe("Never");
   });
 
   it("revokes the key in the UI, after which the program gets 401", async () => {
@@ -201,7 +204,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     await dialog.waitFor({ state: "visible" });
     await dialog.getByRole("button", { name: "Revoke key" }).click();
     await dialog.waitFor({ state: "hidden" });
-    await expect.poll(() => row.locator("[data-label='Status']").textContent()).toMatch(/^Revoked/);
+    await poll(() => row.locator("[data-label='Status']").textContent()).toMatch(/^Revoked/);
     expect(await row.getByRole("button").count()).toBe(0);
 
     const after = await fetch(`${app.url}/api/execution`, { headers: { authorization: `Bearer ${secret}` } });
@@ -236,17 +239,17 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     const card = page.locator(".execution", { hasText: "community garden" });
     await card.waitFor();
     // The plan runs until `write`, which the test holds; the page follows it over a WatchExecution stream.
-    await expect.poll(() => card.locator(".stage-running").textContent(), { timeout: 15_000 }).toContain("Write");
+    await poll(() => card.locator(".stage-running").textContent()).toContain("Write");
     expect(await card.locator(".status").textContent()).toBe("Running");
-    await expect.poll(() => requests.some((url) => url.endsWith("/zero.v1.ExecutionService/WatchExecution"))).toBe(true);
+    await poll(() => requests.some((url) => url.endsWith("/zero.v1.ExecutionService/WatchExecution"))).toBe(true);
     (await work.next()).succeed();
     // The change arrives without a reload.
-    await expect.poll(() => card.locator(".status").textContent(), { timeout: 15_000 }).toBe("Waiting for approval");
+    await poll(() => card.locator(".status").textContent()).toBe("Waiting for approval");
     expect(Number(await card.locator("progress").getAttribute("value"))).toBeGreaterThan(0);
     expect(await card.getByRole("link", { name: /Open preview/ }).getAttribute("href")).toMatch(/\/preview\/pln_/);
 
     await card.getByRole("button", { name: "Approve and publish" }).click();
-    await expect.poll(() => card.locator(".status").textContent(), { timeout: 15_000 }).toBe("Succeeded");
+    await poll(() => card.locator(".status").textContent()).toBe("Succeeded");
     expect(await card.locator("progress").getAttribute("value")).toBe("100");
     const published = card.getByRole("link", { name: /Open published site/ });
     expect(await published.getAttribute("href")).toMatch(/\/sites\/pln_/);
