@@ -45,7 +45,10 @@ function artifactHandler(store: ArtifactStore, mount: ArtifactMount): RestHandle
       res.setHeader("allow", "GET, HEAD");
       return sendError(res, new ServiceError("method_not_allowed", `use GET or HEAD on /${mount}/`));
     }
-    const segments = decodeSegments(url.pathname.slice(mount.length + 2));
+    // The raw path, not the parsed URL: URL parsing resolves `..`, and a path that needed resolving is refused, not followed.
+    const raw = (req.url ?? "").split("?")[0]!;
+    if (!raw.startsWith(`/${mount}/`)) return sendError(res, new ServiceError("not_found", "no such page"));
+    const segments = decodeSegments(raw.slice(mount.length + 2));
     if (!segments || segments.length === 0 || segments[0] === "") return sendError(res, new ServiceError("not_found", "no such page"));
     // `/sites/bakery` → `/sites/bakery/`, so the site's relative links resolve under it.
     if (segments.length === 1) {
