@@ -45,7 +45,7 @@ export interface ChatRouterDeps {
 /**
  * The one router behind every door. Order of checks: the alias (no pool unit
  * is taken for a refused request), a unit of the free pool, then the
- * upstreams. A request that no upstream served gives its unit back.
+ * upstreams. A request that no upstream accepted gives its unit back.
  */
 export class ChatRouter implements ChatCompleter {
   readonly #upstreams: UpstreamClient;
@@ -69,12 +69,10 @@ export class ChatRouter implements ChatCompleter {
     try {
       completion = JSON.parse(await answer.body.text());
     } catch (error) {
-      this.#pool.refund();
       if (options.signal?.aborted) throw error;
       throw failure(error, answer);
     }
     if (!isCompletion(completion)) {
-      this.#pool.refund();
       this.#logger.warn({ upstream: answer.upstream }, "upstream answered 2xx without a completion");
       throw new ServiceError("upstream_error", "the model returned an answer that is not a chat completion");
     }
@@ -94,7 +92,6 @@ export class ChatRouter implements ChatCompleter {
   }
 
   async *#relay(answer: UpstreamAnswer, id: string, signal: AbortSignal | undefined): AsyncGenerator<ChatChunkJson, void, undefined> {
-    let relayed = false;
     let finished = false;
     try {
       // Not destroyed on an early return: after `[DONE]` the rest is drained so the connection is kept.
@@ -113,12 +110,10 @@ export class ChatRouter implements ChatCompleter {
           this.#logger.warn({ upstream: answer.upstream }, "upstream reported an error mid-stream");
           throw new ServiceError("upstream_error", "the model failed mid-answer; the answer is incomplete");
         }
-        relayed = true;
         yield rewriteCompletion(chunk as ChatChunkJson, id);
       }
       throw new ServiceError("upstream_error", "the model's stream ended before it finished; the answer is incomplete");
     } catch (error) {
-      if (!relayed) this.#pool.refund();
       if (signal?.aborted || error instanceof ServiceError) throw error;
       throw failure(error, answer);
     } finally {

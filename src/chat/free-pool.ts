@@ -59,6 +59,7 @@ export class FreePool {
   #timer: NodeJS.Timeout | undefined;
   #unlisten: (() => Promise<void>) | undefined;
   #returning = new Set<Promise<void>>();
+  #reservations = 0;
 
   constructor(options: FreePoolOptions) {
     this.#db = options.db;
@@ -123,7 +124,11 @@ export class FreePool {
     }
   }
 
-  /** Puts back a unit taken for a request that was not served (every upstream failed). */
+  /**
+   * Puts back a unit taken for a request no upstream accepted. Once one has
+   * answered 2xx the unit stays spent, even if the answer then breaks: the
+   * pool bounds what upstreams are asked to produce.
+   */
   refund(): void {
     if (this.#day === utcDay(this.#now())) this.#available++;
   }
@@ -131,6 +136,11 @@ export class FreePool {
   /** Units this instance holds unspent (for tests and metrics). */
   get held(): number {
     return this.#available;
+  }
+
+  /** Reservations made against the shared row: far fewer than requests served (for tests and metrics). */
+  get reservations(): number {
+    return this.#reservations;
   }
 
   #rollover(now: number): string {
@@ -161,6 +171,7 @@ export class FreePool {
     if (since < 1_000) this.#block = Math.min(this.#block * 2, this.#maxBlock);
     else if (since > 10_000) this.#block = Math.max(1, this.#block >> 1);
     this.#lastReservationAt = now;
+    this.#reservations++;
     const want = Math.max(1, Math.min(this.#block, Math.floor(this.#remaining / 4)));
 
     const { granted, remaining } = await this.#db.transaction().execute(async (trx) => {

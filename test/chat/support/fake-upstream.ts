@@ -44,7 +44,7 @@ const LEAKY_HEADERS = {
 export class FakeUpstream {
   readonly requests: UpstreamRequest[] = [];
   #queue: Behavior[] = [];
-  #fallback: Behavior = reply(completion("hello"));
+  #fallback: Behavior = answer("hello");
   readonly #server: http.Server;
   #url = "";
 
@@ -80,7 +80,7 @@ export class FakeUpstream {
   reset(): this {
     this.requests.length = 0;
     this.#queue = [];
-    this.#fallback = reply(completion("hello"));
+    this.#fallback = answer("hello");
     return this;
   }
 
@@ -219,6 +219,11 @@ export function stream(chunks: unknown[], options: StreamOptions = {}): Behavior
     if (options.done !== false) res.end("data: [DONE]\n\n");
     else res.end();
   };
+}
+
+/** A well-behaved upstream: streams when asked to, else one completion. */
+export function answer(content: string): Behavior {
+  return (exchange) => (exchange.body.stream === true ? stream(textChunks([content])) : reply(completion(content)))(exchange);
 }
 
 /** Never answers (the connection stays open). */

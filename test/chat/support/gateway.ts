@@ -16,8 +16,9 @@ export function upstreamsEnv(baseUrls: string[]): string {
 }
 
 /** The real service with these fakes as its upstreams and short upstream timeouts. */
-export function startGateway(upstreams: (FakeUpstream | string)[], env: Record<string, string> = {}): Promise<TestApp> {
+export function startGateway(upstreams: (FakeUpstream | string)[], env: Record<string, string> = {}, databaseUrl?: string): Promise<TestApp> {
   return startTestApp({
+    databaseUrl,
     env: {
       ZERO_UPSTREAMS: upstreamsEnv(upstreams.map((u) => (typeof u === "string" ? u : u.url))),
       ZERO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: "600",

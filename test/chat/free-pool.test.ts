@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FreePool, utcDay } from "../../src/chat/free-pool.js";
+import { ServiceError } from "../../src/server/errors.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+
+let app: TestApp;
+
+beforeAll(async () => {
+  app = await startTestApp();
+});
+
+afterAll(async () => {
+  await app?.close();
+});
+
+/** A pool over the app's database, as a second instance of the service would have. */
+function pool(capacity: number, options: Partial<ConstructorParameters<typeof FreePool>[0]> = {}): FreePool {
+  return new FreePool({
+    db: app.store.db,
+    capacity,
+    logger: app.logger,
+    listen: (channel, onPayload) => app.store.listen(channel, onPayload),
+    ...options,
+  });
+}
+
+async function granted(day: string): Promise<number> {
+  const row = await app.store.db.selectFrom("chat_free_pool").select("granted").where("day", "=", day).executeTakeFirst();
+  return row?.granted ?? 0;
+}
+
+async function outcomes(takes: Promise<void>[]): Promise<{ served: number; refused: ServiceError[] }> {
+  const settled = await Promise.allSettled(takes);
+  const refused = settled.flatMap((s) => (s.status === "rejected" ? [s.reason as ServiceError] : []));
+  return { served: settled.length - refused.length, refused };
+}
+
+describe("the free pool", () => {
+  it("serves exactly the capacity, then refuses with capacity_state, reset_at and Retry-After", async () => {
+    let now = Date.parse("2031-03-04T22:00:00Z");
+    const p = pool(5, { now: () => now });
+    await p.start();
+    for (let i = 0; i < 5; i++) await p.take();
+    const error = await p.take().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ServiceError);
+    const refusal = error as ServiceError;
+    expect(refusal.type).toBe("zero_capacity_unavailable");
+    expect(refusal.status).toBe(429);
+    expect(refusal.detail.capacityState).toBe("exhausted");
+    expect(refusal.detail.resetAt).toBe("2031-03-05T00:00:00Z");
+    expect(refusal.metadata.get("retry-after")).toBe(String(2 * 3600));
+    expect(await granted("2031-03-04")).toBe(5);
+
+    // A new UTC day is a full pool again.
+    now = Date.parse("2031-03-05T00:00:01Z");
+    await p.take();
+    await p.stop();
+    expect(await granted("2031-03-05")).toBe(1);
+  });
+
+  it("two instances on one database never serve more than the capacity, and give back what they did not use", async () => {
+    const now = Date.parse("2031-04-01T12:00:00Z");
+    const a = pool(40, { now: () => now });
+    const b = pool(40, { now: () => now });
+    await a.start();
+    await b.start();
+    const takes: Promise<void>[] = [];
+    for (let i = 0; i < 150; i++) takes.push((i % 2 === 0 ? a : b).take());
+    const { served, refused } = await outcomes(takes);
+    expect(served).toBeLessThanOrEqual(40);
+    expect(served).toBeGreaterThan(0);
+    expect(refused.every((e) => e.type === "zero_capacity_unavailable")).toBe(true);
+    expect(await granted(utcDay(now))).toBeLessThanOrEqual(40);
+    await a.stop();
+    await b.stop();
+    // Every unit not served went back: the row counts exactly what was served.
+    expect(await granted(utcDay(now))).toBe(served);
+  });
+
+  it("reserves in growing blocks, so the shared row is not touched once per request", async () => {
+    const now = Date.parse("2031-05-01T12:00:00Z");
+    const p = pool(100_000, { now: () => now });
+    await p.start();
+    for (let round = 0; round < 10; round++) {
+      await Promise.all(Array.from({ length: 50 }, () => p.take()));
+    }
+    expect(p.reservations).toBeLessThan(50);
+    await p.stop();
+    expect(await granted(utcDay(now))).toBe(500);
+  });
+
+  it("an instance that runs dry asks the others for their spare units (NOTIFY), so the last of the capacity is usable", async () => {
+    const now = Date.parse("2031-06-01T12:00:00Z");
+    // A frozen clock: A never counts as idle, so only the request to give back can free its units.
+    const a = pool(40, { now: () => now });
+    const b = pool(40, { now: () => now });
+    await a.start();
+    await b.start();
+    // A warms up to blocks larger than one and holds the spare units.
+    for (let i = 0; i < 3; i++) await Promise.all([a.take(), a.take(), a.take(), a.take()]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(a.held).toBeGreaterThan(0);
+    // B can still get every unit A did not spend.
+    let servedByB = 0;
+    while (servedByB < 40) {
+      const ok = await b.take().then(() => true, () => false);
+      if (!ok) break;
+      servedByB++;
+    }
+    expect(servedByB).toBe(40 - 12);
+    expect(a.held).toBe(0);
+    await a.stop();
+    await b.stop();
+    expect(await granted(utcDay(now))).toBe(40);
+  });
+
+  it("gives units back after a while without requests", async () => {
+    const start = Date.parse("2031-06-02T12:00:00Z");
+    const t0 = Date.now();
+    const p = pool(1000, { now: () => start + (Date.now() - t0), idleReturnMs: 100 });
+    await p.start();
+    for (let i = 0; i < 4; i++) await Promise.all([p.take(), p.take()]);
+    expect(await granted(utcDay(start))).toBeGreaterThan(8);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(p.held).toBe(0);
+    expect(await granted(utcDay(start))).toBe(8);
+    await p.stop();
+  });
+
+  it("a refunded unit is served again", async () => {
+    const p = pool(1, { now: () => Date.parse("2031-07-01T12:00:00Z") });
+    await p.start();
+    await p.take();
+    p.refund();
+    await p.take();
+    await expect(p.take()).rejects.toMatchObject({ type: "zero_capacity_unavailable" });
+    await p.stop();
+  });
+});
