@@ -74,6 +74,8 @@ function readSubject(text: string): string | undefined {
     new RegExp(String.raw`\b(?:for|about|promoting|presenting|showcasing)\s+(.+?)${STOP}`, "i"),
     new RegExp(String.raw`^(?:(?:a|an|the|my|our)\s+)?(.+?)${STOP}`, "i"),
   ];
+  // "A website for X" names X after "for"; "Spanish lessons for beginners" names it first.
+  if (!SITE_WORDS.test(text) && !COMMAND.test(text)) patterns.reverse();
   for (const pattern of patterns) {
     const found = pattern.exec(text.replace(COMMAND, "").replace(SITE_WORDS, ""))?.[1];
     const subject = found
@@ -89,6 +91,8 @@ function readSubject(text: string): string | undefined {
 function madeName(subject: string, place: string | undefined): string {
   let core = subject;
   while (NAME_FILLERS.test(core)) core = core.replace(NAME_FILLERS, "");
+  // "plumbing business" names itself "Plumbing", not "Plumbing Business".
+  if (/\s/.test(core)) core = core.replace(/\s+(?:business|company|firm|venture|project)$/i, "");
   const titled = titleCase(core);
   return place ? `${place} ${titled}` : titled;
 }

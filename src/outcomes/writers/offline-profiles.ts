@@ -66,6 +66,34 @@ export const PROFILES: readonly Profile[] = [
     cta: { label: "Plan your visit", page: "contact", heading: (w) => `Come and see us${w.inPlace}`, text: () => "Drop in, or get in touch to order ahead." },
   },
   {
+    id: "shop",
+    offerText: (o) => `Ask us about ${o}: what is in stock, and what we can order or put together for you.`,
+    match: /\b(?:shop|store|boutique|florist\w*|flowers?|bookshop|bookstore|books|market|grocer\w*|gifts?|jewell?er\w*|jewell?ery|clothing|fashion|vintage|antiques?|furniture|e-?commerce|online store|nursery|garden cent(?:re|er))\b/i,
+    tone: "warm",
+    offerPage: { slug: "shop", title: "Shop", navLabel: "Shop", heading: () => "What you will find", intro: (w) => `A look at what ${w.name} has to offer. Come in, or ask us about anything you are looking for.` },
+    values: [
+      ["Chosen with care", () => "Every item is picked because we would be happy to have it ourselves."],
+      ["Personal advice", () => "Tell us what you are looking for and we will help you find it."],
+      ["Made for giving", () => "Looking for a present? Ask us and we will help you choose."],
+    ],
+    audience: (w) => `Anyone${w.inPlace} looking for something special, for themselves or as a gift.`,
+    purpose: (w) => `Show what ${w.name} offers, invite people in, and make it easy to ask for something specific.`,
+    steps: {
+      heading: "Ordering something special",
+      items: [
+        ["Tell us what you have in mind", () => "Describe what you are looking for, the occasion and when you need it."],
+        ["We suggest and confirm", () => "We reply with what we can offer and agree the details with you."],
+        ["Collect it", () => "Pick it up at the agreed time, ready to enjoy or to give."],
+      ],
+    },
+    faq: [
+      ["Can I order something that is not in the shop?", () => "Often, yes. Ask us and we will tell you honestly what we can find or make for you."],
+      ["Do you help with gifts?", () => "Gladly. Tell us about the person and the occasion and we will suggest something."],
+      contactFaq,
+    ],
+    cta: { label: "Visit us", page: "contact", heading: (w) => `Come and visit${w.inPlace}`, text: () => "Drop in, or get in touch to ask about anything you are looking for." },
+  },
+  {
     id: "wellness",
     offerText: (o) => `Ask us about ${o}: who it suits, what to expect and how to join.`,
     match: /\b(?:yoga|pilates|meditation|mindfulness|therap\w+|massage|clinic|dentist|dental|physio\w*|osteopath\w*|gym|fitness|spa|wellness|wellbeing|well-being|nutrition\w*|counsell?ing|health)\b/i,
@@ -180,7 +208,7 @@ export const PROFILES: readonly Profile[] = [
   {
     id: "creative",
     offerText: (o) => `Ask for examples of ${o} and a conversation about your own project.`,
-    match: /\b(?:photograph\w*|portfolio|artist|art|designer|design studio|illustrat\w+|musician|band|singer|composer|architect\w*|painter|potter\w*|ceramic\w*|film\w*|videograph\w*|studio|writer|author|craft\w*)\b/i,
+    match: /\b(?:photograph\w*|portfolio|artist|art|designer|design studio|illustrat\w+|musician|band|singer|composer|architect\w*|painter|potter\w*|ceramic\w*|film\w*|videograph\w*|writer|author|craft\w*)\b/i,
     tone: "bold",
     offerPage: { slug: "work", title: "Work", navLabel: "Work", heading: () => "Selected work", intro: (w) => `A look at what ${w.name} does and the kind of projects that fit.` },
     values: [
@@ -244,7 +272,7 @@ export const PROFILES: readonly Profile[] = [
       ["Done properly", () => "Careful, reliable work that you do not have to think about twice."],
       ["Easy to reach", () => "Questions get a straight answer from the person doing the work."],
     ],
-    audience: (w) => `People and businesses${w.inPlace} looking for dependable help with ${w.subject}.`,
+    audience: (w) => `People and businesses${w.inPlace} looking for a ${w.subject} they can rely on.`,
     purpose: (w) => `Explain what ${w.name} offers and make it easy to get in touch.`,
     steps: {
       heading: "How it works",
@@ -263,9 +291,15 @@ export const PROFILES: readonly Profile[] = [
   },
 ];
 
-/** The profile that fits a goal best: the first whose words appear in the goal's subject, else in the whole goal. */
+/**
+ * The profile that fits a goal best: the one matching the subject's head noun
+ * ("wedding photographer" is a photographer, not a wedding), else the first
+ * matching the subject, else the whole goal.
+ */
 export function pickProfile(subject: string, goal: string): Profile {
-  return PROFILES.find((p) => p.id !== "services" && p.match.test(subject)) ?? PROFILES.find((p) => p.match.test(goal))!;
+  const head = subject.split(/\s+/).at(-1) ?? subject;
+  const specific = PROFILES.filter((p) => p.id !== "services");
+  return specific.find((p) => p.match.test(head)) ?? specific.find((p) => p.match.test(subject)) ?? PROFILES.find((p) => p.match.test(goal))!;
 }
 
 /** Renders a line or a fixed title with the goal's words. */

@@ -1,6 +1,6 @@
 import { StageFailure } from "../../engine/stage-work.js";
 import type { PageContent, Section, SiteOutline, WebsiteBrief } from "../content.js";
-import { readGoal, sentenceCase, titleCase, type GoalFacts } from "./goal-facts.js";
+import { readGoal, sentenceCase, type GoalFacts } from "./goal-facts.js";
 import { pickProfile, say, type Profile, type ProfileWords } from "./offline-profiles.js";
 import type { Writer } from "./writer.js";
 
@@ -58,7 +58,7 @@ export function composeSite(goal: string): { brief: WebsiteBrief; pages: PagePla
   const facts = readGoal(goal);
   const profile = pickProfile(facts.subject, goal);
   const w: ProfileWords = { name: facts.name, subject: facts.subject, inPlace: facts.place ? ` in ${facts.place}` : "" };
-  const audience = facts.audience ? sentenceCase(`${facts.audience}.`) : say(profile.audience, w);
+  const audience = facts.audience ? `${facts.name} is made for ${facts.audience}.` : say(profile.audience, w);
   const tagline = taglineFor(facts, w);
   const offer = profile.offerPage;
 
@@ -160,15 +160,13 @@ export function composeSite(goal: string): { brief: WebsiteBrief; pages: PagePla
 }
 
 function taglineFor(facts: GoalFacts, w: ProfileWords): string {
-  const what = facts.namedInGoal || !facts.name.toLowerCase().includes(facts.subject.toLowerCase()) ? `A ${facts.subject.replace(/^(?:a|an|the)\s+/i, "")}` : "A place";
-  const offering = facts.offerings.length > 0 ? ` for ${listOf(facts.offerings.slice(0, 3))}` : "";
-  const where = w.inPlace;
-  const line = `${sentenceCase(what)}${where}${offering}.`;
-  return /^A [aeiou]/i.test(line) ? line.replace(/^A /, "An ") : line;
+  const what = facts.subject.replace(/^(?:a|an|the)\s+/i, "");
+  const forWhat = facts.offerings.length > 0 ? ` for ${listOf(facts.offerings.slice(0, 3))}` : facts.audience ? ` for ${facts.audience}` : "";
+  const line = sentenceCase(`${/^[aeiou]/i.test(what) ? "an" : "a"} ${what}${w.inPlace}${forWhat}.`);
+  return line;
 }
 
 function heroSecondLine(facts: GoalFacts, w: ProfileWords): string[] {
-  if (facts.audience) return [`Made for ${facts.audience}.`];
   return [`Welcome to ${w.name}. Take a look around, and get in touch whenever you are ready.`];
 }
 
@@ -206,12 +204,16 @@ function featureSection(feature: string, facts: GoalFacts, w: ProfileWords, step
   if (/\b(?:price|prices|pricing|cost|costs|rates|fees|tariffs?)\b/.test(f)) {
     return { ...base, kind: "text", heading: "Prices", paragraphs: ["Prices depend on what you need. Ask us and you will get a clear price before anything is agreed."] };
   }
+  if (/\b(?:schedule|timetable|programme|program|calendar|agenda|dates|events)\b/.test(f)) {
+    const thing = f.replace(/^(?:a|an|the|our|my)\s+/, "");
+    return { ...base, kind: "text", heading: sentenceCase(thing), paragraphs: [`The current ${thing} is shared with everyone who gets in touch. Ask ${w.name} and you will get the latest version.`] };
+  }
   if (/\b(?:faq|questions)\b/.test(f)) return undefined; // the offer page has questions already
   if (/\b(?:gallery|photos?|pictures|images|portfolio)\b/.test(f)) return undefined; // the offer cards stand in; no invented images
   return {
     ...base,
     kind: "text",
-    heading: titleCase(f.replace(/^(?:a|an|the|our|my)\s+/, "")),
+    heading: sentenceCase(f.replace(/^(?:a|an|the|our|my)\s+/, "")),
     paragraphs: [`Ask us about ${f.replace(/^(?:a|an|the|our|my)\s+/, "")}: get in touch and ${w.name} will tell you everything you need to know.`],
   };
 }
