@@ -196,7 +196,8 @@ export class StageEngine {
       return;
     }
     if (!result.ok && run.stopReason === "shutdown") {
-      await this.#write(run, (plan) => stageReleased(plan, claim.position), false);
+      // Only a live lease is handed back; an expired one belongs to the reaper.
+      await this.#write(run, (plan) => stageReleased(plan, claim.position), true);
       return;
     }
     if (result.ok) {
