@@ -26,6 +26,7 @@ export function ebookStages(deps: OutcomeDeps) {
   return {
     async understand(input: StageInput): Promise<StageOutcome> {
       const kind = chooseWriterKind(deps, "ebook");
+      deps.logger.info({ planId: input.planId, outcome: "ebook", writer: kind }, "writer chosen");
       const brief = await writerFor(deps, kind).ebookBrief(input.goal, input);
       const project = await ensureProject(deps.artifacts, planKey(input.planId), brief.title.trim());
       return { output: asJson({ writer: kind, brief }), project };

@@ -25,6 +25,7 @@ export function websiteStages(deps: OutcomeDeps) {
   return {
     async understand(input: StageInput): Promise<StageOutcome> {
       const kind = chooseWriterKind(deps, "website");
+      deps.logger.info({ planId: input.planId, outcome: "website", writer: kind }, "writer chosen");
       const brief = normalizeBrief(await writerFor(deps, kind).websiteBrief(input.goal, input));
       const project = await ensureProject(deps.artifacts, planKey(input.planId), brief.name);
       return { output: asJson({ writer: kind, brief }), project, ...warningFor(kind) };

@@ -91,6 +91,26 @@ describe("an ebook goal with an upstream, through the real API and chat router",
 });
 
 // Debian's /usr/bin/epubcheck is the jar itself (run through binfmt where jarwrapper is active), so call java.
+describe("a website goal with an upstream, through the real API", () => {
+  it("is written by the model, without the offline warning, and published with the model's words escaped", async () => {
+    const credential = { apiKey: account.apiKey };
+    const created = await postExecution<{ plan: RestPlan }>(app.url, credential, { goal: "Guided sea kayaking trips for beginners" });
+    expect(created.status).toBe(202);
+    const atReview = await waitForPlan(app.url, credential, created.body.plan.id, settled, 30_000);
+    expect(atReview.status).toBe("awaiting_approval");
+    expect(atReview.warning).toBeNull();
+    expect(atReview.project!.slug).toBe("harbour-lights-kayaks");
+    await postExecution(app.url, credential, { planId: atReview.id, approve: ["review"] });
+    const site = await waitForPlan(app.url, credential, atReview.id, (p) => settled(p) && p.status !== "awaiting_approval", 30_000);
+    expect(site.status).toBe("succeeded");
+    expect(site.publishedUrl).toBe(`${app.url}/sites/harbour-lights-kayaks/`);
+    const home = await (await fetch(site.publishedUrl!)).text();
+    expect(home).toContain("Harbour Lights Kayaks");
+    expect(home).toContain("&lt;script&gt;");
+    expect(home).not.toContain("<script");
+  });
+});
+
 describe.runIf(haveEpubcheck)("epubcheck (Debian package; CI installs it)", () => {
   it("accepts the published EPUB with no errors or warnings", async () => {
     expect(epubFile, "the end-to-end test must run first and write the EPUB").toBeDefined();
