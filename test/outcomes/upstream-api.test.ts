@@ -9,7 +9,9 @@ import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
 import { rawAnswer, schemaNameOf, writerModel } from "./support/model-answers.js";
-import { EPUBCHECK, haveEpubcheck } from "./support/outcome-kit.js";
+import { createRequire } from "node:module";
+import { chromium } from "playwright-core";
+import { CHROMIUM, CHROMIUM_ARGS, EPUBCHECK, haveChromium, haveEpubcheck, TEST_ARTIFACTS } from "./support/outcome-kit.js";
 
 let upstream: FakeUpstream;
 let app: TestApp;
@@ -87,6 +89,32 @@ describe("an ebook goal with an upstream, through the real API and chat router",
     const resumed = await waitForPlan(app.url, credential, failed.id, (p) => settled(p) && p.stages[0]!.attempts === 2, 30_000);
     expect(resumed.status).toBe("awaiting_approval");
     expect(resumed.project!.slug).toBe("the-patient-gardener-2"); // unique across plans
+  });
+});
+
+describe.runIf(haveChromium)("the book's HTML reader in headless Chromium", () => {
+  it("has no serious axe violations; screenshots kept", async () => {
+    expect(book, "the end-to-end test must run first and publish the book").toBeDefined();
+    const axeSource = await fs.readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    try {
+      await fs.mkdir(TEST_ARTIFACTS, { recursive: true });
+      for (const name of ["index.html", "chapter-01.html"]) {
+        const context = await browser.newContext({ viewport: { width: 1000, height: 800 }, bypassCSP: true });
+        const page = await context.newPage();
+        await page.goto(new URL(name, book.publishedUrl!).href);
+        await page.screenshot({ path: path.join(TEST_ARTIFACTS, `ebook-reader-${name.replace(".html", "")}.png`), fullPage: true });
+        await page.addScriptTag({ content: axeSource });
+        const violations = await page.evaluate(async () => {
+          const result = await (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string | null }[] }> } }).axe.run();
+          return result.violations.map((v) => ({ id: v.id, impact: v.impact }));
+        });
+        expect(violations.filter((v) => v.impact === "serious" || v.impact === "critical"), name).toEqual([]);
+        await context.close();
+      }
+    } finally {
+      await browser.close();
+    }
   });
 });
 
