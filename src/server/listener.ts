@@ -73,7 +73,10 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
   const h2c = http2.createServer({ settings: http2Settings }, onRequest);
   h2c.on("session", trackSession);
 
-  const sniffer = net.createServer((socket) => {
+  // noDelay: the HTTP servers never accept these sockets themselves, so their
+  // own default (Nagle off) does not apply; without it a stream's second small
+  // write waits for the client's delayed ACK (~40 ms).
+  const sniffer = net.createServer({ noDelay: true }, (socket) => {
     let received: Buffer = Buffer.alloc(0);
     const hand = (server: net.Server) => {
       socket.removeListener("data", onData);
