@@ -10,11 +10,14 @@ import { parseChatRequest } from "./chat-request.js";
 import type { ChatRequest, ChatRouter } from "./chat-router.js";
 import { completeIdempotently } from "./idempotent-completion.js";
 import type { IdempotencyStore } from "./idempotency.js";
+import { PrincipalCache } from "./principal-cache.js";
 
 export interface ChatRestDeps {
   router: ChatRouter;
   idempotency: IdempotencyStore;
   authenticator: Authenticator;
+  /** Keys checked in the last second; see PrincipalCache. */
+  principals?: PrincipalCache;
 }
 
 /** Image content parts travel inline as base64, so chat bodies may be large. */
@@ -33,12 +36,13 @@ const SSE_HEADERS = {
  * reaches the upstream exactly as sent; the router is the one ChatService uses.
  */
 export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
+  const principals = deps.principals ?? new PrincipalCache();
   rest.add("POST", "/v1/chat/completions", async (exchange) => {
     const { req, res } = exchange;
     let principal: Principal;
     let request: ChatRequest;
     try {
-      principal = await authenticateBearer(exchange, deps.authenticator);
+      principal = await authenticateBearer(exchange, deps.authenticator, principals);
       request = parseChatRequest(await readJsonBody(req, { maxBytes: MAX_BODY_BYTES }));
     } catch (error) {
       sendOpenAiError(req, res, error);
@@ -132,11 +136,14 @@ function drained(res: NodeResponse): Promise<void> {
  * 401 `invalid_api_key`, 403 `insufficient_scope`. This is the one place the
  * shared authenticator's errors are renamed for `/v1`.
  */
-async function authenticateBearer(exchange: RestExchange, authenticator: Authenticator): Promise<Principal> {
+async function authenticateBearer(exchange: RestExchange, authenticator: Authenticator, principals: PrincipalCache): Promise<Principal> {
   const authorization = exchange.req.headers.authorization;
   if (!authorization) {
     throw new ServiceError("invalid_api_key", "no API key: send it as `Authorization: Bearer <API_KEY>`");
   }
+  const cacheKey = PrincipalCache.keyOf(authorization);
+  const known = principals.get(cacheKey);
+  if (known) return known;
   const values = createContextValues();
   try {
     await authorize(
@@ -160,6 +167,7 @@ async function authenticateBearer(exchange: RestExchange, authenticator: Authent
   }
   const principal = values.get(principalKey);
   if (!principal) throw new ServiceError("invalid_api_key", "no API key: send it as `Authorization: Bearer <API_KEY>`");
+  principals.set(cacheKey, principal);
   return principal;
 }
 

@@ -1,6 +1,6 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createAccountWithKey } from "../support/accounts.js";
+import { consoleClient, createAccountWithKey, sessionHeaders } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
 import {
   chunk,
@@ -156,6 +156,19 @@ describe("refusals, as the SDK's error classes", () => {
     const response = await postChat(app, undefined, { model: "project-zero", messages }, { cookie, origin: app.url });
     expect(response.status).toBe(401);
     expect(((await response.json()) as { error: { type: string } }).error).toMatchObject({ type: "invalid_api_key", code: "invalid_api_key" });
+  });
+
+  it("a revoked key stops working within a second (keys are re-checked at least that often)", async () => {
+    const account = await createAccountWithKey(app, ["chat"]);
+    const ownClient = openAiClient(app, account.apiKey);
+    await ownClient.chat.completions.create({ model: "project-zero", messages });
+    const console = consoleClient(app.url);
+    const headers = sessionHeaders(app.url, account.cookie);
+    const { apiKeys } = await console.listApiKeys({}, { headers });
+    await console.revokeApiKey({ id: apiKeys[0]!.id }, { headers });
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const error = await ownClient.chat.completions.create({ model: "project-zero", messages }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
   });
 
   it("403 insufficient_scope for a key without `chat`", async () => {
