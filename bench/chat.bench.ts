@@ -1,0 +1,318 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import readline from "node:readline";
+import pg from "pg";
+import { Client, Pool } from "undici";
+import { benchDatabaseUrl } from "./support/postgres.js";
+
+/**
+ * The chat gateway against the same instant upstream three ways, in
+ * interleaved rounds: direct to the upstream, through this service, and
+ * through Portkey's open-source gateway (pointed at the upstream with
+ * `x-portkey-custom-host`). Each server runs in its own process.
+ *
+ * - throughput: CONCURRENCY connections, back to back, for THROUGHPUT_MS;
+ * - latency: one connection, back to back (under saturation latency is only
+ *   connections ÷ throughput, so it is measured unloaded);
+ * - streaming time to first byte: one connection, time to the first body
+ *   byte (the first SSE event; response heads do not count);
+ * - peak RSS (VmHWM) of each gateway process over the whole run.
+ */
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONCURRENCY = 64;
+const THROUGHPUT_MS = Number(process.env.BENCH_THROUGHPUT_MS ?? 4000);
+const LATENCY_MS = Number(process.env.BENCH_LATENCY_MS ?? 2500);
+const WARMUP_MS = 1500;
+const UPSTREAM_MODEL = "bench-upstream-model";
+const UPSTREAM_KEY = "sk-bench-upstream";
+
+const root = path.resolve(import.meta.dirname, "..");
+const children: ChildProcess[] = [];
+
+interface Target {
+  name: "direct" | "gateway" | "portkey";
+  origin: string;
+  path: string;
+  headers: Record<string, string>;
+  model: string;
+  pid?: number;
+}
+
+interface RoundResult {
+  rps: number;
+  streamRps: number;
+  p50: number;
+  p99: number;
+  ttfbP50: number;
+  ttfbP99: number;
+  errors: number;
+}
+
+function body(model: string, stream: boolean): string {
+  // `stream` first: the instant upstream spots it without parsing.
+  return JSON.stringify({
+    ...(stream ? { stream: true } : {}),
+    model,
+    messages: [
+      { role: "system", content: "You are a helpful assistant." },
+      { role: "user", content: "Hello!" },
+    ],
+    temperature: 0.7,
+  });
+}
+
+/** Starts a child and resolves with the first JSON line it prints. */
+function startChild(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; info: Record<string, unknown> }> {
+  const child = spawn(args[0]!, args.slice(1), { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    const lines = readline.createInterface({ input: child.stdout! });
+    lines.on("line", (line) => {
+      try {
+        resolve({ child, info: JSON.parse(line) as Record<string, unknown> });
+      } catch {
+        // Not the ready line.
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`${args.join(" ")} exited with ${code}`)));
+  });
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function startPortkey(upstreamOrigin: string): Promise<Target> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [path.join(root, "node_modules/@portkey-ai/gateway/build/start-server.js"), `--port=${port}`, "--headless"], {
+    cwd: root,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  children.push(child);
+  const target: Target = {
+    name: "portkey",
+    origin: `http://127.0.0.1:${port}`,
+    path: "/v1/chat/completions",
+    headers: {
+      "content-type": "application/json",
+      authorization: `Bearer ${UPSTREAM_KEY}`,
+      "x-portkey-provider": "openai",
+      "x-portkey-custom-host": `${upstreamOrigin}/v1`,
+    },
+    model: UPSTREAM_MODEL,
+    pid: child.pid,
+  };
+  for (let i = 0; i < 200; i++) {
+    try {
+      const response = await fetch(target.origin + target.path, { method: "POST", headers: target.headers, body: body(UPSTREAM_MODEL, false) });
+      if (response.ok) {
+        await response.text();
+        return target;
+      }
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error("Portkey's gateway did not start");
+}
+
+async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const admin = await benchDatabaseUrl();
+  const name = `zero_bench_chat_${randomBytes(4).toString("hex")}`;
+  const run = async (statement: string) => {
+    const client = new pg.Client({ connectionString: admin });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await run(`CREATE DATABASE ${name}`);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return { url: url.href, drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+/** Checks a target answers correctly before it is timed: a wrong answer fast is no result. */
+async function verify(target: Target): Promise<void> {
+  const plain = await fetch(target.origin + target.path, { method: "POST", headers: target.headers, body: body(target.model, false) });
+  const json = (await plain.json()) as { choices?: { message?: { content?: string } }[] };
+  if (plain.status !== 200 || !json.choices?.[0]?.message?.content) throw new Error(`${target.name}: bad answer ${JSON.stringify(json)}`);
+  const streamed = await fetch(target.origin + target.path, { method: "POST", headers: target.headers, body: body(target.model, true) });
+  const text = await streamed.text();
+  if (streamed.status !== 200 || !text.includes("data: [DONE]") || !text.includes("Hello")) throw new Error(`${target.name}: bad stream ${text}`);
+}
+
+async function throughput(target: Target, stream: boolean, ms: number): Promise<{ rps: number; errors: number }> {
+  const pool = new Pool(target.origin, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 });
+  const payload = body(target.model, stream);
+  let done = 0;
+  let errors = 0;
+  const started = performance.now();
+  const end = started + ms;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < end) {
+        try {
+          const response = await pool.request({ method: "POST", path: target.path, headers: target.headers, body: payload });
+          const text = await response.body.text();
+          if (response.statusCode === 200 && (!stream || text.endsWith("data: [DONE]\n\n"))) done++;
+          else errors++;
+        } catch {
+          errors++;
+        }
+      }
+    }),
+  );
+  const elapsed = performance.now() - started;
+  await pool.close();
+  return { rps: (done / elapsed) * 1000, errors };
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** One connection, back to back: per-request time, and for streams the time to the first body byte. */
+async function latency(target: Target, stream: boolean, ms: number): Promise<{ p50: number; p99: number }> {
+  const client = new Client(target.origin, { pipelining: 1, keepAliveTimeout: 60_000 });
+  const payload = body(target.model, stream);
+  const samples: number[] = [];
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    const t0 = performance.now();
+    const response = await client.request({ method: "POST", path: target.path, headers: target.headers, body: payload });
+    let first = 0;
+    for await (const _ of response.body) {
+      if (first === 0) first = performance.now();
+    }
+    samples.push((stream ? first : performance.now()) - t0);
+  }
+  await client.close();
+  samples.sort((a, b) => a - b);
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}
+
+function peakRssMb(pid: number | undefined): { peak: number; now: number } {
+  if (!pid) return { peak: NaN, now: NaN };
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
+  return { peak: kb("VmHWM") / 1024, now: kb("VmRSS") / 1024 };
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const f = (n: number, digits = 2) => n.toFixed(digits);
+
+async function main(): Promise<void> {
+  const tsx = [process.execPath, "--import", "tsx"];
+  const { info: upstreamInfo } = await startChild([...tsx, "bench/support/chat-instant-upstream.ts"]);
+  const upstreamOrigin = `http://127.0.0.1:${upstreamInfo.port as number}`;
+  const database = await freshDatabase();
+  try {
+    const { child: gatewayChild, info: gatewayInfo } = await startChild([...tsx, "bench/support/chat-gateway-server.ts"], {
+      DATABASE_URL: database.url,
+      ZERO_UPSTREAMS: JSON.stringify([{ name: "bench", baseUrl: `${upstreamOrigin}/v1`, apiKey: UPSTREAM_KEY, model: UPSTREAM_MODEL }]),
+      ZERO_FREE_POOL_DAILY_REQUESTS: "1000000000",
+      // Request logs at info would measure the log sink; stage workers are not part of chat.
+      LOG_LEVEL: "warn",
+      ZERO_WORKER_CONCURRENCY: "0",
+    });
+    const gatewayUrl = new URL(gatewayInfo.url as string);
+    const targets: Target[] = [
+      { name: "direct", origin: upstreamOrigin, path: "/v1/chat/completions", headers: { "content-type": "application/json", authorization: `Bearer ${UPSTREAM_KEY}` }, model: UPSTREAM_MODEL },
+      {
+        name: "gateway",
+        origin: gatewayUrl.origin,
+        path: "/v1/chat/completions",
+        headers: { "content-type": "application/json", authorization: `Bearer ${gatewayInfo.apiKey as string}` },
+        model: "project-zero",
+        pid: gatewayChild.pid,
+      },
+      await startPortkey(upstreamOrigin),
+    ];
+    for (const target of targets) {
+      await verify(target);
+      await throughput(target, false, WARMUP_MS);
+      await throughput(target, true, WARMUP_MS / 2);
+    }
+
+    const results = new Map<Target["name"], RoundResult[]>(targets.map((t) => [t.name, []]));
+    for (let round = 1; round <= ROUNDS; round++) {
+      // Each round in another order, so no target always follows the same one.
+      const order = round % 2 === 1 ? targets : [...targets].reverse();
+      for (const target of order) {
+        const plain = await throughput(target, false, THROUGHPUT_MS);
+        const streamed = await throughput(target, true, THROUGHPUT_MS / 2);
+        const lat = await latency(target, false, LATENCY_MS);
+        const ttfb = await latency(target, true, LATENCY_MS);
+        const result = { rps: plain.rps, streamRps: streamed.rps, p50: lat.p50, p99: lat.p99, ttfbP50: ttfb.p50, ttfbP99: ttfb.p99, errors: plain.errors + streamed.errors };
+        results.get(target.name)!.push(result);
+        console.log(
+          `round ${round} ${target.name.padEnd(8)} ${f(result.rps, 0).padStart(6)} req/s  ${f(result.streamRps, 0).padStart(6)} streams/s  ` +
+            `p50 ${f(result.p50, 3)} ms  p99 ${f(result.p99, 3)} ms  ttfb p50 ${f(result.ttfbP50, 3)} ms  p99 ${f(result.ttfbP99, 3)} ms  errors ${result.errors}`,
+        );
+      }
+    }
+
+    const summary = (name: Target["name"]) => {
+      const rows = results.get(name)!;
+      return {
+        rps: median(rows.map((r) => r.rps)),
+        streamRps: median(rows.map((r) => r.streamRps)),
+        p50: median(rows.map((r) => r.p50)),
+        p99: median(rows.map((r) => r.p99)),
+        ttfbP50: median(rows.map((r) => r.ttfbP50)),
+        ttfbP99: median(rows.map((r) => r.ttfbP99)),
+        errors: rows.reduce((n, r) => n + r.errors, 0),
+      };
+    };
+    const direct = summary("direct");
+    const gateway = summary("gateway");
+    const portkey = summary("portkey");
+    const gatewayRss = peakRssMb(targets[1]!.pid);
+    const portkeyRss = peakRssMb(targets[2]!.pid);
+
+    console.log(`\nmedians of ${ROUNDS} interleaved rounds; ${CONCURRENCY} connections for throughput, one for latency and first byte`);
+    console.log("target    req/s   streams/s  p50 ms   p99 ms   ttfb p50  ttfb p99  peak RSS MB  errors");
+    for (const [name, s, rss] of [
+      ["direct", direct, undefined],
+      ["gateway", gateway, gatewayRss],
+      ["portkey", portkey, portkeyRss],
+    ] as const) {
+      console.log(
+        `${name.padEnd(8)} ${f(s.rps, 0).padStart(6)}  ${f(s.streamRps, 0).padStart(9)}  ${f(s.p50, 3).padStart(7)}  ${f(s.p99, 3).padStart(7)}  ${f(s.ttfbP50, 3).padStart(8)}  ${f(s.ttfbP99, 3).padStart(8)}  ${rss ? f(rss.peak, 1).padStart(11) : "          -"}  ${s.errors}`,
+      );
+    }
+    const goals = [
+      [`throughput ≥ 4× Portkey's`, gateway.rps / portkey.rps, 4, `${f(gateway.rps / portkey.rps)}×`],
+      [`added p50 < 0.3 ms`, gateway.p50 - direct.p50, 0.3, `${f(gateway.p50 - direct.p50, 3)} ms`],
+      [`added p99 < 1 ms`, gateway.p99 - direct.p99, 1, `${f(gateway.p99 - direct.p99, 3)} ms`],
+      [`first-byte overhead < 1 ms`, gateway.ttfbP50 - direct.ttfbP50, 1, `${f(gateway.ttfbP50 - direct.ttfbP50, 3)} ms`],
+      [`peak RSS < 100 MB`, gatewayRss.peak, 100, `${f(gatewayRss.peak, 1)} MB`],
+    ] as const;
+    console.log("\ngoals");
+    for (const [label, value, bound, shown] of goals) {
+      const met = label.startsWith("throughput") ? value >= bound : value < bound;
+      console.log(`  ${met ? "met " : "MISS"}  ${label}: ${shown}`);
+    }
+    console.log(
+      `  (Portkey: added p50 ${f(portkey.p50 - direct.p50, 3)} ms, p99 ${f(portkey.p99 - direct.p99, 3)} ms, first byte +${f(portkey.ttfbP50 - direct.ttfbP50, 3)} ms, peak RSS ${f(portkeyRss.peak, 1)} MB; streams/s gateway ${f(gateway.streamRps / portkey.streamRps)}× Portkey)`,
+    );
+  } finally {
+    for (const child of children) child.kill("SIGTERM");
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await database.drop().catch(() => {});
+  }
+}
+
+await main();
