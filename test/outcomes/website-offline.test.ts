@@ -6,6 +6,11 @@ import { createRequire } from "node:module";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
+import { createFileArtifactStore, replaceTree } from "../../src/outcomes/artifact-store.js";
+import { TONES } from "../../src/outcomes/content.js";
+import { renderSite } from "../../src/outcomes/website/render-site.js";
+import { normalizeBrief, normalizeOutline } from "../../src/outcomes/website/website-stages.js";
+import { createOfflineWriter } from "../../src/outcomes/writers/offline-writer.js";
 import { CHROMIUM, CHROMIUM_ARGS, haveChromium, htmlProblems, TEST_ARTIFACTS } from "./support/outcome-kit.js";
 
 const GOAL =
@@ -120,19 +125,49 @@ describe.runIf(haveChromium)("the built site in headless Chromium", () => {
     expect(overflow).toBeLessThanOrEqual(0);
     await context.close();
 
-    // axe is injected through the DevTools protocol with CSP bypassed, the page's own scripts stay off.
-    const axeSource = await fs.readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
     for (const name of ["index.html", "menu.html", "about.html", "contact.html"]) {
-      const audit = await browser.newContext({ bypassCSP: true });
-      const auditPage = await audit.newPage();
-      await auditPage.goto(new URL(name, published.publishedUrl!).href);
-      await auditPage.addScriptTag({ content: axeSource });
-      const violations = await auditPage.evaluate(async () => {
-        const result = await (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string | null; nodes: unknown[] }[] }> } }).axe.run();
-        return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
-      });
-      expect(violations.filter((v) => v.impact === "serious" || v.impact === "critical"), name).toEqual([]);
-      await audit.close();
+      expect(await seriousViolations(browser, new URL(name, published.publishedUrl!).href), name).toEqual([]);
+    }
+  });
+
+  it("keeps every theme accessible (contrast included)", async () => {
+    // The same pages in each theme, served from the service's own store.
+    const store = createFileArtifactStore(path.join(app.dataDir, "artifacts"));
+    const writer = createOfflineWriter();
+    const context = { accountId: "acc_test", signal: new AbortController().signal };
+    const base = normalizeBrief(await writer.websiteBrief(GOAL, context));
+    const outline = normalizeOutline(base, await writer.siteOutline(GOAL, base, context));
+    const pages = await Promise.all(outline.pages.map((p) => writer.page(GOAL, base, outline, p.slug, context)));
+    for (const tone of TONES) {
+      await replaceTree(store, `preview/pln_theme_${tone}/`, renderSite({ ...base, tone }, outline, pages));
+      const url = `${app.url}/preview/pln_theme_${tone}/`;
+      expect(await seriousViolations(browser, url), tone).toEqual([]);
+      expect(await seriousViolations(browser, `${url}menu.html`), tone).toEqual([]);
+      const shot = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      await shot.goto(url);
+      await shot.screenshot({ path: path.join(TEST_ARTIFACTS, `website-theme-${tone}.png`) });
+      await shot.close();
     }
   });
 });
+
+/**
+ * Serious and critical axe-core findings on a page. axe is injected through
+ * the DevTools protocol with CSP bypassed; the page's own scripts stay off.
+ */
+async function seriousViolations(browser: Browser, url: string): Promise<{ id: string; impact: string | null; nodes: number }[]> {
+  const axeSource = await fs.readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+  const audit = await browser.newContext({ bypassCSP: true });
+  try {
+    const page = await audit.newPage();
+    await page.goto(url);
+    await page.addScriptTag({ content: axeSource });
+    const violations = await page.evaluate(async () => {
+      const result = await (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string | null; nodes: unknown[] }[] }> } }).axe.run();
+      return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
+    });
+    return violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  } finally {
+    await audit.close();
+  }
+}
