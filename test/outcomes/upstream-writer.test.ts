@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { inflateRawSync } from "node:zlib";
 import { createStageWork } from "../../src/outcomes/index.js";
+import { tidyPlainText } from "../../src/outcomes/writers/plain-text.js";
 import { parseJsonAnswer } from "../../src/outcomes/writers/structured-completion.js";
 import { FakeUpstream, fail } from "../chat/support/fake-upstream.js";
 import { answerFor, rawAnswer, schemaNameOf, SCRIPT_PARAGRAPH, writerModel } from "./support/model-answers.js";
@@ -134,6 +135,14 @@ describe("upstream writer at the stage level", () => {
     const failure = await failureOf(runStages(createStageWork(deps), { planId: "pln_pool", outcome: "ebook", goal: "A book" }));
     expect(failure.type).toBe("zero_capacity_unavailable");
     expect(failure.message).toBe("the free pool is exhausted until 00:00 UTC");
+  });
+});
+
+describe("tidyPlainText", () => {
+  it("removes the Markdown a model slips into plain text, and nothing else", () => {
+    expect(tidyPlainText({ a: ["**Fresh** bread", "## Our story", "Use `npm` *daily*", "2 * 3 * 4 = 24", "snake_case_name"] })).toEqual({
+      a: ["Fresh bread", "Our story", "Use npm daily", "2 * 3 * 4 = 24", "snake_case_name"],
+    });
   });
 });
 

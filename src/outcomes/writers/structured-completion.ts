@@ -2,6 +2,7 @@ import type { ChatCompleter, ChatRequest } from "../../chat/chat-router.js";
 import { StageFailure } from "../../engine/stage-work.js";
 import { ServiceError } from "../../server/errors.js";
 import { validate, type Infer, type Schema } from "../json-schema.js";
+import { tidyPlainText } from "./plain-text.js";
 import type { WriterContext } from "./writer.js";
 
 /** The alias the writers call, so they draw on the same free pool as every client. */
@@ -22,7 +23,8 @@ export interface StructuredRequest<S extends Schema> {
 /**
  * Asks the chat router for JSON that follows `schema` (OpenAI structured
  * outputs, strict), validates the answer against the same schema, and asks
- * once more with the problems found. A second bad answer fails the stage
+ * once more with the problems found. Valid answers come back as plain text
+ * (stray Markdown removed). A second bad answer fails the stage
  * with `invalid_model_output`; errors of the router (pool exhausted,
  * upstream down) fail it with the router's own type and message.
  */
@@ -40,7 +42,7 @@ export async function completeStructured<S extends Schema>(
     const content = await ask(chat, request, messages, context);
     const parsed = parseJsonAnswer(content);
     problems = parsed.ok ? validate(request.schema, parsed.value) : [parsed.problem];
-    if (problems.length === 0) return (parsed as { value: Infer<S> }).value;
+    if (problems.length === 0) return tidyPlainText((parsed as { value: Infer<S> }).value);
     messages.push(
       { role: "assistant", content: content ?? "" },
       {
