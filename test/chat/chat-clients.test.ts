@@ -76,6 +76,20 @@ describe("ChatService over gRPC", () => {
     expect((error as ConnectError).code).toBe(Code.Unavailable);
   });
 
+  it("a cancelled stream aborts the upstream request within 100 ms", async () => {
+    upstream.next(stream(textChunks(Array.from({ length: 200 }, (_, i) => `w${i} `)), { delayMs: 20 }));
+    const abort = new AbortController();
+    const client = createClient(ChatService, createGrpcTransport({ baseUrl: app.url }));
+    const messages = client.streamChatCompletion({ params }, { headers: { authorization: `Bearer ${apiKey}` }, signal: abort.signal });
+    const iterator = messages[Symbol.asyncIterator]();
+    expect((await iterator.next()).done).toBe(false);
+    const cancelledAt = performance.now();
+    abort.abort();
+    await iterator.next().catch(() => undefined);
+    const upstreamClosedAt = await upstream.requests[0]!.aborted;
+    expect(upstreamClosedAt - cancelledAt).toBeLessThan(100);
+  });
+
   it("answers unary completions whose JSON form is OpenAI's, and refuses other models with NotFound", async () => {
     upstream.next(reply(completion("unary answer")));
     const client = createClient(ChatService, createGrpcTransport({ baseUrl: app.url }));
