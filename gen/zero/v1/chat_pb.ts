@@ -260,7 +260,9 @@ export type CreateChatCompletionRequest = Message<"zero.v1.CreateChatCompletionR
   params?: ChatCompletionParams | undefined;
 
   /**
-   * Same meaning as the HTTP `Idempotency-Key` header.
+   * Same meaning as the HTTP `Idempotency-Key` header (which is also read):
+   * within 24 h the same key and params replay the first answer, with the
+   * response header `idempotent-replayed: true` and no free-pool unit taken.
    *
    * @generated from field: optional string idempotency_key = 2 [json_name = "idempotency_key"];
    */
