@@ -98,7 +98,7 @@ describe("serving generated content", () => {
       } finally {
         await browser.close();
       }
-    });
+    }, 120_000);
   });
 });
 

@@ -26,7 +26,7 @@ beforeAll(async () => {
   upstream.otherwise(writerModel);
   app = await startTestApp({ env: { ZERO_UPSTREAMS: JSON.stringify([{ name: "fake", baseUrl: upstream.url, apiKey: "sk-fake", model: "fake-model" }]) } });
   account = await createAccountWithKey(app, ["build", "read"]);
-});
+}, 120_000);
 
 afterAll(async () => {
   await app?.close();
@@ -42,7 +42,7 @@ describe("an ebook goal with an upstream, through the real API and chat router",
     });
     expect(created.status).toBe(202);
     expect(created.body.unavailable).toEqual([]);
-    const atReview = await waitForPlan(app.url, credential, created.body.plan.id, settled, 30_000);
+    const atReview = await waitForPlan(app.url, credential, created.body.plan.id, settled, 90_000);
     expect(atReview.status).toBe("awaiting_approval");
     expect(atReview.project).toMatchObject({ name: "The Patient Gardener", slug: "the-patient-gardener" });
     expect(atReview.warning).toBeNull();
@@ -52,7 +52,7 @@ describe("an ebook goal with an upstream, through the real API and chat router",
     expect(upstream.requests.every((r) => r.body.model === "fake-model")).toBe(true);
 
     await postExecution(app.url, credential, { planId: atReview.id, approve: ["review"] });
-    book = await waitForPlan(app.url, credential, atReview.id, (p) => settled(p) && p.status !== "awaiting_approval", 30_000);
+    book = await waitForPlan(app.url, credential, atReview.id, (p) => settled(p) && p.status !== "awaiting_approval", 90_000);
     expect(book.status).toBe("succeeded");
     expect(book.publishedUrl).toBe(`${app.url}/books/the-patient-gardener/`);
 
@@ -70,13 +70,13 @@ describe("an ebook goal with an upstream, through the real API and chat router",
     expect(new TextDecoder().decode(bytes.subarray(30, 38))).toBe("mimetype");
     epubFile = path.join(await fs.mkdtemp(path.join(os.tmpdir(), "zero-epub-")), "book.epub");
     await fs.writeFile(epubFile, bytes);
-  });
+  }, 240_000);
 
   it("fails a stage with a clear error and a resumable plan when the model keeps answering malformed JSON", async () => {
     const credential = { apiKey: account.apiKey };
     upstream.next(rawAnswer("{ this is not json"), rawAnswer('{"title": "Only a title"}'));
     const created = await postExecution<{ plan: RestPlan }>(app.url, credential, { goal: "A guide to bread baking at home", outcome: "ebook" });
-    const failed = await waitForPlan(app.url, credential, created.body.plan.id, settled, 30_000);
+    const failed = await waitForPlan(app.url, credential, created.body.plan.id, settled, 90_000);
     expect(failed.status).toBe("failed");
     expect(failed.resumable).toBe(true);
     const stage = failed.stages.find((s) => s.id === "understand")!;
@@ -86,10 +86,10 @@ describe("an ebook goal with an upstream, through the real API and chat router",
 
     // Resuming retries the stage, which now gets good answers.
     await postExecution(app.url, credential, { planId: failed.id });
-    const resumed = await waitForPlan(app.url, credential, failed.id, (p) => settled(p) && p.stages[0]!.attempts === 2, 30_000);
+    const resumed = await waitForPlan(app.url, credential, failed.id, (p) => settled(p) && p.stages[0]!.attempts === 2, 90_000);
     expect(resumed.status).toBe("awaiting_approval");
     expect(resumed.project!.slug).toBe("the-patient-gardener-2"); // unique across plans
-  });
+  }, 240_000);
 });
 
 describe.runIf(haveChromium)("the book's HTML reader in headless Chromium", () => {
@@ -115,7 +115,7 @@ describe.runIf(haveChromium)("the book's HTML reader in headless Chromium", () =
     } finally {
       await browser.close();
     }
-  });
+  }, 120_000);
 });
 
 // Debian's /usr/bin/epubcheck is the jar itself (run through binfmt where jarwrapper is active), so call java.
@@ -124,19 +124,19 @@ describe("a website goal with an upstream, through the real API", () => {
     const credential = { apiKey: account.apiKey };
     const created = await postExecution<{ plan: RestPlan }>(app.url, credential, { goal: "Guided sea kayaking trips for beginners" });
     expect(created.status).toBe(202);
-    const atReview = await waitForPlan(app.url, credential, created.body.plan.id, settled, 30_000);
+    const atReview = await waitForPlan(app.url, credential, created.body.plan.id, settled, 90_000);
     expect(atReview.status).toBe("awaiting_approval");
     expect(atReview.warning).toBeNull();
     expect(atReview.project!.slug).toBe("harbour-lights-kayaks");
     await postExecution(app.url, credential, { planId: atReview.id, approve: ["review"] });
-    const site = await waitForPlan(app.url, credential, atReview.id, (p) => settled(p) && p.status !== "awaiting_approval", 30_000);
+    const site = await waitForPlan(app.url, credential, atReview.id, (p) => settled(p) && p.status !== "awaiting_approval", 90_000);
     expect(site.status).toBe("succeeded");
     expect(site.publishedUrl).toBe(`${app.url}/sites/harbour-lights-kayaks/`);
     const home = await (await fetch(site.publishedUrl!)).text();
     expect(home).toContain("Harbour Lights Kayaks");
     expect(home).toContain("&lt;script&gt;");
     expect(home).not.toContain("<script");
-  });
+  }, 240_000);
 });
 
 describe.runIf(haveEpubcheck)("epubcheck (Debian package; CI installs it)", () => {

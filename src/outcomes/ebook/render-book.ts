@@ -49,7 +49,7 @@ ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "xhtml")}">${c.title
   const chapterPages = chapters.map((chapter, i) =>
     xhtml(chapter.title, html`<section epub:type="chapter" aria-labelledby="chapter-title">
 <h1 id="chapter-title">${chapter.title}</h1>
-${chapterBody(chapter, "/")}
+${chapterBody(chapter)}
 </section>`),
   );
 
@@ -148,7 +148,7 @@ ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "html")}">${c.title}
         html`<article aria-labelledby="chapter-title">
 <p class="chapter-number">Chapter ${i + 1}</p>
 <h1 id="chapter-title">${chapter.title}</h1>
-${chapterBody(chapter, "")}
+${chapterBody(chapter)}
 </article>
 <nav class="pager" aria-label="Chapters">${previous} ${next}</nav>`,
       ),
@@ -157,8 +157,8 @@ ${chapterBody(chapter, "")}
   return files;
 }
 
-/** Sections and paragraphs; `voidClose` is "/" in XHTML. Headings of untitled sections are omitted. */
-function chapterBody(chapter: Chapter, _voidClose: string): Html {
+/** Sections and paragraphs, valid as both HTML and XHTML; untitled sections (and ones repeating the chapter title) get no heading. */
+function chapterBody(chapter: Chapter): Html {
   return join(
     chapter.sections.map(
       (section) =>
