@@ -46,8 +46,9 @@ export class FreePool {
   readonly #now: () => number;
   readonly #listen: FreePoolOptions["listen"];
 
-  /** The day the units in hand belong to. */
+  /** The day the units in hand belong to, and when it began (ms). */
   #day = "";
+  #dayStartsAt = -Infinity;
   #available = 0;
   #block = 1;
   /** Capacity minus granted, as last read from the row. */
@@ -144,7 +145,10 @@ export class FreePool {
   }
 
   #rollover(now: number): string {
+    // Most calls fall inside the day already known; formatting a date on each is measurable.
+    if (now >= this.#dayStartsAt && now < this.#dayStartsAt + DAY_MS) return this.#day;
     const day = utcDay(now);
+    this.#dayStartsAt = Math.floor(now / DAY_MS) * DAY_MS;
     if (day !== this.#day) {
       // Yesterday's units are worthless today; nothing to give back.
       this.#day = day;
