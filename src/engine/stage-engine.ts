@@ -1,7 +1,8 @@
+import type { JsonValue } from "@bufbuild/protobuf";
 import type { Kysely } from "kysely";
 import type { Store } from "../db/database.js";
 import type { Database } from "../db/schema.js";
-import { LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL } from "../executions/plan-repository.js";
+import { LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL, type SaveResult } from "../executions/plan-repository.js";
 import type { Logger } from "../logger.js";
 import { isOutcomeId } from "../outcomes/catalog.js";
 import {
@@ -44,6 +45,8 @@ interface Run {
   renewedAt: number;
   /** Progress writes, in order; the result waits for them. */
   writes: Promise<void>;
+  /** The plan as this worker last wrote it, for a write without a prior locked read. */
+  cached: PlanState | undefined;
   done: Promise<void>;
 }
 
@@ -108,12 +111,14 @@ export class StageEngine {
     for (const timer of this.#timers) clearInterval(timer);
     await this.#unlisten?.().catch(() => {});
     await this.#filling;
-    for (const run of this.#runs.values()) abort(run, "shutdown");
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.#runs.values()].map((r) => r.done)),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#options.stopGraceMs))),
-    ]);
+    const grace = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), this.#options.stopGraceMs)));
+    // A run finishing right now may chain into the next stage: wait until none is left.
+    while (this.#runs.size > 0) {
+      for (const run of this.#runs.values()) abort(run, "shutdown");
+      const settled = Promise.allSettled([...this.#runs.values()].map((r) => r.done));
+      if ((await Promise.race([settled, grace])) === "timeout") break;
+    }
     clearTimeout(timer);
     if (this.#runs.size > 0) this.#log.warn({ stages: this.#runs.size }, "stage work did not stop in time; its leases will expire");
     await Promise.allSettled([this.#reaping, this.#renewing]);
@@ -148,9 +153,10 @@ export class StageEngine {
     }
   }
 
-  #launch(claim: ClaimedStage): void {
+  #launch(claim: ClaimedStage, cached?: PlanState): void {
     const run: Run = {
       claim,
+      cached,
       controller: new AbortController(),
       stopReason: undefined,
       renewedAt: performance.now(),
@@ -201,7 +207,9 @@ export class StageEngine {
       return;
     }
     if (result.ok) {
-      await this.#write(run, (plan) => stageSucceeded(plan, claim.position, result.outcome), true);
+      const written = await this.#write(run, (plan) => stageSucceeded(plan, claim.position, result.outcome), true, !this.#stopping);
+      // The next stage of this plan, claimed in the same statement: run it on this slot at once.
+      if (typeof written === "object" && written.claimed) this.#launch(nextClaim(claim, written.plan, written.claimed), written.plan);
     } else {
       const error = stageError(result.error);
       if (!(result.error instanceof StageFailure)) {
@@ -228,19 +236,39 @@ export class StageEngine {
   /**
    * Applies a transition to the plan of a run, under the plan's lock and the
    * run's fencing token. Answers "lost" when the lease is no longer ours.
+   * With `chain`, a stage the transition makes ready is claimed for this
+   * instance in the same write.
    */
-  async #write(run: Run, transition: (plan: PlanState) => PlanState, live: boolean): Promise<"written" | "unchanged" | "lost"> {
+  async #write(
+    run: Run,
+    transition: (plan: PlanState) => PlanState,
+    live: boolean,
+    chain = false,
+  ): Promise<SaveResult | "unchanged" | "lost"> {
     const { claim } = run;
+    const { instanceId: owner, leaseMs } = this.#options;
+    const options = { fence: { position: claim.position, live }, claimFor: chain ? { owner, leaseMs } : undefined };
     try {
-      return await this.#db.transaction().execute(async (trx) => {
+      // The common case, one statement: nothing else touched the plan since this worker last wrote it.
+      if (run.cached && live) {
+        const after = transition(run.cached);
+        if (after === run.cached) return "unchanged";
+        const saved = await savePlan(this.#db, run.cached, after, { ...options, optimistic: true });
+        if (saved) {
+          run.cached = saved.plan;
+          return saved;
+        }
+      }
+      const saved = await this.#db.transaction().execute(async (trx) => {
         const before = await loadPlan(trx, claim.planId, { forUpdate: true });
         const stage = before?.stages[claim.position];
         if (!before || stage?.leaseToken !== claim.leaseToken) throw new LeaseLostError("lease lost");
         const after = transition(before);
         if (after === before) return "unchanged";
-        await savePlan(trx, before, after, { position: claim.position, live });
-        return "written";
+        return savePlan(trx, before, after, options);
       });
+      run.cached = saved === "unchanged" ? undefined : saved.plan;
+      return saved;
     } catch (error) {
       if (!(error instanceof LeaseLostError)) throw error;
       abort(run, "lost");
@@ -280,7 +308,7 @@ export class StageEngine {
             const before = await loadPlan(trx, lease.planId, { forUpdate: true });
             const stage = before?.stages[lease.position];
             if (!before || stage?.leaseToken !== lease.leaseToken || stage.state !== "running") return false;
-            await savePlan(trx, before, stageInterrupted(before, lease.position), { position: lease.position, live: false });
+            await savePlan(trx, before, stageInterrupted(before, lease.position), { fence: { position: lease.position, live: false } });
             return true;
           })
           .catch((error: unknown) => {
@@ -297,6 +325,14 @@ export class StageEngine {
       .catch((error: unknown) => this.#log.warn({ err: error }, "checking for expired leases failed"))
       .finally(() => (this.#reaping = undefined));
   }
+}
+
+/** The run of the stage `claimed` in the same write that finished `previous`. */
+function nextClaim(previous: ClaimedStage, plan: PlanState, claimed: { position: number; leaseToken: number }): ClaimedStage {
+  const stage = plan.stages[claimed.position]!;
+  const outputs: Record<string, JsonValue> = {};
+  for (const s of plan.stages) if (s.state === "succeeded" && s.output !== null) outputs[s.id] = s.output;
+  return { ...previous, position: stage.position, stageId: stage.id, attempts: stage.attempts, leaseToken: claimed.leaseToken, previous: outputs };
 }
 
 function abort(run: Run, reason: StopReason): void {

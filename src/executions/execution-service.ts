@@ -106,7 +106,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
         const after = resumePlan(before, request.approve);
         if (after === before) return before;
         if (startsWork(before, after)) requireAvailable(before.outcome, unavailable);
-        return savePlan(trx, before, after);
+        return (await savePlan(trx, before, after)).plan;
       });
       setHeaders(context, rateLimitHeaders(await readGenerationUsage(db, accountId, window)));
       return { plan: toPlanMessage(plan), unavailable };

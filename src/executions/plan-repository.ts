@@ -83,64 +83,121 @@ export interface WriteFence {
   live: boolean;
 }
 
+export interface SaveOptions {
+  fence?: WriteFence;
+  /**
+   * A worker finishing a stage: if this write makes the next stage ready, the
+   * worker claims it in the same statement instead of queueing it, saving
+   * the queue round trip (and the NOTIFY) for a plan it is already working on.
+   */
+  claimFor?: { owner: string; leaseMs: number };
+  /**
+   * Write without a prior `loadPlan(forUpdate)`: `before` is the state this
+   * worker last wrote or read, and the write happens only if the plan is
+   * still at `before.version` (and the fenced lease still live). One
+   * statement, no transaction. Answers undefined when the plan moved on; the
+   * caller then takes the locked path.
+   */
+  optimistic?: boolean;
+}
+
+export interface SaveResult {
+  plan: PlanState;
+  /** The stage claimed for `claimFor`, with its new fencing token. */
+  claimed?: { position: number; leaseToken: number };
+}
+
 /**
  * Writes what changed between `before` (loaded with `forUpdate` in this
- * transaction) and `after`, bumps the plan's version and notifies watchers,
- * and engines when a stage became ready to run. Each stage write presents the
- * lease token it was loaded with; when it no longer matches (or, with a live
- * fence, the lease expired) this throws LeaseLostError and nothing is written.
+ * transaction) and `after` in one statement: the changed stages, the plan
+ * with its version bumped, a NOTIFY for watchers and, when a stage became
+ * ready to run, one for engines. Each stage write presents the lease token
+ * it was loaded with (and, with a fence, the state of its lease); when one no
+ * longer matches this throws LeaseLostError, and the caller's transaction
+ * rolls back, so nothing is written.
  */
-export async function savePlan(trx: Transaction<Database>, before: PlanState, after: PlanState, fence?: WriteFence): Promise<PlanState> {
-  let wakeEngines = false;
-  for (const stage of after.stages) {
+export async function savePlan(trx: Transaction<Database>, before: PlanState, after: PlanState, options?: SaveOptions & { optimistic?: false }): Promise<SaveResult>;
+export async function savePlan(db: Executor, before: PlanState, after: PlanState, options: SaveOptions & { optimistic: true }): Promise<SaveResult | undefined>;
+export async function savePlan(db: Executor, before: PlanState, after: PlanState, options: SaveOptions = {}): Promise<SaveResult | undefined> {
+  const { fence, claimFor, optimistic = false } = options;
+  const changed = after.stages.filter((stage) => {
     const old = before.stages[stage.position];
-    if (!old || sameStage(old, stage)) continue;
-    const becameReady = stage.state === "running" && stage.leaseToken === null && (old.state !== "running" || old.attempts !== stage.attempts || old.leaseToken !== null);
-    wakeEngines ||= becameReady;
-    let update = trx
-      .updateTable("plan_stages")
-      .set({
-        state: stage.state,
-        attempts: stage.attempts,
-        error_type: stage.error?.type ?? null,
-        error_message: stage.error?.message ?? null,
-        output: stage.output === null ? null : JSON.stringify(stage.output),
-        progress: stage.progress,
-        lease_token: stage.leaseToken,
-        updated_at: sql<Date>`now()`,
-        ...(stage.leaseToken === null ? { lease_owner: null, lease_expires_at: null } : {}),
-        ...(becameReady ? { ready_at: sql<Date>`now()` } : {}),
-      })
-      .where("plan_id", "=", after.id)
-      .where("position", "=", stage.position)
-      .where("lease_token", "is not distinct from", old.leaseToken);
-    if (fence?.position === stage.position) {
-      update = update.where("lease_expires_at", fence.live ? ">" : "<=", sql<Date>`now()`);
-    }
-    const result = await update.executeTakeFirst();
-    if (result.numUpdatedRows !== 1n) throw new LeaseLostError(`stage ${stage.id} of ${after.id} is no longer held`);
-  }
+    return old !== undefined && !sameStage(old, stage);
+  });
+  let claimPosition: number | undefined;
+  let wake = false;
+  const rows = changed.map((stage) => {
+    const old = before.stages[stage.position]!;
+    const ready = stage.state === "running" && stage.leaseToken === null && isNewRun(old, stage);
+    const claim = ready && claimFor !== undefined && claimPosition === undefined;
+    if (claim) claimPosition = stage.position;
+    wake ||= ready && !claim;
+    const fenced = fence?.position === stage.position ? (fence.live ? "live" : "expired") : null;
+    return sql`(${stage.position}::smallint, ${stage.state}::text, ${stage.attempts}::int, ${stage.error?.type ?? null}::text,
+      ${stage.error?.message ?? null}::text, ${stage.output === null ? null : JSON.stringify(stage.output)}::jsonb, ${stage.progress}::real,
+      ${stage.leaseToken}::bigint, ${old.leaseToken}::bigint, ${ready && !claim}::boolean, ${claim}::boolean, ${fenced}::text)`;
+  });
+  const leaseSeconds = (claimFor?.leaseMs ?? 0) / 1000;
 
-  const row = await trx
-    .updateTable("plans")
-    .set({
-      status: after.status,
-      progress: after.progress,
-      resumable: after.resumable,
-      warning: after.warning,
-      preview_url: after.previewUrl,
-      published_url: after.publishedUrl,
-      project: after.project === null ? null : JSON.stringify(after.project),
-      approved: [...after.approved],
-      version: sql<number>`version + 1`,
-      updated_at: sql<Date>`now()`,
-    })
-    .where("id", "=", after.id)
-    .returning(["version", "updated_at"])
-    .returning(sql<string>`pg_notify(${PLAN_CHANGED_CHANNEL}, id)::text`.as("notified"))
-    .$if(wakeEngines, (qb) => qb.returning(sql<string>`pg_notify(${STAGE_READY_CHANNEL}, '')::text`.as("woke")))
-    .executeTakeFirstOrThrow();
-  return { ...after, version: row.version, updatedAt: row.updated_at };
+  // The optimistic write first locks the plan row, and only if it is still at
+  // the version `before` was read at; every other part of the statement
+  // depends on that row, so a moved-on plan leaves everything untouched.
+  const guard = optimistic
+    ? sql`p AS (
+        SELECT id FROM plans WHERE id = ${after.id} AND version = ${before.version}::int
+        ${fence?.live ? sql`AND EXISTS (SELECT 1 FROM plan_stages WHERE plan_id = ${after.id} AND position = ${fence.position}::smallint
+          AND lease_token = ${before.stages[fence.position]?.leaseToken ?? null}::bigint AND lease_expires_at > now())` : sql``}
+        FOR UPDATE
+      ),`
+    : sql``;
+  const guarded = optimistic ? sql`AND EXISTS (SELECT 1 FROM p)` : sql``;
+  const stagesCte = rows.length === 0
+    ? sql`stages AS (SELECT NULL::smallint AS position, NULL::bigint AS lease_token, false AS claim WHERE false)`
+    : sql`v (position, state, attempts, error_type, error_message, output, progress, new_token, old_token, ready, claim, fenced) AS (
+        VALUES ${sql.join(rows)}
+      ),
+      stages AS (
+        UPDATE plan_stages AS s SET
+          state = v.state, attempts = v.attempts, error_type = v.error_type, error_message = v.error_message,
+          output = v.output, progress = v.progress,
+          lease_token = CASE WHEN v.claim THEN nextval('plan_stage_lease_tokens') ELSE v.new_token END,
+          lease_owner = CASE WHEN v.claim THEN ${claimFor?.owner ?? null}::text WHEN v.new_token IS NULL THEN NULL ELSE s.lease_owner END,
+          lease_expires_at = CASE WHEN v.claim THEN now() + make_interval(secs => ${leaseSeconds}::float8)
+            WHEN v.new_token IS NULL THEN NULL ELSE s.lease_expires_at END,
+          ready_at = CASE WHEN v.ready THEN now() ELSE s.ready_at END,
+          updated_at = now()
+        FROM v
+        WHERE s.plan_id = ${after.id} AND s.position = v.position AND s.lease_token IS NOT DISTINCT FROM v.old_token
+          AND (v.fenced IS NULL OR (v.fenced = 'live' AND s.lease_expires_at > now()) OR (v.fenced = 'expired' AND s.lease_expires_at <= now()))
+          ${guarded}
+        RETURNING s.position, s.lease_token, v.claim
+      )`;
+
+  const { rows: result } = await sql<{ version: number; updated_at: Date; stage_rows: number; claimed_token: number | null }>`
+    WITH ${guard} ${stagesCte}
+    UPDATE plans SET
+      status = ${after.status}, progress = ${after.progress}, resumable = ${after.resumable}, warning = ${after.warning},
+      preview_url = ${after.previewUrl}, published_url = ${after.publishedUrl},
+      project = ${after.project === null ? null : JSON.stringify(after.project)}::jsonb, approved = ${[...after.approved]}::text[],
+      version = version + 1, updated_at = now()
+    WHERE id = ${after.id} ${optimistic ? sql`AND id IN (SELECT id FROM p)` : sql``}
+    RETURNING version, updated_at,
+      (SELECT count(*) FROM stages)::int AS stage_rows,
+      (SELECT lease_token FROM stages WHERE claim) AS claimed_token,
+      pg_notify(${PLAN_CHANGED_CHANNEL}, id)::text AS notified,
+      CASE WHEN ${wake}::boolean THEN pg_notify(${STAGE_READY_CHANNEL}, '')::text END AS woke
+  `.execute(db);
+  const row = result[0];
+  if (!row && optimistic) return undefined;
+  if (!row || Number(row.stage_rows) !== rows.length) throw new LeaseLostError(`a stage of ${after.id} is no longer held`);
+
+  const claimed = claimPosition !== undefined && row.claimed_token !== null ? { position: claimPosition, leaseToken: Number(row.claimed_token) } : undefined;
+  const stages = claimed ? after.stages.map((s) => (s.position === claimed.position ? { ...s, leaseToken: claimed.leaseToken } : s)) : after.stages;
+  return { plan: { ...after, stages, version: Number(row.version), updatedAt: new Date(row.updated_at) }, claimed };
+}
+
+function isNewRun(old: StageRecord, stage: StageRecord): boolean {
+  return old.state !== "running" || old.attempts !== stage.attempts || old.leaseToken !== null;
 }
 
 export interface NewPlan {
