@@ -1,0 +1,199 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { RestPlan } from "../support/executions.js";
+import { readPlan, resumePlan, type Credentials, type Sample, type Target } from "./traffic.js";
+
+/** What the ledger knows of one plan. */
+export interface LedgerPlan {
+  id: string;
+  /** The `[soak-N]` tag of its goal. */
+  tag: number;
+  outcome: string;
+  /** `accepted`: a 202 reached the client. `unanswered`: found in the database, its 202 never arrived (instance killed mid-request). */
+  via: "accepted" | "unanswered";
+  /** Resumes this client made, by the stage they re-ran. */
+  resumes: Map<string, number>;
+  /** Times the client saw the plan interrupted (a lease expired) or failed (a stage failed). */
+  interrupted: number;
+  failed: number;
+  approved: boolean;
+  last: RestPlan | undefined;
+}
+
+/** Writer requests one clean run of each stage makes with the scripted model (test/outcomes/support/model-answers.ts). */
+export const WRITER_REQUESTS: Record<string, Record<string, number>> = {
+  website: { website_brief: 1, site_outline: 1, page_content: 3 },
+  ebook: { ebook_brief: 1, book_outline: 1, chapter: 3 },
+};
+
+export interface LedgerVerdict {
+  accepted: number;
+  unanswered: number;
+  succeeded: number;
+  /** Accepted plans not succeeded at the end. */
+  lost: string[];
+  /** Plans that were never failed or interrupted. */
+  clean: number;
+  resumes: number;
+  interruptions: number;
+  failures: number;
+  /** Stages whose attempts differ from 1 + the resumes made for them. */
+  attemptMismatches: string[];
+}
+
+/**
+ * Every plan the soak started, and what the soak did to it. Only this
+ * ledger resumes failed or interrupted plans, one request per failure, so a
+ * stage's `attempts` must end at exactly 1 + the resumes made for it; any
+ * other number is a stage run twice (or a run lost).
+ */
+export class PlanLedger {
+  readonly plans = new Map<string, LedgerPlan>();
+  #tags = 0;
+
+  nextTag(): number {
+    return ++this.#tags;
+  }
+
+  accept(plan: RestPlan, via: LedgerPlan["via"] = "accepted"): LedgerPlan {
+    const known = this.plans.get(plan.id);
+    if (known) return known;
+    const entry: LedgerPlan = {
+      id: plan.id,
+      tag: tagOf(plan.goal),
+      outcome: plan.outcome,
+      via,
+      resumes: new Map(),
+      interrupted: 0,
+      failed: 0,
+      approved: false,
+      last: plan,
+    };
+    this.plans.set(plan.id, entry);
+    return entry;
+  }
+
+  /** Records what a read showed. */
+  note(plan: RestPlan): void {
+    const entry = this.plans.get(plan.id);
+    if (entry) entry.last = plan;
+  }
+
+  /** Plans last seen waiting at the gate and not yet approved. */
+  awaitingApproval(): LedgerPlan[] {
+    return [...this.plans.values()].filter((p) => !p.approved && p.last?.status === "awaiting_approval");
+  }
+
+  /** Plans not yet seen succeeded. */
+  unsettled(): LedgerPlan[] {
+    return [...this.plans.values()].filter((p) => p.last?.status !== "succeeded");
+  }
+
+  /**
+   * Moves one plan on: reads it, approves the gate, resumes a failed or
+   * interrupted stage. Answers the plan as last read.
+   */
+  async advance(target: Target, credentials: Credentials, phase: string, entry: LedgerPlan, record: (s: Sample) => void): Promise<RestPlan | undefined> {
+    const read = await readPlan(target, credentials, phase, entry.id);
+    record(read.sample);
+    const plan = read.body?.plan;
+    if (!plan) return undefined;
+    entry.last = plan;
+    if (plan.status === "awaiting_approval") {
+      const approved = await resumePlan(target, credentials, phase, entry.id, ["review"]);
+      record(approved.sample);
+      if (approved.body) {
+        entry.approved = true;
+        entry.last = approved.body.plan;
+      }
+    } else if (plan.status === "failed" || plan.status === "interrupted") {
+      await this.resume(target, credentials, phase, entry, plan, record);
+    }
+    return entry.last;
+  }
+
+  /** Resumes a failed or interrupted plan, counting the resume against the stage it re-runs. */
+  async resume(target: Target, credentials: Credentials, phase: string, entry: LedgerPlan, plan: RestPlan, record: (s: Sample) => void): Promise<void> {
+    const stage = plan.stages.find((s) => s.state === "failed");
+    if (!stage) throw new Error(`plan ${plan.id} is ${plan.status} without a failed stage: ${JSON.stringify(plan.stages)}`);
+    const resumed = await resumePlan(target, credentials, phase, entry.id);
+    record(resumed.sample);
+    if (!resumed.body) return;
+    if (plan.status === "interrupted") entry.interrupted++;
+    else entry.failed++;
+    entry.resumes.set(stage.id, (entry.resumes.get(stage.id) ?? 0) + 1);
+    entry.last = resumed.body.plan;
+    const after = resumed.body.plan.stages.find((s) => s.id === stage.id);
+    if (after?.attempts !== stage.attempts + 1) {
+      throw new Error(`resume of ${plan.id} left ${stage.id} at attempts ${after?.attempts}, expected ${stage.attempts + 1}`);
+    }
+  }
+
+  /**
+   * Drives every plan to `succeeded` (approving gates, resuming failures)
+   * until none is left or the deadline passes. `targets` answers where to
+   * send the next request (any live instance).
+   */
+  async settle(targets: () => Target[], credentials: Credentials, phase: string, deadline: number, record: (s: Sample) => void): Promise<void> {
+    let turn = 0;
+    while (Date.now() < deadline) {
+      const open = this.unsettled();
+      if (open.length === 0) return;
+      const live = targets();
+      // A few at a time: the instances are also finishing the stages themselves.
+      for (let i = 0; i < open.length; i += 8) {
+        await Promise.all(open.slice(i, i + 8).map((entry, j) => this.advance(live[(turn + j) % live.length]!, credentials, phase, entry, record)));
+        turn++;
+      }
+      await sleep(250);
+    }
+  }
+
+  verdict(): LedgerVerdict {
+    const plans = [...this.plans.values()];
+    const attemptMismatches: string[] = [];
+    for (const entry of plans) {
+      for (const stage of entry.last?.stages ?? []) {
+        const expected = 1 + (entry.resumes.get(stage.id) ?? 0);
+        if (stage.state === "succeeded" && stage.attempts !== expected) {
+          attemptMismatches.push(`${entry.id} ${stage.id}: attempts ${stage.attempts}, expected ${expected}`);
+        }
+      }
+    }
+    const accepted = plans.filter((p) => p.via === "accepted");
+    return {
+      accepted: accepted.length,
+      unanswered: plans.length - accepted.length,
+      succeeded: plans.filter((p) => p.last?.status === "succeeded").length,
+      lost: accepted.filter((p) => p.last?.status !== "succeeded").map((p) => `${p.id} (${p.last?.status ?? "never read"})`),
+      clean: plans.filter((p) => p.resumes.size === 0).length,
+      resumes: plans.reduce((n, p) => n + [...p.resumes.values()].reduce((a, b) => a + b, 0), 0),
+      interruptions: plans.reduce((n, p) => n + p.interrupted, 0),
+      failures: plans.reduce((n, p) => n + p.failed, 0),
+      attemptMismatches,
+    };
+  }
+
+  /**
+   * Plans never resumed whose writer requests (as the upstream served them)
+   * differ from one clean run of each stage: a stage that ran twice asks the
+   * model twice.
+   */
+  writerMismatches(served: Map<number, Map<string, number>>): string[] {
+    const problems: string[] = [];
+    for (const entry of this.plans.values()) {
+      if (entry.resumes.size > 0 || entry.last?.status !== "succeeded") continue;
+      const expected = WRITER_REQUESTS[entry.outcome] ?? {};
+      const got = served.get(entry.tag) ?? new Map<string, number>();
+      for (const schema of new Set([...Object.keys(expected), ...got.keys()])) {
+        if ((got.get(schema) ?? 0) !== (expected[schema] ?? 0)) {
+          problems.push(`${entry.id} [soak-${entry.tag}] ${schema}: ${got.get(schema) ?? 0} served, expected ${expected[schema] ?? 0}`);
+        }
+      }
+    }
+    return problems;
+  }
+}
+
+export function tagOf(goal: string): number {
+  return Number(/\[soak-(\d+)\]/.exec(goal)?.[1] ?? -1);
+}
