@@ -1,6 +1,7 @@
 import type http from "node:http";
 import { createContextValues } from "@connectrpc/connect";
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
+import { CHAT_ALIAS } from "../capabilities/capabilities-service.js";
 import { authorize, type Authenticator } from "../server/access.js";
 import { principalKey, type Principal } from "../server/context.js";
 import { openAiErrorBody, ServiceError, toServiceError } from "../server/errors.js";
@@ -37,6 +38,7 @@ const SSE_HEADERS = {
  */
 export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
   const principals = deps.principals ?? new PrincipalCache();
+  modelRoutes(rest, { ...deps, principals });
   rest.add("POST", "/v1/chat/completions", async (exchange) => {
     const { req, res } = exchange;
     let principal: Principal;
@@ -77,6 +79,29 @@ export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
     }
   });
 }
+
+/**
+ * `GET /v1/models` and `GET /v1/models/project-zero`: OpenAI-compatible tools
+ * list models before they chat. The alias is the only model, and nothing
+ * about the upstreams behind it is listed.
+ */
+function modelRoutes(rest: RestRouter, deps: ChatRestDeps & { principals: PrincipalCache }): void {
+  const model = { id: CHAT_ALIAS, object: "model", created: MODEL_CREATED, owned_by: "project-zero" };
+  const answer = (body: unknown) => async (exchange: RestExchange) => {
+    try {
+      await authenticateBearer(exchange, deps.authenticator, deps.principals);
+    } catch (error) {
+      sendOpenAiError(exchange.req, exchange.res, error);
+      return;
+    }
+    sendJson(exchange.res, 200, body);
+  };
+  rest.add("GET", "/v1/models", answer({ object: "list", data: [model] }));
+  rest.add("GET", `/v1/models/${CHAT_ALIAS}`, answer(model));
+}
+
+/** When the alias first existed (Unix seconds): OpenAI's `created` for a model. */
+const MODEL_CREATED = 1_795_305_600;
 
 /**
  * The SSE answer. From here on the status is 200 whatever happens: a refusal

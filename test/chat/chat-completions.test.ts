@@ -119,6 +119,17 @@ describe("non-streaming, through the official openai SDK", () => {
   });
 });
 
+describe("models", () => {
+  it("lists the alias as the only model, and retrieves it, for a chat key", async () => {
+    const models = [];
+    for await (const model of client.models.list()) models.push(model);
+    expect(models).toEqual([{ id: "project-zero", object: "model", created: expect.any(Number), owned_by: "project-zero" }]);
+    expect((await client.models.retrieve("project-zero")).id).toBe("project-zero");
+    const error = await openAiClient(app, "zk_" + "y".repeat(40)).models.list().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
+  });
+});
+
 describe("refusals, as the SDK's error classes", () => {
   it("400 model_not_found for a provider-prefixed alias, never sent upstream", async () => {
     const error = await client.chat.completions.create({ model: "openai/project-zero", messages }).catch((e: unknown) => e);
