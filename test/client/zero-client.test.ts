@@ -1,0 +1,223 @@
+import net from "node:net";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { Code } from "@connectrpc/connect";
+import { createGrpcTransport, createGrpcWebTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createZeroClient as createNodeClient } from "../../src/client/node.js";
+import { createZeroClient as createWebClient, isResting, ZeroError, type Plan, type ZeroClient } from "../../src/client/zero-client.js";
+import { createAccountWithKey } from "../support/accounts.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+import { HeldWork } from "../support/stage-work.js";
+
+const WORK_STAGES = ["understand", "outline", "write", "build", "assemble", "publish"];
+
+/**
+ * HTTP/2 sessions the gRPC clients opened, closed before the service is: a
+ * client that hung up on a watch leaves its session open, and the service's
+ * graceful close (src/server/listener.ts) then waits on that socket for good.
+ */
+const http2Sessions: Http2SessionManager[] = [];
+
+/** The same client over each way in: fetch (the browser entry), connect-node, gRPC, gRPC-Web. */
+const TRANSPORTS: [string, (baseUrl: string, apiKey?: string) => ZeroClient][] = [
+  ["Connect over fetch (browser entry)", (baseUrl, apiKey) => createWebClient({ baseUrl, apiKey })],
+  ["Connect over connect-node (Node default)", (baseUrl, apiKey) => createNodeClient({ baseUrl, apiKey })],
+  [
+    "gRPC over h2c",
+    (baseUrl, apiKey) =>
+      createNodeClient({
+        baseUrl,
+        apiKey,
+        transport: (init) => {
+          const sessionManager = new Http2SessionManager(init.baseUrl);
+          http2Sessions.push(sessionManager);
+          return createGrpcTransport({ ...init, sessionManager });
+        },
+      }),
+  ],
+  [
+    "gRPC-Web through a transport factory",
+    (baseUrl, apiKey) => createNodeClient({ baseUrl, apiKey, transport: (init) => createGrpcWebTransport({ ...init, httpVersion: "1.1" }) }),
+  ],
+];
+
+async function caught(promise: Promise<unknown>): Promise<ZeroError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(ZeroError);
+    return error as ZeroError;
+  }
+  throw new Error("the call succeeded");
+}
+
+describe("createZeroClient", () => {
+  let app: TestApp;
+  const work = new HeldWork();
+  let keys: { all: string; readOnly: string };
+
+  beforeAll(async () => {
+    app = await startTestApp({ stageWork: work.resolver });
+    keys = {
+      all: (await createAccountWithKey(app, ["read", "build", "chat"])).apiKey,
+      readOnly: (await createAccountWithKey(app, ["read"])).apiKey,
+    };
+  });
+  afterAll(async () => {
+    for (const session of http2Sessions) session.abort();
+    await app.close();
+  });
+  beforeEach(() => {
+    work.instant = new Set(WORK_STAGES);
+  });
+
+  describe.each(TRANSPORTS)("%s", (_name, connect) => {
+    it("creates an execution and watches it as an async iterator, to the gate and past it", async () => {
+      const client = connect(app.url, keys.all);
+      const { plan, unavailable } = await client.executions.create({ goal: "A website for a bicycle repair cafe" });
+      expect(plan.id).toMatch(/^pln_/);
+      expect(unavailable).toEqual(["ebook"]);
+
+      const seen: Plan[] = [];
+      for await (const now of client.executions.watch(plan.id)) seen.push(now);
+      // The iterator ends by itself once the plan rests at the gate.
+      const atGate = seen.at(-1)!;
+      expect(atGate.status).toBe("awaiting_approval");
+      expect(isResting(atGate)).toBe(true);
+      expect(seen.slice(0, -1).every((p) => !isResting(p))).toBe(true);
+      expect(atGate.stages.find((s) => s.id === "review")?.state).toBe("awaiting_approval");
+      const progress = seen.map((p) => p.progress);
+      expect(progress).toEqual([...progress].sort((a, b) => a - b));
+
+      const resumed = await client.executions.resume({ planId: plan.id, approve: ["review"] });
+      expect(resumed.plan.id).toBe(plan.id);
+      let last: Plan | undefined;
+      for await (const now of client.executions.watch(plan.id)) last = now;
+      expect(last).toMatchObject({ status: "succeeded", progress: 100, publishedUrl: `/sites/${plan.id}/` });
+
+      expect(await client.executions.get(plan.id)).toMatchObject({ id: plan.id, status: "succeeded" });
+      expect((await client.executions.list()).map((p) => p.id)).toContain(plan.id);
+    });
+
+    it("leaving the loop early hangs up without stopping the plan", async () => {
+      work.instant.delete("write");
+      const client = connect(app.url, keys.all);
+      const { plan } = await client.executions.create({ goal: "A website for a tool library" });
+      const held = await work.next();
+      let first: Plan | undefined;
+      for await (const now of client.executions.watch(plan.id)) {
+        first = now;
+        break;
+      }
+      expect(first?.status).toBe("running");
+      held.succeed();
+      work.instant.add("write");
+      let last: Plan | undefined;
+      for await (const now of client.executions.watch(plan.id)) last = now;
+      expect(last?.status).toBe("awaiting_approval");
+    });
+
+    it("an aborted watch ends with a ZeroError of type canceled", async () => {
+      work.instant.delete("write");
+      const client = connect(app.url, keys.all);
+      const { plan } = await client.executions.create({ goal: "A website for a choir" });
+      const held = await work.next();
+      const abort = new AbortController();
+      const error = await caught(
+        (async () => {
+          for await (const now of client.executions.watch(plan.id, { signal: abort.signal })) {
+            if (now.status === "running") abort.abort();
+          }
+        })(),
+      );
+      expect(error.type).toBe("canceled");
+      expect(error.code).toBe(Code.Canceled);
+      held.succeed();
+    });
+
+    it("surfaces the service's errors as ZeroError with type, code and message", async () => {
+      const badKey = await caught(connect(app.url, "zk_notARealKeyAtAll0000000000000000000").executions.list());
+      expect(badKey).toMatchObject({ type: "unauthenticated", code: Code.Unauthenticated, fromServer: true });
+      expect(badKey.message).not.toMatch(/^\[/);
+
+      const noScope = await caught(connect(app.url, keys.readOnly).executions.create({ goal: "A website for a bakery" }));
+      expect(noScope).toMatchObject({ type: "permission_denied", code: Code.PermissionDenied });
+
+      const missing = await caught(connect(app.url, keys.all).executions.get("pln_doesNotExist000000"));
+      expect(missing).toMatchObject({ type: "not_found", code: Code.NotFound, message: "no plan with that id" });
+
+      const watchMissing = await caught(
+        (async () => {
+          for await (const _ of connect(app.url, keys.all).executions.watch("pln_doesNotExist000000")) void _;
+        })(),
+      );
+      expect(watchMissing).toMatchObject({ type: "not_found", code: Code.NotFound });
+
+      const ebook = await caught(connect(app.url, keys.all).executions.create({ goal: "An ebook about bicycles", outcome: "ebook" }));
+      expect(ebook).toMatchObject({ type: "outcome_unavailable", code: Code.Unavailable, unavailable: ["ebook"] });
+
+      const short = await caught(connect(app.url, keys.all).executions.create({ goal: "short" }));
+      expect(short).toMatchObject({ type: "invalid_request", code: Code.InvalidArgument });
+    });
+
+    it("needs no key for capabilities, and says unreachable when nothing listens", async () => {
+      const capabilities = await connect(app.url).capabilities();
+      expect(capabilities.service).toBe("project-zero");
+      expect(capabilities.unavailable).toEqual(["ebook"]);
+
+      const down = await caught(connect(`http://127.0.0.1:${await closedPort()}`, keys.all).executions.list());
+      expect(down.type).toBe("unreachable");
+      expect(down.fromServer).toBe(false);
+    });
+  });
+
+  it("speaks gRPC when asked with protocol: \"grpc\"", async () => {
+    const client = createNodeClient({ baseUrl: app.url, apiKey: keys.all, protocol: "grpc" });
+    expect((await client.capabilities()).service).toBe("project-zero");
+    const error = await caught(client.executions.get("pln_doesNotExist000000"));
+    expect(error).toMatchObject({ type: "not_found", code: Code.NotFound, fromServer: true });
+  });
+
+  it("reports the generation limit as rate_limited with Retry-After", async () => {
+    const limited = await startTestApp({ stageWork: work.resolver, env: { ZERO_GENERATION_LIMIT: "1" } });
+    try {
+      const client = createNodeClient({ baseUrl: limited.url, apiKey: (await createAccountWithKey(limited, ["build"])).apiKey });
+      await client.executions.create({ goal: "A website for a bakery" });
+      const error = await caught(client.executions.create({ goal: "A website for a second bakery" }));
+      expect(error).toMatchObject({ type: "rate_limited", code: Code.ResourceExhausted });
+      expect(error.retryAfterSeconds).toBeGreaterThan(0);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe("the package's entries", () => {
+  it("resolve by name: Node gets the connect-node entry", async () => {
+    const byName = await import("project-zero");
+    const nodeEntry = await import("../../src/client/node.js");
+    expect(byName.createZeroClient).toBe(nodeEntry.createZeroClient);
+    expect(byName.ZeroError).toBe(ZeroError);
+  });
+
+  it("the browser entry bundles for the browser with nothing from node:", async () => {
+    const entry = (file: string) => fileURLToPath(new URL(`../../src/client/${file}`, import.meta.url));
+    const web = await build({ entryPoints: [entry("zero-client.ts")], bundle: true, platform: "browser", format: "esm", write: false, logLevel: "silent" });
+    const code = web.outputFiles[0]!.text;
+    expect(code).toContain("createZeroClient");
+    expect(code).not.toMatch(/from\s*["']node:|require\(["']node:/);
+    // The check can fail: the Node entry does pull in node: modules.
+    await expect(
+      build({ entryPoints: [entry("node.ts")], bundle: true, platform: "browser", format: "esm", write: false, logLevel: "silent" }),
+    ).rejects.toThrow(/node:/);
+  });
+});
+
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
