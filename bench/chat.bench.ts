@@ -293,8 +293,12 @@ async function main(): Promise<void> {
         `${name.padEnd(8)} ${f(s.rps, 0).padStart(6)}  ${f(s.streamRps, 0).padStart(9)}  ${f(s.p50, 3).padStart(7)}  ${f(s.p99, 3).padStart(7)}  ${f(s.ttfbP50, 3).padStart(8)}  ${f(s.ttfbP99, 3).padStart(8)}  ${rss ? f(rss.peak, 1).padStart(11) : "          -"}  ${s.errors}`,
       );
     }
+    // Paired within each round, so a burst of load from elsewhere on the machine weighs on both sides.
+    const ratios = results.get("gateway")!.map((g, i) => g.rps / results.get("portkey")![i]!.rps);
+    const addedP50 = results.get("gateway")!.map((g, i) => g.p50 - results.get("direct")![i]!.p50);
+    console.log(`\nper round: gateway/Portkey throughput ${ratios.map((r) => `${f(r)}×`).join(", ")}; gateway added p50 ${addedP50.map((a) => `${f(a, 3)} ms`).join(", ")}`);
     const goals = [
-      [`throughput ≥ 4× Portkey's`, gateway.rps / portkey.rps, 4, `${f(gateway.rps / portkey.rps)}×`],
+      [`throughput ≥ 4× Portkey's`, median(ratios), 4, `${f(median(ratios))}× (median of per-round ratios)`],
       [`added p50 < 0.3 ms`, gateway.p50 - direct.p50, 0.3, `${f(gateway.p50 - direct.p50, 3)} ms`],
       [`added p99 < 1 ms`, gateway.p99 - direct.p99, 1, `${f(gateway.p99 - direct.p99, 3)} ms`],
       [`first-byte overhead < 1 ms`, gateway.ttfbP50 - direct.ttfbP50, 1, `${f(gateway.ttfbP50 - direct.ttfbP50, 3)} ms`],
