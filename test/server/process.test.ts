@@ -42,6 +42,7 @@ async function waitFor(check: () => boolean, what: string, ms = 30_000): Promise
 }
 
 describe("the server process", () => {
+  // Each test starts a real process (tsx compiling the sources, PGlite's first initdb): slow on a busy machine.
   it("exits non-zero with one clear line when DATABASE_URL points at a stopped server", async () => {
     const port = await freePort();
     const run = runServer({ DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/zero`, PORT: "0" });
@@ -80,5 +81,5 @@ describe("the server process", () => {
       run.child.kill("SIGKILL");
       await fs.rm(dataDir, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 });
