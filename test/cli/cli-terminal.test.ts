@@ -1,0 +1,121 @@
+import { execFile } from "node:child_process";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAccountWithKey } from "../support/accounts.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+import { CLI_BIN } from "../support/cli.js";
+import { getExecution, type RestPlan } from "../support/executions.js";
+import { HeldWork } from "../support/stage-work.js";
+
+const exec = promisify(execFile);
+
+/**
+ * `project-zero run` on a real terminal: tmux gives it a pseudo-terminal and
+ * lets the test read the screen as a person sees it (after every cursor
+ * movement), and type into it. A private tmux server (-L) keeps this apart
+ * from anyone's own sessions.
+ */
+describe("project-zero on a terminal", () => {
+  const socket = `zero-cli-test-${process.pid}`;
+  const tmux = (...args: string[]) => exec("tmux", ["-L", socket, ...args]);
+  const screen = async (escapes = false) => (await tmux("capture-pane", "-p", ...(escapes ? ["-e"] : []), "-t", "cli")).stdout;
+  const screenShows = async (pattern: string | RegExp, timeoutMs = 20_000): Promise<string> => {
+    const deadline = Date.now() + timeoutMs;
+    let last = "";
+    while (Date.now() < deadline) {
+      last = await screen();
+      if (typeof pattern === "string" ? last.includes(pattern) : pattern.test(last)) return last;
+      await sleep(100);
+    }
+    throw new Error(`the screen never showed ${String(pattern)}; it shows:\n${last}`);
+  };
+
+  let app: TestApp;
+  let dir: string;
+  const work = new HeldWork();
+
+  beforeAll(async () => {
+    app = await startTestApp({ stageWork: work.resolver });
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-cli-tty-"));
+  });
+  afterAll(async () => {
+    await tmux("kill-server").catch(() => {});
+    await app.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  /** Starts `project-zero <args>` in a fresh tmux window named `name`; the shell prints EXIT=<code> after it. */
+  async function startOnTerminal(name: string, apiKey: string, args: string): Promise<void> {
+    const script = path.join(dir, `${name}.sh`);
+    await fs.writeFile(
+      script,
+      [
+        // The shell outlives a Ctrl-C (a caught signal, so the command still gets the default) to print the exit code.
+        "trap true INT",
+        `export PATH='${process.env.PATH ?? ""}' ZERO_URL='${app.url}' ZERO_API_KEY='${apiKey}'`,
+        `'${process.execPath}' '${CLI_BIN}' ${args}`,
+        `echo "EXIT=$?"`,
+        "sleep 600",
+      ].join("\n"),
+    );
+    await tmux("kill-session", "-t", "cli").catch(() => {});
+    await tmux("new-session", "-d", "-s", "cli", "-x", "110", "-y", "30", `sh ${script}`);
+  }
+
+  it("draws a progress bar and a line per stage, repaints them in place as the plan moves, and asks at the gate", async () => {
+    const { apiKey } = await createAccountWithKey(app, ["read", "build"]);
+    work.instant = new Set(["understand", "outline", "build", "publish"]);
+    await startOnTerminal("run", apiKey, "run 'A website for a repair cafe in Leeds'");
+
+    // `write` is held: two of six stages done.
+    const held = await work.next();
+    let shown = await screenShows("]  33%  running");
+    expect(shown).toContain(`[${"█".repeat(10)}${"░".repeat(20)}]  33%  running`);
+    expect(shown).toMatch(/ ✓ understand succeeded\s+attempt 1/);
+    expect(shown).toMatch(/ [⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] write\s+running\s+attempt 1/);
+    expect(shown).toMatch(/ · publish\s+pending/);
+    expect(shown.match(/plan pln_/g)).toHaveLength(1);
+    // Colours too: the finished stages in green.
+    expect(await screen(true)).toMatch(/\x1b\[32m✓/);
+
+    // Halfway through writing, the bar moves; the frame is redrawn, not appended.
+    await held.input.progress(0.5);
+    const { body } = await getExecution<{ plan: RestPlan }>(app.url, { apiKey }, held.input.planId);
+    expect(body.plan.progress).toBeGreaterThan(33);
+    shown = await screenShows(`]  ${body.plan.progress}%  running`);
+    expect(shown).not.toContain("33%");
+    expect(shown.match(/plan pln_/g)).toHaveLength(1);
+    expect(shown.match(/ write /g)).toHaveLength(1);
+
+    // At the gate it asks; the answer is typed on the terminal.
+    held.succeed();
+    shown = await screenShows(`Approve "review" and publish ${held.input.planId}? [y/N]`);
+    expect(shown).toContain(`[${"█".repeat(20)}${"░".repeat(10)}]  66%  awaiting_approval`);
+    expect(shown).toMatch(/ ◆ review\s+awaiting_approval\s+attempt 1/);
+    await tmux("send-keys", "-t", "cli", "y", "Enter");
+
+    shown = await screenShows("EXIT=0");
+    expect(shown).toContain(`[${"█".repeat(30)}] 100%  succeeded`);
+    expect(shown).toMatch(/ ✓ publish\s+succeeded\s+attempt 1/);
+    expect(shown).toContain(`published  ${app.url}/sites/${held.input.planId}/`);
+  });
+
+  it("Ctrl-C stops following, leaves the plan running and says how to pick it up", async () => {
+    const { apiKey } = await createAccountWithKey(app, ["read", "build"]);
+    work.instant = new Set(["understand", "outline", "build", "publish"]);
+    await startOnTerminal("interrupt", apiKey, "run 'A website for a choir in Hull'");
+    const held = await work.next();
+    await screenShows("]  33%  running");
+    await tmux("send-keys", "-t", "cli", "C-c");
+    const shown = await screenShows("EXIT=130");
+    expect(shown).toContain(`Stopped following ${held.input.planId}; it keeps running on the service.`);
+    expect(shown).toContain(`Follow it again with: project-zero show ${held.input.planId} --follow`);
+    const { body } = await getExecution<{ plan: RestPlan }>(app.url, { apiKey }, held.input.planId);
+    expect(body.plan.status).toBe("running");
+    held.succeed();
+  });
+});
