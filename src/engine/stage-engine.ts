@@ -5,6 +5,7 @@ import type { Database } from "../db/schema.js";
 import { LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL, type SaveResult } from "../executions/plan-repository.js";
 import type { Logger } from "../logger.js";
 import { isOutcomeId } from "../outcomes/catalog.js";
+import { isDatabaseDown } from "../server/errors.js";
 import {
   GENERIC_STAGE_ERROR,
   stageFailed,
@@ -15,6 +16,7 @@ import {
   type PlanState,
   type StageErrorInfo,
 } from "./plan-transitions.js";
+import type { Notifier } from "./notifier.js";
 import { claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases, type ClaimedStage } from "./stage-queue.js";
 import { StageFailure, type StageOutcome, type StageWorkResolver } from "./stage-work.js";
 
@@ -24,6 +26,8 @@ export interface StageEngineOptions {
   /** This instance's id, recorded as the lease owner. */
   instanceId: string;
   resolveWork: StageWorkResolver;
+  /** Announces committed changes to watchers and other engines. */
+  notifier: Notifier;
   /** Stages this instance runs at once; 0 runs none (an API-only instance). */
   concurrency: number;
   /** How long a claim holds without a heartbeat; heartbeats come three times per lease. */
@@ -122,6 +126,7 @@ export class StageEngine {
     clearTimeout(timer);
     if (this.#runs.size > 0) this.#log.warn({ stages: this.#runs.size }, "stage work did not stop in time; its leases will expire");
     await Promise.allSettled([this.#reaping, this.#renewing]);
+    await this.#options.notifier.flush();
   }
 
   /** Stages this instance is running now. */
@@ -203,11 +208,11 @@ export class StageEngine {
     }
     if (!result.ok && run.stopReason === "shutdown") {
       // Only a live lease is handed back; an expired one belongs to the reaper.
-      await this.#write(run, (plan) => stageReleased(plan, claim.position), true);
+      await this.#writeResult(run, (plan) => stageReleased(plan, claim.position), true);
       return;
     }
     if (result.ok) {
-      const written = await this.#write(run, (plan) => stageSucceeded(plan, claim.position, result.outcome), true, !this.#stopping);
+      const written = await this.#writeResult(run, (plan) => stageSucceeded(plan, claim.position, result.outcome), true, !this.#stopping);
       // The next stage of this plan, claimed in the same statement: run it on this slot at once.
       if (typeof written === "object" && written.claimed) this.#launch(nextClaim(claim, written.plan, written.claimed), written.plan);
     } else {
@@ -215,18 +220,52 @@ export class StageEngine {
       if (!(result.error instanceof StageFailure)) {
         this.#log.error({ err: result.error, planId: claim.planId, stage: claim.stageId }, "stage work threw");
       }
-      await this.#write(run, (plan) => stageFailed(plan, claim.position, error), true);
+      await this.#writeResult(run, (plan) => stageFailed(plan, claim.position, error), true);
+    }
+  }
+
+  /**
+   * The write that ends a run. While the database is away it is retried, and
+   * the run stays in `#runs` so its lease keeps being renewed once the
+   * database is back: a stage that finished during a short outage keeps its
+   * result instead of being interrupted when its abandoned lease expires.
+   * It gives up when the lease is lost (renewals failed for a whole lease).
+   */
+  async #writeResult(
+    run: Run,
+    transition: (plan: PlanState) => PlanState,
+    live: boolean,
+    chain = false,
+  ): Promise<SaveResult | "unchanged" | "lost"> {
+    for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
+      try {
+        return await this.#write(run, transition, live, chain);
+      } catch (error) {
+        if (!isDatabaseDown(error)) throw error;
+        if (run.stopReason === "lost") return "lost";
+        // What was cached may or may not have been written: read the plan afresh next time.
+        run.cached = undefined;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
     }
   }
 
   #progress(run: Run, fraction: number): Promise<void> {
     const write = run.writes.then(async () => {
       if (run.stopReason === "lost") throw new LeaseLostError("the lease on this stage was lost");
-      const changed = await this.#write(run, (plan) => {
-        const next = stageProgressed(plan, run.claim.position, fraction);
-        // Only whole percentage points are worth a write and a notification.
-        return next.progress === plan.progress ? plan : next;
-      }, true);
+      let changed: SaveResult | "unchanged" | "lost";
+      try {
+        changed = await this.#write(run, (plan) => {
+          const next = stageProgressed(plan, run.claim.position, fraction);
+          // Only whole percentage points are worth a write and a notification.
+          return next.progress === plan.progress ? plan : next;
+        }, true);
+      } catch (error) {
+        // Progress is only shown to watchers: a database outage must not fail the stage's work over it.
+        if (!isDatabaseDown(error)) throw error;
+        run.cached = undefined;
+        return;
+      }
       if (changed === "lost") throw new LeaseLostError("the lease on this stage was lost");
     });
     run.writes = write.catch(() => {});
@@ -256,6 +295,7 @@ export class StageEngine {
         const saved = await savePlan(this.#db, run.cached, after, { ...options, optimistic: true });
         if (saved) {
           run.cached = saved.plan;
+          this.#announce(saved);
           return saved;
         }
       }
@@ -268,12 +308,18 @@ export class StageEngine {
         return savePlan(trx, before, after, options);
       });
       run.cached = saved === "unchanged" ? undefined : saved.plan;
+      if (saved !== "unchanged") this.#announce(saved);
       return saved;
     } catch (error) {
       if (!(error instanceof LeaseLostError)) throw error;
       abort(run, "lost");
       return "lost";
     }
+  }
+
+  #announce(saved: SaveResult): void {
+    this.#options.notifier.planChanged(saved.plan.id);
+    if (saved.wake) this.#options.notifier.stageReady();
   }
 
   /** Extends this instance's leases; a run whose lease is gone (or unconfirmed for a whole lease) is told to stop. */
@@ -307,15 +353,18 @@ export class StageEngine {
           .execute(async (trx) => {
             const before = await loadPlan(trx, lease.planId, { forUpdate: true });
             const stage = before?.stages[lease.position];
-            if (!before || stage?.leaseToken !== lease.leaseToken || stage.state !== "running") return false;
-            await savePlan(trx, before, stageInterrupted(before, lease.position), { fence: { position: lease.position, live: false } });
-            return true;
+            if (!before || stage?.leaseToken !== lease.leaseToken || stage.state !== "running") return undefined;
+            const saved = await savePlan(trx, before, stageInterrupted(before, lease.position), { fence: { position: lease.position, live: false } });
+            return saved;
           })
           .catch((error: unknown) => {
-            if (error instanceof LeaseLostError) return false;
+            if (error instanceof LeaseLostError) return undefined;
             throw error;
           });
-        if (interrupted) this.#log.warn({ planId: lease.planId, position: lease.position }, "stage lease expired; plan interrupted");
+        if (interrupted) {
+          this.#announce(interrupted);
+          this.#log.warn({ planId: lease.planId, position: lease.position }, "stage lease expired; plan interrupted");
+        }
       }
       if (Date.now() - this.#lastPrune > 3600_000) {
         this.#lastPrune = Date.now();

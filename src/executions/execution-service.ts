@@ -13,6 +13,7 @@ import { newId } from "../auth/secrets.js";
 import { LIST_LIMIT } from "../capabilities/capabilities-service.js";
 import type { Config } from "../config.js";
 import type { Store } from "../db/database.js";
+import type { Notifier } from "../engine/notifier.js";
 import type { PlanEvents } from "../engine/plan-events.js";
 import { initialStages, RESTING_STATUSES, resumePlan, startsWork, type PlanState } from "../engine/plan-transitions.js";
 import { DEFAULT_OUTCOME, isOutcomeId, unavailableOutcomes, type OutcomeId } from "../outcomes/catalog.js";
@@ -27,6 +28,7 @@ export interface ExecutionServiceDeps {
   store: Store;
   config: Config;
   events: PlanEvents;
+  notifier: Notifier;
   /** How often a watcher re-reads its plan when no notification came. */
   watchPollMs?: number;
 }
@@ -45,7 +47,7 @@ const PLAN_NOT_FOUND = "no plan with that id";
  * validates, and answers; none waits for a stage.
  */
 export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof ExecutionService> {
-  const { store, config, events } = deps;
+  const { store, config, events, notifier } = deps;
   const db = store.db;
   const window: GenerationWindow = { limit: config.generationLimit, windowSeconds: config.generationWindowSeconds };
   const watchPollMs = deps.watchPollMs ?? 1000;
@@ -74,6 +76,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
           headers: limitReachedHeaders(usage),
         });
       }
+      notifier.stageReady();
       setHeaders(context, rateLimitHeaders(usage));
       const plan: PlanState = {
         id,
@@ -100,14 +103,16 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       const { accountId } = requirePrincipal(context);
       if (request.planId === "") throw invalidRequest("planId is required to resume a plan", "planId");
       const unavailable = unavailableOutcomes(config);
-      const plan = await db.transaction().execute(async (trx) => {
+      const { plan, wake } = await db.transaction().execute(async (trx) => {
         const before = await loadPlan(trx, request.planId, { accountId, forUpdate: true });
         if (!before) throw notFound(PLAN_NOT_FOUND);
         const after = resumePlan(before, request.approve);
-        if (after === before) return before;
+        if (after === before) return { plan: before, wake: undefined };
         if (startsWork(before, after)) requireAvailable(before.outcome, unavailable);
-        return (await savePlan(trx, before, after)).plan;
+        return savePlan(trx, before, after);
       });
+      if (wake !== undefined) notifier.planChanged(plan.id);
+      if (wake) notifier.stageReady();
       setHeaders(context, rateLimitHeaders(await readGenerationUsage(db, accountId, window)));
       return { plan: toPlanMessage(plan), unavailable };
     },

@@ -2,6 +2,7 @@ import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
 import type { AppPart } from "../app.js";
 import type { Config } from "../config.js";
 import type { Store } from "../db/database.js";
+import { Notifier } from "../engine/notifier.js";
 import { PlanEvents } from "../engine/plan-events.js";
 import { StageEngine } from "../engine/stage-engine.js";
 import type { StageWorkResolver } from "../engine/stage-work.js";
@@ -28,16 +29,18 @@ export interface ExecutionsPartDeps {
 export function executionsPart(deps: ExecutionsPartDeps): AppPart {
   const { config, store, logger } = deps;
   const events = new PlanEvents(store, logger);
+  const notifier = new Notifier(store.db, logger);
   const engine = new StageEngine({
     store,
     logger,
     instanceId: deps.instanceId,
     resolveWork: deps.stageWork,
+    notifier,
     concurrency: config.workerConcurrency,
     leaseMs: config.stageLeaseMs,
     stopGraceMs: Math.min(config.shutdownGraceMs, 10_000),
   });
-  const impl = executionService({ store, config, events });
+  const impl = executionService({ store, config, events, notifier });
   return {
     services: [ExecutionService],
     registerServices: (router) => router.service(ExecutionService, impl),
@@ -45,6 +48,7 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
     start: () => engine.start(),
     stop: async () => {
       await engine.stop();
+      await notifier.flush();
       await events.stop();
     },
   };

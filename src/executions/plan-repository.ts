@@ -103,15 +103,18 @@ export interface SaveOptions {
 
 export interface SaveResult {
   plan: PlanState;
+  /** A stage became ready for any worker: the caller notifies engines once committed (see Notifier). */
+  wake: boolean;
   /** The stage claimed for `claimFor`, with its new fencing token. */
   claimed?: { position: number; leaseToken: number };
 }
 
 /**
  * Writes what changed between `before` (loaded with `forUpdate` in this
- * transaction) and `after` in one statement: the changed stages, the plan
- * with its version bumped, a NOTIFY for watchers and, when a stage became
- * ready to run, one for engines. Each stage write presents the lease token
+ * transaction) and `after` in one statement: the changed stages and the plan
+ * with its version bumped. The caller announces the change once committed
+ * (Notifier): to watchers, and to engines when `wake` says a stage became
+ * ready. Each stage write presents the lease token
  * it was loaded with (and, with a fence, the state of its lease); when one no
  * longer matches this throws LeaseLostError, and the caller's transaction
  * rolls back, so nothing is written.
@@ -183,9 +186,7 @@ export async function savePlan(db: Executor, before: PlanState, after: PlanState
     WHERE id = ${after.id} ${optimistic ? sql`AND id IN (SELECT id FROM p)` : sql``}
     RETURNING version, updated_at,
       (SELECT count(*) FROM stages)::int AS stage_rows,
-      (SELECT lease_token FROM stages WHERE claim) AS claimed_token,
-      pg_notify(${PLAN_CHANGED_CHANNEL}, id)::text AS notified,
-      CASE WHEN ${wake}::boolean THEN pg_notify(${STAGE_READY_CHANNEL}, '')::text END AS woke
+      (SELECT lease_token FROM stages WHERE claim) AS claimed_token
   `.execute(db);
   const row = result[0];
   if (!row && optimistic) return undefined;
@@ -193,7 +194,7 @@ export async function savePlan(db: Executor, before: PlanState, after: PlanState
 
   const claimed = claimPosition !== undefined && row.claimed_token !== null ? { position: claimPosition, leaseToken: Number(row.claimed_token) } : undefined;
   const stages = claimed ? after.stages.map((s) => (s.position === claimed.position ? { ...s, leaseToken: claimed.leaseToken } : s)) : after.stages;
-  return { plan: { ...after, stages, version: Number(row.version), updatedAt: new Date(row.updated_at) }, claimed };
+  return { plan: { ...after, stages, version: Number(row.version), updatedAt: new Date(row.updated_at) }, claimed, wake };
 }
 
 function isNewRun(old: StageRecord, stage: StageRecord): boolean {
@@ -230,7 +231,7 @@ export interface InsertResult {
  */
 export async function insertPlanWithinLimit(db: Executor, plan: NewPlan, window: GenerationWindow): Promise<InsertResult> {
   const stages = plan.stages;
-  const { rows } = await sql<{ count: number | null; created_at: Date | null; reset_seconds: number; notified: string | null }>`
+  const { rows } = await sql<{ count: number | null; created_at: Date | null; reset_seconds: number }>`
     WITH win AS (
       SELECT to_timestamp(floor(extract(epoch FROM now()) / ${window.windowSeconds}) * ${window.windowSeconds}) AS start
     ),
@@ -257,8 +258,7 @@ export async function insertPlanWithinLimit(db: Executor, plan: NewPlan, window:
     SELECT
       (SELECT count FROM counter) AS count,
       (SELECT created_at FROM plan) AS created_at,
-      extract(epoch FROM win.start + make_interval(secs => ${window.windowSeconds}) - now())::float8 AS reset_seconds,
-      (SELECT pg_notify(${STAGE_READY_CHANNEL}, '')::text FROM plan) AS notified
+      extract(epoch FROM win.start + make_interval(secs => ${window.windowSeconds}) - now())::float8 AS reset_seconds
     FROM win
   `.execute(db);
   const row = rows[0]!;

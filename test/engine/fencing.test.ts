@@ -1,5 +1,6 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Notifier } from "../../src/engine/notifier.js";
 import { StageEngine } from "../../src/engine/stage-engine.js";
 import { createLogger } from "../../src/logger.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
@@ -19,9 +20,11 @@ describe("lease fencing", () => {
 
   it("a worker that lost its lease is told to stop, and its result is not written", async () => {
     const work = new HeldWork();
+    const logger = createLogger("silent");
     const engine = new StageEngine({
       store: app.store,
-      logger: createLogger("silent"),
+      logger,
+      notifier: new Notifier(app.store.db, logger),
       instanceId: "ins_fenced",
       resolveWork: work.resolver,
       concurrency: 1,

@@ -1,0 +1,69 @@
+import type { Kysely } from "kysely";
+import { sql } from "kysely";
+import type { Database } from "../db/schema.js";
+import type { Logger } from "../logger.js";
+import { PLAN_CHANGED_CHANNEL, STAGE_READY_CHANNEL } from "../executions/plan-repository.js";
+
+/**
+ * Sends the engine's NOTIFYs after the writes they announce have committed,
+ * batched into one statement per tick. Why not inside the writing
+ * transaction: Postgres serializes the commits of every transaction that
+ * notifies (a database-wide lock held through the WAL flush), which capped
+ * creates and stage transitions at one commit at a time. A statement that
+ * only notifies writes nothing, so it commits without a flush. Delivery stays
+ * best effort, as LISTEN/NOTIFY always was: watchers and workers also poll.
+ */
+export class Notifier {
+  readonly #db: Kysely<Database>;
+  readonly #log: Logger;
+  readonly #pending = new Map<string, Set<string>>();
+  #flushing: Promise<void> | undefined;
+  #scheduled = false;
+
+  constructor(db: Kysely<Database>, logger: Logger) {
+    this.#db = db;
+    this.#log = logger;
+  }
+
+  /** A stage is waiting for a worker. */
+  stageReady(): void {
+    this.#add(STAGE_READY_CHANNEL, "");
+  }
+
+  /** Plan `planId` changed. */
+  planChanged(planId: string): void {
+    this.#add(PLAN_CHANGED_CHANNEL, planId);
+  }
+
+  /** Waits for everything queued so far to be sent. */
+  async flush(): Promise<void> {
+    if (this.#scheduled) await this.#send();
+    await this.#flushing;
+  }
+
+  #add(channel: string, payload: string): void {
+    const set = this.#pending.get(channel) ?? new Set<string>();
+    set.add(payload);
+    this.#pending.set(channel, set);
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => void this.#send());
+  }
+
+  async #send(): Promise<void> {
+    // One batch in flight at a time; what arrives meanwhile goes in the next.
+    await this.#flushing;
+    this.#scheduled = false;
+    const channels: string[] = [];
+    const payloads: string[] = [];
+    for (const [channel, set] of this.#pending) for (const payload of set) channels.push(channel), payloads.push(payload);
+    this.#pending.clear();
+    if (channels.length === 0) return;
+    this.#flushing = sql`SELECT pg_notify(c, p)::text FROM unnest(${channels}::text[], ${payloads}::text[]) AS t(c, p)`
+      .execute(this.#db)
+      .then(() => undefined)
+      .catch((error: unknown) => this.#log.warn({ err: error }, "could not send notifications; listeners will poll"))
+      .finally(() => (this.#flushing = undefined));
+    await this.#flushing;
+  }
+}
