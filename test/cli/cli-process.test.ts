@@ -1,4 +1,7 @@
+import fs from "node:fs/promises";
 import net from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
@@ -181,3 +184,21 @@ async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
 }
+
+describe("project-zero serve", () => {
+  it("starts the service from the environment and stops cleanly on SIGTERM", async () => {
+    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-cli-serve-"));
+    try {
+      const serve = startCli(["serve", "--port", "0"], { ZERO_DATA_DIR: dataDir, LOG_LEVEL: "info", ZERO_SHUTDOWN_GRACE_MS: "1000" });
+      await serve.waitFor(/"msg":"listening"/, { timeoutMs: 60_000 });
+      const url = (/"url":"(http:\/\/[^"]+)"/.exec(serve.stdout) ?? [])[1]!;
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const capabilities = (await (await fetch(`${url}/api/capabilities`)).json()) as { service: string };
+      expect(capabilities.service).toBe("project-zero");
+      serve.child.kill("SIGTERM");
+      expect(await serve.exit).toBe(0);
+    } finally {
+      await fs.rm(dataDir, { recursive: true, force: true });
+    }
+  }, 90_000);
+});

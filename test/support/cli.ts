@@ -1,4 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import os from "node:os";
 import { fileURLToPath } from "node:url";
 
 /** The launcher `npx project-zero` runs (package.json `bin`). */
@@ -17,12 +18,13 @@ export interface CliRun {
 
 /**
  * Starts `project-zero …` as its own process, the way a person or a script
- * would, with only the environment given (plus PATH): stdin and stdout are
- * pipes, so it is not on a terminal.
+ * would, with only the environment given (plus PATH), from a directory
+ * outside the package: stdin and stdout are pipes, so it is not on a terminal.
  */
 export function startCli(args: string[], env: Record<string, string>): CliRun {
   const child = spawn(process.execPath, [CLI_BIN, ...args], {
     env: { PATH: process.env.PATH ?? "", ...env },
+    cwd: os.tmpdir(),
     stdio: ["pipe", "pipe", "pipe"],
   });
   let stdout = "";
