@@ -5,9 +5,13 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.js";
+import { startTestApp } from "../support/app.js";
 import { createTestDatabase, onRealPostgres } from "../support/database.js";
+import { postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
+import { ScriptedWork } from "../support/stage-work.js";
 import { PlanLedger } from "../soak/plan-ledger.js";
 import { auditPool } from "../soak/pool-audit.js";
+import { PostgresCluster } from "../soak/postgres-cluster.js";
 import { ServiceInstance } from "../soak/service-instance.js";
 import { SoakUpstream } from "../soak/soak-upstream.js";
 import { chat, chatStream, createPlan, type Credentials, type Sample, type Target } from "../soak/traffic.js";
@@ -18,7 +22,9 @@ import { chat, chatStream, createPlan, type Credentials, type Sample, type Targe
  * is SIGKILLed while it runs stages and started again. Then every accepted
  * plan must finish once resumed, each stage's attempts must be 1 + the
  * resumes made for it (and the model asked once per clean stage), and the
- * pool's book must balance with what the upstream served.
+ * pool's book must balance with what the upstream served. And what the
+ * soak found about a Postgres restart: a stage that finishes while the
+ * database is away keeps its result.
  */
 const POOL_CAPACITY = 10_000;
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -102,5 +108,35 @@ describe.runIf(onRealPostgres)("two instances, one SIGKILLed mid-stage (the soak
     // What the killed instance held unspent is lost (never re-served); at most a block and a prefetch.
     expect(pool.lostWithKilled).toBeGreaterThanOrEqual(0);
     expect(pool.lostWithKilled).toBeLessThanOrEqual(2 * 1024);
+  });
+
+  it("keeps the result of a stage that finishes while Postgres is down: no interruption once it is back", { timeout: 60_000 }, async () => {
+    // Its own cluster: this test stops the server under the app.
+    const cluster = await PostgresCluster.start();
+    cleanups.push(() => cluster.destroy());
+    const work = new ScriptedWork();
+    const app = await startTestApp({ databaseUrl: cluster.url, stageWork: work.resolver, env: { ZERO_STAGE_LEASE_MS: "6000" } });
+    const account = await createAccountWithKey(app, ["read", "build"]);
+    const credential = { apiKey: account.apiKey };
+    const created = await postExecution<{ plan: RestPlan }>(app.url, credential, { goal: "hold@outline a stage that ends during an outage" });
+    const planId = created.body.plan.id;
+    const held = await work.held(planId, "outline", 20_000);
+
+    await cluster.stop();
+    // The work succeeds while its result cannot be written; the engine must keep trying, under its lease.
+    held.succeed();
+    await sleep(1000);
+    await cluster.start();
+    for (let i = 0; i < 100 && (await fetch(`${app.url}/readyz`)).status !== 200; i++) await sleep(100);
+
+    // Longer than the lease: an abandoned lease would have expired and interrupted the plan by then.
+    const plan = await waitForPlan(app.url, credential, planId, (p) => p.status !== "running", 20_000);
+    expect(plan.status).toBe("awaiting_approval");
+    expect(plan.stages.find((s) => s.id === "outline")).toMatchObject({ state: "succeeded", attempts: 1, error: null });
+    expect(work.runs(planId, "outline")).toBe(1);
+    await sleep(6500);
+    const later = await waitForPlan(app.url, credential, planId, () => true);
+    expect(later.status).toBe("awaiting_approval");
+    expect(app.logs.filter((l) => l.includes("stage bookkeeping failed") || l.includes("stage lease expired"))).toEqual([]);
   });
 });
