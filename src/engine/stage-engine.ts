@@ -16,6 +16,7 @@ import {
   type PlanState,
   type StageErrorInfo,
 } from "./plan-transitions.js";
+import type { Notifier } from "./notifier.js";
 import { claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases, type ClaimedStage } from "./stage-queue.js";
 import { StageFailure, type StageOutcome, type StageWorkResolver } from "./stage-work.js";
 
@@ -25,6 +26,8 @@ export interface StageEngineOptions {
   /** This instance's id, recorded as the lease owner. */
   instanceId: string;
   resolveWork: StageWorkResolver;
+  /** Announces committed changes to watchers and other engines. */
+  notifier: Notifier;
   /** Stages this instance runs at once; 0 runs none (an API-only instance). */
   concurrency: number;
   /** How long a claim holds without a heartbeat; heartbeats come three times per lease. */
@@ -123,6 +126,7 @@ export class StageEngine {
     clearTimeout(timer);
     if (this.#runs.size > 0) this.#log.warn({ stages: this.#runs.size }, "stage work did not stop in time; its leases will expire");
     await Promise.allSettled([this.#reaping, this.#renewing]);
+    await this.#options.notifier.flush();
   }
 
   /** Stages this instance is running now. */
@@ -291,6 +295,7 @@ export class StageEngine {
         const saved = await savePlan(this.#db, run.cached, after, { ...options, optimistic: true });
         if (saved) {
           run.cached = saved.plan;
+          this.#announce(saved);
           return saved;
         }
       }
@@ -303,12 +308,18 @@ export class StageEngine {
         return savePlan(trx, before, after, options);
       });
       run.cached = saved === "unchanged" ? undefined : saved.plan;
+      if (saved !== "unchanged") this.#announce(saved);
       return saved;
     } catch (error) {
       if (!(error instanceof LeaseLostError)) throw error;
       abort(run, "lost");
       return "lost";
     }
+  }
+
+  #announce(saved: SaveResult): void {
+    this.#options.notifier.planChanged(saved.plan.id);
+    if (saved.wake) this.#options.notifier.stageReady();
   }
 
   /** Extends this instance's leases; a run whose lease is gone (or unconfirmed for a whole lease) is told to stop. */
@@ -342,15 +353,18 @@ export class StageEngine {
           .execute(async (trx) => {
             const before = await loadPlan(trx, lease.planId, { forUpdate: true });
             const stage = before?.stages[lease.position];
-            if (!before || stage?.leaseToken !== lease.leaseToken || stage.state !== "running") return false;
-            await savePlan(trx, before, stageInterrupted(before, lease.position), { fence: { position: lease.position, live: false } });
-            return true;
+            if (!before || stage?.leaseToken !== lease.leaseToken || stage.state !== "running") return undefined;
+            const saved = await savePlan(trx, before, stageInterrupted(before, lease.position), { fence: { position: lease.position, live: false } });
+            return saved;
           })
           .catch((error: unknown) => {
-            if (error instanceof LeaseLostError) return false;
+            if (error instanceof LeaseLostError) return undefined;
             throw error;
           });
-        if (interrupted) this.#log.warn({ planId: lease.planId, position: lease.position }, "stage lease expired; plan interrupted");
+        if (interrupted) {
+          this.#announce(interrupted);
+          this.#log.warn({ planId: lease.planId, position: lease.position }, "stage lease expired; plan interrupted");
+        }
       }
       if (Date.now() - this.#lastPrune > 3600_000) {
         this.#lastPrune = Date.now();
