@@ -118,5 +118,12 @@ export function absoluteUrl(url: string, baseUrl: string | undefined): string {
 
 /** Draws with the style a terminal allows. */
 export function styleFor(terminal: Terminal, baseUrl?: string): PlanStyle {
-  return { ansi: terminal.ansi, color: terminal.color, columns: terminal.columns, baseUrl };
+  return {
+    ansi: terminal.ansi,
+    color: terminal.color,
+    get columns() {
+      return terminal.columns;
+    },
+    baseUrl,
+  };
 }

@@ -22,7 +22,10 @@ export function terminalFor(stream: WritableOutput, env: Record<string, string |
     write: (text) => void stream.write(text),
     ansi,
     color: ansi && (env.NO_COLOR ?? "") === "",
-    columns: ansi && stream.columns ? stream.columns : 100,
+    // Read at each use: a resized window must not make a repaint miscount its wrapped lines.
+    get columns() {
+      return ansi && stream.columns ? stream.columns : 100;
+    },
   };
 }
 
