@@ -120,36 +120,16 @@ async function streamCompletion(
   out.writeHead(200, SSE_HEADERS);
   // Commits the 200 now (HTTP/2 sends the head on writeHead already).
   if (typeof out.flushHeaders === "function") out.flushHeaders();
-  // Chunks that arrived in one upstream read leave in one write: corked until
-  // the current tick's work is done, never held back waiting for more data.
-  const canCork = typeof out.cork === "function";
-  let corked = false;
-  const uncork = () => {
-    if (!corked) return;
-    corked = false;
-    out.uncork();
-  };
   try {
     const chunks = await router.stream(request, { accountId, signal });
     for await (const chunk of chunks) {
-      if (canCork && !corked) {
-        corked = true;
-        out.cork();
-        process.nextTick(uncork);
-      }
-      if (!out.write(`data: ${JSON.stringify(chunk)}\n\n`)) {
-        uncork();
-        await drained(res);
-      }
+      if (!out.write(`data: ${JSON.stringify(chunk)}\n\n`)) await drained(res);
       if (signal.aborted) break;
     }
   } catch (error) {
     if (signal.aborted) return;
     const serviceError = toServiceError(error, (cause) => requestInfo(req)?.log.error({ err: cause }, "unexpected error"));
     out.write(`data: ${JSON.stringify(openAiErrorBody(serviceError))}\n\n`);
-  } finally {
-    // Ending a corked HTTP/1.1 response would drop what is buffered.
-    uncork();
   }
   if (!signal.aborted) out.end("data: [DONE]\n\n");
 }
