@@ -48,6 +48,8 @@ export interface LedgerVerdict {
  */
 export class PlanLedger {
   readonly plans = new Map<string, LedgerPlan>();
+  /** Why the stages this ledger resumed had stopped, by error type. */
+  readonly resumedBecause = new Map<string, number>();
   #tags = 0;
 
   nextTag(): number {
@@ -120,6 +122,8 @@ export class PlanLedger {
     if (!resumed.body) return;
     if (plan.status === "interrupted") entry.interrupted++;
     else entry.failed++;
+    const why = stage.error?.type ?? "unknown";
+    this.resumedBecause.set(why, (this.resumedBecause.get(why) ?? 0) + 1);
     entry.resumes.set(stage.id, (entry.resumes.get(stage.id) ?? 0) + 1);
     entry.last = resumed.body.plan;
     const after = resumed.body.plan.stages.find((s) => s.id === stage.id);

@@ -383,7 +383,8 @@ async function main(): Promise<number> {
       "double runs = 0",
       verdict.attemptMismatches.length === 0 && writerMismatches.length === 0,
       `${verdict.clean} plans never resumed: every stage attempts 1 and writer requests as for one run; ` +
-        `${ledger.plans.size - verdict.clean} resumed ${verdict.resumes} time(s) (${verdict.interruptions} interrupted, ${verdict.failures} failed): ` +
+        `${ledger.plans.size - verdict.clean} resumed ${verdict.resumes} time(s) (${verdict.interruptions} interrupted, ${verdict.failures} failed; ` +
+        `${[...ledger.resumedBecause].map(([type, n]) => `${type}×${n}`).join(", ") || "none"}): ` +
         `attempts = 1 + resumes; mismatches: ${verdict.attemptMismatches.length + writerMismatches.length}` +
         (verdict.attemptMismatches.length + writerMismatches.length ? ` e.g. ${[...verdict.attemptMismatches, ...writerMismatches].slice(0, 4).join("; ")}` : ""),
     );
