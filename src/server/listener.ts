@@ -73,10 +73,13 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
   const h2c = http2.createServer({ settings: http2Settings }, onRequest);
   h2c.on("session", trackSession);
 
+  const sockets = new Set<net.Socket>();
   // noDelay: the HTTP servers never accept these sockets themselves, so their
   // own default (Nagle off) does not apply; without it a stream's second small
   // write waits for the client's delayed ACK (~40 ms).
   const sniffer = net.createServer({ noDelay: true }, (socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
     let received: Buffer = Buffer.alloc(0);
     const hand = (server: net.Server) => {
       socket.removeListener("data", onData);
@@ -108,7 +111,11 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
     sniffer,
     sessions,
     () => http1.closeIdleConnections(),
-    () => http1.closeAllConnections(),
+    () => {
+      http1.closeAllConnections();
+      // A destroyed HTTP/2 session only ends its socket; a peer that never closes its side would hold it open.
+      for (const socket of sockets) socket.destroy();
+    },
     http1,
   );
 }
@@ -163,8 +170,8 @@ function wrap(
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([allDone, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
       clearTimeout(timer);
-      closeAll();
       for (const session of sessions) session.destroy();
+      closeAll();
       await stopped;
     },
   };
