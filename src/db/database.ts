@@ -1,6 +1,5 @@
 import fs from "node:fs/promises";
 import path from "node:path";
-import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import { Migrator } from "kysely/migration";
 import pg from "pg";
@@ -171,6 +170,8 @@ function openPostgres(url: string, options: StoreOptions): Store {
 async function openPGlite(dir: string, template: Blob | undefined): Promise<Store> {
   await fs.mkdir(dir, { recursive: true });
   const isNew = (await fs.readdir(dir)).length === 0;
+  // Loaded only when used: the WASM Postgres costs ~40 MB that a server on real Postgres never needs.
+  const { PGlite } = await import("@electric-sql/pglite");
   const pglite = await PGlite.create(dir, {
     parsers: { [INT8_OID]: parseInt8 },
     ...(isNew && template ? { loadDataDir: template } : {}),
