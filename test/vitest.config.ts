@@ -1,3 +1,4 @@
+import path from "node:path";
 import { defineConfig } from "vitest/config";
 
 // The same suite runs on embedded PGlite, and again on a real Postgres when
@@ -10,6 +11,8 @@ const projects = [
 ];
 
 export default defineConfig({
+  // This file lives in test/; paths below are from the repository root.
+  root: path.resolve(import.meta.dirname, ".."),
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/support/global-setup.ts"],

@@ -30,7 +30,7 @@ const WARMUP_MS = 1500;
 const UPSTREAM_MODEL = "bench-upstream-model";
 const UPSTREAM_KEY = "sk-bench-upstream";
 
-const root = path.resolve(import.meta.dirname, "..");
+const root = path.resolve(import.meta.dirname, "../..");
 const children: ChildProcess[] = [];
 
 interface Target {
@@ -215,11 +215,11 @@ const f = (n: number, digits = 2) => n.toFixed(digits);
 
 async function main(): Promise<void> {
   const tsx = [process.execPath, "--import", "tsx"];
-  const { info: upstreamInfo } = await startChild([...tsx, "bench/support/chat-instant-upstream.ts"]);
+  const { info: upstreamInfo } = await startChild([...tsx, "test/bench/support/chat-instant-upstream.ts"]);
   const upstreamOrigin = `http://127.0.0.1:${upstreamInfo.port as number}`;
   const database = await freshDatabase();
   try {
-    const { child: gatewayChild, info: gatewayInfo } = await startChild([...tsx, "bench/support/chat-gateway-server.ts"], {
+    const { child: gatewayChild, info: gatewayInfo } = await startChild([...tsx, "test/bench/support/chat-gateway-server.ts"], {
       DATABASE_URL: database.url,
       ZERO_UPSTREAMS: JSON.stringify([{ name: "bench", baseUrl: `${upstreamOrigin}/v1`, apiKey: UPSTREAM_KEY, model: UPSTREAM_MODEL }]),
       ZERO_FREE_POOL_DAILY_REQUESTS: "1000000000",

@@ -8,11 +8,11 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import pg from "pg";
 import { Pool } from "undici";
-import { ConsoleService } from "../gen/zero/v1/console_pb.js";
-import { openStore } from "../src/db/database.js";
-import { initialStages } from "../src/engine/plan-transitions.js";
-import { insertPlanWithinLimit } from "../src/executions/plan-repository.js";
-import { createLogger } from "../src/logger.js";
+import { ConsoleService } from "../../gen/zero/v1/console_pb.js";
+import { openStore } from "../../src/db/database.js";
+import { initialStages } from "../../src/engine/plan-transitions.js";
+import { insertPlanWithinLimit } from "../../src/executions/plan-repository.js";
+import { createLogger } from "../../src/logger.js";
 import { benchDatabaseUrl } from "./support/postgres.js";
 
 /**
@@ -40,7 +40,7 @@ const ENGINE_PLANS = Number(process.env.BENCH_ENGINE_PLANS ?? 1500);
 const ENGINE_WORKERS = Number(process.env.BENCH_ENGINE_WORKERS ?? 16);
 const STAGE_RUNS_PER_PLAN = 5; // six stages; the pre-approved gate is no run
 
-const root = path.resolve(import.meta.dirname, "..");
+const root = path.resolve(import.meta.dirname, "../..");
 const children: ChildProcess[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -63,7 +63,7 @@ async function freshDatabase(adminUrl: string, label: string): Promise<string> {
 
 function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; pid: number }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "zero-bench-"));
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/support/executions-server.ts"], {
+  const child = spawn(process.execPath, ["--import", "tsx", "test/bench/support/executions-server.ts"], {
     cwd: root,
     env: { ...process.env, PORT: "0", LOG_LEVEL: "warn", ZERO_DATA_DIR: dataDir, ZERO_GENERATION_LIMIT: "1000000000", ...env },
     stdio: ["ignore", "pipe", "inherit"],

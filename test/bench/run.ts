@@ -4,7 +4,7 @@ import path from "node:path";
 import { benchDatabaseUrl } from "./support/postgres.js";
 
 /**
- * `npm run bench [name…]`: runs every `bench/*.bench.ts` (or the named ones),
+ * `npm run bench [name…]`: runs every `test/bench/*.bench.ts` (or the named ones),
  * each in its own process so one cannot warm or bloat the next. All share one
  * real Postgres (see support/postgres.ts). Each prints its own table.
  */

@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { startApp } from "../../src/app.js";
-import { createAccount, createApiKey } from "../../src/auth/accounts.js";
-import { loadConfig } from "../../src/config.js";
+import { startApp } from "../../../src/app.js";
+import { createAccount, createApiKey } from "../../../src/auth/accounts.js";
+import { loadConfig } from "../../../src/config.js";
 
 /**
  * The gateway under benchmark, in its own process so its RSS is its own.

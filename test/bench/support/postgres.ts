@@ -11,7 +11,7 @@ let started: string | undefined;
 export async function benchDatabaseUrl(): Promise<string> {
   const given = process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL;
   if (given) return given;
-  started ??= execFileSync("bash", [path.resolve(import.meta.dirname, "../../.ci/pg-start")], {
+  started ??= execFileSync("bash", [path.resolve(import.meta.dirname, "../../../.ci/pg-start")], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],
   }).trim();
