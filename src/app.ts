@@ -99,7 +99,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
   const authenticator: Authenticator = createAuthenticator({ db: store.db, config, logger });
   const capabilities = capabilitiesService(config);
   // The chat router is also what the stage writers reach the model through.
-  const chat = chatPart({ config, store, logger, authenticator });
+  const chat = chatPart({ config, store, logger, authenticator, metrics });
   const artifacts = createArtifactStore(config);
   const parts: AppPart[] = [
     {
@@ -119,6 +119,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       logger,
       instanceId,
       authenticator,
+      metrics,
       stageWork: options.stageWork ?? createStageWork({ config, chat: chat.chat, artifacts, logger: logger.child({ component: "outcomes" }) }),
     }),
     outcomesPart(artifacts),

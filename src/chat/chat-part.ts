@@ -7,6 +7,7 @@ import type { Authenticator } from "../server/access.js";
 import { chatRoutes } from "./chat-rest.js";
 import { ChatRouter, type ChatCompleter } from "./chat-router.js";
 import { chatService } from "./chat-service.js";
+import type { Metrics } from "../server/metrics.js";
 import { FreePool } from "./free-pool.js";
 import { IdempotencyStore } from "./idempotency.js";
 import { UpstreamClient } from "./upstream-client.js";
@@ -16,6 +17,7 @@ export interface ChatPartDeps {
   store: Store;
   logger: Logger;
   authenticator: Authenticator;
+  metrics: Metrics;
 }
 
 /** The chat capability as the app mounts it, plus the completer other capabilities draw on. */
@@ -33,7 +35,14 @@ const SWEEP_EVERY_MS = 3600_000;
 export function chatPart(deps: ChatPartDeps): ChatPart {
   const { config, store, logger } = deps;
   const log = logger.child({ component: "chat" });
-  const upstreams = new UpstreamClient(config.upstreams, config.upstreamTimeouts, log);
+  const upstreams = new UpstreamClient(config.upstreams, config.upstreamTimeouts, log, deps.metrics);
+  deps.metrics.onScrape(async () => {
+    const day = new Date().toISOString().slice(0, 10);
+    const row = await store.db.selectFrom("chat_free_pool").select("granted").where("day", "=", day).executeTakeFirst();
+    const granted = Number(row?.granted ?? 0);
+    deps.metrics.poolUnitsUsed.set(granted);
+    deps.metrics.poolUnitsLeft.set(Math.max(0, config.freePoolDailyRequests - granted));
+  });
   const pool = new FreePool({
     db: store.db,
     capacity: config.freePoolDailyRequests,

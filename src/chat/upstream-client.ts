@@ -1,6 +1,7 @@
 import { Pool, type Dispatcher } from "undici";
 import type { UpstreamConfig, UpstreamTimeouts } from "../config.js";
 import type { Logger } from "../logger.js";
+import type { Metrics } from "../server/metrics.js";
 import { ServiceError } from "../server/errors.js";
 import type { ChatRequest } from "./chat-router.js";
 import { upstreamRequestBody } from "./completion-rewrite.js";
@@ -47,7 +48,15 @@ export class UpstreamClient {
   readonly #timeouts: UpstreamTimeouts;
   readonly #logger: Logger;
 
-  constructor(upstreams: readonly UpstreamConfig[], timeouts: UpstreamTimeouts, logger: Logger) {
+  readonly #metrics: Pick<Metrics, "upstreamDuration" | "upstreamErrors"> | undefined;
+
+  constructor(
+    upstreams: readonly UpstreamConfig[],
+    timeouts: UpstreamTimeouts,
+    logger: Logger,
+    metrics?: Pick<Metrics, "upstreamDuration" | "upstreamErrors">,
+  ) {
+    this.#metrics = metrics;
     this.#timeouts = timeouts;
     this.#logger = logger;
     this.#targets = upstreams.map((config) => {
@@ -89,6 +98,12 @@ export class UpstreamClient {
     for (const target of this.#targets) {
       options.signal?.throwIfAborted();
       let response: Dispatcher.ResponseData;
+      const started = performance.now();
+      const observe = (result: string, errorKind?: string) => {
+        const upstream = target.config.name;
+        this.#metrics?.upstreamDuration.observe({ upstream, result }, (performance.now() - started) / 1000);
+        if (errorKind) this.#metrics?.upstreamErrors.inc({ upstream, kind: errorKind });
+      };
       try {
         response = await target.pool.request({
           method: "POST",
@@ -100,10 +115,12 @@ export class UpstreamClient {
       } catch (error) {
         if (options.signal?.aborted) throw error;
         timedOut = isTimeout(error);
+        observe(timedOut ? "timeout" : "error", timedOut ? "timeout" : "connect");
         this.#logger.warn({ upstream: target.config.name, err: errorText(error) }, "upstream attempt failed");
         continue;
       }
       const { statusCode, body } = response;
+      observe(String(statusCode), statusCode >= 200 && statusCode < 300 ? undefined : statusCode === 429 ? "status_429" : statusCode >= 500 ? "status_5xx" : `status_${statusCode}`);
       if (statusCode >= 200 && statusCode < 300) {
         return { body, model: target.config.model, upstream: target.config.name };
       }

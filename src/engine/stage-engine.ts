@@ -19,6 +19,7 @@ import {
 import type { Notifier } from "./notifier.js";
 import { claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases, type ClaimedStage } from "./stage-queue.js";
 import { StageFailure, type StageOutcome, type StageWorkResolver } from "./stage-work.js";
+import type { Metrics } from "../server/metrics.js";
 
 export interface StageEngineOptions {
   store: Store;
@@ -36,6 +37,7 @@ export interface StageEngineOptions {
   pollMs?: number;
   /** How long `stop` waits for running work to notice its abort signal. */
   stopGraceMs?: number;
+  metrics?: Pick<Metrics, "stageDuration" | "stageRuns" | "runningLeases">;
 }
 
 /** Why a run's signal was aborted. */
@@ -64,7 +66,7 @@ interface Run {
  * instance continues them at once.
  */
 export class StageEngine {
-  readonly #options: Required<StageEngineOptions>;
+  readonly #options: Required<Omit<StageEngineOptions, "metrics">> & Pick<StageEngineOptions, "metrics">;
   readonly #db: Kysely<Database>;
   readonly #log: Logger;
   readonly #runs = new Map<number, Run>();
@@ -169,11 +171,13 @@ export class StageEngine {
       done: Promise.resolve(),
     };
     this.#runs.set(claim.leaseToken, run);
+    this.#options.metrics?.runningLeases.set(this.#runs.size);
     if (this.#stopping) abort(run, "shutdown");
     run.done = this.#execute(run)
       .catch((error: unknown) => this.#log.error({ err: error, planId: claim.planId, stage: claim.stageId }, "stage bookkeeping failed"))
       .finally(() => {
         this.#runs.delete(claim.leaseToken);
+        this.#options.metrics?.runningLeases.set(this.#runs.size);
         this.#wake();
       });
   }
@@ -181,6 +185,12 @@ export class StageEngine {
   async #execute(run: Run): Promise<void> {
     const { claim, controller } = run;
     let result: { ok: true; outcome: StageOutcome } | { ok: false; error: unknown };
+    const started = performance.now();
+    const record = (outcome: "succeeded" | "failed" | "lost" | "handed_back") => {
+      const labels = { outcome: claim.outcome, stage: claim.stageId, result: outcome };
+      this.#options.metrics?.stageRuns.inc(labels);
+      this.#options.metrics?.stageDuration.observe(labels, (performance.now() - started) / 1000);
+    };
     try {
       if (!isOutcomeId(claim.outcome)) throw new StageFailure("stage_failed", `unknown outcome ${claim.outcome}`);
       if (controller.signal.aborted) throw controller.signal.reason;
@@ -204,13 +214,16 @@ export class StageEngine {
 
     if (run.stopReason === "lost") {
       this.#log.warn({ planId: claim.planId, stage: claim.stageId }, "lease lost; the stage's result is discarded");
+      record("lost");
       return;
     }
     if (!result.ok && run.stopReason === "shutdown") {
       // Only a live lease is handed back; an expired one belongs to the reaper.
       await this.#writeResult(run, (plan) => stageReleased(plan, claim.position), true);
+      record("handed_back");
       return;
     }
+    record(result.ok ? "succeeded" : "failed");
     if (result.ok) {
       const written = await this.#writeResult(run, (plan) => stageSucceeded(plan, claim.position, result.outcome), true, !this.#stopping);
       // The next stage of this plan, claimed in the same statement: run it on this slot at once.
@@ -364,6 +377,8 @@ export class StageEngine {
         if (interrupted) {
           this.#announce(interrupted);
           this.#log.warn({ planId: lease.planId, position: lease.position }, "stage lease expired; plan interrupted");
+          const { plan } = interrupted;
+          this.#options.metrics?.stageRuns.inc({ outcome: plan.outcome, stage: plan.stages[lease.position]?.id ?? "", result: "interrupted" });
         }
       }
       if (Date.now() - this.#lastPrune > 3600_000) {

@@ -5,6 +5,7 @@ import type { Store } from "../db/database.js";
 import { Notifier } from "../engine/notifier.js";
 import { PlanEvents } from "../engine/plan-events.js";
 import { StageEngine } from "../engine/stage-engine.js";
+import type { Metrics } from "../server/metrics.js";
 import type { StageWorkResolver } from "../engine/stage-work.js";
 import type { Logger } from "../logger.js";
 import type { Authenticator } from "../server/access.js";
@@ -19,6 +20,7 @@ export interface ExecutionsPartDeps {
   authenticator: Authenticator;
   /** The work of each stage; the engine runs whatever it is given. */
   stageWork: StageWorkResolver;
+  metrics: Metrics;
 }
 
 /**
@@ -39,6 +41,16 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
     concurrency: config.workerConcurrency,
     leaseMs: config.stageLeaseMs,
     stopGraceMs: Math.min(config.shutdownGraceMs, 10_000),
+    metrics: deps.metrics,
+  });
+  deps.metrics.onScrape(async () => {
+    const row = await store.db
+      .selectFrom("plan_stages")
+      .select((eb) => eb.fn.countAll<number>().as("waiting"))
+      .where("state", "=", "running")
+      .where("lease_token", "is", null)
+      .executeTakeFirstOrThrow();
+    deps.metrics.queueDepth.set(Number(row.waiting));
   });
   const impl = executionService({ store, config, events, notifier });
   return {

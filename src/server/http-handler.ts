@@ -71,7 +71,7 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
   });
 
   rest.add("GET", "/metrics", async ({ res }) => {
-    const body = await options.metrics.registry.metrics();
+    const body = await options.metrics.render();
     res.setHeader("content-type", options.metrics.registry.contentType);
     res.end(body);
   });

@@ -19,10 +19,18 @@ export interface Metrics {
   poolUnitsLeft: Gauge;
   upstreamDuration: Histogram<"upstream" | "result">;
   upstreamErrors: Counter<"upstream" | "kind">;
+  /**
+   * Gauges read from the database when `/metrics` is scraped (queue depth,
+   * pool units), so they cost nothing between scrapes.
+   */
+  onScrape(refresh: () => Promise<void>): void;
+  /** Runs the `onScrape` refreshers, then renders the registry. */
+  render(): Promise<string>;
 }
 
 export function createMetrics(): Metrics {
   const registry = new Registry();
+  const refreshers: (() => Promise<void>)[] = [];
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
   return {
@@ -55,8 +63,12 @@ export function createMetrics(): Metrics {
     }),
     queueDepth: new Gauge({ name: "zero_stage_queue_depth", help: "Runnable stages waiting for a worker.", registers }),
     runningLeases: new Gauge({ name: "zero_stage_leases_running", help: "Stages this instance holds a lease on.", registers }),
-    poolUnitsUsed: new Gauge({ name: "zero_free_pool_units_used", help: "Free pool units spent today (UTC).", registers }),
-    poolUnitsLeft: new Gauge({ name: "zero_free_pool_units_left", help: "Free pool units left today (UTC).", registers }),
+    poolUnitsUsed: new Gauge({
+      name: "zero_free_pool_units_used",
+      help: "Free pool units granted today (UTC) to instances, spent or held in their blocks.",
+      registers,
+    }),
+    poolUnitsLeft: new Gauge({ name: "zero_free_pool_units_left", help: "Free pool units not yet granted today (UTC).", registers }),
     upstreamDuration: new Histogram({
       name: "zero_upstream_request_duration_seconds",
       help: "Time to an upstream's response head, by upstream name and result.",
@@ -70,5 +82,11 @@ export function createMetrics(): Metrics {
       labelNames: ["upstream", "kind"],
       registers,
     }),
+    onScrape: (refresh) => void refreshers.push(refresh),
+    async render() {
+      // A gauge that cannot be read now keeps its last value; the scrape still answers.
+      await Promise.all(refreshers.map((refresh) => refresh().catch(() => {})));
+      return registry.metrics();
+    },
   };
 }

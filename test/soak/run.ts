@@ -541,7 +541,7 @@ async function runFuzz(workDir: string): Promise<FuzzResult> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ZERO_FUZZ_RUNS: String(FUZZ_RUNS), PATH: `${path.join(root, "node_modules/.bin")}:${process.env.PATH}` };
   delete childEnv.TEST_DATABASE_URL;
   const code = await new Promise<number | null>((resolve) => {
-    const child = spawn("npx", ["vitest", "run", file, "--reporter=json", `--outputFile=${report}`], { cwd: root, env: childEnv, stdio: ["ignore", "ignore", "inherit"] });
+    const child = spawn("npx", ["vitest", "run", "--config", "test/vitest.config.ts", file, "--reporter=json", `--outputFile=${report}`], { cwd: root, env: childEnv, stdio: ["ignore", "ignore", "inherit"] });
     child.once("exit", resolve);
   });
   const seconds = (performance.now() - started) / 1000;

@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FakeUpstream } from "../chat/support/fake-upstream.js";
+import { openAiClient, upstreamsEnv } from "../chat/support/gateway.js";
+import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+import { instantWork } from "../support/stage-work.js";
+
+/** What an operator's Prometheus sees after real traffic: stages, queue, leases, pool and upstreams. */
+describe("operational metrics", () => {
+  let upstream: FakeUpstream;
+  let app: TestApp;
+  let account: TestAccount;
+
+  beforeAll(async () => {
+    upstream = await FakeUpstream.start();
+    app = await startTestApp({
+      stageWork: instantWork(),
+      env: { ZERO_UPSTREAMS: upstreamsEnv([upstream.url]), ZERO_FREE_POOL_DAILY_REQUESTS: "50" },
+    });
+    account = await createAccountWithKey(app, ["read", "build", "chat"]);
+  });
+  afterAll(async () => {
+    await app.close();
+    await upstream.close();
+  });
+
+  const scrape = async () => (await fetch(`${app.url}/metrics`)).text();
+  const value = (text: string, pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? NaN);
+
+  it("counts stage runs by outcome, stage and result, and reports the queue and leases", async () => {
+    const created = await fetch(`${app.url}/api/execution`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${account.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ goal: "A website for a bicycle repair cafe" }),
+    });
+    const { plan } = (await created.json()) as { plan: { id: string } };
+    for (let i = 0; i < 100; i++) {
+      const res = await fetch(`${app.url}/api/execution?id=${plan.id}`, { headers: { authorization: `Bearer ${account.apiKey}` } });
+      if (((await res.json()) as { plan: { status: string } }).plan.status === "awaiting_approval") break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const text = await scrape();
+    for (const stage of ["understand", "outline", "write", "build"]) {
+      expect(value(text, new RegExp(`zero_stage_runs_total\\{outcome="website",stage="${stage}",result="succeeded"\\} (\\d+)`))).toBeGreaterThanOrEqual(1);
+    }
+    expect(text).toMatch(/zero_stage_duration_seconds_count\{outcome="website",stage="understand",result="succeeded"\} \d+/);
+    expect(value(text, /zero_stage_queue_depth (\d+)/)).toBe(0);
+    expect(value(text, /zero_stage_leases_running (\d+)/)).toBe(0);
+  });
+
+  it("reports pool units and upstream latency by upstream name, which clients never see", async () => {
+    const completion = await openAiClient(app, account.apiKey).chat.completions.create({
+      model: "project-zero",
+      messages: [{ role: "user", content: "Hello" }],
+    });
+    expect(JSON.stringify(completion)).not.toContain("SecretCo");
+    const text = await scrape();
+    const used = value(text, /zero_free_pool_units_used (\d+)/);
+    const left = value(text, /zero_free_pool_units_left (\d+)/);
+    expect(used).toBeGreaterThanOrEqual(1);
+    expect(used + left).toBe(50);
+    expect(value(text, /zero_upstream_request_duration_seconds_count\{upstream="SecretCo-0",result="200"\} (\d+)/)).toBeGreaterThanOrEqual(1);
+  });
+});
