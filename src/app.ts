@@ -20,6 +20,7 @@ import type { Authenticator } from "./server/access.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { ServiceError } from "./server/errors.js";
 import { createMetrics, type Metrics } from "./server/metrics.js";
+import { createTracing } from "./server/tracing.js";
 import { createListener, type RequestListener } from "./server/listener.js";
 import { RestRouter, sendError } from "./server/rest.js";
 
@@ -77,6 +78,9 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
 
   const shutdown = new AbortController();
   const metrics = createMetrics();
+  const tracing = config.otlpEndpoint
+    ? createTracing({ endpoint: config.otlpEndpoint, serviceName: config.otelServiceName, instanceId, version: SERVICE_VERSION })
+    : undefined;
   // Bind first, so that with PORT=0 the public URL can name the real port.
   let handler: RequestListener | undefined;
   const listener = createListener(
@@ -99,7 +103,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
   const authenticator: Authenticator = createAuthenticator({ db: store.db, config, logger });
   const capabilities = capabilitiesService(config);
   // The chat router is also what the stage writers reach the model through.
-  const chat = chatPart({ config, store, logger, authenticator, metrics });
+  const chat = chatPart({ config, store, logger, authenticator, metrics, tracing });
   const artifacts = createArtifactStore(config);
   const parts: AppPart[] = [
     {
@@ -120,6 +124,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       instanceId,
       authenticator,
       metrics,
+      tracing,
       stageWork: options.stageWork ?? createStageWork({ config, chat: chat.chat, artifacts, logger: logger.child({ component: "outcomes" }) }),
     }),
     outcomesPart(artifacts),
@@ -136,6 +141,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     ping: () => store.ping(),
     shutdownSignal: shutdown.signal,
     metrics,
+    tracing,
   });
   for (const part of parts) await part.start?.();
   const scheme = config.tlsCertFile ? "https" : "http";
@@ -158,6 +164,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
         shutdown.abort();
         await listener.close(config.shutdownGraceMs);
         for (const part of [...parts].reverse()) await part.stop?.();
+        await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, "could not flush traces"));
         await store.close();
         logger.info("stopped");
       })();

@@ -51,6 +51,10 @@ export interface Config {
   headersTimeoutMs: number;
   /** A whole request body must arrive within this time. */
   requestTimeoutMs: number;
+  /** OTLP/HTTP collector for traces (`OTEL_EXPORTER_OTLP_ENDPOINT`); unset turns tracing off. */
+  otlpEndpoint: string | undefined;
+  /** `OTEL_SERVICE_NAME`, default "project-zero". */
+  otelServiceName: string;
 }
 
 /** Thrown when the environment holds a bad value; `message` is one line naming the variable. */
@@ -122,6 +126,11 @@ export function loadConfig(env: Env = process.env): Config {
   const shutdownGraceMs = read("ZERO_SHUTDOWN_GRACE_MS", 10_000, int(0, 600_000));
   const headersTimeoutMs = read("ZERO_HEADERS_TIMEOUT_MS", 20_000, int(100, 600_000));
   const requestTimeoutMs = read("ZERO_REQUEST_TIMEOUT_MS", 120_000, int(100, 3_600_000));
+  const otlpEndpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || undefined;
+  if (otlpEndpoint !== undefined && !/^https?:\/\/[^/]/.test(otlpEndpoint)) {
+    problems.push(`OTEL_EXPORTER_OTLP_ENDPOINT: expected an http:// or https:// URL, got "${otlpEndpoint}"`);
+  }
+  const otelServiceName = env.OTEL_SERVICE_NAME?.trim() || "project-zero";
 
   if (problems.length > 0) throw new ConfigError(problems.join("\n"));
   return {
@@ -145,6 +154,8 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceMs,
     headersTimeoutMs,
     requestTimeoutMs,
+    otlpEndpoint,
+    otelServiceName,
   };
 }
 

@@ -8,6 +8,7 @@ import { chatRoutes } from "./chat-rest.js";
 import { ChatRouter, type ChatCompleter } from "./chat-router.js";
 import { chatService } from "./chat-service.js";
 import type { Metrics } from "../server/metrics.js";
+import type { Tracing } from "../server/tracing.js";
 import { FreePool } from "./free-pool.js";
 import { IdempotencyStore } from "./idempotency.js";
 import { UpstreamClient } from "./upstream-client.js";
@@ -18,6 +19,7 @@ export interface ChatPartDeps {
   logger: Logger;
   authenticator: Authenticator;
   metrics: Metrics;
+  tracing?: Tracing;
 }
 
 /** The chat capability as the app mounts it, plus the completer other capabilities draw on. */
@@ -35,7 +37,7 @@ const SWEEP_EVERY_MS = 3600_000;
 export function chatPart(deps: ChatPartDeps): ChatPart {
   const { config, store, logger } = deps;
   const log = logger.child({ component: "chat" });
-  const upstreams = new UpstreamClient(config.upstreams, config.upstreamTimeouts, log, deps.metrics);
+  const upstreams = new UpstreamClient(config.upstreams, config.upstreamTimeouts, log, deps.metrics, deps.tracing);
   deps.metrics.onScrape(async () => {
     const day = new Date().toISOString().slice(0, 10);
     const row = await store.db.selectFrom("chat_free_pool").select("granted").where("day", "=", day).executeTakeFirst();

@@ -2,6 +2,7 @@ import { Pool, type Dispatcher } from "undici";
 import type { UpstreamConfig, UpstreamTimeouts } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../server/metrics.js";
+import { endSpan, type Tracing } from "../server/tracing.js";
 import { ServiceError } from "../server/errors.js";
 import type { ChatRequest } from "./chat-router.js";
 import { upstreamRequestBody } from "./completion-rewrite.js";
@@ -49,14 +50,17 @@ export class UpstreamClient {
   readonly #logger: Logger;
 
   readonly #metrics: Pick<Metrics, "upstreamDuration" | "upstreamErrors"> | undefined;
+  readonly #tracing: Tracing | undefined;
 
   constructor(
     upstreams: readonly UpstreamConfig[],
     timeouts: UpstreamTimeouts,
     logger: Logger,
     metrics?: Pick<Metrics, "upstreamDuration" | "upstreamErrors">,
+    tracing?: Tracing,
   ) {
     this.#metrics = metrics;
+    this.#tracing = tracing;
     this.#timeouts = timeouts;
     this.#logger = logger;
     this.#targets = upstreams.map((config) => {
@@ -99,8 +103,10 @@ export class UpstreamClient {
       options.signal?.throwIfAborted();
       let response: Dispatcher.ResponseData;
       const started = performance.now();
+      const span = this.#tracing?.start("upstream chat completion", "client", { "zero.upstream": target.config.name, "zero.stream": options.stream });
       const observe = (result: string, errorKind?: string) => {
         const upstream = target.config.name;
+        endSpan(span, { "zero.result": result }, errorKind !== undefined);
         this.#metrics?.upstreamDuration.observe({ upstream, result }, (performance.now() - started) / 1000);
         if (errorKind) this.#metrics?.upstreamErrors.inc({ upstream, kind: errorKind });
       };

@@ -20,6 +20,7 @@ import type { Notifier } from "./notifier.js";
 import { claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases, type ClaimedStage } from "./stage-queue.js";
 import { StageFailure, type StageOutcome, type StageWorkResolver } from "./stage-work.js";
 import type { Metrics } from "../server/metrics.js";
+import { endSpan, type Tracing } from "../server/tracing.js";
 
 export interface StageEngineOptions {
   store: Store;
@@ -38,6 +39,7 @@ export interface StageEngineOptions {
   /** How long `stop` waits for running work to notice its abort signal. */
   stopGraceMs?: number;
   metrics?: Pick<Metrics, "stageDuration" | "stageRuns" | "runningLeases">;
+  tracing?: Tracing;
 }
 
 /** Why a run's signal was aborted. */
@@ -66,7 +68,7 @@ interface Run {
  * instance continues them at once.
  */
 export class StageEngine {
-  readonly #options: Required<Omit<StageEngineOptions, "metrics">> & Pick<StageEngineOptions, "metrics">;
+  readonly #options: Required<Omit<StageEngineOptions, "metrics" | "tracing">> & Pick<StageEngineOptions, "metrics" | "tracing">;
   readonly #db: Kysely<Database>;
   readonly #log: Logger;
   readonly #runs = new Map<number, Run>();
@@ -186,7 +188,14 @@ export class StageEngine {
     const { claim, controller } = run;
     let result: { ok: true; outcome: StageOutcome } | { ok: false; error: unknown };
     const started = performance.now();
+    const span = this.#options.tracing?.start(`stage ${claim.stageId}`, "internal", {
+      "zero.plan_id": claim.planId,
+      "zero.outcome": claim.outcome,
+      "zero.stage": claim.stageId,
+      "zero.attempt": claim.attempts,
+    });
     const record = (outcome: "succeeded" | "failed" | "lost" | "handed_back") => {
+      endSpan(span, { "zero.result": outcome }, outcome === "failed" || outcome === "lost");
       const labels = { outcome: claim.outcome, stage: claim.stageId, result: outcome };
       this.#options.metrics?.stageRuns.inc(labels);
       this.#options.metrics?.stageDuration.observe(labels, (performance.now() - started) / 1000);

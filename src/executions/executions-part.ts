@@ -6,6 +6,7 @@ import { Notifier } from "../engine/notifier.js";
 import { PlanEvents } from "../engine/plan-events.js";
 import { StageEngine } from "../engine/stage-engine.js";
 import type { Metrics } from "../server/metrics.js";
+import type { Tracing } from "../server/tracing.js";
 import type { StageWorkResolver } from "../engine/stage-work.js";
 import type { Logger } from "../logger.js";
 import type { Authenticator } from "../server/access.js";
@@ -21,6 +22,7 @@ export interface ExecutionsPartDeps {
   /** The work of each stage; the engine runs whatever it is given. */
   stageWork: StageWorkResolver;
   metrics: Metrics;
+  tracing?: Tracing;
 }
 
 /**
@@ -42,6 +44,7 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
     leaseMs: config.stageLeaseMs,
     stopGraceMs: Math.min(config.shutdownGraceMs, 10_000),
     metrics: deps.metrics,
+    tracing: deps.tracing,
   });
   deps.metrics.onScrape(async () => {
     const row = await store.db

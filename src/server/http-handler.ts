@@ -2,6 +2,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { createContextValues, type ConnectRouter } from "@connectrpc/connect";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "./metrics.js";
+import { endSpan, type Tracing } from "./tracing.js";
 import type { Authenticator } from "./access.js";
 import { createConnectAdapter } from "./connect-adapter.js";
 import { clientAddressKey, requestLoggerKey } from "./context.js";
@@ -27,6 +28,8 @@ export interface HttpHandlerOptions {
   /** Largest request body accepted by RPCs. */
   readMaxBytes?: number;
   metrics: Metrics;
+  /** Set when tracing is configured: one server span per request. */
+  tracing?: Tracing;
 }
 
 /**
@@ -87,7 +90,13 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
     const method = req.method ?? "GET";
     const route = rest.match(method, pathname);
     const routeLabel = route ? rest.label(method, pathname) : rpcRoutes.has(pathname) ? pathname : "other";
+    const span = options.tracing?.start(`${method} ${routeLabel}`, "server", {
+      "http.request.method": method,
+      "http.route": routeLabel,
+      "zero.request_id": info.id,
+    });
     res.once("close", () => {
+      endSpan(span, { "http.response.status_code": res.statusCode }, res.statusCode >= 500);
       const seconds = Number(process.hrtime.bigint() - info.startedAt) / 1e9;
       httpRequests.inc({ route: routeLabel, method, code: String(res.statusCode) });
       httpDuration.observe({ route: routeLabel, method }, seconds);
