@@ -17,6 +17,22 @@ export class LeaseLostError extends Error {
   override name = "LeaseLostError";
 }
 
+/** Plans with their stages in position order, in one query (the stages as a JSON array). */
+function selectPlansWithStages(db: Executor) {
+  return db
+    .selectFrom("plans as p")
+    .selectAll("p")
+    .select((eb) =>
+      jsonArrayFrom(
+        eb
+          .selectFrom("plan_stages as s")
+          .select(["s.position", "s.stage_id", "s.title", "s.state", "s.attempts", "s.error_type", "s.error_message", "s.output", "s.progress", "s.lease_token"])
+          .whereRef("s.plan_id", "=", "p.id")
+          .orderBy("s.position"),
+      ).as("stages"),
+    );
+}
+
 /**
  * Reads a plan with its stages in one query. With `accountId`, a plan of
  * another account is not found, exactly like a missing one. With `forUpdate`
@@ -29,19 +45,7 @@ export async function loadPlan(
   id: string,
   options: { accountId?: string; forUpdate?: boolean } = {},
 ): Promise<PlanState | undefined> {
-  let query = db
-    .selectFrom("plans as p")
-    .selectAll("p")
-    .select((eb) =>
-      jsonArrayFrom(
-        eb
-          .selectFrom("plan_stages as s")
-          .select(["s.position", "s.stage_id", "s.title", "s.state", "s.attempts", "s.error_type", "s.error_message", "s.output", "s.progress", "s.lease_token"])
-          .whereRef("s.plan_id", "=", "p.id")
-          .orderBy("s.position"),
-      ).as("stages"),
-    )
-    .where("p.id", "=", id);
+  let query = selectPlansWithStages(db).where("p.id", "=", id);
   if (options.accountId !== undefined) query = query.where("p.account_id", "=", options.accountId);
   if (options.forUpdate) query = query.forUpdate("p");
   const row = await query.executeTakeFirst();
@@ -50,18 +54,7 @@ export async function loadPlan(
 
 /** The account's most recent plans, newest first. */
 export async function listRecentPlans(db: Executor, accountId: string, limit: number): Promise<PlanState[]> {
-  const rows = await db
-    .selectFrom("plans as p")
-    .selectAll("p")
-    .select((eb) =>
-      jsonArrayFrom(
-        eb
-          .selectFrom("plan_stages as s")
-          .select(["s.position", "s.stage_id", "s.title", "s.state", "s.attempts", "s.error_type", "s.error_message", "s.output", "s.progress", "s.lease_token"])
-          .whereRef("s.plan_id", "=", "p.id")
-          .orderBy("s.position"),
-      ).as("stages"),
-    )
+  const rows = await selectPlansWithStages(db)
     .where("p.account_id", "=", accountId)
     .orderBy("p.created_at", "desc")
     .orderBy("p.id", "desc")
