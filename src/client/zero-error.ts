@@ -1,37 +1,14 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "../../gen/zero/v1/error_pb.js";
+// The service's own error table (browser-safe: no node: imports), so both ends name codes alike.
+import { typeForCode, type ErrorType } from "../server/errors.js";
 
 /**
  * The error types the service sends in its `zero.v1.ErrorDetail` (SPEC.md's
  * tables for `/api` and `/v1`), plus `unreachable` for a server the client
  * could not talk to at all. Open-ended: a newer server may send new types.
  */
-export type ZeroErrorType =
-  | "invalid_request"
-  | "unauthenticated"
-  | "permission_denied"
-  | "not_found"
-  | "method_not_allowed"
-  | "conflict"
-  | "payload_too_large"
-  | "unsupported_media_type"
-  | "rate_limited"
-  | "internal"
-  | "unavailable"
-  | "outcome_unavailable"
-  | "model_not_found"
-  | "program_mismatch"
-  | "invalid_api_key"
-  | "insufficient_scope"
-  | "zero_capacity_unavailable"
-  | "idempotency_key_reused"
-  | "idempotency_key_in_progress"
-  | "upstream_error"
-  | "upstream_timeout"
-  | "canceled"
-  | "deadline_exceeded"
-  | "unreachable"
-  | (string & {});
+export type ZeroErrorType = ErrorType | "canceled" | "deadline_exceeded" | "unreachable" | (string & {});
 
 /**
  * Every failure of a ZeroClient call. `type` is the service's own word for
@@ -89,33 +66,9 @@ function typeWithoutDetail(error: ConnectError): ZeroErrorType {
   if ((error.code === Code.Unavailable || error.code === Code.Unknown || error.code === Code.Internal) && isNetworkFailure(error)) {
     return "unreachable";
   }
-  switch (error.code) {
-    case Code.InvalidArgument:
-    case Code.OutOfRange:
-    case Code.FailedPrecondition:
-      return "invalid_request";
-    case Code.Unauthenticated:
-      return "unauthenticated";
-    case Code.PermissionDenied:
-      return "permission_denied";
-    case Code.NotFound:
-      return "not_found";
-    case Code.AlreadyExists:
-    case Code.Aborted:
-      return "conflict";
-    case Code.ResourceExhausted:
-      return "rate_limited";
-    case Code.Unimplemented:
-      return "method_not_allowed";
-    case Code.Unavailable:
-      return "unavailable";
-    case Code.Canceled:
-      return "canceled";
-    case Code.DeadlineExceeded:
-      return "deadline_exceeded";
-    default:
-      return "internal";
-  }
+  if (error.code === Code.Canceled) return "canceled";
+  if (error.code === Code.DeadlineExceeded) return "deadline_exceeded";
+  return typeForCode(error.code);
 }
 
 function isNetworkFailure(error: unknown): boolean {

@@ -124,7 +124,8 @@ export function toServiceError(error: unknown, onUnexpected?: (error: unknown) =
   return new ServiceError("internal", "internal error");
 }
 
-function typeForCode(code: Code): ErrorType {
+/** The error type a bare Connect code stands for, when no ErrorDetail says more. */
+export function typeForCode(code: Code): ErrorType {
   switch (code) {
     case Code.InvalidArgument:
     case Code.OutOfRange:
