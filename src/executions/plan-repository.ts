@@ -2,6 +2,7 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import { sql, type Kysely, type Transaction } from "kysely";
 import { jsonArrayFrom } from "kysely/helpers/postgres";
 import type { Database } from "../db/schema.js";
+import type { PlanRow, PlanStageRow } from "./executions.table.js";
 import { isOutcomeId, DEFAULT_OUTCOME } from "../outcomes/catalog.js";
 import type { PlanState, PlanStatus, StageRecord, StageState } from "../engine/plan-transitions.js";
 
@@ -263,35 +264,12 @@ export async function insertPlanWithinLimit(db: Executor, plan: NewPlan, window:
   };
 }
 
-interface PlanRowWithStages {
-  id: string;
-  account_id: string;
-  goal: string;
-  outcome: string;
-  status: string;
-  progress: number;
-  resumable: boolean;
-  warning: string | null;
-  preview_url: string | null;
-  published_url: string | null;
-  project: { id: string; name: string; slug: string } | null;
-  approved: string[];
-  version: number;
-  created_at: Date;
-  updated_at: Date;
-  stages: {
-    position: number;
-    stage_id: string;
-    title: string;
-    state: string;
-    attempts: number;
-    error_type: string | null;
-    error_message: string | null;
+/** A plan row with its stages as `selectPlansWithStages` returns them. */
+type PlanRowWithStages = PlanRow & {
+  stages: (Pick<PlanStageRow, "position" | "stage_id" | "title" | "state" | "attempts" | "error_type" | "error_message" | "progress" | "lease_token"> & {
     output: unknown;
-    progress: number;
-    lease_token: number | null;
-  }[];
-}
+  })[];
+};
 
 function toPlanState(row: PlanRowWithStages): PlanState {
   return {
