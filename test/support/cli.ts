@@ -3,7 +3,7 @@ import os from "node:os";
 import { fileURLToPath } from "node:url";
 
 /** The launcher `npx project-zero` runs (package.json `bin`). */
-export const CLI_BIN = fileURLToPath(new URL("../../bin/project-zero.js", import.meta.url));
+export const CLI_BIN = fileURLToPath(new URL("../../src/cli/project-zero.js", import.meta.url));
 
 export interface CliRun {
   child: ChildProcessWithoutNullStreams;

@@ -7,4 +7,4 @@
 import { register } from "tsx/esm/api";
 
 register();
-await import(new URL("../src/cli/main.ts", import.meta.url).href);
+await import(new URL("./main.ts", import.meta.url).href);
