@@ -76,6 +76,28 @@ export function initialStages(outcome: OutcomeId): StageRecord[] {
   }));
 }
 
+/** A plan as it is created: running, nothing done yet, its first stage running. */
+export function newPlanState(init: { id: string; accountId: string; goal: string; outcome: OutcomeId; createdAt: Date }): PlanState {
+  return {
+    id: init.id,
+    accountId: init.accountId,
+    goal: init.goal,
+    outcome: init.outcome,
+    status: "running",
+    progress: 0,
+    resumable: false,
+    warning: null,
+    previewUrl: null,
+    publishedUrl: null,
+    project: null,
+    approved: [],
+    version: 0,
+    createdAt: init.createdAt,
+    updatedAt: init.createdAt,
+    stages: initialStages(init.outcome),
+  };
+}
+
 /**
  * Percentage of the stages that succeeded, plus the partial progress of a
  * running one. It reaches 100 only when every stage succeeded.

@@ -15,7 +15,7 @@ import type { Config } from "../config.js";
 import type { Store } from "../db/database.js";
 import type { Notifier } from "../engine/notifier.js";
 import type { PlanEvents } from "../engine/plan-events.js";
-import { initialStages, RESTING_STATUSES, resumePlan, startsWork, type PlanState } from "../engine/plan-transitions.js";
+import { initialStages, newPlanState, RESTING_STATUSES, resumePlan, startsWork } from "../engine/plan-transitions.js";
 import { DEFAULT_OUTCOME, isOutcomeId, unavailableOutcomes, type OutcomeId } from "../outcomes/catalog.js";
 import { requirePrincipal } from "../server/access.js";
 import { invalidRequest, notFound, ServiceError } from "../server/errors.js";
@@ -78,24 +78,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       }
       notifier.stageReady();
       setHeaders(context, rateLimitHeaders(usage));
-      const plan: PlanState = {
-        id,
-        accountId,
-        goal,
-        outcome,
-        status: "running",
-        progress: 0,
-        resumable: false,
-        warning: null,
-        previewUrl: null,
-        publishedUrl: null,
-        project: null,
-        approved: [],
-        version: 0,
-        createdAt: inserted.createdAt,
-        updatedAt: inserted.createdAt,
-        stages,
-      };
+      const plan = newPlanState({ id, accountId, goal, outcome, createdAt: inserted.createdAt });
       return { plan: toPlanMessage(plan), unavailable };
     },
 

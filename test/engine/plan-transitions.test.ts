@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
-  initialStages,
+  newPlanState,
   planProgress,
   resumePlan,
   stageFailed,
@@ -13,25 +13,7 @@ import {
 } from "../../src/engine/plan-transitions.js";
 
 function newPlan(outcome: "website" | "ebook" = "website"): PlanState {
-  const now = new Date();
-  return {
-    id: "pln_test",
-    accountId: "acc_test",
-    goal: "A site for my bakery",
-    outcome,
-    status: "running",
-    progress: 0,
-    resumable: false,
-    warning: null,
-    previewUrl: null,
-    publishedUrl: null,
-    project: null,
-    approved: [],
-    version: 0,
-    createdAt: now,
-    updatedAt: now,
-    stages: initialStages(outcome),
-  };
+  return newPlanState({ id: "pln_test", accountId: "acc_test", goal: "A site for my bakery", outcome, createdAt: new Date() });
 }
 
 const states = (plan: PlanState) => plan.stages.map((s) => `${s.id}:${s.state}:${s.attempts}`);
