@@ -44,3 +44,18 @@ export function languageTag(value: string): string {
   const tag = value.trim();
   return /^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}$/.test(tag) ? tag : "en";
 }
+
+/** Everything a generated page has before its own header: one stylesheet, no script, a skip link. */
+export function documentStart(lang: string, title: string | Html, description: string): Html {
+  return html`<!DOCTYPE html>
+<html lang="${lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title>
+<meta name="description" content="${description}">
+<link rel="stylesheet" href="style.css">
+</head>
+<body>
+<a class="skip-link" href="#main">Skip to content</a>`;
+}

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { BookContent, Chapter, EbookBrief } from "../content.js";
-import { html, join, languageTag, type Html } from "../html.js";
+import { documentStart, html, join, languageTag, type Html } from "../html.js";
 import { zip } from "./zip.js";
 
 export interface BookMeta {
@@ -100,17 +100,7 @@ ${chapters.map((_, i) => `<itemref idref="c${i + 1}"/>`).join("\n")}
 export function renderReader(brief: EbookBrief, content: BookContent, epubName: string): Map<string, string> {
   const lang = languageTag(brief.language);
   const chapters = content.chapters;
-  const page = (title: string, body: Html) => html`<!DOCTYPE html>
-<html lang="${lang}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title}</title>
-<meta name="description" content="${brief.subtitle}">
-<link rel="stylesheet" href="style.css">
-</head>
-<body>
-<a class="skip-link" href="#main">Skip to content</a>
+  const page = (title: string, body: Html) => html`${documentStart(lang, title, brief.subtitle)}
 <header class="book-header"><a href="index.html">${brief.title}</a></header>
 <main id="main">
 ${body}

@@ -1,5 +1,5 @@
 import type { PageContent, Section, SiteOutline, WebsiteBrief } from "../content.js";
-import { html, join, languageTag, type Html } from "../html.js";
+import { documentStart, html, join, languageTag, type Html } from "../html.js";
 import { stylesheet, THEMES } from "./themes.js";
 
 /** A built site: file name → contents. Flat, with relative links, so it works under any base path. */
@@ -23,17 +23,7 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
     );
     const sections = content.sections.map((section, i) => renderSection(section, i, slugs, monogram(brief.name)));
     const title = pageTitle(page.slug === "index" ? [brief.name, brief.tagline] : [page.title, brief.name]);
-    const document = html`<!DOCTYPE html>
-<html lang="${lang}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title}</title>
-<meta name="description" content="${page.description}">
-<link rel="stylesheet" href="style.css">
-</head>
-<body>
-<a class="skip-link" href="#main">Skip to content</a>
+    const document = html`${documentStart(lang, title, page.description)}
 <header class="site-header">
 <div class="wrap">
 <a class="brand" href="index.html">${brief.name}</a>
