@@ -5,6 +5,7 @@ import { Migrator } from "kysely/migration";
 import pg from "pg";
 import type { Logger } from "../logger.js";
 import { migrations } from "./migrations/index.js";
+import { preparingPool } from "./prepared-statements.js";
 import type { Database } from "./schema.js";
 import { SerializedPGliteDialect } from "./serialized-pglite.js";
 
@@ -19,8 +20,11 @@ export interface Store {
   /**
    * Calls `onPayload` for each NOTIFY on `channel`. Delivery is best effort:
    * listeners keep a polling fallback for anything missed while reconnecting.
+   * `onGap` is called when notifications may have been missed: when the
+   * listener connection is lost, and again once it listens anew (PGlite,
+   * in-process, never loses it).
    */
-  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  listen(channel: string, onPayload: (payload: string) => void, onGap?: () => void): Promise<() => Promise<void>>;
   /** PGlite only: the data directory as a tarball (a backup, or a template for `pgliteTemplate`). */
   dumpDataDir?(): Promise<Blob>;
   close(): Promise<void>;
@@ -96,12 +100,18 @@ function openPostgres(url: string, options: StoreOptions): Store {
   pool.on("connect", (client) => {
     client.on("error", (error) => options.logger.warn({ err: error.message }, "database connection lost while in use"));
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool), controlClient: pg.Client }) });
 
   let listener: pg.Client | undefined;
   let listenerReady: Promise<pg.Client> | undefined;
   const handlers = new Map<string, Set<(payload: string) => void>>();
+  const gapHandlers = new Set<() => void>();
+  // Set while no listener is subscribed although handlers are registered: notifications are being missed.
+  let missing = false;
   let closed = false;
+  const reportGap = () => {
+    for (const onGap of gapHandlers) onGap();
+  };
 
   const connectListener = (): Promise<pg.Client> => {
     listenerReady ??= (async () => {
@@ -114,11 +124,18 @@ function openPostgres(url: string, options: StoreOptions): Store {
         listener = undefined;
         listenerReady = undefined;
         client.end().catch(() => {});
+        missing = true;
+        reportGap();
         if (!closed && handlers.size > 0) setTimeout(() => void resubscribe(), 1000).unref();
       });
       await client.connect();
       for (const channel of handlers.keys()) await client.query(`LISTEN ${quoteIdent(channel)}`);
       listener = client;
+      if (missing) {
+        missing = false;
+        // Whatever was notified between the loss and now is gone.
+        reportGap();
+      }
       return client;
     })().catch((error: unknown) => {
       listenerReady = undefined;
@@ -139,20 +156,23 @@ function openPostgres(url: string, options: StoreOptions): Store {
     db,
     kind: "postgres",
     ping: (timeoutMs = 2000) => pingWithTimeout(db, timeoutMs),
-    async listen(channel, onPayload) {
+    async listen(channel, onPayload, onGap) {
       const isNew = !handlers.has(channel);
       const set = handlers.get(channel) ?? new Set();
       set.add(onPayload);
       handlers.set(channel, set);
+      if (onGap) gapHandlers.add(onGap);
       try {
         const client = await connectListener();
         if (isNew) await client.query(`LISTEN ${quoteIdent(channel)}`);
       } catch (error) {
         options.logger.warn({ err: reason(error) }, "database listener unavailable; polling only");
+        missing = true;
         void resubscribe();
       }
       return async () => {
         set.delete(onPayload);
+        if (onGap) gapHandlers.delete(onGap);
         if (set.size === 0) {
           handlers.delete(channel);
           await listener?.query(`UNLISTEN ${quoteIdent(channel)}`).catch(() => {});
