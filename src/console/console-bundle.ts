@@ -21,16 +21,16 @@ export interface ConsoleBundle {
 /** Where the Console's assets are served; also the prefix the routes own. */
 export const CONSOLE_ASSETS_PATH = "/console/assets/";
 
-const WEB_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "web");
+// Through the package's own name, so the path is the same from the sources and from the built `dist/main.js`.
+const WEB_DIR = path.join(path.dirname(fileURLToPath(import.meta.resolve("project-zero/package.json"))), "src/console/web");
 
 let cached: Promise<ConsoleBundle> | undefined;
 
 /**
  * Bundles `web/main.ts` and `web/console.css` with esbuild, in
- * memory, once per process. Built on first use rather than at install time:
- * the service runs its TypeScript sources directly (tsx), so there is no
- * build step whose output could go stale against the code, npm install
- * scripts may be disabled, and processes that never serve the Console (most
+ * memory, once per process. Built on first use rather than by `npm run
+ * build`: tests and the CLI run the TypeScript sources directly, so this is
+ * one path for all of them, and processes that never serve the Console (most
  * tests, workers) never pay for it. A failed build is not cached, so the
  * next request tries again.
  */

@@ -7,6 +7,7 @@ import readline from "node:readline";
 import pg from "pg";
 import { Client, Pool } from "undici";
 import { benchDatabaseUrl } from "./support/postgres.js";
+import { serverCommand } from "../support/server-process.js";
 
 /**
  * The chat gateway against the same instant upstream three ways, in
@@ -219,7 +220,7 @@ async function main(): Promise<void> {
   const upstreamOrigin = `http://127.0.0.1:${upstreamInfo.port as number}`;
   const database = await freshDatabase();
   try {
-    const { child: gatewayChild, info: gatewayInfo } = await startChild([...tsx, "test/bench/support/chat-gateway-server.ts"], {
+    const { child: gatewayChild, info: gatewayInfo } = await startChild(await serverCommand("test/bench/support/chat-gateway-server.ts"), {
       DATABASE_URL: database.url,
       ZERO_UPSTREAMS: JSON.stringify([{ name: "bench", baseUrl: `${upstreamOrigin}/v1`, apiKey: UPSTREAM_KEY, model: UPSTREAM_MODEL }]),
       ZERO_FREE_POOL_DAILY_REQUESTS: "1000000000",

@@ -14,6 +14,7 @@ import { initialStages } from "../../src/engine/plan-transitions.js";
 import { insertPlanWithinLimit } from "../../src/executions/plan-repository.js";
 import { createLogger } from "../../src/logger.js";
 import { benchDatabaseUrl } from "./support/postgres.js";
+import { serverCommand } from "../support/server-process.js";
 
 /**
  * Executions on a real Postgres, each figure beside a baseline measured in
@@ -61,9 +62,10 @@ async function freshDatabase(adminUrl: string, label: string): Promise<string> {
   return url.href;
 }
 
-function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; pid: number }> {
+async function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; pid: number }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "zero-bench-"));
-  const child = spawn(process.execPath, ["--import", "tsx", "test/bench/support/executions-server.ts"], {
+  const [command, ...args] = await serverCommand("test/bench/support/executions-server.ts");
+  const child = spawn(command!, args, {
     cwd: root,
     env: { ...process.env, PORT: "0", LOG_LEVEL: "warn", ZERO_DATA_DIR: dataDir, ZERO_GENERATION_LIMIT: "1000000000", ...env },
     stdio: ["ignore", "pipe", "inherit"],

@@ -3,10 +3,12 @@ import fs from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import { serverCommand } from "../support/server-process.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
-const tsx = path.join(root, "node_modules/.bin/tsx");
+/** `node <start flags> dist/test/main.js`: what `npm start` runs, built once for this file. */
+let command: string[];
 
 interface Run {
   child: ChildProcess;
@@ -16,7 +18,7 @@ interface Run {
 }
 
 function runServer(env: Record<string, string>): Run {
-  const child = spawn(tsx, ["src/main.ts"], { cwd: root, env: { ...process.env, LOG_LEVEL: "info", ...env } });
+  const child = spawn(command[0]!, command.slice(1), { cwd: root, env: { ...process.env, LOG_LEVEL: "info", ...env } });
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -41,8 +43,11 @@ async function waitFor(check: () => boolean, what: string, ms = 30_000): Promise
   }
 }
 
-describe("the server process", () => {
-  // Each test starts a real process (tsx compiling the sources, PGlite's first initdb): slow on a busy machine.
+describe("the server process, built as npm start builds it", () => {
+  beforeAll(async () => {
+    command = await serverCommand("src/main.ts", "dist/test");
+  });
+  // Each test starts a real process (PGlite's first initdb): slow on a busy machine.
   it("exits non-zero with one clear line when DATABASE_URL points at a stopped server", async () => {
     const port = await freePort();
     const run = runServer({ DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/zero`, PORT: "0" });
@@ -66,6 +71,13 @@ describe("the server process", () => {
       await waitFor(() => run.stdout().includes('"msg":"listening"'), "the server to listen", 60_000);
       const res = await fetch(`http://127.0.0.1:${port}/api/capabilities`);
       expect(res.status).toBe(200);
+      // The Console's front end is bundled from its sources at run time; from dist/ they must still be found.
+      const page = await (await fetch(`http://127.0.0.1:${port}/console`)).text();
+      const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(page)?.[1];
+      expect(script).toBeDefined();
+      const asset = await fetch(`http://127.0.0.1:${port}${script}`);
+      expect(asset.status).toBe(200);
+      expect((await asset.text()).length).toBeGreaterThan(1000);
       // A long-lived server stream (gRPC health Watch over Connect) is open when the signal arrives.
       const watch = fetch(`http://127.0.0.1:${port}/grpc.health.v1.Health/Watch`, {
         method: "POST",
