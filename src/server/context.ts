@@ -17,8 +17,8 @@ export interface Principal {
 
 export const principalKey = createContextKey<Principal | undefined>(undefined, { description: "principal" });
 
-/** The request's logger, bound to its request id. */
-export const requestLoggerKey = createContextKey<Logger | undefined>(undefined, { description: "request logger" });
+/** The request's logger, bound to its request id (made on first use). */
+export const requestLogKey = createContextKey<{ readonly log: Logger } | undefined>(undefined, { description: "request log" });
 
 /** The peer's address, for per-address limits. */
 export const clientAddressKey = createContextKey<string>("", { description: "client address" });

@@ -5,7 +5,7 @@ import type { Metrics } from "./metrics.js";
 import { endSpan, type Tracing } from "./tracing.js";
 import type { Authenticator } from "./access.js";
 import { createConnectAdapter } from "./connect-adapter.js";
-import { clientAddressKey, requestLoggerKey } from "./context.js";
+import { clientAddressKey, requestLogKey } from "./context.js";
 import { ServiceError } from "./errors.js";
 import { registerHealth } from "./health.js";
 import { authInterceptor, errorInterceptor } from "./interceptors.js";
@@ -55,7 +55,7 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
     contextValues: (req) => {
       const info = requestInfo(req);
       return createContextValues()
-        .set(requestLoggerKey, info?.log)
+        .set(requestLogKey, info)
         .set(clientAddressKey, info?.clientAddress ?? "");
     },
     fallback: (req, res) => sendError(res, new ServiceError("not_found", `no route for ${req.method} ${pathOf(req.url)}`), req),
@@ -100,10 +100,12 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
       const seconds = Number(process.hrtime.bigint() - info.startedAt) / 1e9;
       httpRequests.inc({ route: routeLabel, method, code: String(res.statusCode) });
       httpDuration.observe({ route: routeLabel, method }, seconds);
-      info.log.info(
-        { method, path: pathname, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100, aborted: !res.writableFinished },
-        "request",
-      );
+      if (logger.isLevelEnabled("info")) {
+        logger.info(
+          { requestId: info.id, method, path: pathname, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100, aborted: !res.writableFinished },
+          "request",
+        );
+      }
     });
     if (!route) {
       connect(req, res);

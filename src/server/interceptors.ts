@@ -1,6 +1,6 @@
 import type { Interceptor } from "@connectrpc/connect";
 import { authorize, type Authenticator } from "./access.js";
-import { clientAddressKey, requestLoggerKey } from "./context.js";
+import { clientAddressKey, requestLogKey } from "./context.js";
 import { toServiceError } from "./errors.js";
 
 /**
@@ -9,7 +9,7 @@ import { toServiceError } from "./errors.js";
  * `internal`, never with a stack trace or an internal message.
  */
 export const errorInterceptor: Interceptor = (next) => async (req) => {
-  const log = (error: unknown) => req.contextValues.get(requestLoggerKey)?.error({ err: error, procedure: req.url }, "unexpected error");
+  const log = (error: unknown) => req.contextValues.get(requestLogKey)?.log.error({ err: error, procedure: req.url }, "unexpected error");
   try {
     const res = await next(req);
     if (!res.stream) return res;

@@ -2,12 +2,30 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "../logger.js";
 import type { NodeRequest } from "./rest.js";
 
-/** What the outer handler learns of each request before any route sees it. */
-export interface RequestInfo {
-  id: string;
-  log: Logger;
-  clientAddress: string;
-  startedAt: bigint;
+/**
+ * What the outer handler learns of each request before any route sees it.
+ * The request's own logger (bound to its id) is made on first use: most
+ * requests never log anything of their own, and a pino child costs more than
+ * the rest of this object.
+ */
+export class RequestInfo {
+  readonly id: string;
+  readonly clientAddress: string;
+  readonly startedAt: bigint;
+  readonly #parent: Logger;
+  #log: Logger | undefined;
+
+  constructor(id: string, clientAddress: string, parent: Logger) {
+    this.id = id;
+    this.clientAddress = clientAddress;
+    this.startedAt = process.hrtime.bigint();
+    this.#parent = parent;
+  }
+
+  get log(): Logger {
+    this.#log ??= this.#parent.child({ requestId: this.id });
+    return this.#log;
+  }
 }
 
 const infos = new WeakMap<NodeRequest, RequestInfo>();
@@ -15,15 +33,17 @@ const infos = new WeakMap<NodeRequest, RequestInfo>();
 /** A caller-supplied id is kept when it is short and printable; otherwise we make one. */
 const ACCEPTABLE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/**
+ * Our ids need to be unique, not secret: a random prefix per process and a
+ * counter, rather than fresh random bytes (a call into the CSPRNG) per request.
+ */
+const ID_PREFIX = `req_${randomBytes(6).toString("base64url")}`;
+let idCounter = 0;
+
 export function assignRequestInfo(req: NodeRequest, log: Logger): RequestInfo {
   const supplied = req.headers["x-request-id"];
-  const id = typeof supplied === "string" && ACCEPTABLE_ID.test(supplied) ? supplied : `req_${randomBytes(9).toString("base64url")}`;
-  const info: RequestInfo = {
-    id,
-    log: log.child({ requestId: id }),
-    clientAddress: req.socket?.remoteAddress ?? "",
-    startedAt: process.hrtime.bigint(),
-  };
+  const id = typeof supplied === "string" && ACCEPTABLE_ID.test(supplied) ? supplied : `${ID_PREFIX}${(idCounter++).toString(36)}`;
+  const info = new RequestInfo(id, req.socket?.remoteAddress ?? "", log);
   infos.set(req, info);
   return info;
 }

@@ -3,7 +3,7 @@ import type http2 from "node:http2";
 import { create, fromJson, type DescMessage, type DescMethodUnary, type JsonValue, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { createContextValues, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { authorize, type Authenticator } from "./access.js";
-import { clientAddressKey, requestLoggerKey } from "./context.js";
+import { clientAddressKey, requestLogKey } from "./context.js";
 import { apiErrorBody, invalidRequest, ServiceError, toServiceError } from "./errors.js";
 import { requestInfo } from "./request-info.js";
 
@@ -139,7 +139,7 @@ export async function callUnary<I extends DescMessage, O extends DescMessage>(
   req.once("close", () => abort.abort());
   const values = createContextValues()
     .set(clientAddressKey, info?.clientAddress ?? "")
-    .set(requestLoggerKey, info?.log);
+    .set(requestLogKey, info);
   const context = createHandlerContext({
     service: method.parent,
     method,
