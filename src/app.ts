@@ -79,7 +79,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
   const shutdown = new AbortController();
   const metrics = createMetrics();
   const tracing = config.otlpEndpoint
-    ? createTracing({ endpoint: config.otlpEndpoint, serviceName: config.otelServiceName, instanceId, version: SERVICE_VERSION })
+    ? await createTracing({ endpoint: config.otlpEndpoint, serviceName: config.otelServiceName, instanceId, version: SERVICE_VERSION })
     : undefined;
   // Bind first, so that with PORT=0 the public URL can name the real port.
   let handler: RequestListener | undefined;

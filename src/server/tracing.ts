@@ -1,13 +1,12 @@
 import { SpanKind, SpanStatusCode, type Attributes, type Span, type Tracer } from "@opentelemetry/api";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import { BatchSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 
 /**
  * OpenTelemetry tracing, on only when an OTLP endpoint is configured: spans
  * for each request, each stage run and each upstream attempt, exported over
  * OTLP/HTTP. The provider is passed to the parts that use it rather than
- * registered globally, like every other dependency here.
+ * registered globally, like every other dependency here. The SDK and the
+ * exporter are loaded only when tracing is on: a few MB of memory that a
+ * server without a collector never needs.
  */
 export interface Tracing {
   /** Starts a span; end it with `endSpan`. */
@@ -26,7 +25,12 @@ export interface TracingOptions {
 
 const KINDS = { server: SpanKind.SERVER, client: SpanKind.CLIENT, internal: SpanKind.INTERNAL } as const;
 
-export function createTracing(options: TracingOptions): Tracing {
+export async function createTracing(options: TracingOptions): Promise<Tracing> {
+  const [{ OTLPTraceExporter }, { resourceFromAttributes }, { BatchSpanProcessor, TracerProvider }] = await Promise.all([
+    import("@opentelemetry/exporter-trace-otlp-http"),
+    import("@opentelemetry/resources"),
+    import("@opentelemetry/sdk-trace"),
+  ]);
   const provider = new TracerProvider({
     resource: resourceFromAttributes({
       "service.name": options.serviceName,
