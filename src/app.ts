@@ -8,6 +8,7 @@ import { capabilitiesService, SERVICE_VERSION } from "./capabilities/capabilitie
 import type { Config } from "./config.js";
 import { openStore, type Store } from "./db/database.js";
 import { createLogger, type Logger } from "./logger.js";
+import { createApiKeyCache } from "./auth/api-key-cache.js";
 import { createAuthenticator } from "./auth/authenticator.js";
 import { chatPart } from "./chat/chat-part.js";
 import type { StageWorkResolver } from "./engine/stage-work.js";
@@ -100,12 +101,14 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
   }
   config = withBoundPort(config, bound.port);
 
-  const authenticator: Authenticator = createAuthenticator({ db: store.db, config, logger });
+  const apiKeys = createApiKeyCache(store, logger);
+  const authenticator: Authenticator = createAuthenticator({ db: store.db, config, apiKeys });
   const capabilities = capabilitiesService(config);
   // The chat router is also what the stage writers reach the model through.
   const chat = chatPart({ config, store, logger, authenticator, metrics, tracing });
   const artifacts = createArtifactStore(config);
   const parts: AppPart[] = [
+    { start: () => apiKeys.start(), stop: () => apiKeys.stop() },
     {
       services: [CapabilitiesService],
       registerServices: (router) => router.service(CapabilitiesService, capabilities),
@@ -113,7 +116,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     },
     {
       services: [ConsoleService],
-      registerServices: (router) => router.service(ConsoleService, consoleService({ db: store.db, config })),
+      registerServices: (router) => router.service(ConsoleService, consoleService({ db: store.db, config, apiKeys })),
       registerRoutes: (router) => consoleRoutes(router, { publicUrl: config.publicUrl, logger }),
     },
     chat,

@@ -110,15 +110,28 @@ export async function listApiKeys(db: Kysely<Database>, accountId: string): Prom
   return db.selectFrom("api_keys").selectAll().where("account_id", "=", accountId).orderBy("created_at", "desc").orderBy("id").execute();
 }
 
-/** Revokes one of the account's keys; false when it has no such key. */
+/** NOTIFY channel of key revocations; the payload is the key's id. */
+export const API_KEY_REVOKED_CHANNEL = "zero_api_key_revoked";
+
+/**
+ * Revokes one of the account's keys; false when it has no such key. The
+ * notification is part of the same statement, so it is sent exactly when
+ * the revocation commits and every instance can drop the key from memory.
+ */
 export async function revokeApiKey(db: Kysely<Database>, accountId: string, keyId: string): Promise<boolean> {
-  const result = await db
-    .updateTable("api_keys")
-    .set({ revoked_at: sql`coalesce(revoked_at, now())` })
-    .where("id", "=", keyId)
-    .where("account_id", "=", accountId)
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  const notified = await db
+    .with("revoked", (qb) =>
+      qb
+        .updateTable("api_keys")
+        .set({ revoked_at: sql`coalesce(revoked_at, now())` })
+        .where("id", "=", keyId)
+        .where("account_id", "=", accountId)
+        .returning("id"),
+    )
+    .selectFrom("revoked")
+    .select(sql<unknown>`pg_notify(${API_KEY_REVOKED_CHANNEL}, revoked.id)`.as("notified"))
+    .execute();
+  return notified.length > 0;
 }
 
 /** Records use at most once a minute per key, so a busy key does not write on every request. */

@@ -1,11 +1,11 @@
 import type { Kysely } from "kysely";
 import type { Config } from "../config.js";
 import type { Database } from "../db/schema.js";
-import type { Logger } from "../logger.js";
 import type { Authenticator, AuthRequest } from "../server/access.js";
 import type { Principal } from "../server/context.js";
 import { ServiceError } from "../server/errors.js";
-import { findLiveApiKey, findLiveSession, touchApiKey } from "./accounts.js";
+import { findLiveSession } from "./accounts.js";
+import type { ApiKeyCache } from "./api-key-cache.js";
 import { API_KEY_PATTERN } from "./secrets.js";
 import { readSessionToken } from "./session-cookie.js";
 
@@ -18,11 +18,12 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  * The one authentication layer for REST and RPC alike.
  * - `Authorization: Bearer zk_…` is an API key: unknown and revoked keys are
  *   the same 401; a key without the method's scope is 403; a key is never
- *   accepted where a session is required (key management).
+ *   accepted where a session is required (key management). Keys are looked
+ *   up through `apiKeys`, which remembers live ones (see ApiKeyCache).
  * - Otherwise the `zero_session` cookie, where the method allows it. A cookie
  *   on a write must come with this service's own `Origin` (CSRF).
  */
-export function createAuthenticator(deps: { db: Kysely<Database>; config: Config; logger: Logger }): Authenticator {
+export function createAuthenticator(deps: { db: Kysely<Database>; config: Config; apiKeys: ApiKeyCache }): Authenticator {
   const publicOrigin = new URL(deps.config.publicUrl).origin;
   return {
     async authenticate(request: AuthRequest): Promise<Principal> {
@@ -37,7 +38,7 @@ export function createAuthenticator(deps: { db: Kysely<Database>; config: Config
   async function authenticateKey(request: AuthRequest, authorization: string): Promise<Principal> {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     const secret = match?.[1];
-    const key = secret && API_KEY_PATTERN.test(secret) ? await findLiveApiKey(deps.db, secret) : undefined;
+    const key = secret && API_KEY_PATTERN.test(secret) ? await deps.apiKeys.find(secret) : undefined;
     if (!key) throw new ServiceError("unauthenticated", "invalid or revoked API key");
     if (request.rule.mode === "session") {
       throw new ServiceError("permission_denied", "API keys cannot do this; sign in to the Console");
@@ -45,9 +46,7 @@ export function createAuthenticator(deps: { db: Kysely<Database>; config: Config
     if (!key.scopes.includes(request.rule.scope)) {
       throw new ServiceError("permission_denied", `this API key lacks the \`${request.rule.scope}\` scope`);
     }
-    if (!key.last_used_at || Date.now() - key.last_used_at.getTime() > 60_000) {
-      touchApiKey(deps.db, key.id).catch((error: unknown) => deps.logger.warn({ err: error }, "could not record key use"));
-    }
+    deps.apiKeys.recordUse(key);
     return { accountId: key.account_id, via: "api_key", scopes: key.scopes, credentialId: key.id };
   }
 
@@ -62,7 +61,7 @@ export function createAuthenticator(deps: { db: Kysely<Database>; config: Config
   }
 
   /** The request's Origin is this service: its public URL, or the host it was addressed to. */
-  function isOwnOrigin(headers: Headers): boolean {
+  function isOwnOrigin(headers: AuthRequest["headers"]): boolean {
     const origin = headers.get("origin");
     if (!origin || origin === "null") return false;
     if (origin === publicOrigin) return true;

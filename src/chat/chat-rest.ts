@@ -1,9 +1,8 @@
 import type http from "node:http";
-import { createContextValues } from "@connectrpc/connect";
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { CHAT_ALIAS } from "../capabilities/capabilities-service.js";
-import { authorize, type Authenticator } from "../server/access.js";
-import { principalKey, type Principal } from "../server/context.js";
+import { accessRule, type Authenticator } from "../server/access.js";
+import type { Principal } from "../server/context.js";
 import { openAiErrorBody, ServiceError, toServiceError } from "../server/errors.js";
 import { requestInfo } from "../server/request-info.js";
 import { readJsonBody, sendJson, type NodeRequest, type NodeResponse, type RestExchange, type RestRouter } from "../server/rest.js";
@@ -11,14 +10,11 @@ import { parseChatRequest } from "./chat-request.js";
 import type { ChatRequest, ChatRouter } from "./chat-router.js";
 import { completeIdempotently } from "./idempotent-completion.js";
 import type { IdempotencyStore } from "./idempotency.js";
-import { PrincipalCache } from "./principal-cache.js";
 
 export interface ChatRestDeps {
   router: ChatRouter;
   idempotency: IdempotencyStore;
   authenticator: Authenticator;
-  /** Keys checked in the last second; see PrincipalCache. */
-  principals?: PrincipalCache;
 }
 
 /** Image content parts travel inline as base64, so chat bodies may be large. */
@@ -37,14 +33,13 @@ const SSE_HEADERS = {
  * reaches the upstream exactly as sent; the router is the one ChatService uses.
  */
 export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
-  const principals = deps.principals ?? new PrincipalCache();
-  modelRoutes(rest, { ...deps, principals });
+  modelRoutes(rest, deps);
   rest.add("POST", "/v1/chat/completions", async (exchange) => {
     const { req, res } = exchange;
     let principal: Principal;
     let request: ChatRequest;
     try {
-      principal = await authenticateBearer(exchange, deps.authenticator, principals);
+      principal = await authenticateBearer(exchange, deps.authenticator);
       request = parseChatRequest(await readJsonBody(req, { maxBytes: MAX_BODY_BYTES }));
     } catch (error) {
       sendOpenAiError(req, res, error);
@@ -85,11 +80,11 @@ export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
  * list models before they chat. The alias is the only model, and nothing
  * about the upstreams behind it is listed.
  */
-function modelRoutes(rest: RestRouter, deps: ChatRestDeps & { principals: PrincipalCache }): void {
+function modelRoutes(rest: RestRouter, deps: ChatRestDeps): void {
   const model = { id: CHAT_ALIAS, object: "model", created: MODEL_CREATED, owned_by: "project-zero" };
   const answer = (body: unknown) => async (exchange: RestExchange) => {
     try {
-      await authenticateBearer(exchange, deps.authenticator, deps.principals);
+      await authenticateBearer(exchange, deps.authenticator);
     } catch (error) {
       sendOpenAiError(exchange.req, exchange.res, error);
       return;
@@ -161,26 +156,19 @@ function drained(res: NodeResponse): Promise<void> {
  * 401 `invalid_api_key`, 403 `insufficient_scope`. This is the one place the
  * shared authenticator's errors are renamed for `/v1`.
  */
-async function authenticateBearer(exchange: RestExchange, authenticator: Authenticator, principals: PrincipalCache): Promise<Principal> {
+async function authenticateBearer(exchange: RestExchange, authenticator: Authenticator): Promise<Principal> {
   const authorization = exchange.req.headers.authorization;
   if (!authorization) {
     throw new ServiceError("invalid_api_key", "no API key: send it as `Authorization: Bearer <API_KEY>`");
   }
-  const cacheKey = PrincipalCache.keyOf(authorization);
-  const known = principals.get(cacheKey);
-  if (known) return known;
-  const values = createContextValues();
   try {
-    await authorize(
-      authenticator,
-      {
-        method: ChatService.method.createChatCompletion,
-        requestHeader: new Headers({ authorization }),
-        requestMethod: "POST",
-        values,
-      },
-      requestInfo(exchange.req)?.clientAddress ?? "",
-    );
+    return await authenticator.authenticate({
+      rule: accessRule(ChatService.method.createChatCompletion),
+      // The key alone: cookies and the rest of the request's headers are no credential here.
+      headers: { get: (name) => (name.toLowerCase() === "authorization" ? authorization : null) },
+      requestMethod: "POST",
+      clientAddress: requestInfo(exchange.req)?.clientAddress ?? "",
+    });
   } catch (error) {
     if (error instanceof ServiceError && error.type === "unauthenticated") {
       throw new ServiceError("invalid_api_key", error.detail.message, { headers: Object.fromEntries(error.metadata.entries()) });
@@ -190,10 +178,6 @@ async function authenticateBearer(exchange: RestExchange, authenticator: Authent
     }
     throw error;
   }
-  const principal = values.get(principalKey);
-  if (!principal) throw new ServiceError("invalid_api_key", "no API key: send it as `Authorization: Bearer <API_KEY>`");
-  principals.set(cacheKey, principal);
-  return principal;
 }
 
 /** Any error in OpenAI's shape; unexpected ones are logged and shown as a bare `internal`. */

@@ -13,6 +13,7 @@ import {
   revokeApiKey,
   revokeSession,
 } from "../auth/accounts.js";
+import type { ApiKeyCache } from "../auth/api-key-cache.js";
 import type { Account, ApiKeyRow } from "../auth/auth.table.js";
 import { decoyPasswordHash, verifyPassword } from "../auth/secrets.js";
 import { clearedSessionCookie, sessionCookie } from "../auth/session-cookie.js";
@@ -27,6 +28,8 @@ import { invalidRequest, ServiceError } from "../server/errors.js";
 export interface ConsoleDeps {
   db: Kysely<Database>;
   config: Config;
+  /** Told of each revocation, so the key is refused from the very next request on this instance. */
+  apiKeys: Pick<ApiKeyCache, "forget">;
   signInLimits?: SignInLimits;
 }
 
@@ -117,6 +120,7 @@ export function consoleService(deps: ConsoleDeps): ServiceImpl<typeof ConsoleSer
       if (!(await revokeApiKey(deps.db, principal.accountId, request.id))) {
         throw new ServiceError("not_found", "no such API key");
       }
+      deps.apiKeys.forget(request.id);
       return {};
     },
   };

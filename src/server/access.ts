@@ -54,7 +54,8 @@ export interface Authenticator {
 
 export interface AuthRequest {
   rule: AccessRule;
-  headers: Headers;
+  /** Only read: a route with a credential in hand passes it without building a `Headers`. */
+  headers: Pick<Headers, "get">;
   /** HTTP method: cookie-authenticated writes are checked against CSRF. */
   requestMethod: string;
   clientAddress: string;

@@ -169,7 +169,7 @@ describe("refusals, as the SDK's error classes", () => {
     expect(((await response.json()) as { error: { type: string } }).error).toMatchObject({ type: "invalid_api_key", code: "invalid_api_key" });
   });
 
-  it("a revoked key stops working within a second (keys are re-checked at least that often)", async () => {
+  it("a revoked key is refused from the very next request, although it was just in use", async () => {
     const account = await createAccountWithKey(app, ["chat"]);
     const ownClient = openAiClient(app, account.apiKey);
     await ownClient.chat.completions.create({ model: "project-zero", messages });
@@ -177,7 +177,6 @@ describe("refusals, as the SDK's error classes", () => {
     const headers = sessionHeaders(app.url, account.cookie);
     const { apiKeys } = await console.listApiKeys({}, { headers });
     await console.revokeApiKey({ id: apiKeys[0]!.id }, { headers });
-    await new Promise((resolve) => setTimeout(resolve, 1100));
     const error = await ownClient.chat.completions.create({ model: "project-zero", messages }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
   });
