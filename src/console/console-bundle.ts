@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
 
 /** One built file of the Console, served from memory. */
 export interface ConsoleAsset {
@@ -43,6 +42,7 @@ export function consoleBundle(): Promise<ConsoleBundle> {
 }
 
 async function buildConsoleBundle(): Promise<ConsoleBundle> {
+  const { build } = await import("esbuild");
   const result = await build({
     // Two entries, one output each: the stylesheet is not imported from the script, so tsc needs no CSS typings.
     entryPoints: [path.join(WEB_DIR, "main.ts"), path.join(WEB_DIR, "console.css")],
