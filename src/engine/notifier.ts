@@ -12,21 +12,45 @@ import { PLAN_CHANGED_CHANNEL, STAGE_READY_CHANNEL } from "../executions/plan-re
  * creates and stage transitions at one commit at a time. A statement that
  * only notifies writes nothing, so it commits without a flush. Delivery stays
  * best effort, as LISTEN/NOTIFY always was: watchers and workers also poll.
+ *
+ * "A stage is ready" carries no payload and wakes every idle worker, which
+ * then claims until the queue is empty; so it is sent at most once per
+ * `stageReadyEveryMs` (the last one trailing). Without that, a stream of
+ * creates sent one NOTIFY statement, and one notification to every
+ * listener, per plan.
  */
 export class Notifier {
   readonly #db: Kysely<Database>;
   readonly #log: Logger;
   readonly #pending = new Map<string, Set<string>>();
+  readonly #stageReadyEveryMs: number;
   #flushing: Promise<void> | undefined;
   #scheduled = false;
+  #stageReadySentAt = -Infinity;
+  #stageReadyTimer: NodeJS.Timeout | undefined;
 
-  constructor(db: Kysely<Database>, logger: Logger) {
+  constructor(db: Kysely<Database>, logger: Logger, options: { stageReadyEveryMs?: number } = {}) {
     this.#db = db;
     this.#log = logger;
+    this.#stageReadyEveryMs = options.stageReadyEveryMs ?? 5;
   }
 
   /** A stage is waiting for a worker. */
   stageReady(): void {
+    if (this.#stageReadyTimer) return;
+    const wait = this.#stageReadySentAt + this.#stageReadyEveryMs - performance.now();
+    if (wait <= 0) {
+      this.#queueStageReady();
+      return;
+    }
+    this.#stageReadyTimer = setTimeout(() => {
+      this.#stageReadyTimer = undefined;
+      this.#queueStageReady();
+    }, wait);
+  }
+
+  #queueStageReady(): void {
+    this.#stageReadySentAt = performance.now();
     this.#add(STAGE_READY_CHANNEL, "");
   }
 
@@ -35,8 +59,13 @@ export class Notifier {
     this.#add(PLAN_CHANGED_CHANNEL, planId);
   }
 
-  /** Waits for everything queued so far to be sent. */
+  /** Waits for everything queued so far to be sent, a held-back "stage ready" included. */
   async flush(): Promise<void> {
+    if (this.#stageReadyTimer) {
+      clearTimeout(this.#stageReadyTimer);
+      this.#stageReadyTimer = undefined;
+      this.#queueStageReady();
+    }
     if (this.#scheduled) await this.#send();
     await this.#flushing;
   }
