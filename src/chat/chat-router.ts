@@ -94,8 +94,8 @@ export class ChatRouter implements ChatCompleter {
   async *#relay(answer: UpstreamAnswer, id: string, signal: AbortSignal | undefined): AsyncGenerator<ChatChunkJson, void, undefined> {
     let finished = false;
     try {
-      // Not destroyed on an early return: after `[DONE]` the rest is drained so the connection is kept.
-      for await (const event of parseSse(answer.body.iterator({ destroyOnReturn: false }))) {
+      // After `[DONE]` the rest is let through unread, so the connection is kept.
+      for await (const event of parseSse(answer.body)) {
         if (event.data === "[DONE]") {
           finished = true;
           return;
@@ -118,10 +118,10 @@ export class ChatRouter implements ChatCompleter {
       throw failure(error, answer);
     } finally {
       if (finished) {
-        if (!answer.body.readableEnded) answer.body.dump().catch(() => {});
-      } else if (!answer.body.destroyed) {
+        answer.body.ignoreRest();
+      } else {
         // The consumer stopped early (client gone) or the stream failed: end the upstream exchange now.
-        answer.body.destroy();
+        answer.body.abort();
       }
     }
   }

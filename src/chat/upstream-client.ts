@@ -6,9 +6,7 @@ import { endSpan, type Tracing } from "../server/tracing.js";
 import { ServiceError } from "../server/errors.js";
 import type { ChatRequest } from "./chat-router.js";
 import { upstreamRequestBody } from "./completion-rewrite.js";
-
-/** The body of an upstream's 2xx answer, as undici streams it. */
-export type UpstreamBody = Dispatcher.ResponseData["body"];
+import { UpstreamBody } from "./upstream-body.js";
 
 /** An upstream that accepted the request: its answer is now ours to relay. */
 export interface UpstreamAnswer {
@@ -24,6 +22,7 @@ interface Target {
   pool: Pool;
   path: string;
   headers: Record<string, string>;
+  streamHeaders: Record<string, string>;
 }
 
 /** Statuses that say the request itself is at fault: another upstream would refuse it too. */
@@ -79,6 +78,7 @@ export class UpstreamClient {
         }),
         path: `${base.pathname.replace(/\/+$/, "")}/chat/completions`,
         headers,
+        streamHeaders: { ...headers, accept: "text/event-stream" },
       };
     });
   }
@@ -101,7 +101,7 @@ export class UpstreamClient {
     let timedOut = false;
     for (const target of this.#targets) {
       options.signal?.throwIfAborted();
-      let response: Dispatcher.ResponseData;
+      let response: { statusCode: number; body: UpstreamBody };
       const started = performance.now();
       const span = this.#tracing?.start("upstream chat completion", "client", { "zero.upstream": target.config.name, "zero.stream": options.stream });
       const observe = (result: string, errorKind?: string) => {
@@ -111,13 +111,16 @@ export class UpstreamClient {
         if (errorKind) this.#metrics?.upstreamErrors.inc({ upstream, kind: errorKind });
       };
       try {
-        response = await target.pool.request({
-          method: "POST",
-          path: target.path,
-          headers: options.stream ? { ...target.headers, accept: "text/event-stream" } : target.headers,
-          body: upstreamRequestBody(request, target.config.model, options.stream),
-          signal: options.signal,
-        });
+        response = await exchange(
+          target.pool,
+          {
+            method: "POST",
+            path: target.path,
+            headers: options.stream ? target.streamHeaders : target.headers,
+            body: upstreamRequestBody(request, target.config.model, options.stream),
+          },
+          options.signal,
+        );
       } catch (error) {
         if (options.signal?.aborted) throw error;
         timedOut = isTimeout(error);
@@ -146,6 +149,47 @@ export class UpstreamClient {
   async close(): Promise<void> {
     await Promise.all(this.#targets.map((t) => t.pool.destroy().catch(() => {})));
   }
+}
+
+/**
+ * One request to an upstream through undici's dispatch API, resolved when
+ * the answer's status arrives; its body then follows into an UpstreamBody.
+ * An abort of `signal` aborts the exchange at once, queued or under way.
+ */
+function exchange(pool: Pool, request: Dispatcher.DispatchOptions, signal: AbortSignal | undefined): Promise<{ statusCode: number; body: UpstreamBody }> {
+  return new Promise((resolve, reject) => {
+    let controller: Dispatcher.DispatchController | undefined;
+    let body: UpstreamBody | undefined;
+    const onAbort = () => controller?.abort(abortReason(signal));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const settle = () => signal?.removeEventListener("abort", onAbort);
+    pool.dispatch(request, {
+      onRequestStart(started) {
+        controller = started;
+        if (signal?.aborted) started.abort(abortReason(signal));
+      },
+      onResponseStart(started, statusCode) {
+        body = new UpstreamBody(started);
+        resolve({ statusCode, body });
+      },
+      onResponseData(_, chunk) {
+        body?.push(chunk);
+      },
+      onResponseEnd() {
+        settle();
+        body?.end();
+      },
+      onResponseError(_, error) {
+        settle();
+        if (body) body.fail(error);
+        else reject(error);
+      },
+    });
+  });
+}
+
+function abortReason(signal: AbortSignal | undefined): Error {
+  return signal?.reason instanceof Error ? signal.reason : new Error("aborted");
 }
 
 /**
