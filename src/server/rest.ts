@@ -171,7 +171,7 @@ export async function callUnary<I extends DescMessage, O extends DescMessage>(
     protocolName: "rest",
     requestMethod: req.method ?? "GET",
     url: url.href,
-    requestHeader: toHeaders(req.headers),
+    requestHeader: headerEntries(req.headers),
     requestSignal: abort.signal,
     contextValues: values,
   });
@@ -180,14 +180,16 @@ export async function callUnary<I extends DescMessage, O extends DescMessage>(
   return { response, context };
 }
 
-export function toHeaders(headers: http.IncomingHttpHeaders): Headers {
-  const result = new Headers();
-  for (const [name, value] of Object.entries(headers)) {
+/** Node's request headers as Fetch header entries; the handler context makes its Headers from them once. */
+function headerEntries(headers: http.IncomingHttpHeaders): [string, string][] {
+  const entries: [string, string][] = [];
+  for (const name in headers) {
+    const value = headers[name];
     if (name.startsWith(":") || value === undefined) continue;
-    if (Array.isArray(value)) value.forEach((v) => result.append(name, v));
-    else result.set(name, value);
+    if (Array.isArray(value)) for (const v of value) entries.push([name, v]);
+    else entries.push([name, value]);
   }
-  return result;
+  return entries;
 }
 
 export function sendJson(res: NodeResponse, status: number, body: unknown, headers?: Headers | Record<string, string>): void {
