@@ -93,8 +93,9 @@ export class StageEngine {
 
   /** Starts listening, polling and heartbeating. */
   async start(): Promise<void> {
-    const { store, pollMs, leaseMs } = this.#options;
-    this.#unlisten = await store.listen(STAGE_READY_CHANNEL, () => this.#wake());
+    const { store, pollMs, leaseMs, concurrency } = this.#options;
+    // An instance that runs no stages (API only) still reaps expired leases, but has nothing to wake.
+    if (concurrency > 0) this.#unlisten = await store.listen(STAGE_READY_CHANNEL, () => this.#wake());
     this.#timers.push(
       setInterval(() => {
         this.#wake();
