@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { benchDatabaseUrl } from "./support/postgres.js";
+import { benchDatabaseUrl, stopBenchDatabase } from "./support/postgres.js";
 
 /**
  * `npm run bench [name…]`: runs every `test/bench/*.bench.ts` (or the named ones),
@@ -32,4 +32,5 @@ for (const file of files) {
     console.error(`${file} failed with exit code ${result.status}`);
   }
 }
+stopBenchDatabase();
 process.exit(failed === 0 ? 0 : 1);
