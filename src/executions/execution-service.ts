@@ -21,7 +21,8 @@ import { requirePrincipal } from "../server/access.js";
 import { invalidRequest, notFound, ServiceError } from "../server/errors.js";
 import { limitReachedHeaders, rateLimitHeaders, readGenerationUsage } from "./generation-limit.js";
 import { validGoal } from "./goal.js";
-import { insertPlanWithinLimit, listRecentPlans, loadPlan, savePlan, type GenerationWindow } from "./plan-repository.js";
+import { PlanInserter } from "./plan-inserter.js";
+import { listRecentPlans, loadPlan, savePlan, type GenerationWindow } from "./plan-repository.js";
 import { toPlanMessage } from "./plan-message.js";
 
 export interface ExecutionServiceDeps {
@@ -50,6 +51,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
   const { store, config, events, notifier } = deps;
   const db = store.db;
   const window: GenerationWindow = { limit: config.generationLimit, windowSeconds: config.generationWindowSeconds };
+  const inserter = new PlanInserter(db, window);
   const watchPollMs = deps.watchPollMs ?? 1000;
 
   /** Refuses an outcome this deployment cannot run, naming outcomes only. */
@@ -69,7 +71,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
 
       const stages = initialStages(outcome);
       const id = newId("pln");
-      const inserted = await insertPlanWithinLimit(db, { id, accountId, goal, outcome, stages }, window);
+      const inserted = await inserter.insert({ id, accountId, goal, outcome, stages });
       const usage = { limit: window.limit, used: inserted.used, resetSeconds: inserted.resetSeconds };
       if (!inserted.createdAt) {
         throw new ServiceError("rate_limited", `the generation limit of ${window.limit} new executions per ${window.windowSeconds} s is reached; try again later`, {

@@ -224,44 +224,69 @@ export interface InsertResult {
  * window is fixed and aligned on the database clock.
  */
 export async function insertPlanWithinLimit(db: Executor, plan: NewPlan, window: GenerationWindow): Promise<InsertResult> {
-  const stages = plan.stages;
-  const { rows } = await sql<{ count: number | null; created_at: Date | null; reset_seconds: number }>`
+  const [result] = await insertPlansWithinLimit(db, [plan], window);
+  return result!;
+}
+
+/**
+ * `insertPlanWithinLimit` for several plans of different accounts in one
+ * statement: each plan is counted against its own account and inserted only
+ * if that stays within the limit, exactly as if it were alone. Results come
+ * in the order of `plans`. The counters are locked in account order, so two
+ * of these statements running at once cannot deadlock.
+ */
+export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPlan[], window: GenerationWindow): Promise<InsertResult[]> {
+  const accounts = new Set(plans.map((p) => p.accountId));
+  if (accounts.size !== plans.length) throw new Error("one statement inserts at most one plan per account");
+  const ordered = [...plans].sort((a, b) => (a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : 0));
+  const stages = ordered.flatMap((p) => p.stages.map((stage) => ({ planId: p.id, ...stage })));
+  const { rows } = await sql<{ id: string; count: number | null; created_at: Date | null; reset_seconds: number }>`
     WITH win AS (
       SELECT to_timestamp(floor(extract(epoch FROM now()) / ${window.windowSeconds}) * ${window.windowSeconds}) AS start
     ),
+    input AS (
+      SELECT * FROM unnest(
+        ${ordered.map((p) => p.id)}::text[], ${ordered.map((p) => p.accountId)}::text[],
+        ${ordered.map((p) => p.goal)}::text[], ${ordered.map((p) => p.outcome)}::text[]
+      ) WITH ORDINALITY AS i(id, account_id, goal, outcome, n)
+    ),
     counter AS (
       INSERT INTO generation_counts (account_id, window_start, count)
-      SELECT ${plan.accountId}, win.start, 1 FROM win WHERE ${window.limit}::int > 0
+      SELECT input.account_id, win.start, 1 FROM input, win WHERE ${window.limit}::int > 0 ORDER BY input.n
       ON CONFLICT (account_id, window_start) DO UPDATE SET count = generation_counts.count + 1
         WHERE generation_counts.count < ${window.limit}::int
-      RETURNING count
+      RETURNING account_id, count
     ),
     plan AS (
       INSERT INTO plans (id, account_id, goal, outcome, status, progress, resumable)
-      SELECT ${plan.id}, ${plan.accountId}, ${plan.goal}, ${plan.outcome}, 'running', 0, false FROM counter
-      RETURNING created_at
+      SELECT input.id, input.account_id, input.goal, input.outcome, 'running', 0, false FROM input JOIN counter USING (account_id)
+      RETURNING id, created_at
     ),
     stages AS (
       INSERT INTO plan_stages (plan_id, position, stage_id, title, state, attempts, ready_at)
-      SELECT ${plan.id}, s.position, s.stage_id, s.title, s.state, s.attempts, CASE WHEN s.state = 'running' THEN now() END
-      FROM plan, unnest(
-        ${stages.map((s) => s.position)}::smallint[], ${stages.map((s) => s.id)}::text[], ${stages.map((s) => s.title)}::text[],
-        ${stages.map((s) => s.state)}::text[], ${stages.map((s) => s.attempts)}::int[]
-      ) AS s(position, stage_id, title, state, attempts)
+      SELECT s.plan_id, s.position, s.stage_id, s.title, s.state, s.attempts, CASE WHEN s.state = 'running' THEN now() END
+      FROM unnest(
+        ${stages.map((s) => s.planId)}::text[], ${stages.map((s) => s.position)}::smallint[], ${stages.map((s) => s.id)}::text[],
+        ${stages.map((s) => s.title)}::text[], ${stages.map((s) => s.state)}::text[], ${stages.map((s) => s.attempts)}::int[]
+      ) AS s(plan_id, position, stage_id, title, state, attempts)
+      JOIN plan ON plan.id = s.plan_id
     )
     SELECT
-      (SELECT count FROM counter) AS count,
-      (SELECT created_at FROM plan) AS created_at,
+      input.id,
+      counter.count,
+      plan.created_at,
       extract(epoch FROM win.start + make_interval(secs => ${window.windowSeconds}) - now())::float8 AS reset_seconds
-    FROM win
+    FROM input CROSS JOIN win LEFT JOIN counter USING (account_id) LEFT JOIN plan USING (id)
   `.execute(db);
-  const row = rows[0]!;
-  const createdAt = row.created_at === null ? undefined : new Date(row.created_at);
-  return {
-    createdAt,
-    used: row.count ?? window.limit,
-    resetSeconds: Math.max(0, Number(row.reset_seconds)),
-  };
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return plans.map((plan) => {
+    const row = byId.get(plan.id)!;
+    return {
+      createdAt: row.created_at === null ? undefined : new Date(row.created_at),
+      used: row.count ?? window.limit,
+      resetSeconds: Math.max(0, Number(row.reset_seconds)),
+    };
+  });
 }
 
 /** A plan row with its stages as `selectPlansWithStages` returns them. */
