@@ -1,13 +1,13 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import readline from "node:readline";
 import pg from "pg";
 import { Client, Pool } from "undici";
 import { benchDatabaseUrl } from "./support/postgres.js";
 import { serverCommand } from "../support/server-process.js";
+import { unusedPort } from "../support/ports.js";
 
 /**
  * The chat gateway against the same instant upstream three ways, in
@@ -83,16 +83,8 @@ function startChild(args: string[], env: Record<string, string> = {}): Promise<{
   });
 }
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 async function startPortkey(upstreamOrigin: string): Promise<Target> {
-  const port = await freePort();
+  const port = await unusedPort();
   const child = spawn(process.execPath, [path.join(root, "node_modules/@portkey-ai/gateway/build/start-server.js"), `--port=${port}`, "--headless"], {
     cwd: root,
     stdio: ["ignore", "ignore", "inherit"],

@@ -32,5 +32,5 @@ for (const file of files) {
     console.error(`${file} failed with exit code ${result.status}`);
   }
 }
-stopBenchDatabase();
+await stopBenchDatabase();
 process.exit(failed === 0 ? 0 : 1);

@@ -1,5 +1,4 @@
 import fs from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -8,6 +7,7 @@ import { startTestApp, type TestApp } from "../support/app.js";
 import { runCli, startCli } from "../support/cli.js";
 import { getExecution, type RestPlan } from "../support/executions.js";
 import { HeldWork, StageFailure } from "../support/stage-work.js";
+import { unusedPort } from "../support/ports.js";
 
 // The command as people and scripts run it: its own process, pipes for
 // stdin/stdout (not a terminal), against the real service on port 0.
@@ -161,7 +161,7 @@ describe("project-zero against a running service", () => {
   });
 
   it("says so when nothing answers at ZERO_URL, and exits 2 on a bad command line", async () => {
-    const port = await closedPort();
+    const port = await unusedPort();
     const down = await runCli(["plans"], { ...env, ZERO_URL: `http://127.0.0.1:${port}` });
     expect(down.code).toBe(5);
     expect(down.stderr).toMatch(new RegExp(`^project-zero: cannot reach http://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED.*; is the service running\\?`));
@@ -175,15 +175,6 @@ describe("project-zero against a running service", () => {
     expect(tooShort.stderr).toMatch(/^project-zero: invalid_request: /);
   });
 });
-
-/** A port with nothing listening on it (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe("project-zero serve", () => {
   it("starts the service from the environment and stops cleanly on SIGTERM", async () => {

@@ -1,4 +1,3 @@
-import net from "node:net";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { Code } from "@connectrpc/connect";
@@ -9,6 +8,7 @@ import { createZeroClient as createWebClient, isResting, ZeroError, type Plan, t
 import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { HeldWork } from "../support/stage-work.js";
+import { unusedPort } from "../support/ports.js";
 
 const WORK_STAGES = ["understand", "outline", "write", "build", "assemble", "publish"];
 
@@ -166,7 +166,7 @@ describe("createZeroClient", () => {
       expect(capabilities.service).toBe("project-zero");
       expect(capabilities.unavailable).toEqual(["ebook"]);
 
-      const down = await caught(connect(`http://127.0.0.1:${await closedPort()}`, keys.all).executions.list());
+      const down = await caught(connect(`http://127.0.0.1:${await unusedPort()}`, keys.all).executions.list());
       expect(down.type).toBe("unreachable");
       expect(down.fromServer).toBe(false);
     });
@@ -214,10 +214,3 @@ describe("the package's entries", () => {
   });
 });
 
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}

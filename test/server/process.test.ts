@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { serverCommand } from "../support/server-process.js";
+import { unusedPort } from "../support/ports.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 /** `node <start flags> dist/test/main.js`: what `npm start` runs, built once for this file. */
@@ -27,14 +27,6 @@ function runServer(env: Record<string, string>): Run {
   return { child, stdout: () => stdout, stderr: () => stderr, exit };
 }
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 async function waitFor(check: () => boolean, what: string, ms = 30_000): Promise<void> {
   const until = Date.now() + ms;
   while (!check()) {
@@ -49,7 +41,7 @@ describe("the server process, built as npm start builds it", () => {
   });
   // Each test starts a real process (PGlite's first initdb): slow on a busy machine.
   it("exits non-zero with one clear line when DATABASE_URL points at a stopped server", async () => {
-    const port = await freePort();
+    const port = await unusedPort();
     const run = runServer({ DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/zero`, PORT: "0" });
     expect(await run.exit).toBe(1);
     const lines = run.stderr().trim().split("\n").filter((l) => !l.includes("npm warn"));
@@ -65,7 +57,7 @@ describe("the server process, built as npm start builds it", () => {
 
   it("serves on the configured port and stops cleanly on SIGTERM, ending open streams", async () => {
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-proc-"));
-    const port = await freePort();
+    const port = await unusedPort();
     const run = runServer({ PORT: String(port), ZERO_DATA_DIR: dataDir, ZERO_SHUTDOWN_GRACE_MS: "5000" });
     try {
       await waitFor(() => run.stdout().includes('"msg":"listening"'), "the server to listen", 60_000);

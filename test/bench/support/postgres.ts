@@ -27,14 +27,22 @@ export async function benchDatabaseUrl(): Promise<string> {
 }
 
 /** Stops and removes the cluster `benchDatabaseUrl` started, if it started one. */
-export function stopBenchDatabase(): void {
+export async function stopBenchDatabase(): Promise<void> {
   if (!started) return;
-  const bin = fs
-    .readdirSync("/usr/lib/postgresql")
-    .sort((a, b) => Number(a) - Number(b))
-    .map((version) => `/usr/lib/postgresql/${version}/bin/pg_ctl`)
-    .findLast((pgCtl) => fs.existsSync(pgCtl));
-  if (bin) execFileSync("su", ["postgres", "-c", `${bin} -D '${started.dir}/data' stop -m fast`], { stdio: "ignore" });
-  fs.rmSync(started.dir, { recursive: true, force: true });
+  const { dir } = started;
   started = undefined;
+  // The postmaster's pid heads its pid file; SIGINT is pg_ctl's "fast" shutdown.
+  const pid = Number(fs.readFileSync(path.join(dir, "data", "postmaster.pid"), "utf8").split("\n")[0]);
+  process.kill(pid, "SIGINT");
+  for (let waited = 0; waited < 30_000 && isRunning(pid); waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
