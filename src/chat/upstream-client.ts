@@ -1,4 +1,5 @@
-import { Pool, type Dispatcher } from "undici";
+import type { Dispatcher } from "undici";
+import Pool from "undici/lib/dispatcher/pool.js";
 import type { UpstreamConfig, UpstreamTimeouts } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../server/metrics.js";

@@ -15,6 +15,7 @@ import { insertPlanWithinLimit } from "../../src/executions/plan-repository.js";
 import { createLogger } from "../../src/logger.js";
 import { benchDatabaseUrl } from "./support/postgres.js";
 import { serverCommand } from "../support/server-process.js";
+import { peakRssMb, resetPeakRss } from "./support/rss.js";
 
 /**
  * Executions on a real Postgres, each figure beside a baseline measured in
@@ -30,7 +31,8 @@ import { serverCommand } from "../support/server-process.js";
  *   stages return at once, draining a backlog of pre-approved plans, versus a
  *   raw `FOR UPDATE SKIP LOCKED` claim-and-complete loop over an identical
  *   backlog with the same number of workers;
- * - peak RSS (VmHWM) of each server process.
+ * - peak RSS (VmHWM) of each server process; the API server's counts from
+ *   after the sign-ups that made the benchmark's keys.
  */
 
 const CONCURRENCY = 32;
@@ -64,10 +66,11 @@ async function freshDatabase(adminUrl: string, label: string): Promise<string> {
 
 async function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; pid: number }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "zero-bench-"));
-  const [command, ...args] = await serverCommand("test/bench/support/executions-server.ts");
-  const child = spawn(command!, args, {
+  const command = await serverCommand("test/bench/support/executions-server.ts");
+  const [node, ...args] = command.argv;
+  const child = spawn(node!, args, {
     cwd: root,
-    env: { ...process.env, PORT: "0", LOG_LEVEL: "warn", ZERO_DATA_DIR: dataDir, ZERO_GENERATION_LIMIT: "1000000000", ...env },
+    env: { ...process.env, ...command.env, PORT: "0", LOG_LEVEL: "warn", ZERO_DATA_DIR: dataDir, ZERO_GENERATION_LIMIT: "1000000000", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
   children.push(child);
@@ -80,11 +83,6 @@ async function startServer(env: Record<string, string>): Promise<{ child: ChildP
     });
     child.once("exit", (code) => reject(new Error(`server exited with ${code}`)));
   });
-}
-
-function peakRssMb(pid: number): number {
-  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
-  return Number(/VmHWM:\s+(\d+)/.exec(status)![1]) / 1024;
 }
 
 /** Signs up through the Console and makes an API key with `build`, as a person would. */
@@ -127,6 +125,7 @@ async function main(): Promise<void> {
   const createDb = await freshDatabase(adminUrl, "create");
   const api = await startServer({ DATABASE_URL: createDb, ZERO_WORKER_CONCURRENCY: "0" });
   const keys = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => apiKeyFor(api.url, i)));
+  resetPeakRss(api.pid);
   const http = new Pool(api.url, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 });
   const body = JSON.stringify({ goal: "A website for a small bakery with a menu and opening hours", outcome: "website" });
   const create = async (worker: number) => {

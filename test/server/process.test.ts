@@ -3,12 +3,12 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { serverCommand } from "../support/server-process.js";
+import { serverCommand, type ServerCommand } from "../support/server-process.js";
 import { unusedPort } from "../support/ports.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 /** `node <start flags> dist/test/main.js`: what `npm start` runs, built once for this file. */
-let command: string[];
+let command: ServerCommand;
 
 interface Run {
   child: ChildProcess;
@@ -18,7 +18,8 @@ interface Run {
 }
 
 function runServer(env: Record<string, string>): Run {
-  const child = spawn(command[0]!, command.slice(1), { cwd: root, env: { ...process.env, LOG_LEVEL: "info", ...env } });
+  const [node, ...args] = command.argv;
+  const child = spawn(node!, args, { cwd: root, env: { ...process.env, ...command.env, LOG_LEVEL: "info", ...env } });
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -39,6 +40,12 @@ describe("the server process, built as npm start builds it", () => {
   beforeAll(async () => {
     command = await serverCommand("src/main.ts", "dist/test");
   });
+  it("is built as ASCII, which V8 keeps at one byte a character (one other character doubles it)", async () => {
+    const bundle = await fs.readFile(command.argv.at(-1)!, "latin1");
+    const offending = [...bundle.matchAll(/.{0,40}[^\x00-\x7f].{0,20}/g)].map((m) => m[0]);
+    expect(offending).toEqual([]);
+  });
+
   // Each test starts a real process (PGlite's first initdb): slow on a busy machine.
   it("exits non-zero with one clear line when DATABASE_URL points at a stopped server", async () => {
     const port = await unusedPort();

@@ -4,23 +4,36 @@ import { bundleServer } from "../../src/build.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
+/** What to spawn: `argv` with `env` added to the environment. */
+export interface ServerCommand {
+  argv: string[];
+  env: Record<string, string>;
+}
+
 /**
  * The command that runs a server entry the way `npm start` runs the service:
  * compiled by the same build into one file under `outDir` (inside the
- * repository, so the bundle resolves node_modules), on Node with the V8
- * flags of the `start` script. Benchmarks use it so that tsx's loader is not
- * in their figures, and the process tests so that the build is what they test.
+ * repository, so the bundle resolves node_modules), on Node with the
+ * environment and V8 flags of the `start` script. Benchmarks use it so that
+ * tsx's loader is not in their figures, and the process tests so that the
+ * build is what they test.
  */
-export async function serverCommand(entry: string, outDir = "dist/bench"): Promise<string[]> {
+export async function serverCommand(entry: string, outDir = "dist/bench"): Promise<ServerCommand> {
   const outfile = path.join(root, outDir, `${path.basename(entry, ".ts")}.js`);
   await bundleServer(path.join(root, entry), outfile);
-  return [process.execPath, ...startScriptNodeFlags(), outfile];
+  const { env, nodeFlags } = startScript();
+  return { argv: [process.execPath, ...nodeFlags, outfile], env };
 }
 
-/** The flags between `node` and the entry in package.json's `start` script. */
-function startScriptNodeFlags(): string[] {
+/** `NAME=value … node --flag … dist/main.js` in package.json's `start` script, taken apart. */
+function startScript(): { env: Record<string, string>; nodeFlags: string[] } {
   const { scripts } = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as { scripts: Record<string, string> };
   const words = scripts.start!.split(/\s+/);
+  const env: Record<string, string> = {};
+  while (/^[A-Z_]+=/.test(words[0] ?? "")) {
+    const [name, value] = words.shift()!.split("=", 2) as [string, string];
+    env[name] = value;
+  }
   if (words[0] !== "node") throw new Error(`the start script no longer runs node directly: ${scripts.start}`);
-  return words.slice(1).filter((word) => word.startsWith("--"));
+  return { env, nodeFlags: words.slice(1).filter((word) => word.startsWith("--")) };
 }

@@ -129,8 +129,9 @@ ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "html")}">${c.title}
     ),
   );
   chapters.forEach((chapter, i) => {
-    const previous = i > 0 ? html`<a rel="prev" href="${chapterFile(i - 1, "html")}">← ${chapters[i - 1]!.title}</a>` : html`<a href="index.html">← Contents</a>`;
-    const next = i < chapters.length - 1 ? html`<a rel="next" href="${chapterFile(i + 1, "html")}">${chapters[i + 1]!.title} →</a>` : html`<a href="index.html">Contents →</a>`;
+    // \u2190 and \u2192 are arrows, escaped so the server bundle stays ASCII (see src/build.ts).
+    const previous = i > 0 ? html`<a rel="prev" href="${chapterFile(i - 1, "html")}">\u2190 ${chapters[i - 1]!.title}</a>` : html`<a href="index.html">\u2190 Contents</a>`;
+    const next = i < chapters.length - 1 ? html`<a rel="next" href="${chapterFile(i + 1, "html")}">${chapters[i + 1]!.title} \u2192</a>` : html`<a href="index.html">Contents \u2192</a>`;
     files.set(
       chapterFile(i, "html"),
       page(

@@ -23,6 +23,7 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
     );
     const sections = content.sections.map((section, i) => renderSection(section, i, slugs, monogram(brief.name)));
     const title = pageTitle(page.slug === "index" ? [brief.name, brief.tagline] : [page.title, brief.name]);
+    // The footer's \u00B7 is a middle dot, escaped so the server bundle stays ASCII (see src/build.ts).
     const document = html`${documentStart(lang, title, page.description)}
 <header class="site-header">
 <div class="wrap">
@@ -37,7 +38,7 @@ ${join(sections, "\n")}
 </main>
 <footer class="site-footer">
 <div class="wrap">
-<p>${brief.name} · ${brief.tagline}</p>
+<p>${brief.name} \u00B7 ${brief.tagline}</p>
 </div>
 </footer>
 </body>

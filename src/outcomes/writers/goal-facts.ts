@@ -55,10 +55,11 @@ export function readGoal(goal: string): GoalFacts {
   return { name, namedInGoal: given !== undefined, subject, place, offerings, features, audience, email, phone };
 }
 
+// Curly quotes as escapes (\u2018 \u2019 \u201C \u201D): the server bundle stays ASCII (see src/build.ts).
 function readGivenName(text: string): string | undefined {
-  const called = /\b(?:called|named|titled|brand(?:ed)? as)\s+[“"'‘]?([^“”"'’.,;:!?]+?)[”"'’]?(?=\s+(?:that|which|who|for|with|in|at|to|and|,)\b|[.,;:!?]|$)/i.exec(text)?.[1];
+  const called = /\b(?:called|named|titled|brand(?:ed)? as)\s+[\u201C"'\u2018]?([^\u201C\u201D"'\u2019.,;:!?]+?)[\u201D"'\u2019]?(?=\s+(?:that|which|who|for|with|in|at|to|and|,)\b|[.,;:!?]|$)/i.exec(text)?.[1];
   if (called) return tidyName(called);
-  const quoted = /[“"‘]([^“”"’]{2,60})[”"’]/.exec(text)?.[1];
+  const quoted = /[\u201C"\u2018]([^\u201C\u201D"\u2019]{2,60})[\u201D"\u2019]/.exec(text)?.[1];
   if (quoted) return tidyName(quoted);
   // A run of capitalised words after the first word is probably a name ("for Maison Dupont, a bakery").
   const proper = /(?<!^|[.!?]\s)(?<!\b(?:in|at|near)\s)\b((?:[A-Z][\p{L}'&-]*\d*)(?:\s+(?:[A-Z][\p{L}'&-]*|&|of|the|and|de|du|la))*\s*(?:[A-Z][\p{L}'&-]*))/u.exec(text)?.[1];

@@ -40,7 +40,7 @@ export const PROFILES: readonly Profile[] = [
     id: "food",
     offerText: (_o, w, i) =>
       [`Made at ${w.name}. Ask what is fresh today.`, "Made fresh for the counter, or ordered ahead for a gathering.", "Ask what is available today, or order ahead for an occasion."][i % 3]!,
-    match: /\b(?:bakery|bakeries|boulangerie|patisserie|pâtisserie|caf[eé]|coffee|restaurant|bistro|brasserie|pizzeria|bar|pub|catering|caterer|deli|food|kitchen|brewery|tea ?room|ice cream|chocolat\w*|cheese\w*|bread|cakes?)\b/i,
+    match: /\b(?:bakery|bakeries|boulangerie|p[a\u00E2]tisserie|caf[e\u00E9]|coffee|restaurant|bistro|brasserie|pizzeria|bar|pub|catering|caterer|deli|food|kitchen|brewery|tea ?room|ice cream|chocolat\w*|cheese\w*|bread|cakes?)\b/i,
     tone: "warm",
     offerPage: { slug: "menu", title: "Our menu", navLabel: "Menu", heading: () => "What we make", intro: (w) => `Everything at ${w.name} is made to be enjoyed. Here is what you can come in for.` },
     values: [
