@@ -6,21 +6,25 @@ import readline from "node:readline";
 import pg from "pg";
 import { Client, Pool } from "undici";
 import { benchDatabaseUrl } from "./support/postgres.js";
-import { serverCommand } from "../support/server-process.js";
+import { peakRssMb, resetPeakRss } from "./support/rss.js";
+import { serverCommand, type ServerCommand } from "../support/server-process.js";
 import { unusedPort } from "../support/ports.js";
 
 /**
- * The chat gateway against the same instant upstream three ways, in
- * interleaved rounds: direct to the upstream, through this service, and
- * through Portkey's open-source gateway (pointed at the upstream with
- * `x-portkey-custom-host`). Each server runs in its own process.
+ * The chat gateway against the same instant upstream four ways, in
+ * interleaved rounds: direct to the upstream; through the least Node proxy
+ * (support/chat-node-proxy.ts, the floor for memory, built and run as the
+ * gateway is); through this service; and through Portkey's open-source
+ * gateway (pointed at the upstream with `x-portkey-custom-host`). Each server
+ * runs in its own process.
  *
  * - throughput: CONCURRENCY connections, back to back, for THROUGHPUT_MS;
  * - latency: one connection, back to back (under saturation latency is only
  *   connections ÷ throughput, so it is measured unloaded);
  * - streaming time to first byte: one connection, time to the first body
  *   byte (the first SSE event; response heads do not count);
- * - peak RSS (VmHWM) of each gateway process over the whole run.
+ * - peak RSS (VmHWM) of each proxy process from its first request on (so
+ *   the gateway's setup, a scrypt sign-up, is not counted).
  */
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -35,7 +39,7 @@ const root = path.resolve(import.meta.dirname, "../..");
 const children: ChildProcess[] = [];
 
 interface Target {
-  name: "direct" | "gateway" | "portkey";
+  name: "direct" | "node-proxy" | "gateway" | "portkey";
   origin: string;
   path: string;
   headers: Record<string, string>;
@@ -67,8 +71,9 @@ function body(model: string, stream: boolean): string {
 }
 
 /** Starts a child and resolves with the first JSON line it prints. */
-function startChild(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; info: Record<string, unknown> }> {
-  const child = spawn(args[0]!, args.slice(1), { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+function startChild(command: ServerCommand, env: Record<string, string> = {}): Promise<{ child: ChildProcess; info: Record<string, unknown> }> {
+  const [program, ...args] = command.argv;
+  const child = spawn(program!, args, { cwd: root, env: { ...process.env, ...command.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
   children.push(child);
   return new Promise((resolve, reject) => {
     const lines = readline.createInterface({ input: child.stdout! });
@@ -79,7 +84,7 @@ function startChild(args: string[], env: Record<string, string> = {}): Promise<{
         // Not the ready line.
       }
     });
-    child.once("exit", (code) => reject(new Error(`${args.join(" ")} exited with ${code}`)));
+    child.once("exit", (code) => reject(new Error(`${command.argv.join(" ")} exited with ${code}`)));
   });
 }
 
@@ -196,19 +201,11 @@ async function latency(target: Target, stream: boolean, ms: number): Promise<{ p
   return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
 }
 
-function peakRssMb(pid: number | undefined): { peak: number; now: number } {
-  if (!pid) return { peak: NaN, now: NaN };
-  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
-  return { peak: kb("VmHWM") / 1024, now: kb("VmRSS") / 1024 };
-}
-
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const f = (n: number, digits = 2) => n.toFixed(digits);
 
 async function main(): Promise<void> {
-  const tsx = [process.execPath, "--import", "tsx"];
-  const { info: upstreamInfo } = await startChild([...tsx, "test/bench/support/chat-instant-upstream.ts"]);
+  const { info: upstreamInfo } = await startChild({ argv: [process.execPath, "--import", "tsx", "test/bench/support/chat-instant-upstream.ts"], env: {} });
   const upstreamOrigin = `http://127.0.0.1:${upstreamInfo.port as number}`;
   const database = await freshDatabase();
   try {
@@ -221,8 +218,20 @@ async function main(): Promise<void> {
       ZERO_WORKER_CONCURRENCY: "0",
     });
     const gatewayUrl = new URL(gatewayInfo.url as string);
+    const { child: nodeProxyChild, info: nodeProxyInfo } = await startChild(await serverCommand("test/bench/support/chat-node-proxy.ts"), {
+      UPSTREAM_ORIGIN: upstreamOrigin,
+      UPSTREAM_MODEL,
+    });
     const targets: Target[] = [
       { name: "direct", origin: upstreamOrigin, path: "/v1/chat/completions", headers: { "content-type": "application/json", authorization: `Bearer ${UPSTREAM_KEY}` }, model: UPSTREAM_MODEL },
+      {
+        name: "node-proxy",
+        origin: new URL(nodeProxyInfo.url as string).origin,
+        path: "/v1/chat/completions",
+        headers: { "content-type": "application/json" },
+        model: "project-zero",
+        pid: nodeProxyChild.pid,
+      },
       {
         name: "gateway",
         origin: gatewayUrl.origin,
@@ -234,6 +243,7 @@ async function main(): Promise<void> {
       await startPortkey(upstreamOrigin),
     ];
     for (const target of targets) {
+      if (target.pid) resetPeakRss(target.pid);
       await verify(target);
       await throughput(target, false, WARMUP_MS);
       await throughput(target, true, WARMUP_MS / 2);
@@ -270,20 +280,24 @@ async function main(): Promise<void> {
       };
     };
     const direct = summary("direct");
+    const nodeProxy = summary("node-proxy");
     const gateway = summary("gateway");
     const portkey = summary("portkey");
-    const gatewayRss = peakRssMb(targets[1]!.pid);
-    const portkeyRss = peakRssMb(targets[2]!.pid);
+    const rssOf = (name: Target["name"]) => peakRssMb(targets.find((t) => t.name === name)!.pid!);
+    const nodeProxyRss = rssOf("node-proxy");
+    const gatewayRss = rssOf("gateway");
+    const portkeyRss = rssOf("portkey");
 
     console.log(`\nmedians of ${ROUNDS} interleaved rounds; ${CONCURRENCY} connections for throughput, one for latency and first byte`);
-    console.log("target    req/s   streams/s  p50 ms   p99 ms   ttfb p50  ttfb p99  peak RSS MB  errors");
+    console.log("target       req/s   streams/s  p50 ms   p99 ms   ttfb p50  ttfb p99  peak RSS MB  errors");
     for (const [name, s, rss] of [
       ["direct", direct, undefined],
+      ["node-proxy", nodeProxy, nodeProxyRss],
       ["gateway", gateway, gatewayRss],
       ["portkey", portkey, portkeyRss],
     ] as const) {
       console.log(
-        `${name.padEnd(8)} ${f(s.rps, 0).padStart(6)}  ${f(s.streamRps, 0).padStart(9)}  ${f(s.p50, 3).padStart(7)}  ${f(s.p99, 3).padStart(7)}  ${f(s.ttfbP50, 3).padStart(8)}  ${f(s.ttfbP99, 3).padStart(8)}  ${rss ? f(rss.peak, 1).padStart(11) : "          -"}  ${s.errors}`,
+        `${name.padEnd(11)} ${f(s.rps, 0).padStart(6)}  ${f(s.streamRps, 0).padStart(9)}  ${f(s.p50, 3).padStart(7)}  ${f(s.p99, 3).padStart(7)}  ${f(s.ttfbP50, 3).padStart(8)}  ${f(s.ttfbP99, 3).padStart(8)}  ${rss ? f(rss, 1).padStart(11) : "          -"}  ${s.errors}`,
       );
     }
     // Paired within each round, so a burst of load from elsewhere on the machine weighs on both sides.
@@ -295,7 +309,7 @@ async function main(): Promise<void> {
       [`added p50 < 0.3 ms`, gateway.p50 - direct.p50, 0.3, `${f(gateway.p50 - direct.p50, 3)} ms`],
       [`added p99 < 1 ms`, gateway.p99 - direct.p99, 1, `${f(gateway.p99 - direct.p99, 3)} ms`],
       [`first-byte overhead < 1 ms`, gateway.ttfbP50 - direct.ttfbP50, 1, `${f(gateway.ttfbP50 - direct.ttfbP50, 3)} ms`],
-      [`peak RSS < 100 MB`, gatewayRss.peak, 100, `${f(gatewayRss.peak, 1)} MB`],
+      [`peak RSS < 100 MB`, gatewayRss, 100, `${f(gatewayRss, 1)} MB (the least Node proxy: ${f(nodeProxyRss, 1)} MB; ${f(gatewayRss - nodeProxyRss, 1)} MB is the gateway's own)`],
     ] as const;
     console.log("\ngoals");
     for (const [label, value, bound, shown] of goals) {
@@ -303,7 +317,7 @@ async function main(): Promise<void> {
       console.log(`  ${met ? "met " : "MISS"}  ${label}: ${shown}`);
     }
     console.log(
-      `  (Portkey: added p50 ${f(portkey.p50 - direct.p50, 3)} ms, p99 ${f(portkey.p99 - direct.p99, 3)} ms, first byte +${f(portkey.ttfbP50 - direct.ttfbP50, 3)} ms, peak RSS ${f(portkeyRss.peak, 1)} MB; streams/s gateway ${f(gateway.streamRps / portkey.streamRps)}× Portkey)`,
+      `  (Portkey: added p50 ${f(portkey.p50 - direct.p50, 3)} ms, p99 ${f(portkey.p99 - direct.p99, 3)} ms, first byte +${f(portkey.ttfbP50 - direct.ttfbP50, 3)} ms, peak RSS ${f(portkeyRss, 1)} MB; streams/s gateway ${f(gateway.streamRps / portkey.streamRps)}× Portkey)`,
     );
   } finally {
     for (const child of children) child.kill("SIGTERM");
