@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import fs from "node:fs";
 import path from "node:path";
 import readline from "node:readline";
 import pg from "pg";
@@ -261,7 +260,7 @@ async function main(): Promise<void> {
         const result = { rps: plain.rps, streamRps: streamed.rps, p50: lat.p50, p99: lat.p99, ttfbP50: ttfb.p50, ttfbP99: ttfb.p99, errors: plain.errors + streamed.errors };
         results.get(target.name)!.push(result);
         console.log(
-          `round ${round} ${target.name.padEnd(8)} ${f(result.rps, 0).padStart(6)} req/s  ${f(result.streamRps, 0).padStart(6)} streams/s  ` +
+          `round ${round} ${target.name.padEnd(10)} ${f(result.rps, 0).padStart(6)} req/s  ${f(result.streamRps, 0).padStart(6)} streams/s  ` +
             `p50 ${f(result.p50, 3)} ms  p99 ${f(result.p99, 3)} ms  ttfb p50 ${f(result.ttfbP50, 3)} ms  p99 ${f(result.ttfbP99, 3)} ms  errors ${result.errors}`,
         );
       }

@@ -31,8 +31,9 @@ function startScript(): { env: Record<string, string>; nodeFlags: string[] } {
   const words = scripts.start!.split(/\s+/);
   const env: Record<string, string> = {};
   while (/^[A-Z_]+=/.test(words[0] ?? "")) {
-    const [name, value] = words.shift()!.split("=", 2) as [string, string];
-    env[name] = value;
+    const assignment = words.shift()!;
+    const equals = assignment.indexOf("=");
+    env[assignment.slice(0, equals)] = assignment.slice(equals + 1);
   }
   if (words[0] !== "node") throw new Error(`the start script no longer runs node directly: ${scripts.start}`);
   return { env, nodeFlags: words.slice(1).filter((word) => word.startsWith("--")) };
