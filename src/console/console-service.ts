@@ -9,12 +9,12 @@ import {
   findAccount,
   findAccountByEmail,
   listApiKeys,
-  normalizeEmail,
   revokeApiKey,
   revokeSession,
 } from "../auth/accounts.js";
 import type { ApiKeyCache } from "../auth/api-key-cache.js";
 import type { Account, ApiKeyRow } from "../auth/auth.table.js";
+import { checkPasswordLength, parseEmail } from "../auth/credentials.js";
 import { decoyPasswordHash, verifyPassword } from "../auth/secrets.js";
 import { clearedSessionCookie, sessionCookie } from "../auth/session-cookie.js";
 import { checkSignInAllowed, type SignInLimits } from "../auth/sign-in-limiter.js";
@@ -33,9 +33,6 @@ export interface ConsoleDeps {
   signInLimits?: SignInLimits;
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const PASSWORD_MIN = 8;
-const PASSWORD_MAX = 256;
 const KEY_NAME_MAX = 100;
 
 /** What a person does in the Console: accounts, sessions and API keys. */
@@ -50,12 +47,8 @@ export function consoleService(deps: ConsoleDeps): ServiceImpl<typeof ConsoleSer
 
   return {
     async signUp(request, context) {
-      const email = normalizeEmail(request.email);
-      if (!EMAIL.test(email) || email.length > 254) throw invalidRequest("enter a valid email address", "email");
-      const passwordLength = [...request.password].length;
-      if (passwordLength < PASSWORD_MIN || passwordLength > PASSWORD_MAX) {
-        throw invalidRequest(`the password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`, "password");
-      }
+      const email = parseEmail(request.email);
+      checkPasswordLength(request.password);
       const result = await createAccount(deps.db, {
         email,
         password: request.password,
@@ -71,9 +64,11 @@ export function consoleService(deps: ConsoleDeps): ServiceImpl<typeof ConsoleSer
     },
 
     async signIn(request, context) {
-      const email = normalizeEmail(request.email);
+      // A malformed e-mail or password can never match an account, so it costs no attempt and no hash.
+      const email = parseEmail(request.email);
+      checkPasswordLength(request.password, { minimum: false });
       await checkSignInAllowed(deps.db, { email, address: context.values.get(clientAddressKey) }, deps.signInLimits);
-      const account = EMAIL.test(email) ? await findAccountByEmail(deps.db, email) : undefined;
+      const account = await findAccountByEmail(deps.db, email);
       // Unknown emails cost the same time as wrong passwords.
       const valid = await verifyPassword(request.password, account?.password_hash ?? (await decoyPasswordHash()));
       if (!account || !valid) throw new ServiceError("unauthenticated", "the email or password is incorrect");

@@ -1,0 +1,63 @@
+import { invalidRequest } from "../server/errors.js";
+
+/** RFC 5321's limit on a forward path; also keeps every index on e-mails far below Postgres's btree row limit. */
+export const EMAIL_MAX_LENGTH = 254;
+export const PASSWORD_MIN_LENGTH = 8;
+/** scrypt's cost does not depend on the length, but reading and hashing a megabyte per guess is still waste. */
+export const PASSWORD_MAX_LENGTH = 1024;
+
+/**
+ * The e-mail as we store and look it up (trimmed, lower case), or an
+ * `invalid_request`. The length is capped before anything else looks at the
+ * text, and the shape check is one pass over at most 254 characters: these
+ * arrive from anyone, before any sign-in.
+ */
+export function parseEmail(raw: string): string {
+  // Leading and trailing white space is forgiven, so allow for it before the cap; the cap itself is on the trimmed text.
+  if (raw.length > EMAIL_MAX_LENGTH * 4) throw badEmail();
+  const email = raw.trim().toLowerCase();
+  if (email.length > EMAIL_MAX_LENGTH || !hasEmailShape(email)) throw badEmail();
+  return email;
+}
+
+/**
+ * The password if its length (in code points) is within bounds, else an
+ * `invalid_request`. Sign-in checks only the upper bound: a short password is
+ * simply a wrong one there.
+ */
+export function checkPasswordLength(password: string, options: { field?: string; minimum?: boolean } = {}): string {
+  const { field = "password", minimum = true } = options;
+  // Every code point is one or two UTF-16 units, so this bound is safe to test first.
+  const tooLong = password.length > PASSWORD_MAX_LENGTH * 2 || [...password].length > PASSWORD_MAX_LENGTH;
+  if (tooLong || (minimum && [...password].length < PASSWORD_MIN_LENGTH)) {
+    throw invalidRequest(`the password must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters`, field);
+  }
+  return password;
+}
+
+/**
+ * `local@domain.tld`: exactly one `@` with text before it, no white space,
+ * and a dot in the domain with text on both sides. Deliberately loose (the
+ * real test of an address is mail arriving), and linear.
+ */
+function hasEmailShape(email: string): boolean {
+  let at = -1;
+  let lastDot = -1;
+  for (let i = 0; i < email.length; i++) {
+    const c = email.charCodeAt(i);
+    if (c <= 0x20 || c === 0x7f || c === 0x85 || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff) {
+      return false;
+    }
+    if (c === 0x40 /* @ */) {
+      if (at !== -1) return false;
+      at = i;
+    } else if (c === 0x2e /* . */ && at !== -1) {
+      lastDot = i;
+    }
+  }
+  return at > 0 && lastDot > at + 1 && lastDot < email.length - 1;
+}
+
+function badEmail() {
+  return invalidRequest(`enter a valid email address (at most ${EMAIL_MAX_LENGTH} characters)`, "email");
+}
