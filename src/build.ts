@@ -20,14 +20,16 @@ import { build } from "esbuild";
  *
  * Left as imports, resolved from node_modules at run time: PGlite (finds its
  * WebAssembly and data files beside its own module), esbuild (a native
- * binary; the Console's bundler) and pg-native (an optional driver pg probes for).
+ * binary; the Console's bundler), fs-native-extensions (the data directory's
+ * lock, a native addon with prebuilt binaries) and pg-native (an optional
+ * driver pg probes for).
  */
 export async function bundleServer(entry: string, outfile: string): Promise<void> {
   await build({
     entryPoints: [entry],
     outfile,
     bundle: true,
-    external: ["@electric-sql/pglite", "esbuild", "pg-native"],
+    external: ["@electric-sql/pglite", "esbuild", "fs-native-extensions", "pg-native"],
     platform: "node",
     format: "esm",
     target: "node24",

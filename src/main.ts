@@ -1,5 +1,6 @@
 import { startApp } from "./app.js";
 import { ConfigError, loadConfig } from "./config.js";
+import { DataDirLockedError } from "./db/data-dir-lock.js";
 import { DatabaseUnavailableError } from "./db/database.js";
 
 async function main(): Promise<void> {
@@ -18,7 +19,7 @@ async function main(): Promise<void> {
   try {
     app = await startApp(config);
   } catch (error) {
-    if (error instanceof DatabaseUnavailableError || (error as NodeJS.ErrnoException).code === "EADDRINUSE") {
+    if (error instanceof DatabaseUnavailableError || error instanceof DataDirLockedError || (error as NodeJS.ErrnoException).code === "EADDRINUSE") {
       console.error(`project-zero: ${(error as Error).message}`);
       process.exit(1);
     }

@@ -4,6 +4,7 @@ import { Kysely, PostgresDialect, sql } from "kysely";
 import { Migrator } from "kysely/migration";
 import pg from "pg";
 import type { Logger } from "../logger.js";
+import { lockDataDir } from "./data-dir-lock.js";
 import { migrations } from "./migrations/index.js";
 import { preparingPool } from "./prepared-statements.js";
 import type { Database } from "./schema.js";
@@ -57,7 +58,7 @@ const parseInt8 = (value: string) => Number(value);
 export async function openStore(options: StoreOptions): Promise<Store> {
   const store = options.databaseUrl
     ? openPostgres(options.databaseUrl, options)
-    : await openPGlite(path.join(options.dataDir, "pglite"), options.pgliteTemplate);
+    : await openPGlite(options.dataDir, options.pgliteTemplate);
   try {
     await store.ping(5000);
   } catch (error) {
@@ -187,15 +188,24 @@ function openPostgres(url: string, options: StoreOptions): Store {
   };
 }
 
-async function openPGlite(dir: string, template: Blob | undefined): Promise<Store> {
-  await fs.mkdir(dir, { recursive: true });
-  const isNew = (await fs.readdir(dir)).length === 0;
-  // Loaded only when used: the WASM Postgres costs ~40 MB that a server on real Postgres never needs.
-  const { PGlite } = await import("@electric-sql/pglite");
-  const pglite = await PGlite.create(dir, {
-    parsers: { [INT8_OID]: parseInt8 },
-    ...(isNew && template ? { loadDataDir: template } : {}),
-  });
+async function openPGlite(dataDir: string, template: Blob | undefined): Promise<Store> {
+  // Before PGlite reads a byte: a second process on this directory must leave the first one's data alone.
+  const lock = await lockDataDir(dataDir);
+  const dir = path.join(dataDir, "pglite");
+  let pglite;
+  try {
+    await fs.mkdir(dir, { recursive: true });
+    const isNew = (await fs.readdir(dir)).length === 0;
+    // Loaded only when used: the WASM Postgres costs ~40 MB that a server on real Postgres never needs.
+    const { PGlite } = await import("@electric-sql/pglite");
+    pglite = await PGlite.create(dir, {
+      parsers: { [INT8_OID]: parseInt8 },
+      ...(isNew && template ? { loadDataDir: template } : {}),
+    });
+  } catch (error) {
+    await lock.release();
+    throw error;
+  }
   const db = new Kysely<Database>({ dialect: new SerializedPGliteDialect({ pglite }) });
   return {
     db,
@@ -207,7 +217,11 @@ async function openPGlite(dir: string, template: Blob | undefined): Promise<Stor
     },
     dumpDataDir: () => pglite.dumpDataDir("none"),
     async close() {
-      await db.destroy();
+      try {
+        await db.destroy();
+      } finally {
+        await lock.release();
+      }
     },
   };
 }

@@ -62,6 +62,38 @@ describe("the server process, built as npm start builds it", () => {
     expect(run.stderr()).toContain("project-zero: bad configuration: ZERO_SIGNUP:");
   });
 
+  it("refuses a second process on the same data dir with one line, and the first keeps its data", async () => {
+    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-proc-"));
+    const [firstPort, secondPort] = [await unusedPort(), await unusedPort()];
+    const first = runServer({ PORT: String(firstPort), ZERO_DATA_DIR: dataDir });
+    try {
+      await waitFor(() => first.stdout().includes('"msg":"listening"'), "the first server to listen", 60_000);
+      const before = await (await fetch(`http://127.0.0.1:${firstPort}/api/capabilities`)).json();
+      const second = runServer({ PORT: String(secondPort), ZERO_DATA_DIR: dataDir });
+      expect(await second.exit).toBe(1);
+      const lines = second.stderr().trim().split("\n").filter((l) => !l.includes("npm warn"));
+      expect(lines).toEqual([
+        `project-zero: another process (pid ${first.child.pid}) holds the data dir ${dataDir}; stop it, or give this one its own ZERO_DATA_DIR`,
+      ]);
+      expect(second.stdout()).not.toContain('"msg":"listening"');
+      // The first is untouched and still answers from its database.
+      expect(await (await fetch(`http://127.0.0.1:${firstPort}/api/capabilities`)).json()).toEqual(before);
+      expect(await fetch(`http://127.0.0.1:${firstPort}/readyz`).then((r) => r.status)).toBe(200);
+    } finally {
+      first.child.kill("SIGKILL");
+      await first.exit;
+    }
+    // kill -9 leaves no stale lock: the kernel released it with the process.
+    const third = runServer({ PORT: "0", ZERO_DATA_DIR: dataDir });
+    try {
+      await waitFor(() => third.stdout().includes('"msg":"listening"'), "a new server after kill -9", 60_000);
+    } finally {
+      third.child.kill("SIGKILL");
+      await third.exit;
+      await fs.rm(dataDir, { recursive: true, force: true });
+    }
+  }, 180_000);
+
   it("serves on the configured port and stops cleanly on SIGTERM, ending open streams", async () => {
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-proc-"));
     const port = await unusedPort();
