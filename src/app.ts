@@ -90,6 +90,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       tls: config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : undefined,
       headersTimeoutMs: config.headersTimeoutMs,
       requestTimeoutMs: config.requestTimeoutMs,
+      http2IdleTimeoutMs: config.http2IdleTimeoutMs,
     },
   );
   let bound: { port: number; host: string };

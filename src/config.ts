@@ -51,6 +51,8 @@ export interface Config {
   headersTimeoutMs: number;
   /** A whole request body must arrive within this time. */
   requestTimeoutMs: number;
+  /** An HTTP/2 connection with no open stream is closed after this time. */
+  http2IdleTimeoutMs: number;
   /** OTLP/HTTP collector for traces (`OTEL_EXPORTER_OTLP_ENDPOINT`); unset turns tracing off. */
   otlpEndpoint: string | undefined;
   /** `OTEL_SERVICE_NAME`, default "project-zero". */
@@ -126,6 +128,7 @@ export function loadConfig(env: Env = process.env): Config {
   const shutdownGraceMs = read("ZERO_SHUTDOWN_GRACE_MS", 10_000, int(0, 600_000));
   const headersTimeoutMs = read("ZERO_HEADERS_TIMEOUT_MS", 20_000, int(100, 600_000));
   const requestTimeoutMs = read("ZERO_REQUEST_TIMEOUT_MS", 120_000, int(100, 3_600_000));
+  const http2IdleTimeoutMs = read("ZERO_HTTP2_IDLE_TIMEOUT_MS", 300_000, int(100, 86_400_000));
   const otlpEndpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || undefined;
   if (otlpEndpoint !== undefined && !/^https?:\/\/[^/]/.test(otlpEndpoint)) {
     problems.push(`OTEL_EXPORTER_OTLP_ENDPOINT: expected an http:// or https:// URL, got "${otlpEndpoint}"`);
@@ -154,6 +157,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceMs,
     headersTimeoutMs,
     requestTimeoutMs,
+    http2IdleTimeoutMs,
     otlpEndpoint,
     otelServiceName,
   };

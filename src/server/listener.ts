@@ -13,8 +13,10 @@ export interface ListenerOptions {
   headersTimeoutMs?: number;
   /** The whole request must arrive within this time. */
   requestTimeoutMs?: number;
-  /** Idle keep-alive connections close after this time. */
+  /** Idle keep-alive HTTP/1.1 connections close after this time. */
   keepAliveTimeoutMs?: number;
+  /** An HTTP/2 session with no open stream closes after this time. */
+  http2IdleTimeoutMs?: number;
   /** Concurrent streams one HTTP/2 connection may open. */
   maxConcurrentStreams?: number;
 }
@@ -39,10 +41,18 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  */
 export function createListener(onRequest: RequestListener, options: ListenerOptions = {}): Listener {
   const http2Settings: http2.Settings = { maxConcurrentStreams: options.maxConcurrentStreams ?? 256 };
+  const headersTimeoutMs = options.headersTimeoutMs ?? 20_000;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 120_000;
   const sessions = new Set<http2.Http2Session>();
   const trackSession = (session: http2.Http2Session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    closeWhenIdle(session, { firstStreamMs: headersTimeoutMs, idleMs: options.http2IdleTimeoutMs ?? 300_000 });
+  };
+  // HTTP/1.1 bounds a request's arrival itself (headersTimeout, requestTimeout); HTTP/2 needs it per stream.
+  const bounded: RequestListener = (req, res) => {
+    if (req.httpVersionMajor === 2) boundRequestBody(req as http2.Http2ServerRequest, requestTimeoutMs);
+    onRequest(req, res);
   };
 
   if (options.tls) {
@@ -52,8 +62,10 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
         key: fs.readFileSync(options.tls.keyFile),
         allowHTTP1: true,
         settings: http2Settings,
+        // A handshake that never finishes is a connection whose headers never arrive.
+        handshakeTimeout: headersTimeoutMs,
       },
-      onRequest,
+      bounded,
     );
     server.on("session", trackSession);
     applyHttp1Timeouts(server as unknown as http.Server, options);
@@ -63,14 +75,14 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
   }
 
   // Node checks header and request deadlines on this interval (30 s by default), so it bounds how late they bite.
-  const connectionsCheckingInterval = Math.min(1000, Math.floor((options.headersTimeoutMs ?? 20_000) / 2));
+  const connectionsCheckingInterval = Math.min(1000, Math.floor(headersTimeoutMs / 2));
   const http1 = http.createServer({ connectionsCheckingInterval }, onRequest);
   applyHttp1Timeouts(http1, options);
   // This server never listens itself (the sniffer hands it sockets), but Node
   // only starts tracking connections, and so enforcing headersTimeout /
   // requestTimeout and closing idle keep-alive sockets, on "listening".
   http1.emit("listening");
-  const h2c = http2.createServer({ settings: http2Settings }, onRequest);
+  const h2c = http2.createServer({ settings: http2Settings }, bounded);
   h2c.on("session", trackSession);
 
   const sockets = new Set<net.Socket>();
@@ -81,7 +93,11 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
     let received: Buffer = Buffer.alloc(0);
+    // A deadline from the connection's start, not a silence timer: a client that drips the preface a byte at a
+    // time must not hold the socket either. Handing over passes the socket to the servers' own deadlines.
+    const sniffDeadline = setTimeout(() => socket.destroy(), headersTimeoutMs);
     const hand = (server: net.Server) => {
+      clearTimeout(sniffDeadline);
       socket.removeListener("data", onData);
       socket.removeListener("error", onEarlyError);
       socket.pause();
@@ -98,14 +114,10 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
       else if (received.length >= H2_PREFACE.length) hand(h2c);
     };
     const onEarlyError = () => socket.destroy();
-    // A connection that never sends its first bytes must not hold a socket forever.
-    socket.setTimeout(options.headersTimeoutMs ?? 20_000, () => {
-      if (socket.listenerCount("data") > 0 && received.length < H2_PREFACE.length) socket.destroy();
-    });
+    socket.once("close", () => clearTimeout(sniffDeadline));
     socket.on("data", onData);
     socket.on("error", onEarlyError);
   });
-  sniffer.on("connection", (socket) => socket.once("data", () => socket.setTimeout(0)));
 
   return wrap(
     sniffer,
@@ -118,6 +130,53 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
     },
     http1,
   );
+}
+
+/**
+ * Closes an HTTP/2 session that has no open stream for too long: `firstStreamMs`
+ * before its first stream (a client that opens a connection and never sends a
+ * request), `idleMs` after its last. A deadline rather than a silence timer,
+ * so PINGs or SETTINGS alone do not keep a session alive; a session with an
+ * open stream (a watch, a stream of chat chunks) is never idle.
+ */
+function closeWhenIdle(session: http2.Http2Session, limits: { firstStreamMs: number; idleMs: number }): void {
+  let open = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (ms: number) => {
+    timer = setTimeout(() => {
+      session.close();
+      // close() waits for the peer to read our GOAWAY; a peer that reads nothing must not hold the socket.
+      setTimeout(() => session.destroy(), 1_000).unref();
+    }, ms);
+    timer.unref();
+  };
+  arm(limits.firstStreamMs);
+  session.on("stream", (stream: http2.ServerHttp2Stream) => {
+    open++;
+    clearTimeout(timer);
+    stream.once("close", () => {
+      open--;
+      if (open === 0 && !session.closed && !session.destroyed) arm(limits.idleMs);
+    });
+  });
+  session.once("close", () => clearTimeout(timer));
+}
+
+/**
+ * Resets an HTTP/2 stream whose request body has not fully arrived within
+ * `ms` of its headers. The deadline ends when the body has been read, so a
+ * server stream (its request long complete) may answer for as long as it likes.
+ */
+function boundRequestBody(req: http2.Http2ServerRequest, ms: number): void {
+  const stream = req.stream;
+  const timer = setTimeout(() => {
+    if (!stream.closed && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
+  }, ms);
+  timer.unref();
+  const done = () => clearTimeout(timer);
+  if (stream.endAfterHeaders) done();
+  req.once("end", done);
+  stream.once("close", done);
 }
 
 function applyHttp1Timeouts(server: http.Server, options: ListenerOptions): void {
