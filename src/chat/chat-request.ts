@@ -2,6 +2,13 @@ import { CHAT_ALIAS } from "../capabilities/capabilities-service.js";
 import { invalidRequest, ServiceError } from "../server/errors.js";
 import type { ChatRequest } from "./chat-router.js";
 
+/**
+ * Deeper than any real request: OpenAI itself bounds structured-output
+ * schemas at ten levels. Past this, a body is refused before anything
+ * recurses over it (a serializer's stack would otherwise overflow as a 502).
+ */
+export const MAX_REQUEST_DEPTH = 64;
+
 /** The only program the alias serves; `program` is ours, never sent upstream. */
 export const CHAT_PROGRAM = "project_zero";
 
@@ -16,6 +23,9 @@ export function parseChatRequest(json: unknown): ChatRequest {
     throw invalidRequest("the body must be a JSON object");
   }
   const body = json as Record<string, unknown>;
+  if (nestedDeeperThan(body, MAX_REQUEST_DEPTH)) {
+    throw invalidRequest(`the request is nested more than ${MAX_REQUEST_DEPTH} levels deep`);
+  }
   if (typeof body.model !== "string" || body.model === "") {
     throw invalidRequest("`model` is required: send \"project-zero\"", "model");
   }
@@ -29,6 +39,20 @@ export function parseChatRequest(json: unknown): ChatRequest {
     throw invalidRequest("`program` must be a string", "program");
   }
   return body as ChatRequest;
+}
+
+/** Walks the value with a stack of its own, so any depth is measured without recursion. */
+function nestedDeeperThan(value: object, limit: number): boolean {
+  const pending: [unknown, number][] = [[value, 1]];
+  while (pending.length > 0) {
+    const [current, depth] = pending.pop()!;
+    if (typeof current !== "object" || current === null) continue;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(current) ? current : Object.values(current)) {
+      if (typeof child === "object" && child !== null) pending.push([child, depth + 1]);
+    }
+  }
+  return false;
 }
 
 /**

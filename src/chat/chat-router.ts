@@ -7,7 +7,7 @@
 import type { Logger } from "../logger.js";
 import { ServiceError } from "../server/errors.js";
 import { checkAlias } from "./chat-request.js";
-import { newCompletionId, rewriteCompletion } from "./completion-rewrite.js";
+import { clientChunk, clientCompletion, newCompletionId } from "./completion-rewrite.js";
 import type { FreePool } from "./free-pool.js";
 import { parseSse } from "./sse-parser.js";
 import { isTimeout, type UpstreamAnswer, type UpstreamClient } from "./upstream-client.js";
@@ -76,7 +76,7 @@ export class ChatRouter implements ChatCompleter {
       this.#logger.warn({ upstream: answer.upstream }, "upstream answered 2xx without a completion");
       throw new ServiceError("upstream_error", "the model returned an answer that is not a chat completion");
     }
-    return rewriteCompletion(completion, newCompletionId());
+    return clientCompletion(completion, newCompletionId());
   }
 
   /**
@@ -110,7 +110,7 @@ export class ChatRouter implements ChatCompleter {
           this.#logger.warn({ upstream: answer.upstream }, "upstream reported an error mid-stream");
           throw new ServiceError("upstream_error", "the model failed mid-answer; the answer is incomplete");
         }
-        yield rewriteCompletion(chunk as ChatChunkJson, id);
+        yield clientChunk(chunk as ChatChunkJson, id);
       }
       throw new ServiceError("upstream_error", "the model's stream ended before it finished; the answer is incomplete");
     } catch (error) {

@@ -1,13 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { CHAT_ALIAS } from "../capabilities/capabilities-service.js";
-import type { ChatRequest } from "./chat-router.js";
-
-/**
- * Fields an upstream adds that name or fingerprint it. OpenAI's
- * `system_fingerprint` identifies its backend configuration; aggregators add
- * `provider`. The client sees ours or nothing.
- */
-const UPSTREAM_FIELDS = ["system_fingerprint", "provider"] as const;
+import type { ChatChunkJson, ChatCompletionJson, ChatRequest } from "./chat-router.js";
+import { CHUNK, COMPLETION, pick, REQUEST_FIELDS } from "./openai-fields.js";
 
 /** Our completion id, in OpenAI's form; one per request, shared by all chunks of a stream. */
 export function newCompletionId(): string {
@@ -15,13 +9,17 @@ export function newCompletionId(): string {
 }
 
 /**
- * The body sent upstream: the client's request untouched except `model`
- * (the upstream's own name), `program` (ours, unknown upstream) and, for an
- * internal non-streaming call, any `stream` flag.
+ * The body sent upstream: OpenAI's documented fields of the client's request,
+ * untouched, except `model` (the upstream's own name) and, for an internal
+ * non-streaming call, any `stream` flag. Everything else (our `program`, an
+ * aggregator's routing fields) stays here.
  */
 export function upstreamRequestBody(request: ChatRequest, upstreamModel: string, stream: boolean): string {
-  const body: Record<string, unknown> = { ...request, model: upstreamModel };
-  delete body.program;
+  const body: Record<string, unknown> = {};
+  for (const key in request) {
+    if (REQUEST_FIELDS.has(key)) body[key] = request[key];
+  }
+  body.model = upstreamModel;
   if (stream) {
     body.stream = true;
   } else if (body.stream === true) {
@@ -32,16 +30,21 @@ export function upstreamRequestBody(request: ChatRequest, upstreamModel: string,
 }
 
 /**
- * Rewrites a completion or chunk in place so it names us, not the upstream:
- * our id, the alias as model, upstream fingerprints removed. Everything else
- * (choices, tool calls, usage, logprobs) is left as the upstream wrote it.
+ * A completion as the client sees it: OpenAI's documented fields only, at
+ * every level, with our id and the alias as model. Choices, tool calls,
+ * usage and logprobs are as the upstream wrote them.
  */
-export function rewriteCompletion<T extends Record<string, unknown>>(completion: T, id: string): T {
-  const target = completion as Record<string, unknown>;
-  target.id = id;
-  target.model = CHAT_ALIAS;
-  for (const field of UPSTREAM_FIELDS) {
-    if (field in target) delete target[field];
-  }
-  return completion;
+export function clientCompletion(completion: ChatCompletionJson, id: string): ChatCompletionJson {
+  return named(pick(completion, COMPLETION), id) as ChatCompletionJson;
+}
+
+/** A streamed chunk as the client sees it; see `clientCompletion`. */
+export function clientChunk(chunk: ChatChunkJson, id: string): ChatChunkJson {
+  return named(pick(chunk, CHUNK), id);
+}
+
+function named(json: Record<string, unknown>, id: string): Record<string, unknown> {
+  json.id = id;
+  json.model = CHAT_ALIAS;
+  return json;
 }

@@ -7,6 +7,7 @@ import { endSpan, type Tracing } from "../server/tracing.js";
 import { ServiceError } from "../server/errors.js";
 import type { ChatRequest } from "./chat-router.js";
 import { upstreamRequestBody } from "./completion-rewrite.js";
+import { REQUEST_FIELDS } from "./openai-fields.js";
 import { UpstreamBody } from "./upstream-body.js";
 
 /** An upstream that accepted the request: its answer is now ours to relay. */
@@ -137,7 +138,9 @@ export class UpstreamClient {
       timedOut = false;
       const text = await body.text().catch(() => "");
       if (CLIENT_FAULT.has(statusCode)) {
-        throw refusal(text, target.config.model);
+        const { error, upstreamMessage } = refusal(text, statusCode, request);
+        this.#logger.info({ upstream: target.config.name, status: statusCode, upstreamMessage }, "upstream refused the request");
+        throw error;
       }
       this.#logger.warn({ upstream: target.config.name, status: statusCode }, "upstream attempt refused");
     }
@@ -193,25 +196,32 @@ function abortReason(signal: AbortSignal | undefined): Error {
   return signal?.reason instanceof Error ? signal.reason : new Error("aborted");
 }
 
+/** Our words for an upstream's refusal: its own message may name its organisation, keys, regions or models. */
+const REFUSALS: Record<number, string> = {
+  400: "the model provider refused the request as invalid; check it against the OpenAI chat format",
+  413: "the request is too large for the model provider",
+  415: "the model provider refused the request's content type",
+  422: "the model provider could not process the request; check its field values",
+};
+
 /**
  * A 4xx the upstream blamed on the request, passed on as our `invalid_request`
- * with its message and param, and the upstream's model name replaced by the
- * alias so it cannot leak.
+ * in our words. Its `param` is passed on only when it names a field the
+ * client sent; the upstream's own text goes to the operator's log.
  */
-function refusal(text: string, upstreamModel: string): ServiceError {
-  let message = "the request was refused as invalid";
+function refusal(text: string, status: number, request: ChatRequest): { error: ServiceError; upstreamMessage: string } {
+  let upstreamMessage = "";
   let param: string | undefined;
   try {
     const parsed = JSON.parse(text) as { error?: { message?: unknown; param?: unknown } };
-    if (typeof parsed.error?.message === "string" && parsed.error.message !== "") {
-      message = parsed.error.message.slice(0, 1000);
-    }
-    if (typeof parsed.error?.param === "string") param = parsed.error.param;
+    if (typeof parsed.error?.message === "string") upstreamMessage = parsed.error.message.slice(0, 1000);
+    const named = typeof parsed.error?.param === "string" ? parsed.error.param : undefined;
+    const field = named?.split(/[.[]/, 1)[0];
+    if (named && field && Object.hasOwn(request, field) && REQUEST_FIELDS.has(field) && named.length <= 200) param = named;
   } catch {
-    // Not OpenAI's error shape: keep the generic message rather than an unknown body.
+    // Not OpenAI's error shape: nothing to pass on.
   }
-  if (upstreamModel) message = message.replaceAll(upstreamModel, "project-zero");
-  return new ServiceError("invalid_request", message, { param });
+  return { error: new ServiceError("invalid_request", REFUSALS[status] ?? REFUSALS[400]!, { param }), upstreamMessage };
 }
 
 function errorText(error: unknown): string {

@@ -45,7 +45,7 @@ beforeEach(() => {
 const messages = [{ role: "user" as const, content: "Say hello" }];
 
 describe("non-streaming, through the official openai SDK", () => {
-  it("answers as project-zero with our id, and sends the upstream every field but with its own model", async () => {
+  it("answers as project-zero with our id, and sends the upstream every OpenAI field but with its own model", async () => {
     primary.next(reply(completion("Hello there!")));
     const { data, response } = await client.chat.completions
       .create({
@@ -97,7 +97,7 @@ describe("non-streaming, through the official openai SDK", () => {
       response_format: { type: "json_schema", json_schema: { name: "x", strict: true, schema: { type: "object" } } },
       metadata: { trace: "abc" },
       user: "end-user-1",
-      some_future_field: { nested: [1, 2.5, "x"] },
+      // Not an OpenAI field: an aggregator upstream might read it as routing, so it stays here.
     });
   });
 
@@ -227,11 +227,11 @@ describe("upstream failover and failure", () => {
     expect((error as InstanceType<typeof OpenAI.APIError>).code).toBe("upstream_timeout");
   });
 
-  it("an upstream 400 is the request's fault: passed on scrubbed, the next upstream not tried", async () => {
+  it("an upstream 400 is the request's fault: passed on in our words, the next upstream not tried", async () => {
     primary.next(fail(400, `Invalid value for 'messages' with ${UPSTREAM_MODEL}`));
     const error = await client.chat.completions.create({ model: "project-zero", messages }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((error as Error).message).toContain("Invalid value for 'messages' with project-zero");
+    expect((error as Error).message).toContain("the model provider refused the request as invalid");
     expect((error as Error).message).not.toContain(UPSTREAM_MODEL);
     expect(secondary.requests).toHaveLength(0);
   });

@@ -1,0 +1,136 @@
+/**
+ * OpenAI's documented chat completion fields, the only ones that cross the
+ * gateway in either direction (from the openai package's
+ * `ChatCompletionCreateParams`, `ChatCompletion` and `ChatCompletionChunk`).
+ *
+ * Going out, an allowlist rather than a list of known routing fields: an
+ * aggregator upstream (OpenRouter, LiteLLM, Portkey) reads `models`, `route`,
+ * `provider`, `api_base` and more from the body, and any field we did not
+ * think of would let a client choose paid models or another provider. Coming
+ * back, the same idea: fields a provider adds (a region, a cost, its own
+ * routing notes) are dropped at every level.
+ */
+export const REQUEST_FIELDS: ReadonlySet<string> = new Set([
+  "messages",
+  "model",
+  "audio",
+  "frequency_penalty",
+  "function_call",
+  "functions",
+  "logit_bias",
+  "logprobs",
+  "max_completion_tokens",
+  "max_tokens",
+  "metadata",
+  "modalities",
+  "moderation",
+  "n",
+  "parallel_tool_calls",
+  "prediction",
+  "presence_penalty",
+  "prompt_cache_key",
+  "prompt_cache_options",
+  "prompt_cache_retention",
+  "reasoning_effort",
+  "response_format",
+  "safety_identifier",
+  "seed",
+  "service_tier",
+  "stop",
+  "store",
+  "stream",
+  "stream_options",
+  "temperature",
+  "tool_choice",
+  "tools",
+  "top_logprobs",
+  "top_p",
+  "user",
+  "verbosity",
+  "web_search_options",
+]);
+
+/**
+ * The allowed keys of an object, each with what its value may hold: `true`
+ * keeps the value as it is (a scalar, or an object OpenAI defines whole such
+ * as `metadata`), a Shape filters a nested object, and `[Shape]` each object
+ * of an array.
+ */
+interface Shape {
+  readonly [key: string]: true | Shape | readonly [Shape];
+}
+
+const USAGE: Shape = {
+  prompt_tokens: true,
+  completion_tokens: true,
+  total_tokens: true,
+  completion_tokens_details: {
+    accepted_prediction_tokens: true,
+    audio_tokens: true,
+    reasoning_tokens: true,
+    rejected_prediction_tokens: true,
+    text_tokens: true,
+  },
+  prompt_tokens_details: { audio_tokens: true, cache_write_tokens: true, cached_tokens: true },
+};
+
+const TOKEN_LOGPROB: Shape = { token: true, bytes: true, logprob: true, top_logprobs: [{ token: true, bytes: true, logprob: true }] };
+const LOGPROBS: Shape = { content: [TOKEN_LOGPROB], refusal: [TOKEN_LOGPROB] };
+const FUNCTION_CALL: Shape = { name: true, arguments: true };
+const TOOL_CALL: Shape = { id: true, type: true, function: FUNCTION_CALL, custom: { name: true, input: true } };
+const AUDIO: Shape = { id: true, data: true, expires_at: true, transcript: true };
+
+const MESSAGE: Shape = {
+  role: true,
+  content: true,
+  refusal: true,
+  annotations: [{ type: true, url_citation: { start_index: true, end_index: true, title: true, url: true } }],
+  audio: AUDIO,
+  function_call: FUNCTION_CALL,
+  tool_calls: [TOOL_CALL],
+};
+
+const DELTA: Shape = {
+  role: true,
+  content: true,
+  refusal: true,
+  audio: AUDIO,
+  function_call: FUNCTION_CALL,
+  tool_calls: [{ index: true, ...TOOL_CALL }],
+};
+
+/** `system_fingerprint` is documented, but it identifies the upstream's backend: left out on purpose. */
+const COMPLETION_TOP = { id: true, object: true, created: true, model: true, usage: USAGE, service_tier: true, metadata: true, moderation: true } as const;
+
+export const COMPLETION: Shape = {
+  ...COMPLETION_TOP,
+  choices: [{ index: true, finish_reason: true, logprobs: LOGPROBS, message: MESSAGE }],
+};
+
+export const CHUNK: Shape = {
+  ...COMPLETION_TOP,
+  obfuscation: true,
+  choices: [{ index: true, finish_reason: true, logprobs: LOGPROBS, delta: DELTA }],
+};
+
+/** A copy of `value` with only the keys `shape` allows, at every level it describes. */
+export function pick(value: Record<string, unknown>, shape: Shape): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key in value) {
+    const rule = shape[key];
+    if (rule === undefined || !Object.hasOwn(shape, key)) continue;
+    const field = value[key];
+    if (rule === true || field === null || typeof field !== "object") {
+      out[key] = field;
+    } else if (Array.isArray(rule)) {
+      out[key] = Array.isArray(field) ? field.map((item: unknown) => (isObject(item) ? pick(item, rule[0] as Shape) : item)) : field;
+    } else {
+      out[key] = Array.isArray(field) ? field : pick(field as Record<string, unknown>, rule as Shape);
+    }
+  }
+  return out;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
