@@ -34,6 +34,8 @@ export interface Config {
   upstreamTimeouts: UpstreamTimeouts;
   offlineWriter: boolean;
   freePoolDailyRequests: number;
+  /** Chat requests one account may have served per UTC day; undefined: no cap. */
+  chatDailyRequestsPerAccount: number | undefined;
   generationLimit: number;
   generationWindowSeconds: number;
   signup: "open" | "closed";
@@ -114,6 +116,7 @@ export function loadConfig(env: Env = process.env): Config {
   };
   const offlineWriter = oneOf("ZERO_OFFLINE_WRITER", ["on", "off"] as const, "on") === "on";
   const freePoolDailyRequests = read("ZERO_FREE_POOL_DAILY_REQUESTS", 1000, int(0, 1_000_000_000));
+  const chatDailyRequestsPerAccount = read<number | undefined>("ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT", undefined, int(0, 1_000_000_000));
   const generationLimit = read("ZERO_GENERATION_LIMIT", 20, int(0, 1_000_000_000));
   const generationWindowSeconds = read("ZERO_GENERATION_WINDOW_SECONDS", 3600, int(1, 31 * 86400));
   const signup = oneOf("ZERO_SIGNUP", ["open", "closed"] as const, "open");
@@ -146,6 +149,7 @@ export function loadConfig(env: Env = process.env): Config {
     upstreamTimeouts,
     offlineWriter,
     freePoolDailyRequests,
+    chatDailyRequestsPerAccount,
     generationLimit,
     generationWindowSeconds,
     signup,

@@ -1,4 +1,5 @@
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
+import { AccountDailyCap } from "./account-daily-cap.js";
 import type { AppPart } from "../app.js";
 import type { Config } from "../config.js";
 import type { Store } from "../db/database.js";
@@ -53,7 +54,8 @@ export function chatPart(deps: ChatPartDeps): ChatPart {
     listen: store.kind === "postgres" ? (channel, onPayload) => store.listen(channel, onPayload) : undefined,
   });
   const idempotency = new IdempotencyStore(store.db);
-  const router = new ChatRouter({ upstreams, pool, logger: log });
+  const accountCap = config.chatDailyRequestsPerAccount === undefined ? undefined : new AccountDailyCap(store.db, config.chatDailyRequestsPerAccount);
+  const router = new ChatRouter({ upstreams, pool, logger: log, accountCap });
   let sweeper: NodeJS.Timeout | undefined;
   const sweep = () => idempotency.sweep().catch((error: unknown) => log.warn({ err: error }, "idempotency sweep failed"));
   return {

@@ -116,7 +116,7 @@ async function streamCompletion(
   // Commits the 200 now (HTTP/2 sends the head on writeHead already).
   if (typeof out.flushHeaders === "function") out.flushHeaders();
   try {
-    const chunks = await router.stream(request, { accountId, signal });
+    const chunks = await router.stream(request, { accountId, signal, fromClient: true });
     for await (const chunk of chunks) {
       if (!out.write(`data: ${JSON.stringify(chunk)}\n\n`)) await drained(res);
       if (signal.aborted) break;

@@ -5,6 +5,7 @@
  * free pool and tries the upstreams in order.
  */
 import type { Logger } from "../logger.js";
+import type { AccountDailyCap } from "./account-daily-cap.js";
 import { ServiceError } from "../server/errors.js";
 import { checkAlias } from "./chat-request.js";
 import { clientChunk, clientCompletion, newCompletionId } from "./completion-rewrite.js";
@@ -20,10 +21,16 @@ export type ChatCompletionJson = Record<string, unknown> & { choices: { message:
 
 /** Per-call options shared by `complete` and `stream`. */
 export interface ChatCallOptions {
-  /** The account the request is served for (logs; future per-account limits). */
+  /** The account the request is served for. */
   accountId: string;
   /** Aborts the upstream request at once, e.g. when the client hangs up. */
   signal?: AbortSignal;
+  /**
+   * Set by the gateway's own doors (REST and RPC): the request counts against
+   * the account's daily cap when one is configured. The service's stage
+   * writers leave it unset.
+   */
+  fromClient?: boolean;
 }
 
 /** What other capabilities need of chat: one non-streaming completion over the shared pool. */
@@ -40,6 +47,8 @@ export interface ChatRouterDeps {
   upstreams: UpstreamClient;
   pool: FreePool;
   logger: Logger;
+  /** `ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT`, when set. */
+  accountCap?: AccountDailyCap;
 }
 
 /**
@@ -51,11 +60,13 @@ export class ChatRouter implements ChatCompleter {
   readonly #upstreams: UpstreamClient;
   readonly #pool: FreePool;
   readonly #logger: Logger;
+  readonly #accountCap: AccountDailyCap | undefined;
 
   constructor(deps: ChatRouterDeps) {
     this.#upstreams = deps.upstreams;
     this.#pool = deps.pool;
     this.#logger = deps.logger;
+    this.#accountCap = deps.accountCap;
   }
 
   /** True when an upstream is configured. */
@@ -131,11 +142,21 @@ export class ChatRouter implements ChatCompleter {
     if (!this.#upstreams.configured) {
       throw new ServiceError("unavailable", "chat is not available here: no upstream is configured");
     }
-    await this.#pool.take();
+    const capped = options.fromClient ? this.#accountCap : undefined;
+    const countedDay = await capped?.take(options.accountId);
     try {
-      return await this.#upstreams.send(request, { stream, signal: options.signal });
+      await this.#pool.take();
     } catch (error) {
-      this.#pool.refund();
+      if (countedDay) await capped!.give(options.accountId, countedDay);
+      throw error;
+    }
+    try {
+      const answer = await this.#upstreams.send(request, { stream, signal: options.signal });
+      this.#pool.settle("spent");
+      return answer;
+    } catch (error) {
+      this.#pool.settle("refunded");
+      if (countedDay) await capped!.give(options.accountId, countedDay).catch(() => {});
       throw error;
     }
   }

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import type { Logger } from "../logger.js";
@@ -5,6 +6,10 @@ import { ServiceError } from "../server/errors.js";
 
 const DAY_MS = 86_400_000;
 const NOTIFY_CHANNEL = "zero_free_pool";
+/** Payload of an instance's answer to a dry one: `in_flight:<day>:<instance>`. */
+const IN_FLIGHT_PREFIX = "in_flight:";
+/** How long a dry instance waits for others to give units back or say they hold some in flight. */
+const ASK_WAIT_MS = 100;
 
 export interface FreePoolOptions {
   db: Kysely<Database>;
@@ -61,6 +66,14 @@ export class FreePool {
   #unlisten: (() => Promise<void>) | undefined;
   #returning = new Set<Promise<void>>();
   #reservations = 0;
+  /** Units taken for requests whose upstream has not yet answered: each may still come back. */
+  #inFlight = 0;
+  /** Whether the last dry verdict heard of units in flight on other instances (retry soon). */
+  #othersInFlight = false;
+  /** When another instance last said it holds units in flight, for the day `#day`. */
+  #othersInFlightAt = -Infinity;
+  /** Tells this instance's own notifications from the others'. */
+  readonly #token = randomBytes(6).toString("hex");
 
   constructor(options: FreePoolOptions) {
     this.#db = options.db;
@@ -79,8 +92,16 @@ export class FreePool {
     this.#timer = setInterval(() => this.#returnIfIdle(), Math.max(50, Math.floor(this.#idleReturnMs / 2)));
     this.#timer.unref();
     if (this.#listen) {
-      this.#unlisten = await this.#listen(NOTIFY_CHANNEL, (day) => {
-        if (day === this.#day && this.#available > 0) this.#giveBack(this.#available);
+      this.#unlisten = await this.#listen(NOTIFY_CHANNEL, (payload) => {
+        if (payload.startsWith(IN_FLIGHT_PREFIX)) {
+          if (payload === `${IN_FLIGHT_PREFIX}${this.#day}:${this.#token}`) return;
+          if (payload.startsWith(`${IN_FLIGHT_PREFIX}${this.#day}:`)) this.#othersInFlightAt = this.#now();
+          return;
+        }
+        if (payload !== this.#day) return;
+        if (this.#available > 0) this.#giveBack(this.#available);
+        // The asker must not call the day spent while units here may still come back.
+        if (this.#inFlight > 0) void this.#notify(`${IN_FLIGHT_PREFIX}${payload}:${this.#token}`);
       });
     }
   }
@@ -95,9 +116,12 @@ export class FreePool {
   }
 
   /**
-   * Takes one unit for a request about to be served. Usually answered from
-   * memory; waits on the database only when the instance holds none. Throws
-   * `zero_capacity_unavailable` when the day's capacity is spent.
+   * Takes one unit for a request about to be served; `settle` must follow.
+   * Usually answered from memory; waits on the database only when the
+   * instance holds none. Throws `zero_capacity_unavailable`: `exhausted`
+   * when the day's capacity is spent, or `in_flight` (retry in a second) when
+   * the rest is held by requests still waiting on an upstream, any of which
+   * may fail and give its unit back.
    */
   async take(): Promise<void> {
     const now = this.#now();
@@ -106,32 +130,46 @@ export class FreePool {
       const day = this.#rollover(now);
       if (this.#available > 0) {
         this.#available--;
+        this.#inFlight++;
         if (this.#available <= this.#block >> 2 && !this.#reserving && this.#remaining > 0) {
           this.#reserve(day).catch((error: unknown) => this.#logger.warn({ err: error }, "free pool prefetch failed"));
         }
         return;
       }
-      if (this.#now() - this.#dryAt < this.#dryRecheckMs) throw exhausted(now);
+      if (this.#now() - this.#dryAt < this.#dryRecheckMs) throw this.#dry(now);
       const granted = await this.#reserve(day);
       if (granted > 0 || this.#available > 0) continue;
       if (asked || !this.#listen) {
         this.#dryAt = this.#now();
-        throw exhausted(now);
+        this.#othersInFlight = this.#now() - this.#othersInFlightAt < this.#dryRecheckMs + ASK_WAIT_MS;
+        throw this.#dry(now);
       }
-      // Dry here; others may hold idle units. Ask once, give them a moment, look again.
+      // Dry here; others may hold idle units, or units in flight. Ask once, give them a moment, look again.
       asked = true;
-      await sql`select pg_notify(${NOTIFY_CHANNEL}, ${day})`.execute(this.#db);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await this.#notify(day);
+      await new Promise((resolve) => setTimeout(resolve, ASK_WAIT_MS));
     }
   }
 
   /**
-   * Puts back a unit taken for a request no upstream accepted. Once one has
-   * answered 2xx the unit stays spent, even if the answer then breaks: the
-   * pool bounds what upstreams are asked to produce.
+   * Settles a unit taken by `take`. `spent` once an upstream has answered
+   * 2xx: the unit stays spent even if the answer then breaks, since the pool
+   * bounds what upstreams are asked to produce. Otherwise (no upstream
+   * accepted) it comes back for the next request.
    */
-  refund(): void {
-    if (this.#day === utcDay(this.#now())) this.#available++;
+  settle(outcome: "spent" | "refunded"): void {
+    this.#inFlight = Math.max(0, this.#inFlight - 1);
+    if (outcome === "refunded" && this.#day === utcDay(this.#now())) this.#available++;
+  }
+
+  #dry(now: number): ServiceError {
+    return this.#inFlight > 0 || this.#othersInFlight ? inFlight(now) : exhausted(now);
+  }
+
+  #notify(payload: string): Promise<unknown> {
+    return sql`select pg_notify(${NOTIFY_CHANNEL}, ${payload})`.execute(this.#db).catch((error: unknown) => {
+      this.#logger.warn({ err: error }, "free pool notification failed");
+    });
   }
 
   /** Units this instance holds unspent (for tests and metrics). */
@@ -235,10 +273,29 @@ export function utcDay(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
 
+/** The next 00:00 UTC after `now`, in ms and as ISO-8601. */
+export function nextUtcMidnight(now: number): { resetMs: number; resetAt: string } {
+  const resetMs = (Math.floor(now / DAY_MS) + 1) * DAY_MS;
+  return { resetMs, resetAt: new Date(resetMs).toISOString().replace(".000Z", "Z") };
+}
+
+/**
+ * The refusal while the rest of the day's units are held by requests still
+ * waiting on an upstream: any may fail and give its unit back, so the client
+ * is told to try again in a second, not at midnight.
+ */
+export function inFlight(now: number): ServiceError {
+  const { resetAt } = nextUtcMidnight(now);
+  return new ServiceError("zero_capacity_unavailable", "the shared free pool's last units are in use by requests in flight; try again in a moment", {
+    capacityState: "in_flight",
+    resetAt,
+    headers: { "retry-after": "1", "x-should-retry": "true" },
+  });
+}
+
 /** The refusal for a spent pool: when it refills, and not to retry before. */
 export function exhausted(now: number): ServiceError {
-  const resetMs = (Math.floor(now / DAY_MS) + 1) * DAY_MS;
-  const resetAt = new Date(resetMs).toISOString().replace(".000Z", "Z");
+  const { resetMs, resetAt } = nextUtcMidnight(now);
   return new ServiceError("zero_capacity_unavailable", `the shared free pool is spent for today; it refills at ${resetAt}`, {
     capacityState: "exhausted",
     resetAt,

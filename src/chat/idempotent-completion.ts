@@ -21,7 +21,7 @@ export async function completeIdempotently(
 ): Promise<CompletionResult> {
   const { accountId, signal } = options;
   if (options.idempotencyKey === undefined) {
-    return { json: JSON.stringify(await deps.router.complete(request, { accountId, signal })), replayed: false };
+    return { json: JSON.stringify(await deps.router.complete(request, { accountId, signal, fromClient: true })), replayed: false };
   }
   const key = IdempotencyStore.validKey(options.idempotencyKey);
   // A refused model is refused with or without a key, and records nothing.
@@ -30,7 +30,7 @@ export async function completeIdempotently(
   if (claim.kind === "replay") return { json: claim.response, replayed: true };
   let json: string;
   try {
-    json = JSON.stringify(await deps.router.complete(request, { accountId, signal }));
+    json = JSON.stringify(await deps.router.complete(request, { accountId, signal, fromClient: true }));
   } catch (error) {
     await deps.idempotency.release(accountId, key).catch(() => {});
     throw error;

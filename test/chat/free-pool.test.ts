@@ -29,6 +29,11 @@ async function granted(day: string): Promise<number> {
   return row?.granted ?? 0;
 }
 
+/** A request served: a unit taken, and its upstream answered. */
+function serve(p: FreePool): Promise<void> {
+  return p.take().then(() => p.settle("spent"));
+}
+
 async function outcomes(takes: Promise<void>[]): Promise<{ served: number; refused: ServiceError[] }> {
   const settled = await Promise.allSettled(takes);
   const refused = settled.flatMap((s) => (s.status === "rejected" ? [s.reason as ServiceError] : []));
@@ -40,8 +45,8 @@ describe("the free pool", () => {
     let now = Date.parse("2031-03-04T22:00:00Z");
     const p = pool(5, { now: () => now });
     await p.start();
-    for (let i = 0; i < 5; i++) await p.take();
-    const error = await p.take().catch((e: unknown) => e);
+    for (let i = 0; i < 5; i++) await serve(p);
+    const error = await serve(p).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServiceError);
     const refusal = error as ServiceError;
     expect(refusal.type).toBe("zero_capacity_unavailable");
@@ -53,7 +58,7 @@ describe("the free pool", () => {
 
     // A new UTC day is a full pool again.
     now = Date.parse("2031-03-05T00:00:01Z");
-    await p.take();
+    await serve(p);
     await p.stop();
     expect(await granted("2031-03-05")).toBe(1);
   });
@@ -82,7 +87,7 @@ describe("the free pool", () => {
     const p = pool(100_000, { now: () => now });
     await p.start();
     for (let round = 0; round < 10; round++) {
-      await Promise.all(Array.from({ length: 50 }, () => p.take()));
+      await Promise.all(Array.from({ length: 50 }, () => serve(p)));
     }
     expect(p.reservations).toBeLessThan(50);
     await p.stop();
@@ -97,13 +102,13 @@ describe("the free pool", () => {
     await a.start();
     await b.start();
     // A warms up to blocks larger than one and holds the spare units.
-    for (let i = 0; i < 3; i++) await Promise.all([a.take(), a.take(), a.take(), a.take()]);
+    for (let i = 0; i < 3; i++) await Promise.all([serve(a), serve(a), serve(a), serve(a)]);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(a.held).toBeGreaterThan(0);
     // B can still get every unit A did not spend.
     let servedByB = 0;
     while (servedByB < 40) {
-      const ok = await b.take().then(() => true, () => false);
+      const ok = await serve(b).then(() => true, () => false);
       if (!ok) break;
       servedByB++;
     }
@@ -119,7 +124,7 @@ describe("the free pool", () => {
     const t0 = Date.now();
     const p = pool(1000, { now: () => start + (Date.now() - t0), idleReturnMs: 100 });
     await p.start();
-    for (let i = 0; i < 4; i++) await Promise.all([p.take(), p.take()]);
+    for (let i = 0; i < 4; i++) await Promise.all([serve(p), serve(p)]);
     expect(await granted(utcDay(start))).toBeGreaterThan(8);
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(p.held).toBe(0);
@@ -131,9 +136,50 @@ describe("the free pool", () => {
     const p = pool(1, { now: () => Date.parse("2031-07-01T12:00:00Z") });
     await p.start();
     await p.take();
-    p.refund();
-    await p.take();
-    await expect(p.take()).rejects.toMatchObject({ type: "zero_capacity_unavailable" });
+    p.settle("refunded");
+    await serve(p);
+    await expect(serve(p)).rejects.toMatchObject({ type: "zero_capacity_unavailable" });
     await p.stop();
+  });
+
+  it("while the last units are held by requests in flight, a refusal says to retry in a second, not at midnight", async () => {
+    const p = pool(2, { now: () => Date.parse("2031-08-01T12:00:00Z") });
+    await p.start();
+    await p.take();
+    await p.take();
+    const busy = (await p.take().catch((e: unknown) => e)) as ServiceError;
+    expect(busy.type).toBe("zero_capacity_unavailable");
+    expect(busy.detail.capacityState).toBe("in_flight");
+    expect(busy.metadata.get("retry-after")).toBe("1");
+    expect(busy.metadata.get("x-should-retry")).toBe("true");
+    // One of them fails upstream: its unit serves the next request at once.
+    p.settle("refunded");
+    await serve(p);
+    p.settle("spent");
+    const spent = (await p.take().catch((e: unknown) => e)) as ServiceError;
+    expect(spent.detail.capacityState).toBe("exhausted");
+    expect(spent.metadata.get("x-should-retry")).toBe("false");
+    await p.stop();
+  });
+
+  it("an instance that runs dry hears from the others that units are still in flight there", async () => {
+    const start = Date.parse("2031-08-02T12:00:00Z");
+    const t0 = Date.now();
+    const now = () => start + (Date.now() - t0);
+    const a = pool(2, { now });
+    const b = pool(2, { now });
+    await a.start();
+    await b.start();
+    await a.take();
+    await a.take();
+    const busy = (await b.take().catch((e: unknown) => e)) as ServiceError;
+    expect(busy.detail.capacityState).toBe("in_flight");
+    a.settle("spent");
+    a.settle("spent");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const spent = (await b.take().catch((e: unknown) => e)) as ServiceError;
+    expect(spent.detail.capacityState).toBe("exhausted");
+    await a.stop();
+    await b.stop();
   });
 });
