@@ -24,6 +24,7 @@ import { createMetrics, type Metrics } from "./server/metrics.js";
 import { createTracing } from "./server/tracing.js";
 import { createListener, type RequestListener } from "./server/listener.js";
 import { RestRouter, sendError } from "./server/rest.js";
+import { withoutTrailingSlashes } from "./strings.js";
 
 /** A running service: one port, one database, its background workers. */
 export interface App {
@@ -182,5 +183,5 @@ function withBoundPort(config: Config, port: number): Config {
   const url = new URL(config.publicUrl);
   if (url.port !== "0") return config;
   url.port = String(port);
-  return { ...config, port, publicUrl: url.href.replace(/\/+$/, "") };
+  return { ...config, port, publicUrl: withoutTrailingSlashes(url.href) };
 }

@@ -1,4 +1,5 @@
 import path from "node:path";
+import { withoutTrailingSlashes } from "./strings.js";
 
 /** One upstream OpenAI-compatible provider, tried in the order given. */
 export interface UpstreamConfig {
@@ -173,7 +174,7 @@ function readPublicUrl(raw: string | undefined, host: string, port: number, prob
   try {
     const url = new URL(value);
     if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error();
-    return url.href.replace(/\/+$/, "");
+    return withoutTrailingSlashes(url.href);
   } catch {
     problems.push(`ZERO_PUBLIC_URL: expected an http:// or https:// URL, got "${value}"`);
     return "";
@@ -210,7 +211,7 @@ function readUpstreams(raw: string | undefined, problems: string[]): UpstreamCon
     }
     upstreams.push({
       name: entry.name as string,
-      baseUrl: (entry.baseUrl as string).replace(/\/+$/, ""),
+      baseUrl: withoutTrailingSlashes(entry.baseUrl as string),
       apiKey: (entry.apiKey as string | undefined) ?? "",
       model: entry.model as string,
     });

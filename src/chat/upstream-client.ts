@@ -9,6 +9,7 @@ import type { ChatRequest } from "./chat-router.js";
 import { upstreamRequestBody } from "./completion-rewrite.js";
 import { REQUEST_FIELDS } from "./openai-fields.js";
 import { UpstreamBody } from "./upstream-body.js";
+import { withoutTrailingSlashes } from "../strings.js";
 
 /** An upstream that accepted the request: its answer is now ours to relay. */
 export interface UpstreamAnswer {
@@ -78,7 +79,7 @@ export class UpstreamClient {
           // Bounds sockets per upstream; requests beyond it queue in the pool.
           connections: 512,
         }),
-        path: `${base.pathname.replace(/\/+$/, "")}/chat/completions`,
+        path: `${withoutTrailingSlashes(base.pathname)}/chat/completions`,
         headers,
         streamHeaders: { ...headers, accept: "text/event-stream" },
       };

@@ -3,6 +3,7 @@ import { createZeroClient } from "../client/node.js";
 import { PlanSchema, ZeroError, type Plan, type ZeroClient } from "../client/zero-client.js";
 import { describeError, ExitCode, exitCodeFor } from "./exit-codes.js";
 import { terminalFor, type Terminal, type WritableOutput } from "./terminal.js";
+import { withoutTrailingSlashes } from "../strings.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:8080";
 
@@ -36,7 +37,7 @@ export class CliContext {
   ) {
     this.out = terminalFor(io.stdout, io.env);
     this.err = terminalFor(io.stderr, io.env);
-    this.baseUrl = (options.url ?? io.env.ZERO_URL ?? DEFAULT_URL).replace(/\/+$/, "");
+    this.baseUrl = withoutTrailingSlashes(options.url ?? io.env.ZERO_URL ?? DEFAULT_URL);
   }
 
   get json(): boolean {

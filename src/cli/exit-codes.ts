@@ -1,4 +1,5 @@
 import type { ZeroError } from "../client/zero-client.js";
+import { trimEndOf } from "../strings.js";
 
 /** What `project-zero` exits with, so scripts can branch without reading text. */
 export const ExitCode = {
@@ -60,7 +61,7 @@ export interface ErrorContext {
 
 /** One line a person can act on, for a failed call. */
 export function describeError(error: ZeroError, context: ErrorContext): string {
-  const message = error.message.replace(/[.\s]+$/, "");
+  const message = trimEndOf(error.message, ". \t\r\n");
   const keyHelp = `make a key in the Console (${context.baseUrl}/console) and set ZERO_API_KEY`;
   switch (error.type) {
     case "unauthenticated":

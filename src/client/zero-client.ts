@@ -11,6 +11,7 @@ import {
 } from "../../gen/zero/v1/chat_pb.js";
 import { ExecutionService, type Plan } from "../../gen/zero/v1/execution_pb.js";
 import { ZeroError } from "./zero-error.js";
+import { withoutTrailingSlashes } from "../strings.js";
 
 // This module is the browser-safe entry: it imports nothing from `node:` and
 // talks Connect over `fetch`, which Node ≥ 18 and every browser have. The
@@ -123,7 +124,7 @@ export function createZeroClient(options: ZeroClientOptions): ZeroClient {
  * transport. @internal
  */
 export function buildZeroClient(options: ZeroClientOptions, defaultTransport: TransportFactory): ZeroClient {
-  const baseUrl = options.baseUrl.replace(/\/+$/, "");
+  const baseUrl = withoutTrailingSlashes(options.baseUrl);
   const keyHeader: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
   const sendKey: Interceptor = (next) => (request) => {
     for (const [name, value] of Object.entries(keyHeader)) request.header.set(name, value);

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
+import { withoutTrailingSlashes } from "../strings.js";
 
 /**
  * Where built sites and books live. Keys are `/`-separated paths such as
@@ -80,7 +81,7 @@ export function createFileArtifactStore(root: string): ArtifactStore {
     },
 
     async list(prefix) {
-      const base = prefix.replace(/\/+$/, "");
+      const base = withoutTrailingSlashes(prefix);
       if (!isValidKey(base)) return [];
       const dir = fileOf(base);
       let entries: string[];

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { ArtifactStore } from "./artifact-store.js";
+import { trimEndOf, trimOf } from "../strings.js";
 
 /** A plan's project, as the plan shows it after `understand`. */
 export interface Project {
@@ -58,15 +59,12 @@ export async function slugOwner(store: ArtifactStore, slug: string): Promise<str
 
 /** "Café Ünïcode & Co." → "cafe-unicode-co"; never empty, at most 60 characters. */
 export function slugify(name: string): string {
-  const slug = name
+  const dashed = name
     .normalize("NFKD")
     .replace(/[\u0300-\u036f]/g, "")
     .toLowerCase()
-    .replace(/[^a-z0-9]+/g, "-")
-    .replace(/^-+|-+$/g, "")
-    .slice(0, 60)
-    .replace(/-+$/, "");
-  return slug || "project";
+    .replace(/[^a-z0-9]+/g, "-");
+  return trimEndOf(trimOf(dashed, "-").slice(0, 60), "-") || "project";
 }
 
 /** Derived from the plan id, so re-running `understand` never mints a second project. */

@@ -1,4 +1,5 @@
 import { SpanKind, SpanStatusCode, type Attributes, type Span, type Tracer } from "@opentelemetry/api";
+import { withoutTrailingSlashes } from "../strings.js";
 
 /**
  * OpenTelemetry tracing, on only when an OTLP endpoint is configured: spans
@@ -39,7 +40,7 @@ export async function createTracing(options: TracingOptions): Promise<Tracing> {
     }),
     spanProcessors: [
       new BatchSpanProcessor({
-        exporter: new OTLPTraceExporter({ url: `${options.endpoint.replace(/\/+$/, "")}/v1/traces` }),
+        exporter: new OTLPTraceExporter({ url: `${withoutTrailingSlashes(options.endpoint)}/v1/traces` }),
         scheduledDelayMillis: 1000,
       }),
     ],

@@ -6,6 +6,7 @@ import { renderExecutions } from "./executions-view.js";
 import { refreshRelativeTimes } from "./format.js";
 import { renderKeys } from "./keys-view.js";
 import type { View, ViewContext } from "./view.js";
+import { withoutTrailingSlashes } from "../../strings.js";
 
 const BASE = "/console";
 
@@ -38,7 +39,7 @@ function announce(message: string): void {
 }
 
 function currentPath(): string {
-  const path = window.location.pathname.replace(/\/+$/, "");
+  const path = withoutTrailingSlashes(window.location.pathname);
   return path === "" ? "/" : path;
 }
 
@@ -145,7 +146,7 @@ document.addEventListener("click", (event) => {
   const link = event.target instanceof Element ? event.target.closest<HTMLAnchorElement>("a[data-nav]") : null;
   if (!link) return;
   event.preventDefault();
-  navigate(new URL(link.href).pathname.replace(/\/+$/, "") || "/");
+  navigate(withoutTrailingSlashes(new URL(link.href).pathname) || "/");
 });
 window.addEventListener("popstate", render);
 window.setInterval(() => refreshRelativeTimes(document), 30_000);

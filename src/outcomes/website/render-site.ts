@@ -1,6 +1,7 @@
 import type { PageContent, Section, SiteOutline, WebsiteBrief } from "../content.js";
 import { documentStart, html, join, languageTag, type Html } from "../html.js";
 import { stylesheet, THEMES } from "./themes.js";
+import { trimOf } from "../../strings.js";
 
 /** A built site: file name → contents. Flat, with relative links, so it works under any base path. */
 export type SiteFiles = Map<string, string>;
@@ -59,7 +60,7 @@ function pageTitle(parts: [string, string]): string {
 
 /** Lowercase, hyphenated, safe as a file name. */
 export function pageSlug(raw: string): string {
-  return raw.toLowerCase().replace(/\.html?$/, "").replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 40) || "page";
+  return trimOf(raw.toLowerCase().replace(/\.html?$/, "").replace(/[^a-z0-9]+/g, "-"), "-").slice(0, 40) || "page";
 }
 
 function fileFor(slug: string): string {
@@ -156,7 +157,7 @@ ${link}
 function linkContacts(text: string): Html {
   const parts: Html[] = [];
   let last = 0;
-  for (const match of text.matchAll(/[\w.+-]+@[\w-]+(?:\.[\w-]+)+/g)) {
+  for (const match of text.matchAll(/(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+/g)) {
     parts.push(html`${text.slice(last, match.index)}`, html`<a href="mailto:${match[0]}">${match[0]}</a>`);
     last = match.index + match[0].length;
   }

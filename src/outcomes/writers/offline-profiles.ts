@@ -264,7 +264,8 @@ export const PROFILES: readonly Profile[] = [
   {
     id: "services",
     offerText: (o) => `Tell us what you need from ${o} and we will reply with a clear proposal.`,
-    match: /.*/,
+    // Matches anything: the profile of last resort.
+    match: /^/,
     tone: "professional",
     offerPage: { slug: "services", title: "Services", navLabel: "Services", heading: () => "What we do", intro: (w) => `${w.name} helps with the following. Every job starts with a conversation about what you need.` },
     values: [

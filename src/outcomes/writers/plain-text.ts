@@ -1,3 +1,4 @@
+import { trimEndOf } from "../../strings.js";
 /**
  * Models asked for plain text still slip into Markdown now and then
  * (`**bold**`, `## Heading`, `` `code` ``). Rendered escaped, those marks
@@ -21,6 +22,8 @@ function tidy(text: string): string {
     .replace(/(^|[\s(])\*(\S(?:.*?\S)?)\*(?=[\s).,;:!?]|$)/g, "$1$2")
     .replace(/`([^`\n]+)`/g, "$1")
     .replace(/^\s{0,3}#{1,6}\s+/gm, "")
-    .replace(/[ \t]+\n/g, "\n")
+    .split("\n")
+    .map((line) => trimEndOf(line, " \t"))
+    .join("\n")
     .trim();
 }

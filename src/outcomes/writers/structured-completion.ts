@@ -92,8 +92,8 @@ type ParsedAnswer = { ok: true; value: unknown } | { ok: false; problem: string 
 export function parseJsonAnswer(content: string | null): ParsedAnswer {
   if (content === null || content.trim() === "") return { ok: false, problem: "the answer was empty" };
   const candidates = [content.trim()];
-  const fenced = /```(?:json)?\s*([\s\S]*?)```/i.exec(content);
-  if (fenced?.[1]) candidates.push(fenced[1].trim());
+  const fenced = fencedBlock(content);
+  if (fenced) candidates.push(fenced.trim());
   const first = content.indexOf("{");
   const last = content.lastIndexOf("}");
   if (first !== -1 && last > first) candidates.push(content.slice(first, last + 1));
@@ -128,4 +128,14 @@ function responseSchema(schema: Schema): Record<string, unknown> {
         properties: Object.fromEntries(Object.entries(schema.properties).map(([key, child]) => [key, responseSchema(child)])),
       };
   }
+}
+
+/** The text of the first ```…``` block (an optional `json` after the opening fence), found without a regex: answers can be long. */
+function fencedBlock(content: string): string | undefined {
+  const open = content.indexOf("```");
+  if (open === -1) return undefined;
+  let start = open + 3;
+  if (content.slice(start, start + 4).toLowerCase() === "json") start += 4;
+  const close = content.indexOf("```", start);
+  return close === -1 ? undefined : content.slice(start, close);
 }
