@@ -147,6 +147,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     shutdownSignal: shutdown.signal,
     metrics,
     tracing,
+    trustedProxies: config.trustedProxies,
   });
   for (const part of parts) await part.start?.();
   const scheme = config.tlsCertFile ? "https" : "http";

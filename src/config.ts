@@ -1,4 +1,6 @@
+import type net from "node:net";
 import path from "node:path";
+import { parseTrustedProxies } from "./server/client-address.js";
 import { withoutTrailingSlashes } from "./strings.js";
 
 /** One upstream OpenAI-compatible provider, tried in the order given. */
@@ -40,6 +42,10 @@ export interface Config {
   generationLimit: number;
   generationWindowSeconds: number;
   signup: "open" | "closed";
+  /** Sign-up attempts one client address may make per hour. */
+  signUpsPerAddressPerHour: number;
+  /** Peers whose `X-Forwarded-For` names the client (`ZERO_TRUSTED_PROXIES`); undefined: the socket's peer is the client. */
+  trustedProxies: net.BlockList | undefined;
   logLevel: string;
   /** Optional TLS: both paths or neither. */
   tlsCertFile: string | undefined;
@@ -121,6 +127,8 @@ export function loadConfig(env: Env = process.env): Config {
   const generationLimit = read("ZERO_GENERATION_LIMIT", 20, int(0, 1_000_000_000));
   const generationWindowSeconds = read("ZERO_GENERATION_WINDOW_SECONDS", 3600, int(1, 31 * 86400));
   const signup = oneOf("ZERO_SIGNUP", ["open", "closed"] as const, "open");
+  const signUpsPerAddressPerHour = read("ZERO_SIGNUPS_PER_ADDRESS_PER_HOUR", 20, int(1, 1_000_000_000));
+  const trustedProxies = readTrustedProxies(env.ZERO_TRUSTED_PROXIES, problems);
   const logLevel = oneOf("LOG_LEVEL", LOG_LEVELS, "info");
   const tlsCertFile = env.ZERO_TLS_CERT_FILE?.trim() || undefined;
   const tlsKeyFile = env.ZERO_TLS_KEY_FILE?.trim() || undefined;
@@ -154,6 +162,8 @@ export function loadConfig(env: Env = process.env): Config {
     generationLimit,
     generationWindowSeconds,
     signup,
+    signUpsPerAddressPerHour,
+    trustedProxies,
     logLevel,
     tlsCertFile,
     tlsKeyFile,
@@ -166,6 +176,14 @@ export function loadConfig(env: Env = process.env): Config {
     otlpEndpoint,
     otelServiceName,
   };
+}
+
+function readTrustedProxies(raw: string | undefined, problems: string[]): net.BlockList | undefined {
+  const entries = (raw ?? "").split(",").map((entry) => entry.trim()).filter((entry) => entry !== "");
+  if (entries.length === 0) return undefined;
+  const { list, problem } = parseTrustedProxies(entries);
+  if (problem) problems.push(`ZERO_TRUSTED_PROXIES: ${problem} (expected comma-separated addresses or CIDR ranges)`);
+  return list;
 }
 
 function readPublicUrl(raw: string | undefined, host: string, port: number, problems: string[]): string {

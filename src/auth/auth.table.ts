@@ -36,11 +36,18 @@ export interface ApiKeyTable {
   revoked_at: NullableTimestamp;
 }
 
-/** Sign-in attempts per email and per address, in fixed windows, shared by every instance. */
+/** Sign-in and sign-up attempts per bucket (pair, e-mail, address), in fixed windows, shared by every instance. */
 export interface SignInAttemptTable {
   bucket: string;
   window_start: Timestamp;
   attempts: Generated<number>;
+}
+
+/** Addresses an account signed in from: the sign-in limits never lock the owner out at one of these. */
+export interface SignInKnownAddressTable {
+  account_id: string;
+  address: string;
+  last_success_at: Timestamp;
 }
 
 export type Account = Selectable<AccountTable>;
@@ -54,4 +61,5 @@ export interface AuthTables {
   sessions: SessionTable;
   api_keys: ApiKeyTable;
   sign_in_attempts: SignInAttemptTable;
+  sign_in_known_addresses: SignInKnownAddressTable;
 }

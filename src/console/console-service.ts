@@ -17,7 +17,7 @@ import type { Account, ApiKeyRow } from "../auth/auth.table.js";
 import { checkPasswordLength, parseEmail } from "../auth/credentials.js";
 import { decoyPasswordHash, verifyPassword } from "../auth/secrets.js";
 import { clearedSessionCookie, sessionCookie } from "../auth/session-cookie.js";
-import { checkSignInAllowed, type SignInLimits } from "../auth/sign-in-limiter.js";
+import { beginSignIn, checkSignUpAllowed, DEFAULT_SIGN_IN_LIMITS, type SignInLimits } from "../auth/sign-in-limiter.js";
 import { SCOPES } from "../capabilities/capabilities-service.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/schema.js";
@@ -38,6 +38,7 @@ const KEY_NAME_MAX = 100;
 /** What a person does in the Console: accounts, sessions and API keys. */
 export function consoleService(deps: ConsoleDeps): ServiceImpl<typeof ConsoleService> {
   const secureCookies = deps.config.publicUrl.startsWith("https:");
+  const limits = deps.signInLimits ?? { ...DEFAULT_SIGN_IN_LIMITS, signUpsPerAddressPerHour: deps.config.signUpsPerAddressPerHour };
 
   const startSession = async (account: Account, context: HandlerContext) => {
     const session = await createSession(deps.db, account.id);
@@ -49,6 +50,7 @@ export function consoleService(deps: ConsoleDeps): ServiceImpl<typeof ConsoleSer
     async signUp(request, context) {
       const email = parseEmail(request.email);
       checkPasswordLength(request.password);
+      await checkSignUpAllowed(deps.db, context.values.get(clientAddressKey), limits);
       const result = await createAccount(deps.db, {
         email,
         password: request.password,
@@ -67,11 +69,12 @@ export function consoleService(deps: ConsoleDeps): ServiceImpl<typeof ConsoleSer
       // A malformed e-mail or password can never match an account, so it costs no attempt and no hash.
       const email = parseEmail(request.email);
       checkPasswordLength(request.password, { minimum: false });
-      await checkSignInAllowed(deps.db, { email, address: context.values.get(clientAddressKey) }, deps.signInLimits);
+      const attempt = await beginSignIn(deps.db, { email, address: context.values.get(clientAddressKey) }, limits);
       const account = await findAccountByEmail(deps.db, email);
       // Unknown emails cost the same time as wrong passwords.
       const valid = await verifyPassword(request.password, account?.password_hash ?? (await decoyPasswordHash()));
       if (!account || !valid) throw new ServiceError("unauthenticated", "the email or password is incorrect");
+      await attempt.succeeded(account.id);
       return startSession(account, context);
     },
 

@@ -4,6 +4,8 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "./metrics.js";
 import { endSpan, type Tracing } from "./tracing.js";
 import type { Authenticator } from "./access.js";
+import type { BlockList } from "node:net";
+import { clientAddressResolver } from "./client-address.js";
 import { createConnectAdapter } from "./connect-adapter.js";
 import { clientAddressKey, requestLogKey } from "./context.js";
 import { ServiceError } from "./errors.js";
@@ -12,7 +14,7 @@ import { authInterceptor, errorInterceptor } from "./interceptors.js";
 import type { RequestListener } from "./listener.js";
 import { registerReflection } from "./reflection.js";
 import { assignRequestInfo, requestInfo } from "./request-info.js";
-import { RestRouter, sendError, sendJson } from "./rest.js";
+import { RestRouter, sendError, sendJson, type NodeRequest } from "./rest.js";
 
 export interface HttpHandlerOptions {
   logger: Logger;
@@ -30,6 +32,8 @@ export interface HttpHandlerOptions {
   metrics: Metrics;
   /** Set when tracing is configured: one server span per request. */
   tracing?: Tracing;
+  /** Peers whose `X-Forwarded-For` names the client; unset, the socket's peer is the client. */
+  trustedProxies?: BlockList;
 }
 
 /**
@@ -79,11 +83,13 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
     res.end(body);
   });
 
+  const resolveClient = clientAddressResolver(options.trustedProxies);
+  const clientAddress = (req: NodeRequest) => resolveClient(req.socket?.remoteAddress, req.headers["x-forwarded-for"]);
   const rpcRoutes = new Set(options.services.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   const { httpRequests, httpDuration } = options.metrics;
 
   return (req, res) => {
-    const info = assignRequestInfo(req, logger);
+    const info = assignRequestInfo(req, logger, clientAddress);
     res.setHeader("x-request-id", info.id);
     res.setHeader("x-content-type-options", "nosniff");
     const pathname = pathOf(req.url);

@@ -40,10 +40,10 @@ const ACCEPTABLE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const ID_PREFIX = `req_${randomBytes(6).toString("base64url")}`;
 let idCounter = 0;
 
-export function assignRequestInfo(req: NodeRequest, log: Logger): RequestInfo {
+export function assignRequestInfo(req: NodeRequest, log: Logger, clientAddress: (req: NodeRequest) => string): RequestInfo {
   const supplied = req.headers["x-request-id"];
   const id = typeof supplied === "string" && ACCEPTABLE_ID.test(supplied) ? supplied : `${ID_PREFIX}${(idCounter++).toString(36)}`;
-  const info = new RequestInfo(id, req.socket?.remoteAddress ?? "", log);
+  const info = new RequestInfo(id, clientAddress(req), log);
   infos.set(req, info);
   return info;
 }

@@ -70,7 +70,7 @@ async function startServer(env: Record<string, string>): Promise<{ child: ChildP
   const [node, ...args] = command.argv;
   const child = spawn(node!, args, {
     cwd: root,
-    env: { ...process.env, ...command.env, PORT: "0", LOG_LEVEL: "warn", ZERO_DATA_DIR: dataDir, ZERO_GENERATION_LIMIT: "1000000000", ...env },
+    env: { ...process.env, ...command.env, PORT: "0", LOG_LEVEL: "warn", ZERO_DATA_DIR: dataDir, ZERO_GENERATION_LIMIT: "1000000000", ZERO_SIGNUPS_PER_ADDRESS_PER_HOUR: "1000000", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
   children.push(child);

@@ -132,6 +132,7 @@ async function main(): Promise<number> {
       ZERO_UPSTREAM_IDLE_TIMEOUT_MS: "2000",
       ZERO_SHUTDOWN_GRACE_MS: "5000",
       LOG_LEVEL: "info",
+      ZERO_SIGNUPS_PER_ADDRESS_PER_HOUR: "1000000",
     };
     const instances = ["A", "B"].map((name) => new ServiceInstance(name, env, path.join(workDir, `instance-${name}.log`)));
     cleanups.push(() => Promise.all(instances.map((i) => i.kill())));

@@ -1,0 +1,93 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { consoleClient, signUp } from "../support/accounts.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+
+const code = (e: unknown) => (e instanceof ConnectError ? e.code : "ok");
+
+/** Signs in as if from `address` (the test's socket is a trusted proxy that names the client). */
+function signInFrom(app: TestApp, address: string, email: string, password: string): Promise<Code | "ok"> {
+  return consoleClient(app.url)
+    .signIn({ email, password }, { headers: { "x-forwarded-for": address } })
+    .then(() => "ok" as const, code);
+}
+
+function signUpFrom(app: TestApp, address: string, email: string): Promise<Code | "ok"> {
+  return consoleClient(app.url)
+    .signUp({ email, password: "a long enough password" }, { headers: { "x-forwarded-for": address } })
+    .then(() => "ok" as const, code);
+}
+
+describe("sign-in limits bound guessing without locking the owner out", () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ env: { ZERO_TRUSTED_PROXIES: "127.0.0.1/32,::1", ZERO_SIGNUPS_PER_ADDRESS_PER_HOUR: "10" } });
+  });
+  afterAll(() => app.close());
+
+  it("a stranger's wrong guesses lock out the stranger's address, not the owner at theirs", async () => {
+    await signUp(app.url, "alice@example.test", "alice's right password");
+    const attacker = [];
+    for (let i = 0; i < 12; i++) attacker.push(await signInFrom(app, "203.0.113.7", "alice@example.test", `guess ${i}`));
+    expect(attacker.slice(0, 10)).toEqual(Array(10).fill(Code.Unauthenticated));
+    expect(attacker.slice(10)).toEqual([Code.ResourceExhausted, Code.ResourceExhausted]);
+    // Even the right password is refused from the attacking address: it is spent for this window.
+    expect(await signInFrom(app, "203.0.113.7", "alice@example.test", "alice's right password")).toBe(Code.ResourceExhausted);
+    // The owner, at home, gets in.
+    expect(await signInFrom(app, "198.51.100.20", "alice@example.test", "alice's right password")).toBe("ok");
+  });
+
+  it("guesses from many addresses are bounded per e-mail, while an address the owner signed in from still works", async () => {
+    await signUp(app.url, "bob@example.test", "bob's right password");
+    expect(await signInFrom(app, "198.51.100.30", "bob@example.test", "bob's right password")).toBe("ok");
+    const spread = [];
+    for (let i = 0; i < 55; i++) spread.push(await signInFrom(app, `203.0.113.${100 + i}`, "bob@example.test", `guess ${i}`));
+    expect(spread.filter((c) => c === Code.Unauthenticated)).toHaveLength(50);
+    expect(spread.slice(50)).toEqual(Array(5).fill(Code.ResourceExhausted));
+    // A new address is refused while the e-mail is under attack, even with the right password...
+    expect(await signInFrom(app, "192.0.2.99", "bob@example.test", "bob's right password")).toBe(Code.ResourceExhausted);
+    // ...but the address bob signed in from before gets in.
+    expect(await signInFrom(app, "198.51.100.30", "bob@example.test", "bob's right password")).toBe("ok");
+  });
+
+  it("a success clears that address's failures for the e-mail", async () => {
+    await signUp(app.url, "carol@example.test", "carol's right password");
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 9; i++) expect(await signInFrom(app, "198.51.100.40", "carol@example.test", `typo ${i}`)).toBe(Code.Unauthenticated);
+      expect(await signInFrom(app, "198.51.100.40", "carol@example.test", "carol's right password")).toBe("ok");
+    }
+  });
+
+  it("unknown e-mails are limited exactly like known ones", async () => {
+    const answers = [];
+    for (let i = 0; i < 11; i++) answers.push(await signInFrom(app, "203.0.113.8", "nobody@example.test", `guess ${i}`));
+    expect(answers.slice(0, 10)).toEqual(Array(10).fill(Code.Unauthenticated));
+    expect(answers[10]).toBe(Code.ResourceExhausted);
+  });
+
+  it("sign-up is throttled per address, before any password is hashed", async () => {
+    const answers = [];
+    for (let i = 0; i < 11; i++) answers.push(await signUpFrom(app, "203.0.113.50", `signup-${i}@example.test`));
+    expect(answers.slice(0, 10)).toEqual(Array(10).fill("ok"));
+    expect(answers[10]).toBe(Code.ResourceExhausted);
+    expect(await signUpFrom(app, "203.0.113.51", "signup-other@example.test")).toBe("ok");
+  });
+});
+
+describe("X-Forwarded-For counts only from ZERO_TRUSTED_PROXIES", () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app.close());
+
+  it("without trusted proxies a client cannot pick its own address to dodge the limit", async () => {
+    await signUp(app.url, "dave@example.test", "dave's right password");
+    for (let i = 0; i < 10; i++) expect(await signInFrom(app, `203.0.113.${i}`, "dave@example.test", `guess ${i}`)).toBe(Code.Unauthenticated);
+    expect(await signInFrom(app, "203.0.113.200", "dave@example.test", "another guess")).toBe(Code.ResourceExhausted);
+  });
+
+  it("a bad ZERO_TRUSTED_PROXIES stops start-up with a line naming it", async () => {
+    await expect(startTestApp({ env: { ZERO_TRUSTED_PROXIES: "10.0.0.0/40" } })).rejects.toThrow(/ZERO_TRUSTED_PROXIES/);
+  });
+});
