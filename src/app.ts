@@ -148,6 +148,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     metrics,
     tracing,
     trustedProxies: config.trustedProxies,
+    metricsToken: config.metricsToken,
   });
   for (const part of parts) await part.start?.();
   const scheme = config.tlsCertFile ? "https" : "http";

@@ -62,6 +62,8 @@ export interface Config {
   requestTimeoutMs: number;
   /** An HTTP/2 connection with no open stream is closed after this time. */
   http2IdleTimeoutMs: number;
+  /** `ZERO_METRICS_TOKEN`: when set, `/metrics` needs it as a bearer token. */
+  metricsToken: string | undefined;
   /** OTLP/HTTP collector for traces (`OTEL_EXPORTER_OTLP_ENDPOINT`); unset turns tracing off. */
   otlpEndpoint: string | undefined;
   /** `OTEL_SERVICE_NAME`, default "project-zero". */
@@ -141,6 +143,7 @@ export function loadConfig(env: Env = process.env): Config {
   const headersTimeoutMs = read("ZERO_HEADERS_TIMEOUT_MS", 20_000, int(100, 600_000));
   const requestTimeoutMs = read("ZERO_REQUEST_TIMEOUT_MS", 120_000, int(100, 3_600_000));
   const http2IdleTimeoutMs = read("ZERO_HTTP2_IDLE_TIMEOUT_MS", 300_000, int(100, 86_400_000));
+  const metricsToken = env.ZERO_METRICS_TOKEN?.trim() || undefined;
   const otlpEndpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || undefined;
   if (otlpEndpoint !== undefined && !/^https?:\/\/[^/]/.test(otlpEndpoint)) {
     problems.push(`OTEL_EXPORTER_OTLP_ENDPOINT: expected an http:// or https:// URL, got "${otlpEndpoint}"`);
@@ -173,6 +176,7 @@ export function loadConfig(env: Env = process.env): Config {
     headersTimeoutMs,
     requestTimeoutMs,
     http2IdleTimeoutMs,
+    metricsToken,
     otlpEndpoint,
     otelServiceName,
   };

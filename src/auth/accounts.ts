@@ -2,7 +2,7 @@ import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import type { Account, ApiKeyRow } from "./auth.table.js";
 import { hashPassword, hashToken, newApiKeySecret, newId, newSessionToken } from "./secrets.js";
-import { SESSION_TTL_MS } from "./session-cookie.js";
+import { SESSION_IDLE_MS, SESSION_TTL_MS } from "./session-cookie.js";
 
 /** Repository functions for accounts, sessions and keys. Each takes `db` or a transaction. */
 
@@ -62,39 +62,82 @@ export async function createSession(db: Kysely<Database>, accountId: string, now
   return { id, token };
 }
 
+/**
+ * The session for a cookie token, unless it is revoked, past its 30-day cap,
+ * or unused for a week. Use is recorded at most once a minute, after the
+ * answer, so a busy session does not write on every request.
+ */
 export async function findLiveSession(db: Kysely<Database>, token: string, now = new Date()) {
-  return db
+  const session = await db
     .selectFrom("sessions")
-    .select(["id", "account_id"])
+    .select(["id", "account_id", "last_used_at"])
     .where("token_hash", "=", hashToken(token))
     .where("revoked_at", "is", null)
     .where("expires_at", ">", now)
+    .where("last_used_at", ">", new Date(now.getTime() - SESSION_IDLE_MS))
     .executeTakeFirst();
+  if (session && now.getTime() - session.last_used_at.getTime() > 60_000) {
+    void db
+      .updateTable("sessions")
+      .set({ last_used_at: now })
+      .where("id", "=", session.id)
+      .execute()
+      .catch(() => {});
+  }
+  return session;
 }
+
+/** Ends every session of the account (a password change signs out every device). */
+export async function revokeAllSessions(db: Kysely<Database>, accountId: string): Promise<void> {
+  await db.updateTable("sessions").set({ revoked_at: sql`now()` }).where("account_id", "=", accountId).where("revoked_at", "is", null).execute();
+}
+
+export async function setPassword(db: Kysely<Database>, accountId: string, password: string): Promise<void> {
+  const passwordHash = await hashPassword(password);
+  await db.updateTable("accounts").set({ password_hash: passwordHash }).where("id", "=", accountId).execute();
+}
+
+/** Most live (unrevoked) keys one account may hold. */
+export const MAX_LIVE_KEYS = 100;
 
 export async function revokeSession(db: Kysely<Database>, sessionId: string): Promise<void> {
   await db.updateTable("sessions").set({ revoked_at: sql`now()` }).where("id", "=", sessionId).execute();
 }
 
-/** Creates a key and returns its secret, which is never stored and never shown again. */
+/**
+ * Creates a key and returns its secret, which is never stored and never
+ * shown again; `undefined` when the account already holds MAX_LIVE_KEYS live
+ * keys. The account row is locked while counting, so two creates at 99
+ * cannot both succeed.
+ */
 export async function createApiKey(
   db: Kysely<Database>,
   input: { accountId: string; name: string; scopes: string[] },
-): Promise<{ secret: string; key: ApiKeyRow }> {
+): Promise<{ secret: string; key: ApiKeyRow } | undefined> {
   const secret = newApiKeySecret();
-  const key = await db
-    .insertInto("api_keys")
-    .values({
-      id: newId("key"),
-      account_id: input.accountId,
-      name: input.name,
-      prefix: secret.slice(0, 10),
-      secret_hash: hashToken(secret),
-      scopes: input.scopes,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  return { secret, key };
+  return db.transaction().execute(async (trx) => {
+    await trx.selectFrom("accounts").select("id").where("id", "=", input.accountId).forUpdate().executeTakeFirst();
+    const { live } = await trx
+      .selectFrom("api_keys")
+      .select((eb) => eb.fn.countAll<number>().as("live"))
+      .where("account_id", "=", input.accountId)
+      .where("revoked_at", "is", null)
+      .executeTakeFirstOrThrow();
+    if (live >= MAX_LIVE_KEYS) return undefined;
+    const key = await trx
+      .insertInto("api_keys")
+      .values({
+        id: newId("key"),
+        account_id: input.accountId,
+        name: input.name,
+        prefix: secret.slice(0, 10),
+        secret_hash: hashToken(secret),
+        scopes: input.scopes,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { secret, key };
+  });
 }
 
 export async function findLiveApiKey(db: Kysely<Database>, secret: string) {

@@ -21,6 +21,8 @@ export interface SessionTable {
   created_at: CreatedAt;
   expires_at: Timestamp;
   revoked_at: NullableTimestamp;
+  /** Kept to the minute; a session unused for SESSION_IDLE_MS has ended. */
+  last_used_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
 /** An API key. Only the SHA-256 of the secret is stored; `prefix` lets a person recognise it. */

@@ -1,5 +1,7 @@
 export const SESSION_COOKIE = "zero_session";
 export const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
+/** A session unused this long has ended, whatever its cap. */
+export const SESSION_IDLE_MS = 7 * 24 * 3600 * 1000;
 
 /** `Set-Cookie` for a new session: HttpOnly, SameSite=Lax, Secure behind https. */
 export function sessionCookie(token: string, secure: boolean): string {

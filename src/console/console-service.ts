@@ -9,6 +9,9 @@ import {
   findAccount,
   findAccountByEmail,
   listApiKeys,
+  MAX_LIVE_KEYS,
+  revokeAllSessions,
+  setPassword,
   revokeApiKey,
   revokeSession,
 } from "../auth/accounts.js";
@@ -103,8 +106,28 @@ export function consoleService(deps: ConsoleDeps): ServiceImpl<typeof ConsoleSer
       if (scopes.length === 0 || unknown.length > 0) {
         throw invalidRequest(`choose scopes from ${SCOPES.join(", ")}${unknown.length ? ` (unknown: ${unknown.join(", ")})` : ""}`, "scopes");
       }
-      const { secret, key } = await createApiKey(deps.db, { accountId: principal.accountId, name, scopes });
-      return { secret, apiKey: toApiKeyMessage(key) };
+      const created = await createApiKey(deps.db, { accountId: principal.accountId, name, scopes });
+      if (!created) throw invalidRequest(`an account may hold at most ${MAX_LIVE_KEYS} live API keys; revoke one first`);
+      return { secret: created.secret, apiKey: toApiKeyMessage(created.key) };
+    },
+
+    async changePassword(request, context) {
+      const principal = requirePrincipal(context);
+      checkPasswordLength(request.currentPassword, { field: "current_password", minimum: false });
+      checkPasswordLength(request.newPassword, { field: "new_password" });
+      const account = await findAccount(deps.db, principal.accountId);
+      if (!account) throw new ServiceError("unauthenticated", "the session has ended; sign in again");
+      // Guessing the current password through a stolen session is limited like signing in.
+      const attempt = await beginSignIn(deps.db, { email: account.email, address: context.values.get(clientAddressKey) }, limits);
+      if (!(await verifyPassword(request.currentPassword, account.password_hash))) {
+        throw invalidRequest("the current password is incorrect", "current_password");
+      }
+      await attempt.succeeded(account.id);
+      await setPassword(deps.db, account.id, request.newPassword);
+      // Every device is signed out, this one included; it continues on a new token.
+      await revokeAllSessions(deps.db, account.id);
+      await startSession(account, context);
+      return {};
     },
 
     async listApiKeys(_request, context) {

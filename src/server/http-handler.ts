@@ -4,6 +4,7 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "./metrics.js";
 import { endSpan, type Tracing } from "./tracing.js";
 import type { Authenticator } from "./access.js";
+import { createHash, timingSafeEqual } from "node:crypto";
 import type { BlockList } from "node:net";
 import { clientAddressResolver } from "./client-address.js";
 import { createConnectAdapter } from "./connect-adapter.js";
@@ -34,6 +35,8 @@ export interface HttpHandlerOptions {
   tracing?: Tracing;
   /** Peers whose `X-Forwarded-For` names the client; unset, the socket's peer is the client. */
   trustedProxies?: BlockList;
+  /** When set, `/metrics` needs `Authorization: Bearer <token>`. */
+  metricsToken?: string;
 }
 
 /**
@@ -77,7 +80,15 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
     }
   });
 
-  rest.add("GET", "/metrics", async ({ res }) => {
+  const metricsTokenHash = options.metricsToken === undefined ? undefined : sha256(options.metricsToken);
+  rest.add("GET", "/metrics", async ({ req, res }) => {
+    if (metricsTokenHash) {
+      const presented = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1] ?? "";
+      // Equal-length digests, so the comparison takes the same time whatever was sent.
+      if (!timingSafeEqual(sha256(presented), metricsTokenHash)) {
+        throw new ServiceError("unauthenticated", "metrics need `Authorization: Bearer <ZERO_METRICS_TOKEN>`");
+      }
+    }
     const body = await options.metrics.render();
     res.setHeader("content-type", options.metrics.registry.contentType);
     res.end(body);
@@ -134,4 +145,8 @@ function pathOf(url: string | undefined): string {
   if (!url) return "/";
   const q = url.indexOf("?");
   return q === -1 ? url : url.slice(0, q);
+}
+
+function sha256(text: string): Buffer {
+  return createHash("sha256").update(text).digest();
 }

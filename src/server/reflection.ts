@@ -1,6 +1,7 @@
 import { create, toBinary, type DescExtension, type DescFile, type DescMessage, type DescService, type MessageInitShape } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
+import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 
@@ -10,7 +11,8 @@ import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
  * embedded in the generated code.
  */
 export function registerReflection(router: ConnectRouter, services: readonly DescService[]): void {
-  const index = new DescriptorIndex(services);
+  // Listed as grpc-go's reflection lists them: the services, health, and reflection itself.
+  const index = new DescriptorIndex([...services, Health, v1.ServerReflection]);
   router.service(v1.ServerReflection, {
     serverReflectionInfo: (requests) => answer(index, requests),
   });

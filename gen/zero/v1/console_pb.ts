@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zero/v1/console.proto.
  */
 export const file_zero_v1_console: GenFile = /*@__PURE__*/
-  fileDesc("ChV6ZXJvL3YxL2NvbnNvbGUucHJvdG8SB3plcm8udjEiVAoHQWNjb3VudBIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIuCgpjcmVhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLUAQoGQXBpS2V5EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc2NvcGVzGAMgAygJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGcHJlZml4GAcgASgJIjAKDVNpZ25VcFJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiMwoOU2lnblVwUmVzcG9uc2USIQoHYWNjb3VudBgBIAEoCzIQLnplcm8udjEuQWNjb3VudCIwCg1TaWduSW5SZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEhAKCHBhc3N3b3JkGAIgASgJIjMKDlNpZ25JblJlc3BvbnNlEiEKB2FjY291bnQYASABKAsyEC56ZXJvLnYxLkFjY291bnQiEAoOU2lnbk91dFJlcXVlc3QiEQoPU2lnbk91dFJlc3BvbnNlIhMKEUdldFNlc3Npb25SZXF1ZXN0IjcKEkdldFNlc3Npb25SZXNwb25zZRIhCgdhY2NvdW50GAEgASgLMhAuemVyby52MS5BY2NvdW50IjMKE0NyZWF0ZUFwaUtleVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZzY29wZXMYAiADKAkiSAoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USDgoGc2VjcmV0GAEgASgJEiAKB2FwaV9rZXkYAiABKAsyDy56ZXJvLnYxLkFwaUtleSIUChJMaXN0QXBpS2V5c1JlcXVlc3QiOAoTTGlzdEFwaUtleXNSZXNwb25zZRIhCghhcGlfa2V5cxgBIAMoCzIPLnplcm8udjEuQXBpS2V5IiEKE1Jldm9rZUFwaUtleVJlcXVlc3QSCgoCaWQYASABKAkiFgoUUmV2b2tlQXBpS2V5UmVzcG9uc2Uy3AQKDkNvbnNvbGVTZXJ2aWNlEkcKBlNpZ25VcBIWLnplcm8udjEuU2lnblVwUmVxdWVzdBoXLnplcm8udjEuU2lnblVwUmVzcG9uc2UiDKK7GAgKBnB1YmxpYxJHCgZTaWduSW4SFi56ZXJvLnYxLlNpZ25JblJlcXVlc3QaFy56ZXJvLnYxLlNpZ25JblJlc3BvbnNlIgyiuxgICgZwdWJsaWMSSwoHU2lnbk91dBIXLnplcm8udjEuU2lnbk91dFJlcXVlc3QaGC56ZXJvLnYxLlNpZ25PdXRSZXNwb25zZSINorsYCQoHc2Vzc2lvbhJXCgpHZXRTZXNzaW9uEhouemVyby52MS5HZXRTZXNzaW9uUmVxdWVzdBobLnplcm8udjEuR2V0U2Vzc2lvblJlc3BvbnNlIhCQAgGiuxgJCgdzZXNzaW9uEloKDENyZWF0ZUFwaUtleRIcLnplcm8udjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBodLnplcm8udjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2UiDaK7GAkKB3Nlc3Npb24SWgoLTGlzdEFwaUtleXMSGy56ZXJvLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBocLnplcm8udjEuTGlzdEFwaUtleXNSZXNwb25zZSIQkAIBorsYCQoHc2Vzc2lvbhJaCgxSZXZva2VBcGlLZXkSHC56ZXJvLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaHS56ZXJvLnYxLlJldm9rZUFwaUtleVJlc3BvbnNlIg2iuxgJCgdzZXNzaW9uYgZwcm90bzM", [file_google_protobuf_timestamp, file_zero_v1_access]);
+  fileDesc("ChV6ZXJvL3YxL2NvbnNvbGUucHJvdG8SB3plcm8udjEiVAoHQWNjb3VudBIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIuCgpjcmVhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLUAQoGQXBpS2V5EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc2NvcGVzGAMgAygJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGcHJlZml4GAcgASgJIjAKDVNpZ25VcFJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiMwoOU2lnblVwUmVzcG9uc2USIQoHYWNjb3VudBgBIAEoCzIQLnplcm8udjEuQWNjb3VudCIwCg1TaWduSW5SZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEhAKCHBhc3N3b3JkGAIgASgJIjMKDlNpZ25JblJlc3BvbnNlEiEKB2FjY291bnQYASABKAsyEC56ZXJvLnYxLkFjY291bnQiEAoOU2lnbk91dFJlcXVlc3QiEQoPU2lnbk91dFJlc3BvbnNlIhMKEUdldFNlc3Npb25SZXF1ZXN0IjcKEkdldFNlc3Npb25SZXNwb25zZRIhCgdhY2NvdW50GAEgASgLMhAuemVyby52MS5BY2NvdW50IjMKE0NyZWF0ZUFwaUtleVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZzY29wZXMYAiADKAkiSAoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USDgoGc2VjcmV0GAEgASgJEiAKB2FwaV9rZXkYAiABKAsyDy56ZXJvLnYxLkFwaUtleSIUChJMaXN0QXBpS2V5c1JlcXVlc3QiOAoTTGlzdEFwaUtleXNSZXNwb25zZRIhCghhcGlfa2V5cxgBIAMoCzIPLnplcm8udjEuQXBpS2V5IiEKE1Jldm9rZUFwaUtleVJlcXVlc3QSCgoCaWQYASABKAkiFgoUUmV2b2tlQXBpS2V5UmVzcG9uc2UiRwoVQ2hhbmdlUGFzc3dvcmRSZXF1ZXN0EhgKEGN1cnJlbnRfcGFzc3dvcmQYASABKAkSFAoMbmV3X3Bhc3N3b3JkGAIgASgJIhgKFkNoYW5nZVBhc3N3b3JkUmVzcG9uc2UyvgUKDkNvbnNvbGVTZXJ2aWNlEkcKBlNpZ25VcBIWLnplcm8udjEuU2lnblVwUmVxdWVzdBoXLnplcm8udjEuU2lnblVwUmVzcG9uc2UiDKK7GAgKBnB1YmxpYxJHCgZTaWduSW4SFi56ZXJvLnYxLlNpZ25JblJlcXVlc3QaFy56ZXJvLnYxLlNpZ25JblJlc3BvbnNlIgyiuxgICgZwdWJsaWMSSwoHU2lnbk91dBIXLnplcm8udjEuU2lnbk91dFJlcXVlc3QaGC56ZXJvLnYxLlNpZ25PdXRSZXNwb25zZSINorsYCQoHc2Vzc2lvbhJXCgpHZXRTZXNzaW9uEhouemVyby52MS5HZXRTZXNzaW9uUmVxdWVzdBobLnplcm8udjEuR2V0U2Vzc2lvblJlc3BvbnNlIhCQAgGiuxgJCgdzZXNzaW9uEloKDENyZWF0ZUFwaUtleRIcLnplcm8udjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBodLnplcm8udjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2UiDaK7GAkKB3Nlc3Npb24SWgoLTGlzdEFwaUtleXMSGy56ZXJvLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBocLnplcm8udjEuTGlzdEFwaUtleXNSZXNwb25zZSIQkAIBorsYCQoHc2Vzc2lvbhJaCgxSZXZva2VBcGlLZXkSHC56ZXJvLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaHS56ZXJvLnYxLlJldm9rZUFwaUtleVJlc3BvbnNlIg2iuxgJCgdzZXNzaW9uEmAKDkNoYW5nZVBhc3N3b3JkEh4uemVyby52MS5DaGFuZ2VQYXNzd29yZFJlcXVlc3QaHy56ZXJvLnYxLkNoYW5nZVBhc3N3b3JkUmVzcG9uc2UiDaK7GAkKB3Nlc3Npb25iBnByb3RvMw", [file_google_protobuf_timestamp, file_zero_v1_access]);
 
 /**
  * @generated from message zero.v1.Account
@@ -338,6 +338,43 @@ export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@_
   messageDesc(file_zero_v1_console, 15);
 
 /**
+ * @generated from message zero.v1.ChangePasswordRequest
+ */
+export type ChangePasswordRequest = Message<"zero.v1.ChangePasswordRequest"> & {
+  /**
+   * @generated from field: string current_password = 1;
+   */
+  currentPassword: string;
+
+  /**
+   * 8 to 1,024 characters.
+   *
+   * @generated from field: string new_password = 2;
+   */
+  newPassword: string;
+};
+
+/**
+ * Describes the message zero.v1.ChangePasswordRequest.
+ * Use `create(ChangePasswordRequestSchema)` to create a new message.
+ */
+export const ChangePasswordRequestSchema: GenMessage<ChangePasswordRequest> = /*@__PURE__*/
+  messageDesc(file_zero_v1_console, 16);
+
+/**
+ * @generated from message zero.v1.ChangePasswordResponse
+ */
+export type ChangePasswordResponse = Message<"zero.v1.ChangePasswordResponse"> & {
+};
+
+/**
+ * Describes the message zero.v1.ChangePasswordResponse.
+ * Use `create(ChangePasswordResponseSchema)` to create a new message.
+ */
+export const ChangePasswordResponseSchema: GenMessage<ChangePasswordResponse> = /*@__PURE__*/
+  messageDesc(file_zero_v1_console, 17);
+
+/**
  * What a person does in the Console: sign up, sign in and manage API keys.
  * Keys are made by a signed-in person, never by a program holding a key.
  *
@@ -411,6 +448,17 @@ export const ConsoleService: GenService<{
     methodKind: "unary";
     input: typeof RevokeApiKeyRequestSchema;
     output: typeof RevokeApiKeyResponseSchema;
+  },
+  /**
+   * Checks the current password, sets the new one and ends every session of
+   * the account, on every device; the caller gets a fresh session cookie.
+   *
+   * @generated from rpc zero.v1.ConsoleService.ChangePassword
+   */
+  changePassword: {
+    methodKind: "unary";
+    input: typeof ChangePasswordRequestSchema;
+    output: typeof ChangePasswordResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_zero_v1_console, 0);

@@ -3,7 +3,7 @@ import * as foundation from "./2026-11-22T00-00_foundation.js";
 import * as auth from "./2026-11-22T01-00_auth.js";
 import * as executions from "./2026-11-22T01-04_executions.js";
 import * as chat from "./2026-11-22T01-20_chat.js";
-import * as signInKnownAddresses from "./2026-11-24T00-00_sign-in-known-addresses.js";
+import * as authHardening from "./2026-11-24T00-00_auth-hardening.js";
 import * as chatAccountDays from "./2026-11-24T00-10_chat-account-days.js";
 
 /**
@@ -15,6 +15,6 @@ export const migrations: Record<string, Migration> = {
   "2026-11-22T01-00_auth": auth,
   "2026-11-22T01-04_executions": executions,
   "2026-11-22T01-20_chat": chat,
-  "2026-11-24T00-00_sign-in-known-addresses": signInKnownAddresses,
+  "2026-11-24T00-00_auth-hardening": authHardening,
   "2026-11-24T00-10_chat-account-days": chatAccountDays,
 };

@@ -21,7 +21,7 @@ const created = await createAccount(app.store.db, {
   onlyFirst: false,
 });
 if (!("account" in created)) throw new Error(`could not create the benchmark account: ${created.refused}`);
-const { secret } = await createApiKey(app.store.db, { accountId: created.account.id, name: "bench", scopes: ["chat"] });
+const { secret } = (await createApiKey(app.store.db, { accountId: created.account.id, name: "bench", scopes: ["chat"] }))!;
 console.log(JSON.stringify({ url: app.url, apiKey: secret }));
 
 process.on("SIGTERM", () => {

@@ -1,4 +1,4 @@
-import type { Kysely } from "kysely";
+import { sql, type Kysely } from "kysely";
 
 // Frozen once landed: a later change is a new migration.
 export async function up(db: Kysely<unknown>): Promise<void> {
@@ -9,8 +9,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn("last_success_at", "timestamptz", (c) => c.notNull())
     .addPrimaryKeyConstraint("sign_in_known_addresses_pk", ["account_id", "address"])
     .execute();
+  // Sessions end after a week unused, beside their 30-day cap.
+  await db.schema
+    .alterTable("sessions")
+    .addColumn("last_used_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
+    .execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.alterTable("sessions").dropColumn("last_used_at").execute();
   await db.schema.dropTable("sign_in_known_addresses").execute();
 }

@@ -1,0 +1,54 @@
+import { create } from "@bufbuild/protobuf";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ServerReflection, ServerReflectionRequestSchema } from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+import { grpcJsBidi, grpcJsClient } from "../support/grpc-js.js";
+
+describe("ZERO_METRICS_TOKEN", () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ env: { ZERO_METRICS_TOKEN: "scrape-secret-123" } });
+  });
+  afterAll(() => app.close());
+
+  it("keeps /metrics to those who hold the token", async () => {
+    for (const authorization of [undefined, "Bearer wrong", "Bearer scrape-secret-12", "scrape-secret-123"]) {
+      const response = await fetch(`${app.url}/metrics`, { headers: authorization ? { authorization } : {} });
+      expect(response.status, String(authorization)).toBe(401);
+      expect(await response.json()).toEqual({ error: { type: "unauthenticated", message: expect.any(String) } });
+    }
+    const response = await fetch(`${app.url}/metrics`, { headers: { authorization: "Bearer scrape-secret-123" } });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain("http_requests_total");
+  });
+});
+
+describe("gRPC reflection", () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app.close());
+
+  it("lists grpc.health.v1.Health and itself beside our services, and describes them", async () => {
+    const client = grpcJsClient(app.url);
+    try {
+      const call = grpcJsBidi(client, ServerReflection.method.serverReflectionInfo);
+      const answers: { messageResponse: { case: string; value: { service?: { name: string }[]; fileDescriptorProto?: Uint8Array[] } } }[] = [];
+      const done = new Promise<void>((resolve, reject) => {
+        call.on("data", (d) => answers.push(d));
+        call.on("end", resolve);
+        call.on("error", reject);
+      });
+      call.write(create(ServerReflectionRequestSchema, { messageRequest: { case: "listServices", value: "" } }));
+      call.write(create(ServerReflectionRequestSchema, { messageRequest: { case: "fileContainingSymbol", value: "grpc.health.v1.Health" } }));
+      call.end();
+      await done;
+      const names = answers[0]!.messageResponse.value.service!.map((s) => s.name);
+      expect(names).toEqual(expect.arrayContaining(["zero.v1.ExecutionService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection"]));
+      expect(answers[1]!.messageResponse.case).toBe("fileDescriptorResponse");
+    } finally {
+      client.close();
+    }
+  });
+});
