@@ -61,10 +61,13 @@ const PARSE_FAILURE = /^parse binary: /;
 async function reclassifyParseErrors(response: UniversalServerResponse): Promise<UniversalServerResponse> {
   // gRPC: the status travels in trailers (or headers, for a trailers-only answer).
   for (const headers of [response.trailer, response.header]) {
-    if (headers?.get("grpc-status") === "13" && PARSE_FAILURE.test(decodeURIComponent(headers.get("grpc-message") ?? ""))) {
+    if (headers?.get("grpc-status") === "13" && PARSE_FAILURE.test(percentDecoded(headers.get("grpc-message") ?? ""))) {
       headers.set("grpc-status", String(Code.InvalidArgument));
       return response;
     }
+  }
+  if (response.header?.get("content-type")?.startsWith("application/grpc-web") && response.body) {
+    return reclassifyGrpcWebTrailer(response, response.body);
   }
   // Connect unary: a 500 with a small JSON error body.
   if (response.status !== 500 || !response.header?.get("content-type")?.startsWith("application/json") || !response.body) {
@@ -85,6 +88,45 @@ async function reclassifyParseErrors(response: UniversalServerResponse): Promise
     return { ...response, status: 400, body: once(body) };
   }
   return { ...response, body: once(bytes) };
+}
+
+/**
+ * gRPC-Web: the status travels in a trailer frame (flag 0x80) at the end of
+ * the body, as HTTP/1 header lines. Only an answer small enough to be an
+ * error is read whole; anything longer passes as it streams.
+ */
+async function reclassifyGrpcWebTrailer(response: UniversalServerResponse, body: AsyncIterable<Uint8Array>): Promise<UniversalServerResponse> {
+  const iterator = body[Symbol.asyncIterator]();
+  const first = await iterator.next();
+  if (first.done) return { ...response, body: once(new Uint8Array(0)) };
+  const bytes = Buffer.from(first.value);
+  const isTrailerOnly = bytes.length >= 5 && (bytes[0]! & 0x80) !== 0 && bytes.readUInt32BE(1) === bytes.length - 5;
+  if (isTrailerOnly) {
+    const trailer = bytes.subarray(5).toString("latin1");
+    const message = /grpc-message:([^\r\n]*)/.exec(trailer)?.[1] ?? "";
+    if (/grpc-status:\s*13\b/.test(trailer) && PARSE_FAILURE.test(percentDecoded(message.trim()))) {
+      const fixed = Buffer.from(trailer.replace(/grpc-status:\s*13\b/, `grpc-status:${Code.InvalidArgument}`), "latin1");
+      const frame = Buffer.concat([Buffer.from([bytes[0]!, 0, 0, 0, 0]), fixed]);
+      frame.writeUInt32BE(fixed.length, 1);
+      response.header?.delete("content-length");
+      return { ...response, body: once(frame) };
+    }
+  }
+  return { ...response, body: prepend(bytes, iterator) };
+}
+
+async function* prepend(first: Uint8Array, rest: AsyncIterator<Uint8Array>): AsyncIterable<Uint8Array> {
+  yield first;
+  for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
+}
+
+/** grpc-message is percent-encoded; a malformed one is read as it is. */
+function percentDecoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {

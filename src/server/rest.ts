@@ -4,7 +4,7 @@ import { create, fromJson, type DescMessage, type DescMethodUnary, type JsonValu
 import { createContextValues, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { authorize, type Authenticator } from "./access.js";
 import { clientAddressKey, requestLogKey } from "./context.js";
-import { apiErrorBody, invalidRequest, ServiceError, toServiceError } from "./errors.js";
+import { apiErrorBody, invalidRequest, openAiErrorBody, ServiceError, toServiceError } from "./errors.js";
 import { requestInfo } from "./request-info.js";
 
 export type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
@@ -55,9 +55,9 @@ export class RestRouter {
       const handler = byMethod.get(method);
       if (handler) return handler;
       const allow = [...byMethod.keys()].join(", ");
-      return ({ res }) => {
+      return ({ req, res }) => {
         res.setHeader("Allow", allow);
-        sendError(res, new ServiceError("method_not_allowed", `use ${allow} on ${pathname}`));
+        sendError(res, new ServiceError("method_not_allowed", `use ${allow} on ${pathname}`), req);
       };
     }
     return this.#prefixes.find((p) => pathname.startsWith(p.prefix))?.handler;
@@ -215,5 +215,7 @@ export function sendError(res: NodeResponse, error: unknown, req?: NodeRequest):
     res.destroy();
     return;
   }
-  sendJson(res, serviceError.status, apiErrorBody(serviceError), serviceError.metadata);
+  // Under /v1 every answer is OpenAI's, unknown routes included: OpenAI's SDKs read no other shape.
+  const body = req?.url?.startsWith("/v1/") ? openAiErrorBody(serviceError) : apiErrorBody(serviceError);
+  sendJson(res, serviceError.status, body, serviceError.metadata);
 }

@@ -227,6 +227,78 @@ describe("bad input never gets past the documented errors", () => {
     );
   });
 
+  it("every other route, with any method, path, query and headers, answers a documented status and shape", async () => {
+    const segment = fc.string({ unit: "binary", maxLength: 40 }).map(encodeURIComponent);
+    const path = fc.oneof(
+      fc.constantFrom("/api/capabilities", "/api/execution", "/v1/models", "/v1/chat/completions", "/healthz", "/readyz", "/metrics", "/console", "/console/", "/"),
+      segment.map((x) => `/console/${x}`),
+      segment.map((x) => `/console/assets/${x}`),
+      fc.tuple(fc.constantFrom("preview", "sites", "books"), segment, segment).map(([kind, a, b]) => `/${kind}/${a}/${b}`),
+      fc.tuple(fc.constantFrom("api", "v1"), segment).map(([prefix, x]) => `/${prefix}/${x}`),
+      segment.map((x) => `/${x}`),
+    );
+    const query = fc.oneof(fc.constant(""), fc.dictionary(segment, segment, { maxKeys: 3 }).map((q) => `?${Object.entries(q).map(([k, v]) => `${k}=${v}`).join("&")}`));
+    const headers = fc.record(
+      {
+        authorization: fc.oneof(fc.constant(`Bearer ${"zk_" + "A".repeat(40)}`), fc.string({ maxLength: 80 }).filter((x) => /^[\x20-\x7e]*$/.test(x))),
+        "content-type": fc.constantFrom("application/json", "text/plain", "application/proto", "application/grpc", "multipart/form-data", ""),
+        cookie: fc.constantFrom("zero_session=", "zero_session=abc", "a=b; zero_session=%%%", ""),
+      },
+      { requiredKeys: [] },
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"),
+        path,
+        query,
+        headers,
+        fc.option(fc.oneof(anyJson.map((j) => JSON.stringify(j)), fc.string({ maxLength: 200 }))),
+        fc.boolean(),
+        async (method, route, search, extra, body, useKey) => {
+          const sent: Record<string, string> = { ...extra, ...(useKey ? auth() : {}) };
+          const res = await fetch(`${app.url}${route}${search}`, {
+            method,
+            headers: sent,
+            body: method === "GET" || method === "HEAD" || body === null ? undefined : body,
+          });
+          const text = await res.text();
+          expect(res.status, `${method} ${route}${search}`).toBeLessThan(500);
+          expect(text).not.toMatch(/\bat [\w.<>]+ \(|node_modules|\.ts:\d+/);
+          const isJson = res.headers.get("content-type")?.startsWith("application/json") ?? false;
+          if (res.status >= 400 && isJson && method !== "HEAD" && (route.startsWith("/api/") || route.startsWith("/v1/"))) {
+            const error = (JSON.parse(text) as { error?: Record<string, unknown> }).error;
+            expect(error, `${method} ${route}: ${text}`).toMatchObject({ type: expect.any(String), message: expect.any(String) });
+            if (route.startsWith("/v1/")) expect(error).toHaveProperty("code");
+          }
+        },
+      ),
+      { numRuns: RUNS * 2 },
+    );
+  });
+
+  it("every RPC, over gRPC-Web: invalid frames get a status that is not internal or unknown", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...rpcPaths), fc.uint8Array({ maxLength: 300 }), fc.boolean(), fc.constantFrom("application/grpc-web+proto", "application/grpc-web", "application/grpc-web+json"), async (path, payload, framed, contentType) => {
+          const frame = framed ? Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), Buffer.from(payload)]) : Buffer.from(payload);
+          if (framed) frame.writeUInt32BE(payload.length, 1);
+          const res = await fetch(`${app.url}${path}`, {
+            method: "POST",
+            headers: { ...auth(), "content-type": contentType, "x-grpc-web": "1" },
+            body: frame,
+            signal: AbortSignal.timeout(1500),
+          }).catch((error: unknown) => error);
+          // A server stream that decoded a valid request may stay open: reaching the service is enough.
+          if (!(res instanceof Response)) return;
+          const text = Buffer.from(await res.arrayBuffer().catch(() => new ArrayBuffer(0))).toString("latin1");
+          expect(res.status, path).toBeLessThan(500);
+          const status = res.headers.get("grpc-status") ?? /grpc-status:\s*(\d+)/.exec(text)?.[1];
+          expect(["13", "2"], `${path}: grpc-status ${status}`).not.toContain(status);
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
   it("is still healthy after all of it", async () => {
     expect((await fetch(`${app.url}/readyz`)).status).toBe(200);
     const internal = app.logs.filter((l) => l.includes('"unexpected error"'));

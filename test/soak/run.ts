@@ -28,14 +28,24 @@ import { PlanLedger } from "./plan-ledger.js";
 import { auditPool, type PoolAudit } from "./pool-audit.js";
 import { PostgresCluster } from "./postgres-cluster.js";
 import { checksTable, countBy, loadTable, percentile, table, type Check } from "./report.js";
+import { EventLoopWatch } from "./event-loop.js";
 import { ServiceInstance } from "./service-instance.js";
+import { slowConnections } from "./slow-connections.js";
 import { SLOW_ANSWER, SLOW_STREAM, SoakUpstream } from "./soak-upstream.js";
 import { chat, chatStream, createPlan, readPlan, sseData, type Credentials, type Sample, type Target } from "./traffic.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const SOAK_SECONDS = positive("SOAK_SECONDS", 30);
 const CONCURRENCY = positive("SOAK_CONCURRENCY", 12);
-const FUZZ_RUNS = positive("SOAK_FUZZ_RUNS", 200);
+/** Runs per fast-check property of the fuzz file: with its 12 property-runs per unit, 8,334 is just over 100,000 inputs. */
+const FUZZ_RUNS = positive("SOAK_FUZZ_RUNS", 8_334);
+/** The deadlines the instances run with: short, so the slow-connection phase sees them bite. */
+const HEADERS_TIMEOUT_MS = 2_000;
+const REQUEST_TIMEOUT_MS = 4_000;
+/** Phases that break something on purpose: event-loop delay is judged outside them. */
+const FAULT_PHASES = new Set(["sigkill", "pg-restart", "upstream-hang", "upstream-storm", "upstream-drop", "disconnect", "slow-connections"]);
+const EVENT_LOOP_BOUND_MS = 100;
+const METRICS_TOKEN = `soak-metrics-${randomBytes(8).toString("hex")}`;
 /**
  * Long enough that the Postgres restart below (about 3 s down) is a short
  * outage: leases are renewed every third of a lease, so they survive an
@@ -133,6 +143,10 @@ async function main(): Promise<number> {
       ZERO_SHUTDOWN_GRACE_MS: "5000",
       LOG_LEVEL: "info",
       ZERO_SIGNUPS_PER_ADDRESS_PER_HOUR: "1000000",
+      ZERO_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+      ZERO_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+      ZERO_HTTP2_IDLE_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+      ZERO_METRICS_TOKEN: METRICS_TOKEN,
     };
     const instances = ["A", "B"].map((name) => new ServiceInstance(name, env, path.join(workDir, `instance-${name}.log`)));
     cleanups.push(() => Promise.all(instances.map((i) => i.kill())));
@@ -165,6 +179,9 @@ async function main(): Promise<number> {
       load.phase = "between faults";
     };
     const samplesOf = (...phases: string[]) => load.samples.filter((s) => phases.includes(s.phase));
+    const eventLoop = new EventLoopWatch(() => instances, () => load.phase, METRICS_TOKEN);
+    eventLoop.start();
+    cleanups.push(async () => eventLoop.stop());
 
     /** Plans of the account that the ledger does not know: created, but the 202 never reached the client. */
     const adoptUnanswered = async () => {
@@ -367,15 +384,36 @@ async function main(): Promise<number> {
       );
     });
 
+    // -------------------------------- fault (e): a flood of connections that stall
+    await runPhase("slow-connections", async () => {
+      const slow = await slowConnections(survivor.url, survivor.pid!, { count: 1000, deadlineMs: REQUEST_TIMEOUT_MS });
+      check(
+        "fault: 1,000 stalled connections",
+        slow.drainedAfterMs !== undefined && slow.drainedAfterMs <= REQUEST_TIMEOUT_MS + 2_000 && slow.healthFailures === 0,
+        `${slow.opened} connections (partial HTTP/2 preface, preface only, unfinished HTTP/1.1 headers, stalled bodies): server descriptors ` +
+          `${slow.baselineFds} → ${slow.peakFds} → ${slow.afterFds}, back to baseline ${slow.drainedAfterMs === undefined ? "never" : `after ${slow.drainedAfterMs.toFixed(0)} ms`} ` +
+          `(deadlines ${HEADERS_TIMEOUT_MS} / ${REQUEST_TIMEOUT_MS} ms); /healthz meanwhile ${slow.healthChecks - slow.healthFailures}/${slow.healthChecks} ok, p99 ${slow.healthP99Ms.toFixed(0)} ms`,
+      );
+    });
+
     // ------------------------------------------------- accounting of the plans
     await load.stop();
-    // The fuzz runs beside the accounting (which measures no latency) to keep the soak short.
-    const fuzzRun = runFuzz(workDir);
     log(`load stopped: ${load.samples.length} requests; settling ${ledger.unsettled().length} open plan(s) of ${ledger.plans.size}`);
     await runPhase("settle", async () => {
       await adoptUnanswered();
       await ledger.settle(live, credentials, "settle", Date.now() + 120_000, record);
     });
+    eventLoop.stop();
+    const delays = [...eventLoop.maxByPhase];
+    const outsideFaults = delays.filter(([phase]) => !FAULT_PHASES.has(phase));
+    const worstOutside = Math.max(0, ...outsideFaults.map(([, ms]) => ms));
+    check(
+      "event-loop delay outside faults",
+      outsideFaults.length > 0 && worstOutside < EVENT_LOOP_BOUND_MS,
+      `max ${worstOutside.toFixed(1)} ms (bound ${EVENT_LOOP_BOUND_MS}); by phase: ${delays.map(([phase, ms]) => `${phase} ${ms.toFixed(1)}`).join(", ")}`,
+    );
+    // The fuzz runs after the load (its CPU would otherwise show in the instances' event-loop delay), beside the accounting.
+    const fuzzRun = runFuzz(workDir);
     noUndocumented("answers while settling", samplesOf("settle", "pg-recovered"));
     const verdict = ledger.verdict();
     check(

@@ -34,6 +34,11 @@ export class ServiceInstance {
     return this.#instanceId;
   }
 
+  /** The process id of the current life (for counting its descriptors). */
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
   get running(): boolean {
     return this.#child !== undefined && this.#child.exitCode === null && this.#child.signalCode === null;
   }
