@@ -2,9 +2,15 @@ import { invalidRequest } from "../server/errors.js";
 
 /** RFC 5321's limit on a forward path; also keeps every index on e-mails far below Postgres's btree row limit. */
 export const EMAIL_MAX_LENGTH = 254;
+/** The policy for a new password, in code points. */
 export const PASSWORD_MIN_LENGTH = 8;
-/** scrypt's cost does not depend on the length, but reading and hashing a megabyte per guess is still waste. */
-export const PASSWORD_MAX_LENGTH = 1024;
+export const PASSWORD_MAX_LENGTH = 256;
+/**
+ * No password field is read past this, at sign-in or anywhere else: scrypt's
+ * cost does not depend on the length, but reading and hashing a megabyte a
+ * guess is still waste.
+ */
+export const PASSWORD_INPUT_CAP = 1024;
 
 /**
  * The e-mail as we store and look it up (trimmed, lower case), or an
@@ -21,15 +27,19 @@ export function parseEmail(raw: string): string {
 }
 
 /**
- * The password if its length (in code points) is within bounds, else an
- * `invalid_request`. Sign-in checks only the upper bound: a short password is
- * simply a wrong one there.
+ * The password if it is within bounds, else an `invalid_request`: never more
+ * than PASSWORD_INPUT_CAP characters, and with `policy` (a new password) 8 to
+ * 256. Sign-in checks only the cap: a password outside the policy is simply
+ * a wrong one there.
  */
-export function checkPasswordLength(password: string, options: { field?: string; minimum?: boolean } = {}): string {
-  const { field = "password", minimum = true } = options;
-  // Every code point is one or two UTF-16 units, so this bound is safe to test first.
-  const tooLong = password.length > PASSWORD_MAX_LENGTH * 2 || [...password].length > PASSWORD_MAX_LENGTH;
-  if (tooLong || (minimum && [...password].length < PASSWORD_MIN_LENGTH)) {
+export function checkPasswordLength(password: string, options: { field?: string; policy?: boolean } = {}): string {
+  const { field = "password", policy = true } = options;
+  // Every code point is one or two UTF-16 units, so this bound is safe to test before counting them.
+  if (password.length > PASSWORD_INPUT_CAP * 2 || [...password].length > PASSWORD_INPUT_CAP) {
+    throw invalidRequest(`the password must be at most ${policy ? PASSWORD_MAX_LENGTH : PASSWORD_INPUT_CAP} characters`, field);
+  }
+  const length = [...password].length;
+  if (policy && (length < PASSWORD_MIN_LENGTH || length > PASSWORD_MAX_LENGTH)) {
     throw invalidRequest(`the password must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters`, field);
   }
   return password;

@@ -71,7 +71,7 @@ export function consoleService(deps: ConsoleDeps): ServiceImpl<typeof ConsoleSer
     async signIn(request, context) {
       // A malformed e-mail or password can never match an account, so it costs no attempt and no hash.
       const email = parseEmail(request.email);
-      checkPasswordLength(request.password, { minimum: false });
+      checkPasswordLength(request.password, { policy: false });
       const attempt = await beginSignIn(deps.db, { email, address: context.values.get(clientAddressKey) }, limits);
       const account = await findAccountByEmail(deps.db, email);
       // Unknown emails cost the same time as wrong passwords.
@@ -113,7 +113,7 @@ export function consoleService(deps: ConsoleDeps): ServiceImpl<typeof ConsoleSer
 
     async changePassword(request, context) {
       const principal = requirePrincipal(context);
-      checkPasswordLength(request.currentPassword, { field: "current_password", minimum: false });
+      checkPasswordLength(request.currentPassword, { field: "current_password", policy: false });
       checkPasswordLength(request.newPassword, { field: "new_password" });
       const account = await findAccount(deps.db, principal.accountId);
       if (!account) throw new ServiceError("unauthenticated", "the session has ended; sign in again");

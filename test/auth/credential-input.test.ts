@@ -63,7 +63,7 @@ describe("credential input is bounded before it is parsed", () => {
   it("refuses an over-long password before hashing it", async () => {
     const client = createClient(ConsoleService, transports.connect!());
     const started = performance.now();
-    const outcome = await client.signUp({ email: "long-password@example.test", password: "p".repeat(1025) }).catch((e: unknown) => e);
+    const outcome = await client.signUp({ email: "long-password@example.test", password: "p".repeat(1_000_000) }).catch((e: unknown) => e);
     expect((outcome as ConnectError).code).toBe(Code.InvalidArgument);
     expect((outcome as ConnectError).rawMessage).toMatch(/password/);
     expect(performance.now() - started).toBeLessThan(50);
