@@ -1,3 +1,5 @@
+import { trimEndOf } from "../strings.js";
+
 /**
  * The small subset of JSON Schema the stage writers ask models for, with a
  * validator and a type-level mapping from schema to TypeScript type.
@@ -107,4 +109,66 @@ function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   return typeof value === "object" ? "an object" : `${typeof value} ${JSON.stringify(value)?.slice(0, 40)}`;
+}
+
+/**
+ * A copy of `value` shortened to fit `schema`'s upper bounds: arrays keep
+ * their first `maxItems`, and a string longer than `maxLength` keeps the
+ * whole sentences that fit, or else the whole words that fit followed by an
+ * ellipsis (never a cut word, never a dangling "and" or "the"). Lower
+ * bounds and types are left alone: this is for a writer whose words are
+ * built from a goal of any length, not a repair of a wrong answer.
+ */
+export function fitToSchema<S extends Schema>(schema: S, value: Infer<S>): Infer<S> {
+  return fit(schema, value) as Infer<S>;
+}
+
+function fit(schema: Schema, value: unknown): unknown {
+  switch (schema.type) {
+    case "string":
+      return typeof value === "string" && schema.maxLength !== undefined && !schema.enum ? shorten(value, schema.maxLength) : value;
+    case "integer":
+      return value;
+    case "array":
+      if (!Array.isArray(value)) return value;
+      return value.slice(0, schema.maxItems ?? value.length).map((item: unknown) => fit(schema.items, item));
+    case "object": {
+      if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+      const out: Record<string, unknown> = {};
+      for (const [key, child] of Object.entries(value)) out[key] = schema.properties[key] ? fit(schema.properties[key], child) : child;
+      return out;
+    }
+  }
+}
+
+/** Words that make a shortened text read as cut off when they end it. */
+const DANGLING = new Set(["a", "an", "and", "as", "at", "by", "for", "from", "in", "of", "on", "or", "our", "the", "to", "we", "with", "your", "is", "are", "that", "which"]);
+
+/** `text` in at most `max` code points (counted as the validator counts them: trimmed). */
+export function shorten(text: string, max: number): string {
+  const trimmed = text.trim();
+  const points = [...trimmed];
+  if (points.length <= max) return trimmed;
+  // Whole sentences first: "We bake bread. We also sell cakes." keeps "We bake bread."
+  let kept = "";
+  for (const sentence of trimmed.split(/(?<=[.!?])\s+/)) {
+    const next = kept === "" ? sentence : `${kept} ${sentence}`;
+    if ([...next].length > max) break;
+    kept = next;
+  }
+  if (kept !== "") return kept;
+  // Else whole words, leaving room for the ellipsis.
+  const words = trimmed.split(/\s+/);
+  const out: string[] = [];
+  let length = 0;
+  for (const word of words) {
+    const add = [...word].length + (out.length > 0 ? 1 : 0);
+    if (length + add > max - 1) break;
+    out.push(word);
+    length += add;
+  }
+  while (out.length > 1 && DANGLING.has(trimEndOf(out.at(-1)!.toLowerCase(), ",;:"))) out.pop();
+  // One word longer than the whole limit (a long name in a script without spaces): its first code points.
+  if (out.length === 0) return `${points.slice(0, max - 1).join("")}\u2026`;
+  return `${trimEndOf(out.join(" "), ",;:. ")}\u2026`;
 }

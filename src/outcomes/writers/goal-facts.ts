@@ -50,7 +50,8 @@ export function readGoal(goal: string): GoalFacts {
   // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
   const appositive = /\b(?:for|about)\s+([A-Z][\p{L}\d'&-]*(?:\s+[A-Z][\p{L}\d'&-]*)*),\s+(?:a|an|the|my|our)\s+([^,.;:!?]+?)(?=\s+(?:in|at|near|based|that|which|who|with|for)\b|[,.;:!?]|$)/u.exec(withoutContacts);
   const subject = appositive?.[2]?.trim() ?? readSubject(withoutContacts) ?? "project";
-  const given = appositive?.[1] ? tidyName(appositive[1]) : readGivenName(withoutContacts);
+  // A name that tidies away to nothing (quotes around punctuation, say) is no name.
+  const given = (appositive?.[1] ? tidyName(appositive[1]) : readGivenName(withoutContacts)) || undefined;
   const name = given ?? madeName(subject, place);
 
   const offerings = uniqueItems(

@@ -1,5 +1,6 @@
 import { StageFailure } from "../../engine/stage-work.js";
-import type { PageContent, Section, SiteOutline, WebsiteBrief } from "../content.js";
+import { pageContentSchema, siteOutlineSchema, websiteBriefSchema, type PageContent, type Section, type SiteOutline, type WebsiteBrief } from "../content.js";
+import { fitToSchema } from "../json-schema.js";
 import { readGoal, sentenceCase, type GoalFacts } from "./goal-facts.js";
 import { pickProfile, say, type Profile, type ProfileWords } from "./offline-profiles.js";
 import type { Writer } from "./writer.js";
@@ -26,10 +27,11 @@ export function createOfflineWriter(): Writer {
   };
   return {
     kind: "offline",
-    websiteBrief: async (goal) => composeSite(goal).brief,
+    // Every answer is fitted to its stage's schema: the words are built from a goal of any length.
+    websiteBrief: async (goal) => fitToSchema(websiteBriefSchema, composeSite(goal).brief),
     siteOutline: async (goal) => {
       const { pages } = composeSite(goal);
-      return {
+      return fitToSchema(siteOutlineSchema, {
         pages: pages.map((p) => ({
           slug: p.slug,
           title: p.title,
@@ -37,15 +39,15 @@ export function createOfflineWriter(): Writer {
           description: p.description,
           sections: p.sections.map((s) => ({ kind: s.kind, heading: s.heading, summary: s.summary })),
         })),
-      } satisfies SiteOutline;
+      } satisfies SiteOutline);
     },
     page: async (goal, _brief, _outline, slug) => {
       const page = composeSite(goal).pages.find((p) => p.slug === slug);
       if (!page) throw new StageFailure("internal", `The offline writer has no page "${slug}" for this goal.`);
-      return {
+      return fitToSchema(pageContentSchema, {
         slug,
         sections: page.sections.map(({ summary: _summary, ...section }) => section),
-      } satisfies PageContent;
+      } satisfies PageContent);
     },
     ebookBrief: noBooks,
     bookOutline: noBooks,
@@ -121,7 +123,8 @@ export function composeSite(goal: string): { brief: WebsiteBrief; pages: PagePla
     sections: [
       section("hero", offer.title, "What is on offer", { paragraphs: [say(offer.intro, w)] }),
       section("features", say(offer.heading, w), "The offer in detail", { items: offerCards }),
-      ...requested.filter((s) => s.kind !== "text" || !/hours|finding us/i.test(s.heading)),
+      // A page holds at most eight sections: the four of every offer page, and the first requested ones.
+      ...requested.filter((s) => s.kind !== "text" || !/hours|finding us/i.test(s.heading)).slice(0, 4),
       section("faq", "Questions", "Common questions", { items: faq }),
       ctaBand,
     ],
