@@ -43,13 +43,18 @@ export function parseChatRequest(json: unknown): ChatRequest {
 
 /** Walks the value with a stack of its own, so any depth is measured without recursion. */
 function nestedDeeperThan(value: object, limit: number): boolean {
-  const pending: [unknown, number][] = [[value, 1]];
-  while (pending.length > 0) {
-    const [current, depth] = pending.pop()!;
-    if (typeof current !== "object" || current === null) continue;
+  const values: unknown[] = [value];
+  const depths: number[] = [1];
+  while (values.length > 0) {
+    const current = values.pop() as object;
+    const depth = depths.pop()!;
     if (depth > limit) return true;
-    for (const child of Array.isArray(current) ? current : Object.values(current)) {
-      if (typeof child === "object" && child !== null) pending.push([child, depth + 1]);
+    for (const key in current) {
+      const child = (current as Record<string, unknown>)[key];
+      if (typeof child === "object" && child !== null) {
+        values.push(child);
+        depths.push(depth + 1);
+      }
     }
   }
   return false;

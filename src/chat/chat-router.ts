@@ -143,12 +143,17 @@ export class ChatRouter implements ChatCompleter {
       throw new ServiceError("unavailable", "chat is not available here: no upstream is configured");
     }
     const capped = options.fromClient ? this.#accountCap : undefined;
-    const countedDay = await capped?.take(options.accountId);
-    try {
+    // No await at all without a cap: this path runs for every chat request.
+    const countedDay = capped ? await capped.take(options.accountId) : undefined;
+    if (countedDay) {
+      try {
+        await this.#pool.take();
+      } catch (error) {
+        await capped!.give(options.accountId, countedDay);
+        throw error;
+      }
+    } else {
       await this.#pool.take();
-    } catch (error) {
-      if (countedDay) await capped!.give(options.accountId, countedDay);
-      throw error;
     }
     try {
       const answer = await this.#upstreams.send(request, { stream, signal: options.signal });

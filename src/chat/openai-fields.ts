@@ -113,22 +113,29 @@ export const CHUNK: Shape = {
   choices: [{ index: true, finish_reason: true, logprobs: LOGPROBS, delta: DELTA }],
 };
 
-/** A copy of `value` with only the keys `shape` allows, at every level it describes. */
+/**
+ * Removes, in place, every key `shape` does not allow, at every level it
+ * describes, and returns `value`. In place rather than a copy: this runs on
+ * every answer and every streamed chunk, and an upstream's answer is
+ * normally all documented fields, so the common case allocates nothing.
+ */
 export function pick(value: Record<string, unknown>, shape: Shape): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
   for (const key in value) {
-    const rule = shape[key];
-    if (rule === undefined || !Object.hasOwn(shape, key)) continue;
+    const rule = Object.hasOwn(shape, key) ? shape[key] : undefined;
+    if (rule === undefined) {
+      delete value[key];
+      continue;
+    }
+    if (rule === true) continue;
     const field = value[key];
-    if (rule === true || field === null || typeof field !== "object") {
-      out[key] = field;
-    } else if (Array.isArray(rule)) {
-      out[key] = Array.isArray(field) ? field.map((item: unknown) => (isObject(item) ? pick(item, rule[0] as Shape) : item)) : field;
-    } else {
-      out[key] = Array.isArray(field) ? field : pick(field as Record<string, unknown>, rule as Shape);
+    if (field === null || typeof field !== "object") continue;
+    if (Array.isArray(rule)) {
+      if (Array.isArray(field)) for (const item of field) if (isObject(item)) pick(item, rule[0] as Shape);
+    } else if (!Array.isArray(field)) {
+      pick(field as Record<string, unknown>, rule as Shape);
     }
   }
-  return out;
+  return value;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
