@@ -1,15 +1,12 @@
-import { execFileSync } from "node:child_process";
-import fs from "node:fs/promises";
 import http2 from "node:http2";
 import net from "node:net";
-import os from "node:os";
-import path from "node:path";
 import tls from "node:tls";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { startTestApp, type TestApp } from "../support/app.js";
+import { selfSignedCertificate } from "../support/tls.js";
 
 const HEADERS_MS = 400;
 const REQUEST_MS = 800;
@@ -144,17 +141,12 @@ describe("every kind of connection ends when its client stalls", () => {
 
 describe("a TLS handshake that never finishes", () => {
   let app: TestApp;
-  let dir: string;
+  let certificate: Awaited<ReturnType<typeof selfSignedCertificate>>;
   beforeAll(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-tls-slow-"));
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-      "-keyout", path.join(dir, "key.pem"), "-out", path.join(dir, "cert.pem"),
-    ], { stdio: "ignore" });
+    certificate = await selfSignedCertificate();
     app = await startTestApp({
       env: {
-        ZERO_TLS_CERT_FILE: path.join(dir, "cert.pem"),
-        ZERO_TLS_KEY_FILE: path.join(dir, "key.pem"),
+        ...certificate.env,
         ZERO_HEADERS_TIMEOUT_MS: String(HEADERS_MS),
         ZERO_REQUEST_TIMEOUT_MS: String(REQUEST_MS),
         ZERO_HTTP2_IDLE_TIMEOUT_MS: String(IDLE_MS),
@@ -163,7 +155,7 @@ describe("a TLS handshake that never finishes", () => {
   });
   afterAll(async () => {
     await app.close();
-    await fs.rm(dir, { recursive: true, force: true });
+    await certificate.remove();
   });
 
   it("is closed by the headers deadline", async () => {

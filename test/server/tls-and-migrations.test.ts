@@ -1,4 +1,3 @@
-import { execFileSync } from "node:child_process";
 import fs from "node:fs/promises";
 import http2 from "node:http2";
 import os from "node:os";
@@ -9,23 +8,18 @@ import { openStore } from "../../src/db/database.js";
 import { createLogger } from "../../src/logger.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { createTestDatabase, onRealPostgres } from "../support/database.js";
+import { selfSignedCertificate } from "../support/tls.js";
 
 describe("optional TLS with ALPN", () => {
   let app: TestApp;
-  let dir: string;
+  let certificate: Awaited<ReturnType<typeof selfSignedCertificate>>;
   beforeAll(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-tls-"));
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-      "-subj", "/CN=localhost", "-keyout", path.join(dir, "key.pem"), "-out", path.join(dir, "cert.pem"),
-    ], { stdio: "ignore" });
-    app = await startTestApp({
-      env: { ZERO_TLS_CERT_FILE: path.join(dir, "cert.pem"), ZERO_TLS_KEY_FILE: path.join(dir, "key.pem") },
-    });
+    certificate = await selfSignedCertificate();
+    app = await startTestApp({ env: certificate.env });
   });
   afterAll(async () => {
     await app.close();
-    await fs.rm(dir, { recursive: true, force: true });
+    await certificate.remove();
   });
 
   it("speaks HTTP/1.1 over TLS", async () => {
