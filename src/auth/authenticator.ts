@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { SCOPES } from "../api/scopes.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/schema.js";
 import type { Authenticator, AuthRequest } from "../server/access.js";
@@ -8,9 +9,6 @@ import { findLiveSession } from "./accounts.js";
 import type { ApiKeyCache } from "./api-key-cache.js";
 import { API_KEY_PATTERN } from "./secrets.js";
 import { readSessionToken } from "./session-cookie.js";
-
-/** A session may do everything its account may. */
-export const ALL_SCOPES = ["read", "build", "chat"] as const;
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -57,7 +55,7 @@ export function createAuthenticator(deps: { db: Kysely<Database>; config: Config
     if (isWrite && !isOwnOrigin(request.headers)) {
       throw new ServiceError("permission_denied", "cross-site request refused: the Origin is not this service");
     }
-    return { accountId: session.account_id, via: "session", scopes: ALL_SCOPES, credentialId: session.id };
+    return { accountId: session.account_id, via: "session", scopes: SCOPES, credentialId: session.id };
   }
 
   /** The request's Origin is this service: its public URL, or the host it was addressed to. */

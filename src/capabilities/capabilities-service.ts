@@ -2,14 +2,11 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { CapabilitiesService, type GetCapabilitiesResponseSchema } from "../../gen/zero/v1/capabilities_pb.js";
 import type { Config } from "../config.js";
-import { APPROVAL_STAGE, OUTCOME_IDS, OUTCOME_STAGES, unavailableOutcomes } from "../outcomes/catalog.js";
-
-export const CHAT_ALIAS = "project-zero";
-export const GOAL_MIN_LENGTH = 8;
-export const GOAL_MAX_LENGTH = 2000;
-export const LIST_LIMIT = 10;
-export const SCOPES = ["read", "build", "chat"] as const;
-export const SERVICE_VERSION = "0.1.0";
+import { GOAL_MAX_LENGTH, GOAL_MIN_LENGTH, LIST_LIMIT, SERVICE_VERSION } from "../api/limits.js";
+import { CHAT_ALIAS } from "../api/model.js";
+import { APPROVAL_STAGE, OUTCOME_IDS, OUTCOME_STAGES } from "../api/outcomes.js";
+import { SCOPES } from "../api/scopes.js";
+import { unavailableOutcomes } from "../outcomes/availability.js";
 
 /** Everything a client may know about this deployment; nothing secret. */
 export function describeCapabilities(config: Config): MessageInitShape<typeof GetCapabilitiesResponseSchema> {

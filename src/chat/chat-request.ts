@@ -1,4 +1,4 @@
-import { CHAT_ALIAS } from "../capabilities/capabilities-service.js";
+import { CHAT_ALIAS } from "../api/model.js";
 import { invalidRequest, ServiceError } from "../server/errors.js";
 import type { ChatRequest } from "./chat-router.js";
 

@@ -1,6 +1,6 @@
 import type http from "node:http";
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
-import { CHAT_ALIAS } from "../capabilities/capabilities-service.js";
+import { CHAT_ALIAS } from "../api/model.js";
 import { accessRule, type Authenticator } from "../server/access.js";
 import type { Principal } from "../server/context.js";
 import { openAiErrorBody, ServiceError, toServiceError } from "../server/errors.js";

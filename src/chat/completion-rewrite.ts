@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { CHAT_ALIAS } from "../capabilities/capabilities-service.js";
+import { CHAT_ALIAS } from "../api/model.js";
 import type { ChatChunkJson, ChatCompletionJson, ChatRequest } from "./chat-router.js";
 import { CHUNK, COMPLETION, pick, REQUEST_FIELDS } from "./openai-fields.js";
 

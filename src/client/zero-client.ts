@@ -17,6 +17,8 @@ import { withoutTrailingSlashes } from "../strings.js";
 // talks Connect over `fetch`, which Node ≥ 18 and every browser have. The
 // Node entry (`./node.ts`) only swaps in a connect-node transport.
 
+import { CHAT_ALIAS } from "../api/model.js";
+import { isResting as isRestingStatus, RESTING_STATUSES } from "../api/plans.js";
 export { ZeroError, type ZeroErrorType } from "./zero-error.js";
 export type { Plan, Project, Stage, StageError } from "../../gen/zero/v1/execution_pb.js";
 export { PlanSchema } from "../../gen/zero/v1/execution_pb.js";
@@ -26,7 +28,7 @@ export type { GetCapabilitiesResponse } from "../../gen/zero/v1/capabilities_pb.
 export { GetCapabilitiesResponseSchema } from "../../gen/zero/v1/capabilities_pb.js";
 
 /** The chat alias the service serves; the only model it accepts. */
-export const CHAT_MODEL = "project-zero";
+export const CHAT_MODEL = CHAT_ALIAS;
 
 /**
  * Builds the transport a client talks through, given the interceptors that
@@ -167,11 +169,11 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
 }
 
 /** Plan statuses at which a watch ends: nothing more happens without a resume (or at all). */
-export const RESTING_STATUSES: ReadonlySet<string> = new Set(["awaiting_approval", "interrupted", "failed", "succeeded"]);
+export { RESTING_STATUSES };
 
 /** True when the plan waits for someone (the gate, a resume after a failure) or is done. */
 export function isResting(plan: Plan): boolean {
-  return RESTING_STATUSES.has(plan.status);
+  return isRestingStatus(plan.status);
 }
 
 /** The text a chunk adds to the answer (its first choice's `delta.content`), or "". */

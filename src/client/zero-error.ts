@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "../../gen/zero/v1/error_pb.js";
-// The service's own error table (browser-safe: no node: imports), so both ends name codes alike.
-import { typeForCode, type ErrorType } from "../server/errors.js";
+// The service's own error table, so both ends name codes alike.
+import { typeForCode, type ErrorType } from "../api/errors.js";
 
 /**
  * The error types the service sends in its `zero.v1.ErrorDetail` (SPEC.md's

@@ -21,7 +21,7 @@ import { checkPasswordLength, parseEmail } from "../auth/credentials.js";
 import { decoyPasswordHash, verifyPassword } from "../auth/secrets.js";
 import { clearedSessionCookie, sessionCookie } from "../auth/session-cookie.js";
 import { beginSignIn, checkSignUpAllowed, DEFAULT_SIGN_IN_LIMITS, type SignInLimits } from "../auth/sign-in-limiter.js";
-import { SCOPES } from "../capabilities/capabilities-service.js";
+import { SCOPES } from "../api/scopes.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/schema.js";
 import { requirePrincipal } from "../server/access.js";

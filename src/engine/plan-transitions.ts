@@ -1,11 +1,10 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import { APPROVAL_STAGE, OUTCOME_STAGES, type OutcomeId } from "../outcomes/catalog.js";
+import { APPROVAL_STAGE, OUTCOME_STAGES, type OutcomeId } from "../api/outcomes.js";
 import type { StageOutcome } from "./stage-work.js";
 
-/** Plan statuses (SPEC.md). */
-export type PlanStatus = "running" | "awaiting_approval" | "interrupted" | "failed" | "succeeded";
-/** Stage states (SPEC.md). */
-export type StageState = "pending" | "running" | "awaiting_approval" | "succeeded" | "failed";
+import type { PlanStatus, StageState } from "../api/plans.js";
+
+export type { PlanStatus, StageState };
 
 export interface StageErrorInfo {
   type: string;
@@ -57,9 +56,6 @@ export const GENERIC_STAGE_ERROR: StageErrorInfo = {
   type: "stage_failed",
   message: "the stage failed unexpectedly; resume the plan to try again",
 };
-
-/** Statuses after which nothing moves until someone resumes the plan. */
-export const RESTING_STATUSES: ReadonlySet<PlanStatus> = new Set(["awaiting_approval", "interrupted", "failed", "succeeded"]);
 
 /** The stages of a new plan: the first running with attempts 1, the rest pending. */
 export function initialStages(outcome: OutcomeId): StageRecord[] {

@@ -4,8 +4,8 @@ import type { Store } from "../db/database.js";
 import type { Database } from "../db/schema.js";
 import { LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL, type SaveResult } from "../executions/plan-repository.js";
 import type { Logger } from "../logger.js";
-import { isOutcomeId } from "../outcomes/catalog.js";
-import { isDatabaseDown } from "../server/errors.js";
+import { isOutcomeId } from "../api/outcomes.js";
+import { isDatabaseDown } from "../db/errors.js";
 import {
   GENERIC_STAGE_ERROR,
   stageFailed,

@@ -1,5 +1,5 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { OutcomeId } from "../outcomes/catalog.js";
+import type { OutcomeId } from "../api/outcomes.js";
 
 /** What the engine hands a stage function when it runs one stage of a plan. */
 export interface StageInput {

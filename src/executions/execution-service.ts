@@ -10,13 +10,15 @@ import type {
   WatchExecutionResponseSchema,
 } from "../../gen/zero/v1/execution_pb.js";
 import { newId } from "../auth/secrets.js";
-import { LIST_LIMIT } from "../capabilities/capabilities-service.js";
+import { LIST_LIMIT } from "../api/limits.js";
 import type { Config } from "../config.js";
 import type { Store } from "../db/database.js";
 import type { Notifier } from "../engine/notifier.js";
 import type { PlanEvents } from "../engine/plan-events.js";
-import { initialStages, newPlanState, RESTING_STATUSES, resumePlan, startsWork } from "../engine/plan-transitions.js";
-import { DEFAULT_OUTCOME, isOutcomeId, unavailableOutcomes, type OutcomeId } from "../outcomes/catalog.js";
+import { RESTING_STATUSES } from "../api/plans.js";
+import { initialStages, newPlanState, resumePlan, startsWork } from "../engine/plan-transitions.js";
+import { DEFAULT_OUTCOME, isOutcomeId, type OutcomeId } from "../api/outcomes.js";
+import { unavailableOutcomes } from "../outcomes/availability.js";
 import { requirePrincipal } from "../server/access.js";
 import { invalidRequest, notFound, ServiceError } from "../server/errors.js";
 import { limitReachedHeaders, rateLimitHeaders, readGenerationUsage } from "./generation-limit.js";

@@ -1,4 +1,4 @@
-import { GOAL_MAX_LENGTH, GOAL_MIN_LENGTH } from "../capabilities/capabilities-service.js";
+import { GOAL_MAX_LENGTH, GOAL_MIN_LENGTH } from "../api/limits.js";
 import { invalidRequest } from "../server/errors.js";
 
 /**

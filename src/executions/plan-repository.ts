@@ -3,7 +3,7 @@ import { sql, type Kysely, type Transaction } from "kysely";
 import { jsonArrayFrom } from "kysely/helpers/postgres";
 import type { Database } from "../db/schema.js";
 import type { PlanRow, PlanStageRow } from "./executions.table.js";
-import { isOutcomeId, DEFAULT_OUTCOME } from "../outcomes/catalog.js";
+import { isOutcomeId, DEFAULT_OUTCOME } from "../api/outcomes.js";
 import type { PlanState, PlanStatus, StageRecord, StageState } from "../engine/plan-transitions.js";
 
 /** NOTIFY channel: a plan changed; the payload is its id. Watchers listen. */

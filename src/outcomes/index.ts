@@ -4,7 +4,7 @@ import type { Config } from "../config.js";
 import { StageFailure, type StageWork, type StageWorkResolver } from "../engine/stage-work.js";
 import { registerArtifactRoutes } from "./artifact-routes.js";
 import { createFileArtifactStore, type ArtifactStore } from "./artifact-store.js";
-import type { OutcomeId } from "./catalog.js";
+import type { OutcomeId } from "../api/outcomes.js";
 import { ebookStages } from "./ebook/ebook-stages.js";
 import type { OutcomeDeps } from "./stage-support.js";
 import { websiteStages } from "./website/website-stages.js";

@@ -6,6 +6,7 @@ import {
   universalRequestFromNodeRequest,
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
+import { protobufParseFailure } from "../api/errors.js";
 import type { NodeRequest, NodeResponse } from "./rest.js";
 
 export interface ConnectAdapterOptions {
@@ -56,12 +57,10 @@ export function createConnectAdapter(options: ConnectAdapterOptions): (req: Node
   };
 }
 
-const PARSE_FAILURE = /^parse binary: /;
-
 async function reclassifyParseErrors(response: UniversalServerResponse): Promise<UniversalServerResponse> {
   // gRPC: the status travels in trailers (or headers, for a trailers-only answer).
   for (const headers of [response.trailer, response.header]) {
-    if (headers?.get("grpc-status") === "13" && PARSE_FAILURE.test(percentDecoded(headers.get("grpc-message") ?? ""))) {
+    if (headers?.get("grpc-status") === "13" && protobufParseFailure(percentDecoded(headers.get("grpc-message") ?? "")) !== undefined) {
       headers.set("grpc-status", String(Code.InvalidArgument));
       return response;
     }
@@ -82,8 +81,9 @@ async function reclassifyParseErrors(response: UniversalServerResponse): Promise
   } catch {
     error = undefined;
   }
-  if (error?.code === "internal" && PARSE_FAILURE.test(error.message ?? "")) {
-    const body = Buffer.from(JSON.stringify({ code: "invalid_argument", message: `the request is not valid protobuf: ${error.message!.replace(PARSE_FAILURE, "")}` }));
+  const parseFailure = error?.code === "internal" ? protobufParseFailure(error.message ?? "") : undefined;
+  if (parseFailure !== undefined) {
+    const body = Buffer.from(JSON.stringify({ code: "invalid_argument", message: `the request is not valid protobuf: ${parseFailure}` }));
     response.header.set("content-length", String(body.length));
     return { ...response, status: 400, body: once(body) };
   }
@@ -104,7 +104,7 @@ async function reclassifyGrpcWebTrailer(response: UniversalServerResponse, body:
   if (isTrailerOnly) {
     const trailer = bytes.subarray(5).toString("latin1");
     const message = /grpc-message:([^\r\n]*)/.exec(trailer)?.[1] ?? "";
-    if (/grpc-status:\s*13\b/.test(trailer) && PARSE_FAILURE.test(percentDecoded(message.trim()))) {
+    if (/grpc-status:\s*13\b/.test(trailer) && protobufParseFailure(percentDecoded(message.trim())) !== undefined) {
       const fixed = Buffer.from(trailer.replace(/grpc-status:\s*13\b/, `grpc-status:${Code.InvalidArgument}`), "latin1");
       const frame = Buffer.concat([Buffer.from([bytes[0]!, 0, 0, 0, 0]), fixed]);
       frame.writeUInt32BE(fixed.length, 1);

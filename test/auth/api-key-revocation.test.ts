@@ -5,7 +5,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConsoleService, RevokeApiKeyRequestSchema } from "../../gen/zero/v1/console_pb.js";
 import { listApiKeys } from "../../src/auth/accounts.js";
-import { ALL_SCOPES } from "../../src/auth/authenticator.js";
+import { SCOPES } from "../../src/api/scopes.js";
 import { consoleService } from "../../src/console/console-service.js";
 import { principalKey } from "../../src/server/context.js";
 import { consoleClient, createAccountWithKey, sessionHeaders, type TestAccount } from "../support/accounts.js";
@@ -99,7 +99,7 @@ describe("a revoked key on the instance that revoked it", () => {
         requestMethod: "POST",
         url: `${app.url}/zero.v1.ConsoleService/RevokeApiKey`,
       });
-      context.values.set(principalKey, { accountId: account.accountId, via: "session", scopes: ALL_SCOPES, credentialId: "ses_test" });
+      context.values.set(principalKey, { accountId: account.accountId, via: "session", scopes: SCOPES, credentialId: "ses_test" });
       return service.revokeApiKey(create(RevokeApiKeyRequestSchema, { id }), context);
     };
     await expect(revoke("key_doesnotexist")).rejects.toThrow();

@@ -1,4 +1,4 @@
-import type { OutcomeId } from "../../src/outcomes/catalog.js";
+import type { OutcomeId } from "../../src/api/outcomes.js";
 import { StageFailure, type StageInput, type StageOutcome, type StageWork, type StageWorkResolver } from "../../src/engine/stage-work.js";
 
 /** What a finished stage reports in these tests, like the real outcomes would. */

@@ -32,7 +32,7 @@ export type Access = Message<"zero.v1.Access"> & {
   mode: string;
 
   /**
-   * The API key scope required when mode is "account": "read", "build" or "chat".
+   * The API key scope required when mode is "account": one of the scopes GetCapabilities lists.
    *
    * @generated from field: string scope = 2;
    */

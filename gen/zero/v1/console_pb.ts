@@ -61,7 +61,7 @@ export type ApiKey = Message<"zero.v1.ApiKey"> & {
   name: string;
 
   /**
-   * Any of "read", "build", "chat".
+   * Scopes from those GetCapabilities lists.
    *
    * @generated from field: repeated string scopes = 3;
    */

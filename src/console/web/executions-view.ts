@@ -3,6 +3,7 @@ import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
 import { capabilitiesApi, errorMessage, executionsApi, isSignedOut, isUnimplemented } from "./api.js";
 import { h, replaceChildren, setBusy, showError } from "./dom.js";
 import { timeElement } from "./format.js";
+import { outcomeLabel, stageStateLabel, statusLabel } from "./labels.js";
 import { pageHeading, type ViewContext } from "./view.js";
 
 /**
@@ -11,24 +12,6 @@ import { pageHeading, type ViewContext } from "./view.js";
  */
 const MAX_STREAMS = 2;
 const POLL_MS = 3000;
-
-const STATUS_LABEL: Record<string, string> = {
-  running: "Running",
-  awaiting_approval: "Waiting for approval",
-  interrupted: "Interrupted",
-  failed: "Failed",
-  succeeded: "Succeeded",
-};
-
-const STATE_LABEL: Record<string, string> = {
-  pending: "pending",
-  running: "running",
-  awaiting_approval: "waiting for approval",
-  succeeded: "done",
-  failed: "failed",
-};
-
-const OUTCOME_LABEL: Record<string, string> = { website: "Website", ebook: "Ebook" };
 
 /** Executions: start one from a goal, follow them live, approve the gate, open the results. */
 export function renderExecutions(main: HTMLElement, context: ViewContext): () => void {
@@ -141,7 +124,7 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
       const known = caps.outcomes.find((o) => o.id === option.value);
       const unavailable = caps.unavailable.includes(option.value) || (known !== undefined && !known.available);
       option.disabled = unavailable;
-      option.textContent = `${OUTCOME_LABEL[option.value] ?? option.value}${unavailable ? " (not available here)" : ""}`;
+      option.textContent = `${outcomeLabel(option.value)}${unavailable ? " (not available here)" : ""}`;
     }
     if (outcome.selectedOptions[0]?.disabled) {
       const firstAvailable = Array.from(outcome.options).find((o) => !o.disabled);
@@ -237,7 +220,7 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
     else list.insertBefore(card, list.children[index ?? 0] ?? null);
     if (index !== undefined && list.children[index] !== card) list.insertBefore(card, list.children[index] ?? null);
     if (focusKey) card.querySelector<HTMLElement>(`[data-focus-key="${focusKey}"]`)?.focus();
-    if (previous && previous.status !== plan.status) context.announce(`${shortGoal(plan)}: ${STATUS_LABEL[plan.status] ?? plan.status}`);
+    if (previous && previous.status !== plan.status) context.announce(`${shortGoal(plan)}: ${statusLabel(plan.status)}`);
     if (listLoaded) drawEmpty();
   }
 
@@ -257,12 +240,12 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
           "div",
           { class: "execution-head" },
           h("div", { class: "execution-title" }, h("h3", { id: titleId }, title), plan.project?.name ? h("p", { class: "goal" }, plan.goal) : null),
-          h("span", { class: `status status-${plan.status}` }, STATUS_LABEL[plan.status] ?? plan.status),
+          h("span", { class: `status status-${plan.status}` }, statusLabel(plan.status)),
         ),
         h(
           "p",
           { class: "meta" },
-          h("span", {}, OUTCOME_LABEL[plan.outcome] ?? plan.outcome),
+          h("span", {}, outcomeLabel(plan.outcome)),
           h("span", {}, "Started ", timeElement(plan.createdAt)),
           h("span", {}, "Updated ", timeElement(plan.updatedAt)),
           h("code", { class: "plan-id" }, plan.id),
@@ -282,7 +265,7 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
               { class: `stage stage-${stage.state}` },
               h("span", { class: "stage-dot", "aria-hidden": "true" }),
               h("span", { class: "stage-title" }, stage.title || stage.id),
-              h("span", { class: "sr-only" }, `: ${STATE_LABEL[stage.state] ?? stage.state}`),
+              h("span", { class: "sr-only" }, `: ${stageStateLabel(stage.state)}`),
             ),
           ),
         ),

@@ -1,14 +1,11 @@
+import { SCOPE_SUMMARIES, SCOPES } from "../../api/scopes.js";
 import type { ApiKey } from "../../../gen/zero/v1/console_pb.js";
 import { consoleApi, errorMessage, isSignedOut } from "./api.js";
 import { h, replaceChildren, setBusy, showError } from "./dom.js";
 import { timeElement } from "./format.js";
 import { pageHeading, type ViewContext } from "./view.js";
 
-const SCOPES: readonly { id: string; summary: string }[] = [
-  { id: "read", summary: "List, get and watch executions" },
-  { id: "build", summary: "Start executions and approve gates" },
-  { id: "chat", summary: "Chat completions at /v1/chat/completions" },
-];
+const SCOPE_CHOICES = SCOPES.map((id) => ({ id, summary: SCOPE_SUMMARIES[id] }));
 
 /** API keys: create one (secret shown once), list them, revoke. */
 export function renderKeys(main: HTMLElement, context: ViewContext): () => void {
@@ -17,7 +14,7 @@ export function renderKeys(main: HTMLElement, context: ViewContext): () => void 
 
   // --- create ---
   const name = h("input", { id: "key-name", name: "name", required: true, maxlength: 100, autocomplete: "off", placeholder: "e.g. Deploy pipeline", "aria-describedby": "key-name-hint" });
-  const scopeBoxes = SCOPES.map((scope) =>
+  const scopeBoxes = SCOPE_CHOICES.map((scope) =>
     h("input", { type: "checkbox", name: "scopes", value: scope.id, id: `scope-${scope.id}`, checked: scope.id === "read", "aria-describedby": `scope-${scope.id}-hint` }),
   );
   const createError = h("p", { class: "form-error", role: "alert", hidden: true });
@@ -36,7 +33,7 @@ export function renderKeys(main: HTMLElement, context: ViewContext): () => void 
       "fieldset",
       { class: "scopes" },
       h("legend", {}, "Scopes"),
-      ...SCOPES.map((scope, i) =>
+      ...SCOPE_CHOICES.map((scope, i) =>
         h(
           "label",
           { class: "check", for: `scope-${scope.id}` },

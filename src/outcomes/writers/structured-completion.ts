@@ -1,12 +1,10 @@
+import { CHAT_ALIAS } from "../../api/model.js";
 import type { ChatCompleter, ChatRequest } from "../../chat/chat-router.js";
 import { StageFailure } from "../../engine/stage-work.js";
 import { ServiceError } from "../../server/errors.js";
 import { validate, type Infer, type Schema } from "../json-schema.js";
 import { tidyPlainText } from "./plain-text.js";
 import type { WriterContext } from "./writer.js";
-
-/** The alias the writers call, so they draw on the same free pool as every client. */
-export const WRITER_MODEL = "project-zero";
 
 export interface StructuredRequest<S extends Schema> {
   /** Names the schema for the model (`json_schema.name`) and the failure message. */
@@ -64,7 +62,8 @@ async function ask(
   context: WriterContext,
 ): Promise<string | null> {
   const body: ChatRequest = {
-    model: WRITER_MODEL,
+    // The public alias: the writers draw on the same free pool as every client.
+    model: CHAT_ALIAS,
     messages: [...messages],
     response_format: {
       type: "json_schema",

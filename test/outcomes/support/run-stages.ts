@@ -1,6 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { StageFailure, type StageOutcome, type StageWorkResolver } from "../../../src/engine/stage-work.js";
-import { APPROVAL_STAGE, OUTCOME_STAGES, type OutcomeId } from "../../../src/outcomes/catalog.js";
+import { APPROVAL_STAGE, OUTCOME_STAGES, type OutcomeId } from "../../../src/api/outcomes.js";
 
 export interface StageRun {
   outcomes: Record<string, StageOutcome>;

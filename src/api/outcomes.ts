@@ -1,5 +1,3 @@
-import type { Config } from "../config.js";
-
 /** The outcomes the service can produce. */
 export const OUTCOME_IDS = ["website", "ebook"] as const;
 export type OutcomeId = (typeof OUTCOME_IDS)[number];
@@ -13,8 +11,8 @@ export interface StageDefinition {
   title: string;
 }
 
-/** Stages in the order they run (SPEC.md). */
-export const OUTCOME_STAGES: Record<OutcomeId, readonly StageDefinition[]> = {
+/** The stages of each outcome, in the order they run. */
+export const OUTCOME_STAGES: Readonly<Record<OutcomeId, readonly StageDefinition[]>> = {
   website: [
     { id: "understand", title: "Understand the goal" },
     { id: "outline", title: "Outline the site" },
@@ -35,17 +33,4 @@ export const OUTCOME_STAGES: Record<OutcomeId, readonly StageDefinition[]> = {
 
 export function isOutcomeId(value: string): value is OutcomeId {
   return (OUTCOME_IDS as readonly string[]).includes(value);
-}
-
-/**
- * Outcomes that cannot run with this configuration. A website needs an
- * upstream or the offline writer; an ebook needs an upstream. The answer
- * names outcomes only, never the missing credential.
- */
-export function unavailableOutcomes(config: Pick<Config, "upstreams" | "offlineWriter">): OutcomeId[] {
-  const hasUpstream = config.upstreams.length > 0;
-  return OUTCOME_IDS.filter((id) => {
-    if (id === "website") return !hasUpstream && !config.offlineWriter;
-    return !hasUpstream;
-  });
 }

@@ -1,0 +1,30 @@
+import type { OutcomeId } from "../../api/outcomes.js";
+import type { PlanStatus, StageState } from "../../api/plans.js";
+
+/** Every status, state and outcome has its words here: adding one to the contract fails the type check until it does. */
+const STATUS_LABELS: Readonly<Record<PlanStatus, string>> = {
+  running: "Running",
+  awaiting_approval: "Waiting for approval",
+  interrupted: "Interrupted",
+  failed: "Failed",
+  succeeded: "Succeeded",
+};
+
+const STATE_LABELS: Readonly<Record<StageState, string>> = {
+  pending: "pending",
+  running: "running",
+  awaiting_approval: "waiting for approval",
+  succeeded: "done",
+  failed: "failed",
+};
+
+const OUTCOME_LABELS: Readonly<Record<OutcomeId, string>> = { website: "Website", ebook: "Ebook" };
+
+/** A newer server may send values this Console does not know: those show as sent. */
+function lookup(labels: Readonly<Record<string, string>>, value: string): string {
+  return Object.hasOwn(labels, value) ? labels[value]! : value;
+}
+
+export const statusLabel = (status: string): string => lookup(STATUS_LABELS, status);
+export const stageStateLabel = (state: string): string => lookup(STATE_LABELS, state);
+export const outcomeLabel = (outcome: string): string => lookup(OUTCOME_LABELS, outcome);

@@ -1,0 +1,20 @@
+/** SQL states and socket errors meaning the database is away, not that a query is wrong. */
+const CONNECTION_ERROR_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "57P01", "57P03", "08006", "08001", "08003"]);
+
+/** True when the database is away (refused, reset, shutting down), as opposed to a query bug. */
+export function isDatabaseDown(error: unknown): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string" && CONNECTION_ERROR_CODES.has(code)) return true;
+  const message = (error as { message?: unknown }).message;
+  return (
+    typeof message === "string" &&
+    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message)
+  );
+}
+
+/** True for text Postgres cannot store: a NUL character (22P05) or an invalid byte sequence (22021). */
+export function isUnstorableText(error: unknown): boolean {
+  const sqlState = (error as { code?: unknown } | null)?.code;
+  return sqlState === "22021" || sqlState === "22P05";
+}
