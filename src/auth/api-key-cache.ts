@@ -1,5 +1,5 @@
 import type { Store } from "../db/database.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../observability/logger.js";
 import { API_KEY_REVOKED_CHANNEL, findLiveApiKey, touchApiKey } from "./accounts.js";
 import { hashToken } from "./secrets.js";
 

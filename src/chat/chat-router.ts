@@ -4,7 +4,7 @@
  * writers of other capabilities). It checks the alias, takes a unit of the
  * free pool and tries the upstreams in order.
  */
-import type { Logger } from "../logger.js";
+import type { Logger } from "../observability/logger.js";
 import type { AccountDailyCap } from "./account-daily-cap.js";
 import { ServiceError } from "../server/errors.js";
 import { checkAlias } from "./chat-request.js";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../observability/logger.js";
 import { ServiceError } from "../server/errors.js";
 
 const DAY_MS = 86_400_000;

@@ -1,9 +1,9 @@
 import type { Dispatcher } from "undici";
 import Pool from "undici/lib/dispatcher/pool.js";
 import type { UpstreamConfig, UpstreamTimeouts } from "../config.js";
-import type { Logger } from "../logger.js";
-import type { Metrics } from "../server/metrics.js";
-import { endSpan, type Tracing } from "../server/tracing.js";
+import type { Logger } from "../observability/logger.js";
+import type { Metrics } from "../observability/metrics.js";
+import { endSpan, type Tracing } from "../observability/tracing.js";
 import { ServiceError } from "../server/errors.js";
 import type { ChatRequest } from "./chat-router.js";
 import { upstreamRequestBody } from "./completion-rewrite.js";

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../observability/logger.js";
 import { ServiceError } from "../server/errors.js";
 import { sendError, type NodeRequest, type NodeResponse, type RestRouter } from "../server/rest.js";
 import { consoleBundle, CONSOLE_ASSETS_PATH, type ConsoleAsset, type ConsoleBundle } from "./console-bundle.js";

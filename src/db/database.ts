@@ -3,7 +3,7 @@ import path from "node:path";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import { Migrator } from "kysely/migration";
 import pg from "pg";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../observability/logger.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { migrations } from "./migrations/index.js";
 import { preparingPool } from "./prepared-statements.js";

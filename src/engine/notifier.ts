@@ -1,7 +1,7 @@
 import type { Kysely } from "kysely";
 import { sql } from "kysely";
 import type { Database } from "../db/schema.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../observability/logger.js";
 import { PLAN_CHANGED_CHANNEL, STAGE_READY_CHANNEL } from "../executions/plan-repository.js";
 
 /**

@@ -1,6 +1,6 @@
 import type { Store } from "../db/database.js";
 import { PLAN_CHANGED_CHANNEL } from "../executions/plan-repository.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../observability/logger.js";
 
 /**
  * Tells watchers on this instance that a plan changed, whichever instance

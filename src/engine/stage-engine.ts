@@ -3,7 +3,7 @@ import type { Kysely } from "kysely";
 import type { Store } from "../db/database.js";
 import type { Database } from "../db/schema.js";
 import { LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL, type SaveResult } from "../executions/plan-repository.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../observability/logger.js";
 import { isOutcomeId } from "../api/outcomes.js";
 import { isDatabaseDown } from "../db/errors.js";
 import {
@@ -19,8 +19,8 @@ import {
 import type { Notifier } from "./notifier.js";
 import { claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases, type ClaimedStage } from "./stage-queue.js";
 import { StageFailure, type StageOutcome, type StageWorkResolver } from "./stage-work.js";
-import type { Metrics } from "../server/metrics.js";
-import { endSpan, type Tracing } from "../server/tracing.js";
+import type { Metrics } from "../observability/metrics.js";
+import { endSpan, type Tracing } from "../observability/tracing.js";
 
 export interface StageEngineOptions {
   store: Store;

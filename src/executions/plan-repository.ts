@@ -64,12 +64,6 @@ export async function listRecentPlans(db: Executor, accountId: string, limit: nu
   return rows.map(toPlanState);
 }
 
-/** The current version of a plan, for watchers deciding whether to read it again. */
-export async function planVersion(db: Executor, id: string): Promise<number | undefined> {
-  const row = await db.selectFrom("plans").select("version").where("id", "=", id).executeTakeFirst();
-  return row?.version;
-}
-
 export interface WriteFence {
   /** The stage whose lease the writer holds. */
   position: number;

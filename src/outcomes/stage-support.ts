@@ -2,7 +2,7 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import type { ChatCompleter } from "../chat/chat-router.js";
 import type { Config } from "../config.js";
 import { StageFailure, type StageInput } from "../engine/stage-work.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../observability/logger.js";
 import type { ArtifactStore } from "./artifact-store.js";
 import { validate, type Infer, type Schema } from "./json-schema.js";
 import { createOfflineWriter } from "./writers/offline-writer.js";

@@ -61,13 +61,6 @@ export interface AuthRequest {
   clientAddress: string;
 }
 
-/** Used until accounts exist: every non-public method is refused. */
-export const noAuthenticator: Authenticator = {
-  async authenticate() {
-    throw new ServiceError("unauthenticated", "authentication required");
-  },
-};
-
 /**
  * The one authorization step. Both the RPC interceptor and the REST adapter
  * call it before a service function runs; it stores the principal in the

@@ -1,5 +1,5 @@
 import { createContextKey } from "@connectrpc/connect";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../observability/logger.js";
 
 /**
  * Who is calling. Set by the one authorization step before any service

@@ -1,8 +1,8 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { createContextValues, type ConnectRouter } from "@connectrpc/connect";
-import type { Logger } from "../logger.js";
-import type { Metrics } from "./metrics.js";
-import { endSpan, type Tracing } from "./tracing.js";
+import type { Logger } from "../observability/logger.js";
+import type { Metrics } from "../observability/metrics.js";
+import { endSpan, type Tracing } from "../observability/tracing.js";
 import type { Authenticator } from "./access.js";
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { BlockList } from "node:net";

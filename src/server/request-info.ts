@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../observability/logger.js";
 import type { NodeRequest } from "./rest.js";
 
 /**

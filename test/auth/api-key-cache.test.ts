@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { API_KEY_REVOKED_CHANNEL } from "../../src/auth/accounts.js";
 import { ApiKeyCache, type LiveApiKey } from "../../src/auth/api-key-cache.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/observability/logger.js";
 
 const TTL_MS = 60_000;
 

@@ -12,7 +12,7 @@ import { ConsoleService } from "../../gen/zero/v1/console_pb.js";
 import { openStore } from "../../src/db/database.js";
 import { initialStages } from "../../src/engine/plan-transitions.js";
 import { insertPlanWithinLimit } from "../../src/executions/plan-repository.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/observability/logger.js";
 import { benchDatabaseUrl } from "./support/postgres.js";
 import { serverCommand } from "../support/server-process.js";
 import { peakRssMb, resetPeakRss } from "./support/rss.js";

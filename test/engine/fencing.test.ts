@@ -2,7 +2,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Notifier } from "../../src/engine/notifier.js";
 import { StageEngine } from "../../src/engine/stage-engine.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/observability/logger.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { postExecution, waitForPlan, type RestPlan } from "../support/executions.js";

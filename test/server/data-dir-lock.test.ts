@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { startApp } from "../../src/app.js";
 import { loadConfig } from "../../src/config.js";
 import { DataDirLockedError, lockDataDir } from "../../src/db/data-dir-lock.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/observability/logger.js";
 
 describe("the embedded database's data dir belongs to one process", () => {
   it("a second app on the same dir is refused before it opens the database, and may start once the first has stopped", async () => {

@@ -2,7 +2,7 @@ import os from "node:os";
 import { sql, type Transaction } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore, type Database, type Store } from "../../src/db/database.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/observability/logger.js";
 import { createTestDatabase, onRealPostgres } from "../support/database.js";
 
 describe.runIf(onRealPostgres)("statements on a real Postgres", () => {

@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Agent, request } from "undici";
 import { openStore } from "../../src/db/database.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/observability/logger.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { createTestDatabase, onRealPostgres } from "../support/database.js";
 import { selfSignedCertificate } from "../support/tls.js";

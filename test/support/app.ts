@@ -6,7 +6,7 @@ import { afterAll } from "vitest";
 import { startApp, type App } from "../../src/app.js";
 import type { StageWorkResolver } from "../../src/engine/stage-work.js";
 import { loadConfig } from "../../src/config.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/observability/logger.js";
 import { createTestDatabase, dropTestDatabases } from "./database.js";
 
 export interface TestApp extends App {

@@ -2,7 +2,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { openStore } from "../../src/db/database.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/observability/logger.js";
 
 /**
  * Runs once per `vitest run`: builds a migrated PGlite data directory and

@@ -6,7 +6,7 @@ import { HtmlValidate, type Report } from "html-validate";
 import type { ChatCompleter, ChatCompletionJson } from "../../../src/chat/chat-router.js";
 import { ServiceError } from "../../../src/server/errors.js";
 import { createFileArtifactStore, type ArtifactStore } from "../../../src/outcomes/artifact-store.js";
-import { createLogger } from "../../../src/logger.js";
+import { createLogger } from "../../../src/observability/logger.js";
 import type { OutcomeDeps } from "../../../src/outcomes/stage-support.js";
 
 /**
