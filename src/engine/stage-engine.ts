@@ -1,75 +1,68 @@
-import type { JsonValue } from "@bufbuild/protobuf";
-import type { Kysely } from "kysely";
-import type { Store } from "../db/database.js";
-import type { Database } from "../db/schema.js";
-import { LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL, type SaveResult } from "../executions/plan-repository.js";
-import type { Logger } from "../observability/logger.js";
+import { EventEmitter } from "node:events";
 import { isOutcomeId } from "../api/outcomes.js";
-import { isDatabaseDown } from "../db/errors.js";
-import {
-  GENERIC_STAGE_ERROR,
-  stageFailed,
-  stageInterrupted,
-  stageProgressed,
-  stageReleased,
-  stageSucceeded,
-  type PlanState,
-  type StageErrorInfo,
-} from "./plan-transitions.js";
-import type { Notifier } from "./notifier.js";
-import { claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases, type ClaimedStage } from "./stage-queue.js";
-import { StageFailure, type StageOutcome, type StageWorkResolver } from "./stage-work.js";
-import type { Metrics } from "../observability/metrics.js";
-import { endSpan, type Tracing } from "../observability/tracing.js";
+import type { Logger } from "../observability/logger.js";
+import type { InterruptedStage, StageChange, StageClaim, StageStore, StageWrite } from "./stage-store.js";
+import { GENERIC_STAGE_ERROR, StageFailure, type StageErrorInfo, type StageOutcome, type StageWorkResolver } from "./stage-work.js";
 
 export interface StageEngineOptions {
-  store: Store;
+  /** Where stages wait and report back. */
+  store: StageStore;
   logger: Logger;
   /** This instance's id, recorded as the lease owner. */
   instanceId: string;
   resolveWork: StageWorkResolver;
-  /** Announces committed changes to watchers and other engines. */
-  notifier: Notifier;
   /** Stages this instance runs at once; 0 runs none (an API-only instance). */
   concurrency: number;
   /** How long a claim holds without a heartbeat; heartbeats come three times per lease. */
   leaseMs: number;
-  /** Fallback polling for ready stages and expired leases when no NOTIFY arrives. Default: min(1 s, lease / 2). */
+  /** Fallback polling for ready stages and expired leases when no wake-up arrives. Default: min(1 s, lease / 2). */
   pollMs?: number;
   /** How long `stop` waits for running work to notice its abort signal. */
   stopGraceMs?: number;
-  metrics?: Pick<Metrics, "stageDuration" | "stageRuns" | "runningLeases">;
-  tracing?: Tracing;
+}
+
+/** How one run of a stage ended, as far as this instance is concerned. */
+export type StageRunResult = "succeeded" | "failed" | "lost" | "handed_back";
+
+/**
+ * What the engine tells observers, as graphile-worker's event map does:
+ * metrics, traces and tests subscribe, the engine imports none of them.
+ */
+export interface StageEngineEvents {
+  "stage:start": [claim: StageClaim];
+  "stage:end": [claim: StageClaim, result: StageRunResult, durationMs: number];
+  "stage:interrupted": [stage: InterruptedStage];
+  "runs:changed": [running: number];
 }
 
 /** Why a run's signal was aborted. */
 type StopReason = "lost" | "shutdown";
 
 interface Run {
-  claim: ClaimedStage;
+  claim: StageClaim;
   controller: AbortController;
   stopReason: StopReason | undefined;
   /** Local time of the last successful lease renewal (or the claim). */
   renewedAt: number;
   /** Progress writes, in order; the result waits for them. */
   writes: Promise<void>;
-  /** The plan as this worker last wrote it, for a write without a prior locked read. */
-  cached: PlanState | undefined;
   done: Promise<void>;
 }
 
 /**
- * Runs plan stages from the shared queue in Postgres. Any number of instances
- * run side by side: a stage is claimed with `FOR UPDATE SKIP LOCKED` under a
- * lease renewed by heartbeat and fenced by a token, so a worker that lost its
- * lease cannot write, and no stage runs twice at once. NOTIFY wakes idle
- * workers; polling covers missed notifications and finds leases whose worker
- * died, which interrupt their plan. `stop` hands held stages back so another
- * instance continues them at once.
+ * Runs stages from a shared store. Any number of instances run side by side:
+ * a stage is claimed under a lease renewed by heartbeat and fenced by a
+ * token, so a worker that lost its lease cannot write, and no stage runs
+ * twice at once. The store's wake-ups start idle workers; polling covers
+ * missed ones and finds leases whose worker died, which the store
+ * interrupts. `stop` hands held stages back so another instance continues
+ * them at once.
  */
 export class StageEngine {
-  readonly #options: Required<Omit<StageEngineOptions, "metrics" | "tracing">> & Pick<StageEngineOptions, "metrics" | "tracing">;
-  readonly #db: Kysely<Database>;
+  /** Observers' view of the engine's work; see StageEngineEvents. */
+  readonly events = new EventEmitter<StageEngineEvents>();
+  readonly #options: Required<StageEngineOptions>;
+  readonly #store: StageStore;
   readonly #log: Logger;
   readonly #runs = new Map<number, Run>();
   #wanted = false;
@@ -79,7 +72,6 @@ export class StageEngine {
   #timers: NodeJS.Timeout[] = [];
   #unlisten: (() => Promise<void>) | undefined;
   #stopping = false;
-  #lastPrune = 0;
 
   constructor(options: StageEngineOptions) {
     this.#options = {
@@ -87,15 +79,15 @@ export class StageEngine {
       stopGraceMs: 5000,
       ...options,
     };
-    this.#db = options.store.db;
+    this.#store = options.store;
     this.#log = options.logger.child({ component: "stage-engine" });
   }
 
   /** Starts listening, polling and heartbeating. */
   async start(): Promise<void> {
-    const { store, pollMs, leaseMs, concurrency } = this.#options;
+    const { pollMs, leaseMs, concurrency } = this.#options;
     // An instance that runs no stages (API only) still reaps expired leases, but has nothing to wake.
-    if (concurrency > 0) this.#unlisten = await store.listen(STAGE_READY_CHANNEL, () => this.#wake());
+    if (concurrency > 0) this.#unlisten = await this.#store.listenForReady(() => this.#wake());
     this.#timers.push(
       setInterval(() => {
         this.#wake();
@@ -131,7 +123,7 @@ export class StageEngine {
     clearTimeout(timer);
     if (this.#runs.size > 0) this.#log.warn({ stages: this.#runs.size }, "stage work did not stop in time; its leases will expire");
     await Promise.allSettled([this.#reaping, this.#renewing]);
-    await this.#options.notifier.flush();
+    await this.#store.flush();
   }
 
   /** Stages this instance is running now. */
@@ -153,7 +145,7 @@ export class StageEngine {
         const free = concurrency - this.#runs.size;
         // When a slot frees up, the finishing run wakes us again.
         if (free <= 0) return;
-        const claims = await claimStages(this.#db, instanceId, free, leaseMs);
+        const claims = await this.#store.claim(instanceId, free, leaseMs);
         for (const claim of claims) this.#launch(claim);
         if (claims.length === free) this.#wanted = true;
       }
@@ -163,10 +155,9 @@ export class StageEngine {
     }
   }
 
-  #launch(claim: ClaimedStage, cached?: PlanState): void {
+  #launch(claim: StageClaim): void {
     const run: Run = {
       claim,
-      cached,
       controller: new AbortController(),
       stopReason: undefined,
       renewedAt: performance.now(),
@@ -174,13 +165,13 @@ export class StageEngine {
       done: Promise.resolve(),
     };
     this.#runs.set(claim.leaseToken, run);
-    this.#options.metrics?.runningLeases.set(this.#runs.size);
+    this.events.emit("runs:changed", this.#runs.size);
     if (this.#stopping) abort(run, "shutdown");
     run.done = this.#execute(run)
       .catch((error: unknown) => this.#log.error({ err: error, planId: claim.planId, stage: claim.stageId }, "stage bookkeeping failed"))
       .finally(() => {
         this.#runs.delete(claim.leaseToken);
-        this.#options.metrics?.runningLeases.set(this.#runs.size);
+        this.events.emit("runs:changed", this.#runs.size);
         this.#wake();
       });
   }
@@ -189,18 +180,8 @@ export class StageEngine {
     const { claim, controller } = run;
     let result: { ok: true; outcome: StageOutcome } | { ok: false; error: unknown };
     const started = performance.now();
-    const span = this.#options.tracing?.start(`stage ${claim.stageId}`, "internal", {
-      "zero.plan_id": claim.planId,
-      "zero.outcome": claim.outcome,
-      "zero.stage": claim.stageId,
-      "zero.attempt": claim.attempts,
-    });
-    const record = (outcome: "succeeded" | "failed" | "lost" | "handed_back") => {
-      endSpan(span, { "zero.result": outcome }, outcome === "failed" || outcome === "lost");
-      const labels = { outcome: claim.outcome, stage: claim.stageId, result: outcome };
-      this.#options.metrics?.stageRuns.inc(labels);
-      this.#options.metrics?.stageDuration.observe(labels, (performance.now() - started) / 1000);
-    };
+    this.events.emit("stage:start", claim);
+    const ended = (how: StageRunResult) => this.events.emit("stage:end", claim, how, performance.now() - started);
     try {
       if (!isOutcomeId(claim.outcome)) throw new StageFailure("stage_failed", `unknown outcome ${claim.outcome}`);
       if (controller.signal.aborted) throw controller.signal.reason;
@@ -224,50 +205,42 @@ export class StageEngine {
 
     if (run.stopReason === "lost") {
       this.#log.warn({ planId: claim.planId, stage: claim.stageId }, "lease lost; the stage's result is discarded");
-      record("lost");
+      ended("lost");
       return;
     }
     if (!result.ok && run.stopReason === "shutdown") {
       // Only a live lease is handed back; an expired one belongs to the reaper.
-      await this.#writeResult(run, (plan) => stageReleased(plan, claim.position), true);
-      record("handed_back");
+      await this.#writeResult(run, { kind: "released" });
+      ended("handed_back");
       return;
     }
-    record(result.ok ? "succeeded" : "failed");
+    ended(result.ok ? "succeeded" : "failed");
     if (result.ok) {
-      const written = await this.#writeResult(run, (plan) => stageSucceeded(plan, claim.position, result.outcome), true, !this.#stopping);
-      // The next stage of this plan, claimed in the same statement: run it on this slot at once.
-      if (typeof written === "object" && written.claimed) this.#launch(nextClaim(claim, written.plan, written.claimed), written.plan);
+      const written = await this.#writeResult(run, { kind: "succeeded", outcome: result.outcome }, !this.#stopping);
+      // The next stage of this plan, claimed in the same write: run it on this slot at once.
+      if (typeof written === "object") this.#launch(written.next);
     } else {
-      const error = stageError(result.error);
       if (!(result.error instanceof StageFailure)) {
         this.#log.error({ err: result.error, planId: claim.planId, stage: claim.stageId }, "stage work threw");
       }
-      await this.#writeResult(run, (plan) => stageFailed(plan, claim.position, error), true);
+      await this.#writeResult(run, { kind: "failed", error: stageError(result.error) });
     }
   }
 
   /**
-   * The write that ends a run. While the database is away it is retried, and
-   * the run stays in `#runs` so its lease keeps being renewed once the
-   * database is back: a stage that finished during a short outage keeps its
-   * result instead of being interrupted when its abandoned lease expires.
-   * It gives up when the lease is lost (renewals failed for a whole lease).
+   * The write that ends a run. While the store is away it is retried, and
+   * the run stays in `#runs` so its lease keeps being renewed once the store
+   * is back: a stage that finished during a short outage keeps its result
+   * instead of being interrupted when its abandoned lease expires. It gives
+   * up when the lease is lost (renewals failed for a whole lease).
    */
-  async #writeResult(
-    run: Run,
-    transition: (plan: PlanState) => PlanState,
-    live: boolean,
-    chain = false,
-  ): Promise<SaveResult | "unchanged" | "lost"> {
+  async #writeResult(run: Run, change: StageChange, chain = false): Promise<StageWrite> {
     for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
       try {
-        return await this.#write(run, transition, live, chain);
+        return await this.#write(run, change, chain);
       } catch (error) {
-        if (!isDatabaseDown(error)) throw error;
+        if (!this.#store.isUnavailable(error)) throw error;
         if (run.stopReason === "lost") return "lost";
-        // What was cached may or may not have been written: read the plan afresh next time.
-        run.cached = undefined;
         await new Promise((resolve) => setTimeout(resolve, delay));
       }
     }
@@ -275,81 +248,38 @@ export class StageEngine {
 
   #progress(run: Run, fraction: number): Promise<void> {
     const write = run.writes.then(async () => {
-      if (run.stopReason === "lost") throw new LeaseLostError("the lease on this stage was lost");
-      let changed: SaveResult | "unchanged" | "lost";
+      if (run.stopReason === "lost") throw new LeaseLostError();
+      let written: StageWrite;
       try {
-        changed = await this.#write(run, (plan) => {
-          const next = stageProgressed(plan, run.claim.position, fraction);
-          // Only whole percentage points are worth a write and a notification.
-          return next.progress === plan.progress ? plan : next;
-        }, true);
+        written = await this.#write(run, { kind: "progress", fraction });
       } catch (error) {
-        // Progress is only shown to watchers: a database outage must not fail the stage's work over it.
-        if (!isDatabaseDown(error)) throw error;
-        run.cached = undefined;
+        // Progress is only shown to watchers: an outage of the store must not fail the stage's work over it.
+        if (!this.#store.isUnavailable(error)) throw error;
         return;
       }
-      if (changed === "lost") throw new LeaseLostError("the lease on this stage was lost");
+      if (written === "lost") throw new LeaseLostError();
     });
     run.writes = write.catch(() => {});
     return write;
   }
 
-  /**
-   * Applies a transition to the plan of a run, under the plan's lock and the
-   * run's fencing token. Answers "lost" when the lease is no longer ours.
-   * With `chain`, a stage the transition makes ready is claimed for this
-   * instance in the same write.
-   */
-  async #write(
-    run: Run,
-    transition: (plan: PlanState) => PlanState,
-    live: boolean,
-    chain = false,
-  ): Promise<SaveResult | "unchanged" | "lost"> {
-    const { claim } = run;
+  /** Records a change of a run; a write refused for a lost lease tells the run to stop. */
+  async #write(run: Run, change: StageChange, chain = false): Promise<StageWrite> {
     const { instanceId: owner, leaseMs } = this.#options;
-    const options = { fence: { position: claim.position, live }, claimFor: chain ? { owner, leaseMs } : undefined };
-    try {
-      // The common case, one statement: nothing else touched the plan since this worker last wrote it.
-      if (run.cached && live) {
-        const after = transition(run.cached);
-        if (after === run.cached) return "unchanged";
-        const saved = await savePlan(this.#db, run.cached, after, { ...options, optimistic: true });
-        if (saved) {
-          run.cached = saved.plan;
-          this.#announce(saved);
-          return saved;
-        }
-      }
-      const saved = await this.#db.transaction().execute(async (trx) => {
-        const before = await loadPlan(trx, claim.planId, { forUpdate: true });
-        const stage = before?.stages[claim.position];
-        if (!before || stage?.leaseToken !== claim.leaseToken) throw new LeaseLostError("lease lost");
-        const after = transition(before);
-        if (after === before) return "unchanged";
-        return savePlan(trx, before, after, options);
-      });
-      run.cached = saved === "unchanged" ? undefined : saved.plan;
-      if (saved !== "unchanged") this.#announce(saved);
-      return saved;
-    } catch (error) {
-      if (!(error instanceof LeaseLostError)) throw error;
-      abort(run, "lost");
-      return "lost";
-    }
-  }
-
-  #announce(saved: SaveResult): void {
-    this.#options.notifier.planChanged(saved.plan.id);
-    if (saved.wake) this.#options.notifier.stageReady();
+    const written = await this.#store.record(run.claim, change, chain ? { chainFor: { owner, leaseMs } } : undefined);
+    if (written === "lost") abort(run, "lost");
+    return written;
   }
 
   /** Extends this instance's leases; a run whose lease is gone (or unconfirmed for a whole lease) is told to stop. */
   #renew(): void {
     if (this.#renewing || this.#runs.size === 0) return;
     const runs = [...this.#runs.values()];
-    this.#renewing = renewLeases(this.#db, runs.map((r) => r.claim.leaseToken), this.#options.leaseMs)
+    this.#renewing = this.#store
+      .renew(
+        runs.map((r) => r.claim.leaseToken),
+        this.#options.leaseMs,
+      )
       .then((valid) => {
         const now = performance.now();
         for (const run of runs) {
@@ -365,48 +295,28 @@ export class StageEngine {
       .finally(() => (this.#renewing = undefined));
   }
 
-  /** Interrupts the plans of stages whose lease expired: their worker died. */
+  /** Has the store interrupt the stages whose lease expired: their worker died. */
   #reap(): void {
     if (this.#reaping || this.#stopping) return;
-    this.#reaping = (async () => {
-      const expired = await findExpiredLeases(this.#db, 100);
-      for (const lease of expired) {
-        const interrupted = await this.#db
-          .transaction()
-          .execute(async (trx) => {
-            const before = await loadPlan(trx, lease.planId, { forUpdate: true });
-            const stage = before?.stages[lease.position];
-            if (!before || stage?.leaseToken !== lease.leaseToken || stage.state !== "running") return undefined;
-            const saved = await savePlan(trx, before, stageInterrupted(before, lease.position), { fence: { position: lease.position, live: false } });
-            return saved;
-          })
-          .catch((error: unknown) => {
-            if (error instanceof LeaseLostError) return undefined;
-            throw error;
-          });
-        if (interrupted) {
-          this.#announce(interrupted);
-          this.#log.warn({ planId: lease.planId, position: lease.position }, "stage lease expired; plan interrupted");
-          const { plan } = interrupted;
-          this.#options.metrics?.stageRuns.inc({ outcome: plan.outcome, stage: plan.stages[lease.position]?.id ?? "", result: "interrupted" });
+    this.#reaping = this.#store
+      .interruptExpired(100)
+      .then((interrupted) => {
+        for (const stage of interrupted) {
+          this.#log.warn({ planId: stage.planId, position: stage.position }, "stage lease expired; plan interrupted");
+          this.events.emit("stage:interrupted", stage);
         }
-      }
-      if (Date.now() - this.#lastPrune > 3600_000) {
-        this.#lastPrune = Date.now();
-        await pruneGenerationCounts(this.#db);
-      }
-    })()
+      })
       .catch((error: unknown) => this.#log.warn({ err: error }, "checking for expired leases failed"))
       .finally(() => (this.#reaping = undefined));
   }
 }
 
-/** The run of the stage `claimed` in the same write that finished `previous`. */
-function nextClaim(previous: ClaimedStage, plan: PlanState, claimed: { position: number; leaseToken: number }): ClaimedStage {
-  const stage = plan.stages[claimed.position]!;
-  const outputs: Record<string, JsonValue> = {};
-  for (const s of plan.stages) if (s.state === "succeeded" && s.output !== null) outputs[s.id] = s.output;
-  return { ...previous, position: stage.position, stageId: stage.id, attempts: stage.attempts, leaseToken: claimed.leaseToken, previous: outputs };
+/** Thrown to stage work that reports progress after its lease was lost. */
+class LeaseLostError extends Error {
+  override name = "LeaseLostError";
+  constructor() {
+    super("the lease on this stage was lost");
+  }
 }
 
 function abort(run: Run, reason: StopReason): void {

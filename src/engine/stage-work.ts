@@ -27,3 +27,15 @@ export type StageWork = (input: StageInput) => Promise<StageOutcome>;
 export type StageWorkResolver = (outcome: OutcomeId, stageId: string) => StageWork;
 /** Thrown by stage work to fail the stage with a clear `{type, message}` shown on the plan. */
 export class StageFailure extends Error { constructor(readonly type: string, message: string) { super(message); this.name = "StageFailure"; } }
+
+/** What a failed stage shows on its plan. */
+export interface StageErrorInfo {
+  type: string;
+  message: string;
+}
+
+/** The error a stage shows when its work threw something other than a StageFailure. */
+export const GENERIC_STAGE_ERROR: StageErrorInfo = {
+  type: "stage_failed",
+  message: "the stage failed unexpectedly; resume the plan to try again",
+};

@@ -2,8 +2,8 @@ import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
 import type { AppPart } from "../app.js";
 import type { Config } from "../config.js";
 import type { Store } from "../db/database.js";
-import { Notifier } from "../engine/notifier.js";
-import { PlanEvents } from "../engine/plan-events.js";
+import { Notifier } from "./notifier.js";
+import { PlanEvents } from "./plan-events.js";
 import { StageEngine } from "../engine/stage-engine.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Tracing } from "../observability/tracing.js";
@@ -12,6 +12,8 @@ import type { Logger } from "../observability/logger.js";
 import type { Authenticator } from "../server/access.js";
 import { executionRoutes } from "./execution-rest.js";
 import { executionService } from "./execution-service.js";
+import { PlanStageStore } from "./plan-stage-store.js";
+import { observeStageEngine } from "./stage-telemetry.js";
 
 export interface ExecutionsPartDeps {
   config: Config;
@@ -35,17 +37,15 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
   const events = new PlanEvents(store, logger);
   const notifier = new Notifier(store.db, logger);
   const engine = new StageEngine({
-    store,
+    store: new PlanStageStore(store, notifier),
     logger,
     instanceId: deps.instanceId,
     resolveWork: deps.stageWork,
-    notifier,
     concurrency: config.workerConcurrency,
     leaseMs: config.stageLeaseMs,
     stopGraceMs: Math.min(config.shutdownGraceMs, 10_000),
-    metrics: deps.metrics,
-    tracing: deps.tracing,
   });
+  observeStageEngine(engine, deps.metrics, deps.tracing);
   deps.metrics.onScrape(async () => {
     const row = await store.db
       .selectFrom("plan_stages")

@@ -4,7 +4,7 @@ import { jsonArrayFrom } from "kysely/helpers/postgres";
 import type { Database } from "../db/schema.js";
 import type { PlanRow, PlanStageRow } from "./executions.table.js";
 import { isOutcomeId, DEFAULT_OUTCOME } from "../api/outcomes.js";
-import type { PlanState, PlanStatus, StageRecord, StageState } from "../engine/plan-transitions.js";
+import type { PlanState, PlanStatus, StageRecord, StageState } from "./plan-transitions.js";
 
 /** NOTIFY channel: a plan changed; the payload is its id. Watchers listen. */
 export const PLAN_CHANGED_CHANNEL = "zero_plan_changed";

@@ -10,7 +10,7 @@ import pg from "pg";
 import { Pool } from "undici";
 import { ConsoleService } from "../../gen/zero/v1/console_pb.js";
 import { openStore } from "../../src/db/database.js";
-import { initialStages } from "../../src/engine/plan-transitions.js";
+import { initialStages } from "../../src/executions/plan-transitions.js";
 import { insertPlanWithinLimit } from "../../src/executions/plan-repository.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { benchDatabaseUrl } from "./support/postgres.js";

@@ -1,7 +1,8 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Notifier } from "../../src/engine/notifier.js";
+import { Notifier } from "../../src/executions/notifier.js";
 import { StageEngine } from "../../src/engine/stage-engine.js";
+import { PlanStageStore } from "../../src/executions/plan-stage-store.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
@@ -22,9 +23,8 @@ describe("lease fencing", () => {
     const work = new HeldWork();
     const logger = createLogger("silent");
     const engine = new StageEngine({
-      store: app.store,
+      store: new PlanStageStore(app.store, new Notifier(app.store.db, logger)),
       logger,
-      notifier: new Notifier(app.store.db, logger),
       instanceId: "ins_fenced",
       resolveWork: work.resolver,
       concurrency: 1,

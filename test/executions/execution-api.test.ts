@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { claimStages } from "../../src/engine/stage-queue.js";
+import { claimStages } from "../../src/executions/stage-queue.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { restApi, rpcApi, type ApiAnswer, type ExecutionApi } from "../support/execution-api.js";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Store } from "../../src/db/database.js";
-import { initialStages } from "../../src/engine/plan-transitions.js";
+import { initialStages } from "../../src/executions/plan-transitions.js";
 import { PlanInserter } from "../../src/executions/plan-inserter.js";
 import type { NewPlan } from "../../src/executions/plan-repository.js";
 import { startTestApp, type TestApp } from "../support/app.js";

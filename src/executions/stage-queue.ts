@@ -1,21 +1,8 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
+import type { StageClaim } from "../engine/stage-store.js";
 
-/** A stage this instance now holds, with what its work needs to run. */
-export interface ClaimedStage {
-  planId: string;
-  position: number;
-  stageId: string;
-  attempts: number;
-  /** The fencing token: every later write about this run presents it. */
-  leaseToken: number;
-  accountId: string;
-  goal: string;
-  outcome: string;
-  /** Outputs of the plan's succeeded stages, by stage id. */
-  previous: Record<string, JsonValue>;
-}
 
 /**
  * Claims up to `limit` stages waiting for a worker, oldest first. Rows other
@@ -23,7 +10,7 @@ export interface ClaimedStage {
  * of instances claim side by side and never the same stage. One statement:
  * the lease, a fresh fencing token and what the work needs, in one round trip.
  */
-export async function claimStages(db: Kysely<Database>, owner: string, limit: number, leaseMs: number): Promise<ClaimedStage[]> {
+export async function claimStages(db: Kysely<Database>, owner: string, limit: number, leaseMs: number): Promise<StageClaim[]> {
   const { rows } = await sql<{
     plan_id: string;
     position: number;

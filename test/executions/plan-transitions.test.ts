@@ -10,7 +10,7 @@ import {
   stageSucceeded,
   startsWork,
   type PlanState,
-} from "../../src/engine/plan-transitions.js";
+} from "../../src/executions/plan-transitions.js";
 
 function newPlan(outcome: "website" | "ebook" = "website"): PlanState {
   return newPlanState({ id: "pln_test", accountId: "acc_test", goal: "A site for my bakery", outcome, createdAt: new Date() });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Notifier } from "../../src/engine/notifier.js";
+import { Notifier } from "../../src/executions/notifier.js";
 import { PLAN_CHANGED_CHANNEL, STAGE_READY_CHANNEL } from "../../src/executions/plan-repository.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { startTestApp, type TestApp } from "../support/app.js";

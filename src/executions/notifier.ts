@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import { sql } from "kysely";
 import type { Database } from "../db/schema.js";
 import type { Logger } from "../observability/logger.js";
-import { PLAN_CHANGED_CHANNEL, STAGE_READY_CHANNEL } from "../executions/plan-repository.js";
+import { PLAN_CHANGED_CHANNEL, STAGE_READY_CHANNEL } from "./plan-repository.js";
 
 /**
  * Sends the engine's NOTIFYs after the writes they announce have committed,

@@ -1,5 +1,5 @@
 import type { Store } from "../db/database.js";
-import { PLAN_CHANGED_CHANNEL } from "../executions/plan-repository.js";
+import { PLAN_CHANGED_CHANNEL } from "./plan-repository.js";
 import type { Logger } from "../observability/logger.js";
 
 /**

@@ -1,15 +1,10 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { APPROVAL_STAGE, OUTCOME_STAGES, type OutcomeId } from "../api/outcomes.js";
-import type { StageOutcome } from "./stage-work.js";
+import type { StageErrorInfo, StageOutcome } from "../engine/stage-work.js";
 
 import type { PlanStatus, StageState } from "../api/plans.js";
 
 export type { PlanStatus, StageState };
-
-export interface StageErrorInfo {
-  type: string;
-  message: string;
-}
 
 /** A plan as the state machine sees it. */
 export interface PlanState {
@@ -49,12 +44,6 @@ export interface StageRecord {
 export const INTERRUPTED_ERROR: StageErrorInfo = {
   type: "interrupted",
   message: "the stage stopped because the worker running it went away; resume the plan to run it again",
-};
-
-/** The error a stage shows when its work threw something other than a StageFailure. */
-export const GENERIC_STAGE_ERROR: StageErrorInfo = {
-  type: "stage_failed",
-  message: "the stage failed unexpectedly; resume the plan to try again",
 };
 
 /** The stages of a new plan: the first running with attempts 1, the rest pending. */

@@ -1,0 +1,67 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import type { StageErrorInfo, StageOutcome } from "./stage-work.js";
+
+/** A stage an engine holds under a lease, with what its work needs to run. */
+export interface StageClaim {
+  /** The fencing token: unique per claim, and every later write about this run presents it. */
+  readonly leaseToken: number;
+  readonly planId: string;
+  /** The stage's place in its plan. */
+  readonly position: number;
+  readonly stageId: string;
+  /** 1 on the first run of this stage, +1 on each resume. */
+  readonly attempts: number;
+  readonly accountId: string;
+  readonly goal: string;
+  readonly outcome: string;
+  /** Outputs of the plan's succeeded stages, by stage id. */
+  readonly previous: Readonly<Record<string, JsonValue>>;
+}
+
+/** What a run reports about its stage. */
+export type StageChange =
+  | { kind: "progress"; fraction: number }
+  | { kind: "succeeded"; outcome: StageOutcome }
+  | { kind: "failed"; error: StageErrorInfo }
+  /** The instance is stopping: the stage goes back to the queue for another instance. */
+  | { kind: "released" };
+
+/**
+ * How a write went: applied, a no-op, refused because the lease is no longer
+ * this run's, or applied together with a claim on the stage it made ready.
+ */
+export type StageWrite = "written" | "unchanged" | "lost" | { next: StageClaim };
+
+/** A stage whose lease ran out and whose plan the store interrupted. */
+export interface InterruptedStage {
+  planId: string;
+  position: number;
+  stageId: string;
+  outcome: string;
+}
+
+/**
+ * Where stages wait, are leased and report back. The engine decides when to
+ * claim, renew, reap and write; the store decides how, and what a change
+ * means for the plan around the stage. Writes are fenced: a claim whose
+ * token is no longer current answers "lost" and changes nothing.
+ */
+export interface StageStore {
+  /** Calls `onReady` when a stage may be waiting; answers a function that stops listening. */
+  listenForReady(onReady: () => void): Promise<() => Promise<void>>;
+  /** Leases up to `limit` waiting stages to `owner`, oldest first, never one another owner holds. */
+  claim(owner: string, limit: number, leaseMs: number): Promise<StageClaim[]>;
+  /** Extends the live leases among `tokens`; answers the tokens still held. An expired lease is never extended. */
+  renew(tokens: readonly number[], leaseMs: number): Promise<ReadonlySet<number>>;
+  /**
+   * Applies a run's change under its fencing token. With `chainFor`, a stage
+   * the change makes ready is leased to that owner in the same write.
+   */
+  record(claim: StageClaim, change: StageChange, options?: { chainFor?: { owner: string; leaseMs: number } }): Promise<StageWrite>;
+  /** Interrupts up to `limit` stages whose lease expired: their worker died. */
+  interruptExpired(limit: number): Promise<InterruptedStage[]>;
+  /** True for errors that mean the store is away for now (worth retrying), not that a write is wrong. */
+  isUnavailable(error: unknown): boolean;
+  /** Waits until announcements of what was written have gone out. */
+  flush(): Promise<void>;
+}

@@ -1,0 +1,166 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import type { Kysely } from "kysely";
+import type { Store } from "../db/database.js";
+import { isDatabaseDown } from "../db/errors.js";
+import type { Database } from "../db/schema.js";
+import type { InterruptedStage, StageChange, StageClaim, StageStore, StageWrite } from "../engine/stage-store.js";
+import type { Notifier } from "./notifier.js";
+import { LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL, type SaveResult } from "./plan-repository.js";
+import { stageFailed, stageInterrupted, stageProgressed, stageReleased, stageSucceeded, type PlanState } from "./plan-transitions.js";
+import { claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases } from "./stage-queue.js";
+
+/**
+ * The stage engine's store for plans in Postgres: a stage is claimed with
+ * `FOR UPDATE SKIP LOCKED`, and each change a run reports becomes a plan
+ * transition, written under the plan's lock and the run's fencing token and
+ * announced (Notifier) once committed.
+ */
+export class PlanStageStore implements StageStore {
+  readonly #store: Store;
+  readonly #db: Kysely<Database>;
+  readonly #notifier: Notifier;
+  /**
+   * The plan as each run last wrote it, so the next write of that run can
+   * skip the locked read when nothing else touched the plan meanwhile.
+   */
+  readonly #written = new WeakMap<StageClaim, PlanState>();
+  #lastPrune = 0;
+
+  constructor(store: Store, notifier: Notifier) {
+    this.#store = store;
+    this.#db = store.db;
+    this.#notifier = notifier;
+  }
+
+  listenForReady(onReady: () => void): Promise<() => Promise<void>> {
+    return this.#store.listen(STAGE_READY_CHANNEL, onReady);
+  }
+
+  async claim(owner: string, limit: number, leaseMs: number): Promise<StageClaim[]> {
+    return claimStages(this.#db, owner, limit, leaseMs);
+  }
+
+  renew(tokens: readonly number[], leaseMs: number): Promise<ReadonlySet<number>> {
+    return renewLeases(this.#db, tokens, leaseMs);
+  }
+
+  async record(claim: StageClaim, change: StageChange, options: { chainFor?: { owner: string; leaseMs: number } } = {}): Promise<StageWrite> {
+    const transition = transitionFor(claim.position, change);
+    let saved: SaveResult | "unchanged";
+    try {
+      saved = await this.#write(claim, transition, options.chainFor);
+    } catch (error) {
+      // What was remembered may or may not have been written: read the plan afresh next time.
+      this.#written.delete(claim);
+      if (error instanceof LeaseLostError) return "lost";
+      throw error;
+    }
+    if (saved === "unchanged") return "unchanged";
+    this.#announce(saved);
+    if (!saved.claimed) return "written";
+    const next = nextClaim(claim, saved.plan, saved.claimed);
+    this.#written.set(next, saved.plan);
+    return { next };
+  }
+
+  /**
+   * Applies a transition to the plan of a run, under the plan's lock and the
+   * run's fencing token. With `chainFor`, a stage the transition makes ready
+   * is claimed for that owner in the same write.
+   */
+  async #write(
+    claim: StageClaim,
+    transition: (plan: PlanState) => PlanState,
+    chainFor: { owner: string; leaseMs: number } | undefined,
+  ): Promise<SaveResult | "unchanged"> {
+    const options = { fence: { position: claim.position, live: true }, claimFor: chainFor };
+    // The common case, one statement: nothing else touched the plan since this run last wrote it.
+    const cached = this.#written.get(claim);
+    if (cached) {
+      const after = transition(cached);
+      if (after === cached) return "unchanged";
+      const saved = await savePlan(this.#db, cached, after, { ...options, optimistic: true });
+      if (saved) {
+        this.#written.set(claim, saved.plan);
+        return saved;
+      }
+    }
+    const saved = await this.#db.transaction().execute(async (trx) => {
+      const before = await loadPlan(trx, claim.planId, { forUpdate: true });
+      const stage = before?.stages[claim.position];
+      if (!before || stage?.leaseToken !== claim.leaseToken) throw new LeaseLostError("lease lost");
+      const after = transition(before);
+      if (after === before) return "unchanged";
+      return savePlan(trx, before, after, options);
+    });
+    if (saved === "unchanged") this.#written.delete(claim);
+    else this.#written.set(claim, saved.plan);
+    return saved;
+  }
+
+  async interruptExpired(limit: number): Promise<InterruptedStage[]> {
+    const interrupted: InterruptedStage[] = [];
+    for (const lease of await findExpiredLeases(this.#db, limit)) {
+      const saved = await this.#db
+        .transaction()
+        .execute(async (trx) => {
+          const before = await loadPlan(trx, lease.planId, { forUpdate: true });
+          const stage = before?.stages[lease.position];
+          if (!before || stage?.leaseToken !== lease.leaseToken || stage.state !== "running") return undefined;
+          return savePlan(trx, before, stageInterrupted(before, lease.position), { fence: { position: lease.position, live: false } });
+        })
+        .catch((error: unknown) => {
+          if (error instanceof LeaseLostError) return undefined;
+          throw error;
+        });
+      if (!saved) continue;
+      this.#announce(saved);
+      const { plan } = saved;
+      interrupted.push({ planId: plan.id, position: lease.position, stageId: plan.stages[lease.position]?.id ?? "", outcome: plan.outcome });
+    }
+    if (Date.now() - this.#lastPrune > 3600_000) {
+      this.#lastPrune = Date.now();
+      await pruneGenerationCounts(this.#db);
+    }
+    return interrupted;
+  }
+
+  isUnavailable(error: unknown): boolean {
+    return isDatabaseDown(error);
+  }
+
+  flush(): Promise<void> {
+    return this.#notifier.flush();
+  }
+
+  #announce(saved: SaveResult): void {
+    this.#notifier.planChanged(saved.plan.id);
+    if (saved.wake) this.#notifier.stageReady();
+  }
+}
+
+/** The plan transition a run's change stands for. */
+function transitionFor(position: number, change: StageChange): (plan: PlanState) => PlanState {
+  switch (change.kind) {
+    case "progress":
+      return (plan) => {
+        const next = stageProgressed(plan, position, change.fraction);
+        // Only whole percentage points are worth a write and a notification.
+        return next.progress === plan.progress ? plan : next;
+      };
+    case "succeeded":
+      return (plan) => stageSucceeded(plan, position, change.outcome);
+    case "failed":
+      return (plan) => stageFailed(plan, position, change.error);
+    case "released":
+      return (plan) => stageReleased(plan, position);
+  }
+}
+
+/** The claim on the stage `claimed` in the same write that finished `previous`. */
+function nextClaim(previous: StageClaim, plan: PlanState, claimed: { position: number; leaseToken: number }): StageClaim {
+  const stage = plan.stages[claimed.position]!;
+  const outputs: Record<string, JsonValue> = {};
+  for (const s of plan.stages) if (s.state === "succeeded" && s.output !== null) outputs[s.id] = s.output;
+  return { ...previous, position: stage.position, stageId: stage.id, attempts: stage.attempts, leaseToken: claimed.leaseToken, previous: outputs };
+}
