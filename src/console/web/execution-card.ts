@@ -1,0 +1,130 @@
+import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
+import { h } from "./dom.js";
+import { timeElement } from "./format.js";
+import { outcomeLabel, stageStateLabel, statusLabel } from "./labels.js";
+
+/** What a card's buttons do; the view carries them out. */
+export interface PlanActions {
+  /** Approves the stage waiting at the gate: `gateId` when the plan names it. */
+  approve(plan: Plan, gateId: string | undefined, button: HTMLButtonElement, error: HTMLElement): void;
+  /** Resumes a failed or interrupted plan. */
+  resume(plan: Plan, button: HTMLButtonElement, error: HTMLElement): void;
+}
+
+/** One plan as a list item: its title, status, progress and stages, and what can be done with it. */
+export function planCard(plan: Plan, actions: PlanActions): HTMLElement {
+  const titleId = `plan-${plan.id}-title`;
+  const title = plan.project?.name || shortGoal(plan);
+  return h(
+    "li",
+    { class: `execution status-${plan.status}`, "data-plan-id": plan.id },
+    h(
+      "article",
+      { "aria-labelledby": titleId },
+      cardHead(plan, titleId, title),
+      cardMeta(plan),
+      progressRow(plan, title),
+      stageList(plan),
+      plan.warning ? h("p", { class: "notice notice-warn" }, plan.warning) : null,
+      failureNotice(plan),
+      planActions(plan, actions),
+    ),
+  );
+}
+
+export function shortGoal(plan: Plan): string {
+  const goal = plan.goal.trim();
+  return goal.length > 80 ? `${goal.slice(0, 79)}…` : goal;
+}
+
+function cardHead(plan: Plan, titleId: string, title: string): HTMLElement {
+  return h(
+    "div",
+    { class: "execution-head" },
+    h("div", { class: "execution-title" }, h("h3", { id: titleId }, title), plan.project?.name ? h("p", { class: "goal" }, plan.goal) : null),
+    h("span", { class: `status status-${plan.status}` }, statusLabel(plan.status)),
+  );
+}
+
+function cardMeta(plan: Plan): HTMLElement {
+  return h(
+    "p",
+    { class: "meta" },
+    h("span", {}, outcomeLabel(plan.outcome)),
+    h("span", {}, "Started ", timeElement(plan.createdAt)),
+    h("span", {}, "Updated ", timeElement(plan.updatedAt)),
+    h("code", { class: "plan-id" }, plan.id),
+  );
+}
+
+function progressRow(plan: Plan, title: string): HTMLElement {
+  return h(
+    "div",
+    { class: "progress-row" },
+    h("progress", { id: `plan-${plan.id}-progress`, max: 100, value: plan.progress, "aria-label": `Progress of ${title}` }),
+    h("span", { class: "progress-value" }, `${plan.progress}%`),
+  );
+}
+
+function stageList(plan: Plan): HTMLElement {
+  return h(
+    "ol",
+    { class: "stages", "aria-label": "Stages" },
+    ...plan.stages.map((stage) =>
+      h(
+        "li",
+        { class: `stage stage-${stage.state}` },
+        h("span", { class: "stage-dot", "aria-hidden": "true" }),
+        h("span", { class: "stage-title" }, stage.title || stage.id),
+        h("span", { class: "sr-only" }, `: ${stageStateLabel(stage.state)}`),
+      ),
+    ),
+  );
+}
+
+function failureNotice(plan: Plan): HTMLElement | null {
+  const failedStage = plan.stages.find((s) => s.state === "failed");
+  return failedStage?.error ? h("p", { class: "notice notice-error" }, `${failedStage.title || failedStage.id} failed: ${failedStage.error.message}`) : null;
+}
+
+function planActions(plan: Plan, actions: PlanActions): HTMLElement | null {
+  const error = h("p", { class: "form-error", role: "alert", hidden: true });
+  const buttons: HTMLElement[] = [];
+  if (plan.status === "awaiting_approval") {
+    const gateId = plan.stages.find((s) => s.state === "awaiting_approval")?.id;
+    const approve = h("button", { type: "button", class: "button primary small", "data-focus-key": "approve" }, "Approve and publish");
+    approve.addEventListener("click", () => actions.approve(plan, gateId, approve, error));
+    buttons.push(approve);
+  } else if (plan.resumable && (plan.status === "failed" || plan.status === "interrupted")) {
+    const retry = h("button", { type: "button", class: "button small", "data-focus-key": "resume" }, "Resume");
+    retry.addEventListener("click", () => actions.resume(plan, retry, error));
+    buttons.push(retry);
+  }
+  const preview = safeUrl(plan.previewUrl);
+  const published = safeUrl(plan.publishedUrl);
+  if (preview) buttons.push(externalLink(preview, "Open preview", "preview"));
+  if (published) buttons.push(externalLink(published, plan.outcome === "ebook" ? "Open published ebook" : "Open published site", "published"));
+  if (buttons.length === 0) return null;
+  return h("div", { class: "execution-actions" }, h("div", { class: "actions" }, ...buttons), error);
+}
+
+/** Only web links from the service become links: never `javascript:` or other schemes. */
+function safeUrl(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  try {
+    const url = new URL(value, window.location.origin);
+    return url.protocol === "https:" || url.protocol === "http:" ? url.href : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function externalLink(href: string, label: string, focusKey: string): HTMLAnchorElement {
+  return h(
+    "a",
+    { class: "button small", href, target: "_blank", rel: "noopener noreferrer", "data-focus-key": focusKey },
+    label,
+    h("span", { class: "sr-only" }, " (opens in a new tab)"),
+    h("span", { class: "external", "aria-hidden": "true" }, " ↗"),
+  );
+}

@@ -1,0 +1,70 @@
+import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
+import { h } from "./dom.js";
+import { planCard, shortGoal, type PlanActions } from "./execution-card.js";
+import { statusLabel } from "./labels.js";
+import type { ViewContext } from "./view.js";
+
+/** The "Recent executions" list: one card per plan, newest first, each updated in place. */
+export class ExecutionList {
+  readonly title = h("h2", { id: "executions-title", tabindex: "-1" }, "Recent executions");
+  readonly status = h("p", { class: "muted empty", role: "status" }, "Loading executions…");
+  readonly element = h("ol", { class: "executions", "aria-labelledby": "executions-title" });
+  readonly #plans = new Map<string, Plan>();
+  readonly #cards = new Map<string, HTMLElement>();
+  readonly #context: ViewContext;
+  readonly #actions: PlanActions;
+  #loaded = false;
+
+  constructor(context: ViewContext, actions: PlanActions) {
+    this.#context = context;
+    this.#actions = actions;
+  }
+
+  ids(): string[] {
+    return [...this.#plans.keys()];
+  }
+
+  plans(): Plan[] {
+    return [...this.#plans.values()];
+  }
+
+  /** Adds or updates one plan's card in place, keeping focus where it was. */
+  upsert(plan: Plan, index?: number): void {
+    const previous = this.#plans.get(plan.id);
+    this.#plans.set(plan.id, plan);
+    const old = this.#cards.get(plan.id);
+    const focusKey = old?.contains(document.activeElement) ? (document.activeElement as HTMLElement).dataset.focusKey : undefined;
+    const card = planCard(plan, this.#actions);
+    this.#cards.set(plan.id, card);
+    const list = this.element;
+    if (old) old.replaceWith(card);
+    else list.insertBefore(card, list.children[index ?? 0] ?? null);
+    if (index !== undefined && list.children[index] !== card) list.insertBefore(card, list.children[index] ?? null);
+    if (focusKey) card.querySelector<HTMLElement>(`[data-focus-key="${focusKey}"]`)?.focus();
+    if (previous && previous.status !== plan.status) this.#context.announce(`${shortGoal(plan)}: ${statusLabel(plan.status)}`);
+    if (this.#loaded) this.#drawEmpty();
+  }
+
+  remove(id: string): void {
+    this.#plans.delete(id);
+    this.#cards.get(id)?.remove();
+    this.#cards.delete(id);
+  }
+
+  /** The whole list has arrived once: from now on an empty list says so. */
+  loaded(): void {
+    this.#loaded = true;
+    this.#drawEmpty();
+  }
+
+  /** Shows why the list could not load, in place of it. */
+  showProblem(message: string): void {
+    this.status.hidden = false;
+    this.status.textContent = message;
+  }
+
+  #drawEmpty(): void {
+    this.status.hidden = this.#plans.size > 0;
+    this.status.textContent = this.#plans.size > 0 ? "" : "No executions yet. Describe a goal above to start one.";
+  }
+}

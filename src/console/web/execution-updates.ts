@@ -1,0 +1,154 @@
+import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
+import { errorMessage, executionsApi, isSignedOut, isUnimplemented } from "./api.js";
+import type { ExecutionList } from "./execution-list.js";
+import type { ViewContext } from "./view.js";
+
+/**
+ * Browsers open at most six HTTP/1.1 connections per origin, and each
+ * WatchExecution stream holds one; the rest of the running plans are polled.
+ */
+const MAX_STREAMS = 2;
+const POLL_MS = 3000;
+
+/** Keeps the list current: a WatchExecution stream for a few running plans, polling for the rest. */
+export class ExecutionUpdates {
+  readonly #list: ExecutionList;
+  readonly #context: ViewContext;
+  readonly #onUnimplemented: () => void;
+  readonly #watches: PlanWatches;
+  #stopped = false;
+  #pollTimer: number | undefined;
+  readonly #onVisible = (): void => {
+    if (document.visibilityState === "visible") void this.refresh();
+  };
+
+  /** `onUnimplemented`: this server does not run executions at all. */
+  constructor(list: ExecutionList, context: ViewContext, onUnimplemented: () => void) {
+    this.#list = list;
+    this.#context = context;
+    this.#onUnimplemented = onUnimplemented;
+    this.#watches = new PlanWatches(context, {
+      onPlan: (plan) => list.upsert(plan),
+      onEnded: () => void this.refresh(),
+    });
+  }
+
+  start(): void {
+    void this.refresh();
+    document.addEventListener("visibilitychange", this.#onVisible);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    window.clearTimeout(this.#pollTimer);
+    document.removeEventListener("visibilitychange", this.#onVisible);
+    this.#watches.stop();
+  }
+
+  /** Loads the list afresh, then decides what to watch and whether to poll again. */
+  async refresh(): Promise<void> {
+    if (this.#stopped) return;
+    window.clearTimeout(this.#pollTimer);
+    try {
+      const response = await executionsApi.listExecutions({});
+      if (this.#stopped) return;
+      this.#show(response.plans);
+    } catch (error) {
+      if (this.#stopped) return;
+      if (isSignedOut(error)) return this.#context.signedOut();
+      if (isUnimplemented(error)) {
+        this.#list.showProblem("This server does not run executions yet.");
+        this.#onUnimplemented();
+        return;
+      }
+      this.#list.showProblem(`Could not load executions: ${errorMessage(error)}`);
+    }
+    this.schedulePoll();
+  }
+
+  /** Polls only while some running plan is not followed by a stream. */
+  schedulePoll(): void {
+    window.clearTimeout(this.#pollTimer);
+    if (this.#stopped) return;
+    const running = this.#list.plans().filter(isLive);
+    this.#watches.sync(running);
+    const unwatched = running.some((p) => !this.#watches.has(p.id));
+    if (unwatched && document.visibilityState === "visible") this.#pollTimer = window.setTimeout(() => void this.refresh(), POLL_MS);
+  }
+
+  #show(plans: Plan[]): void {
+    const fresh = new Set(plans.map((p) => p.id));
+    for (const id of this.#list.ids()) {
+      if (!fresh.has(id)) {
+        this.#list.remove(id);
+        this.#watches.unwatch(id);
+      }
+    }
+    // Newest first, as the service orders them.
+    plans.forEach((plan, index) => this.#list.upsert(plan, index));
+    this.#list.loaded();
+  }
+}
+
+/** One WatchExecution stream per followed plan, at most MAX_STREAMS at once. */
+class PlanWatches {
+  readonly #streams = new Map<string, AbortController>();
+  readonly #context: ViewContext;
+  readonly #handlers: { onPlan(plan: Plan): void; onEnded(): void };
+  #unsupported = false;
+  /** After a stream fails, polling alone for a while, so a failing server is not hammered with reconnects. */
+  #pausedUntil = 0;
+  #stopped = false;
+
+  constructor(context: ViewContext, handlers: { onPlan(plan: Plan): void; onEnded(): void }) {
+    this.#context = context;
+    this.#handlers = handlers;
+  }
+
+  has(id: string): boolean {
+    return this.#streams.has(id);
+  }
+
+  /** Opens streams for running plans not yet followed, while there is room. */
+  sync(running: Plan[]): void {
+    if (this.#unsupported || Date.now() < this.#pausedUntil) return;
+    for (const plan of running) {
+      if (this.#streams.size >= MAX_STREAMS) break;
+      if (!this.#streams.has(plan.id)) void this.#watch(plan.id);
+    }
+  }
+
+  unwatch(id: string): void {
+    this.#streams.get(id)?.abort();
+    this.#streams.delete(id);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    for (const controller of this.#streams.values()) controller.abort();
+    this.#streams.clear();
+  }
+
+  async #watch(id: string): Promise<void> {
+    const controller = new AbortController();
+    this.#streams.set(id, controller);
+    try {
+      for await (const update of executionsApi.watchExecution({ id }, { signal: controller.signal })) {
+        if (update.plan) this.#handlers.onPlan(update.plan);
+      }
+    } catch (error) {
+      if (controller.signal.aborted || this.#stopped) return;
+      if (isSignedOut(error)) return this.#context.signedOut();
+      if (isUnimplemented(error)) this.#unsupported = true;
+      else this.#pausedUntil = Date.now() + 3 * POLL_MS;
+    } finally {
+      if (this.#streams.get(id) === controller) this.#streams.delete(id);
+    }
+    // The stream ended (the plan stopped at the gate, ended, or the server let go): catch up and re-plan.
+    if (!this.#stopped) this.#handlers.onEnded();
+  }
+}
+
+function isLive(plan: Plan): boolean {
+  return plan.status === "running";
+}

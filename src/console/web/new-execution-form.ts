@@ -1,0 +1,107 @@
+import type { GetCapabilitiesResponse } from "../../../gen/zero/v1/capabilities_pb.js";
+import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
+import { errorMessage, executionsApi, isSignedOut } from "./api.js";
+import { h, setBusy, showError } from "./dom.js";
+import { outcomeLabel } from "./labels.js";
+import type { ViewContext } from "./view.js";
+
+interface GoalLimits {
+  min: number;
+  max: number;
+}
+
+/** The start form's controls, and the goal limits it checks (the server's, once the capabilities arrive). */
+export interface StartForm {
+  form: HTMLFormElement;
+  goal: HTMLTextAreaElement;
+  goalHint: HTMLElement;
+  outcome: HTMLSelectElement;
+  error: HTMLElement;
+  limits: GoalLimits;
+}
+
+/** The "Start an execution" form; `onStarted` runs once the service has created the plan. */
+export function newExecutionForm(context: ViewContext, onStarted: (plan: Plan | undefined) => Promise<void>): StartForm {
+  const start = startForm({ min: 8, max: 2000 });
+  // Enter makes a new line in the goal; Ctrl+Enter (⌘+Enter) starts the execution, as in most editors.
+  start.goal.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      start.form.requestSubmit();
+    }
+  });
+  start.form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    await submitStart(start, context, onStarted);
+  });
+  return start;
+}
+
+/** Narrows the form to what this server allows: its goal limits, and only the outcomes it can make. */
+export function applyCapabilities(start: StartForm, caps: GetCapabilitiesResponse): void {
+  if (caps.limits && caps.limits.goalMaxLength > 0) {
+    start.limits = { min: caps.limits.goalMinLength, max: caps.limits.goalMaxLength };
+    start.goal.minLength = start.limits.min;
+    start.goal.maxLength = start.limits.max;
+    start.goalHint.textContent = goalHint(start.limits);
+  }
+  const { outcome } = start;
+  for (const option of Array.from(outcome.options)) {
+    const known = caps.outcomes.find((o) => o.id === option.value);
+    const unavailable = caps.unavailable.includes(option.value) || (known !== undefined && !known.available);
+    option.disabled = unavailable;
+    option.textContent = `${outcomeLabel(option.value)}${unavailable ? " (not available here)" : ""}`;
+  }
+  if (outcome.selectedOptions[0]?.disabled) {
+    const firstAvailable = Array.from(outcome.options).find((o) => !o.disabled);
+    if (firstAvailable) outcome.value = firstAvailable.value;
+  }
+}
+
+function startForm(limits: GoalLimits): StartForm {
+  const goal = h("textarea", { id: "goal", name: "goal", rows: 3, required: true, minlength: limits.min, maxlength: limits.max, "aria-describedby": "goal-hint" });
+  const goalHintElement = h("p", { class: "hint", id: "goal-hint" }, goalHint(limits));
+  const outcome = h(
+    "select",
+    { id: "outcome", name: "outcome" },
+    h("option", { value: "website", selected: true }, "Website"),
+    h("option", { value: "ebook" }, "Ebook"),
+  );
+  const error = h("p", { class: "form-error", role: "alert", hidden: true });
+  const form = h(
+    "form",
+    { class: "start-form", "aria-labelledby": "start-title" },
+    h("div", { class: "field grow" }, h("label", { for: "goal" }, "Goal"), goal, goalHintElement),
+    h("div", { class: "field" }, h("label", { for: "outcome" }, "Outcome"), outcome),
+    error,
+    h("div", { class: "actions" }, h("button", { type: "submit", class: "button primary" }, "Start execution")),
+  );
+  return { form, goal, goalHint: goalHintElement, outcome, error, limits };
+}
+
+function goalHint(limits: GoalLimits): string {
+  return `Describe what you want in plain language, ${limits.min} to ${limits.max} characters. Ctrl+Enter starts it.`;
+}
+
+async function submitStart(start: StartForm, context: ViewContext, onStarted: (plan: Plan | undefined) => Promise<void>): Promise<void> {
+  showError(start.error, undefined);
+  const text = start.goal.value.trim();
+  const length = [...text].length;
+  const { min, max } = start.limits;
+  if (length < min || length > max) {
+    showError(start.error, `The goal must be ${min} to ${max} characters (it has ${length}).`);
+    start.goal.focus();
+    return;
+  }
+  setBusy(start.form, true);
+  try {
+    const response = await executionsApi.createExecution({ goal: text, outcome: start.outcome.value });
+    start.form.reset();
+    await onStarted(response.plan);
+  } catch (error) {
+    if (isSignedOut(error)) return context.signedOut();
+    showError(start.error, errorMessage(error));
+  } finally {
+    setBusy(start.form, false);
+  }
+}
