@@ -1,30 +1,23 @@
 import os from "node:os";
 import { randomBytes } from "node:crypto";
-import type { DescService } from "@bufbuild/protobuf";
-import type { ConnectRouter } from "@connectrpc/connect";
-import { CapabilitiesService } from "../gen/zero/v1/capabilities_pb.js";
-import { capabilitiesRoutes } from "./capabilities/capabilities-rest.js";
 import { SERVICE_VERSION } from "./api/limits.js";
-import { capabilitiesService } from "./capabilities/capabilities-service.js";
-import type { Config } from "./config.js";
-import { openStore, type Store } from "./db/database.js";
-import { createLogger, type Logger } from "./observability/logger.js";
-import { createApiKeyCache } from "./auth/api-key-cache.js";
-import { createAuthenticator } from "./auth/authenticator.js";
+import { authPart } from "./auth/auth-part.js";
+import { capabilitiesPart } from "./capabilities/capabilities-part.js";
 import { chatPart } from "./chat/chat-part.js";
+import type { Config } from "./config.js";
+import { consolePart } from "./console/console-part.js";
+import { openStore, type Store } from "./db/database.js";
 import type { StageWorkResolver } from "./engine/stage-work.js";
 import { executionsPart } from "./executions/executions-part.js";
-import { createArtifactStore, createStageWork, outcomesPart } from "./outcomes/index.js";
-import { ConsoleService } from "../gen/zero/v1/console_pb.js";
-import { consoleService } from "./console/console-service.js";
-import { consoleRoutes } from "./console/console-routes.js";
-import type { Authenticator } from "./server/access.js";
-import { createHttpHandler } from "./server/http-handler.js";
-import { ServiceError } from "./server/errors.js";
+import { createLogger, type Logger } from "./observability/logger.js";
 import { createMetrics, type Metrics } from "./observability/metrics.js";
 import { createTracing } from "./observability/tracing.js";
+import { outcomesPart } from "./outcomes/outcomes-part.js";
+import type { AppPart } from "./server/app-part.js";
+import { ServiceError } from "./server/errors.js";
+import { createHttpHandler } from "./server/http-handler.js";
 import { createListener, type RequestListener } from "./server/listener.js";
-import { RestRouter, sendError } from "./server/rest.js";
+import { sendError } from "./server/rest.js";
 import { withoutTrailingSlashes } from "./strings.js";
 
 /** A running service: one port, one database, its background workers. */
@@ -48,20 +41,6 @@ export interface AppOptions {
   pgliteTemplate?: Blob;
   /** The work of each plan stage. Tests pass instant, slow or failing work; by default the outcomes' own. */
   stageWork?: StageWorkResolver;
-}
-
-/**
- * What one capability adds to the server. Each capability folder exports a
- * function that builds its part from explicit dependencies.
- */
-export interface AppPart {
-  services?: readonly DescService[];
-  registerServices?: (router: ConnectRouter) => void;
-  registerRoutes?: (router: RestRouter) => void;
-  /** Background work started after the port is listening. */
-  start?: () => Promise<void> | void;
-  /** Stopped after the port stops accepting, before the database closes. */
-  stop?: () => Promise<void> | void;
 }
 
 /** Builds and starts the whole service. Tests call this to get the real thing on port 0. */
@@ -104,46 +83,23 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
   }
   config = withBoundPort(config, bound.port);
 
-  const apiKeys = createApiKeyCache(store, logger);
-  const authenticator: Authenticator = createAuthenticator({ db: store.db, config, apiKeys });
-  const capabilities = capabilitiesService(config);
+  const auth = authPart({ config, store, logger });
   // The chat router is also what the stage writers reach the model through.
-  const chat = chatPart({ config, store, logger, authenticator, metrics, tracing });
-  const artifacts = createArtifactStore(config);
+  const chat = chatPart({ config, store, logger, authenticator: auth.authenticator, metrics, tracing });
+  const outcomes = outcomesPart({ config, chat: chat.chat, logger });
   const parts: AppPart[] = [
-    { start: () => apiKeys.start(), stop: () => apiKeys.stop() },
-    {
-      services: [CapabilitiesService],
-      registerServices: (router) => router.service(CapabilitiesService, capabilities),
-      registerRoutes: (router) => capabilitiesRoutes(router, capabilities, authenticator),
-    },
-    {
-      services: [ConsoleService],
-      registerServices: (router) => router.service(ConsoleService, consoleService({ db: store.db, config, apiKeys })),
-      registerRoutes: (router) => consoleRoutes(router, { publicUrl: config.publicUrl, logger }),
-    },
+    auth,
+    capabilitiesPart(config),
+    consolePart({ publicUrl: config.publicUrl, logger }),
     chat,
-    executionsPart({
-      config,
-      store,
-      logger,
-      instanceId,
-      authenticator,
-      metrics,
-      tracing,
-      stageWork: options.stageWork ?? createStageWork({ config, chat: chat.chat, artifacts, logger: logger.child({ component: "outcomes" }) }),
-    }),
-    outcomesPart(artifacts),
+    executionsPart({ config, store, logger, instanceId, metrics, tracing, stageWork: options.stageWork ?? outcomes.stageWork }),
+    outcomes,
   ];
 
-  const rest = new RestRouter();
-  for (const part of parts) part.registerRoutes?.(rest);
   handler = createHttpHandler({
     logger,
-    authenticator,
-    services: parts.flatMap((p) => p.services ?? []),
-    registerServices: (router) => parts.forEach((p) => p.registerServices?.(router)),
-    rest,
+    authenticator: auth.authenticator,
+    parts,
     ping: () => store.ping(),
     shutdownSignal: shutdown.signal,
     metrics,

@@ -1,6 +1,7 @@
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { AccountDailyCap } from "./account-daily-cap.js";
-import type { AppPart } from "../app.js";
+import type { AppPart } from "../server/app-part.js";
+import { bindService } from "../server/rpc-pipeline.js";
 import type { Config } from "../config.js";
 import type { Store } from "../db/database.js";
 import type { Logger } from "../observability/logger.js";
@@ -60,9 +61,8 @@ export function chatPart(deps: ChatPartDeps): ChatPart {
   const sweep = () => idempotency.sweep().catch((error: unknown) => log.warn({ err: error }, "idempotency sweep failed"));
   return {
     chat: router,
-    services: [ChatService],
-    registerServices: (connect) => connect.service(ChatService, chatService({ router, idempotency })),
-    registerRoutes: (rest) => chatRoutes(rest, { router, idempotency, authenticator: deps.authenticator }),
+    services: [bindService(ChatService, chatService({ router, idempotency }))],
+    routes: (rest) => chatRoutes(rest, { router, idempotency, authenticator: deps.authenticator }),
     async start() {
       await pool.start();
       void sweep();

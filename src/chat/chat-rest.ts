@@ -3,9 +3,9 @@ import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { CHAT_ALIAS } from "../api/model.js";
 import { accessRule, type Authenticator } from "../server/access.js";
 import type { Principal } from "../server/context.js";
-import { openAiErrorBody, ServiceError, toServiceError } from "../server/errors.js";
+import { ServiceError } from "../server/errors.js";
 import { requestInfo } from "../server/request-info.js";
-import { readJsonBody, sendJson, type NodeRequest, type NodeResponse, type RestExchange, type RestRouter } from "../server/rest.js";
+import { readJsonBody, renderError, sendError, sendJson, type NodeRequest, type NodeResponse, type RestExchange, type RestRouter } from "../server/rest.js";
 import { parseChatRequest } from "./chat-request.js";
 import type { ChatRequest, ChatRouter } from "./chat-router.js";
 import { completeIdempotently } from "./idempotent-completion.js";
@@ -42,7 +42,7 @@ export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
       principal = await authenticateBearer(exchange, deps.authenticator);
       request = parseChatRequest(await readJsonBody(req, { maxBytes: MAX_BODY_BYTES }));
     } catch (error) {
-      sendOpenAiError(req, res, error);
+      sendError(res, error, req);
       return;
     }
     // The client hanging up aborts the upstream request at once.
@@ -70,7 +70,7 @@ export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
       });
       res.end(result.json);
     } catch (error) {
-      if (!abort.signal.aborted) sendOpenAiError(req, res, error);
+      if (!abort.signal.aborted) sendError(res, error, req);
     }
   });
 }
@@ -86,7 +86,7 @@ function modelRoutes(rest: RestRouter, deps: ChatRestDeps): void {
     try {
       await authenticateBearer(exchange, deps.authenticator);
     } catch (error) {
-      sendOpenAiError(exchange.req, exchange.res, error);
+      sendError(exchange.res, error, exchange.req);
       return;
     }
     sendJson(exchange.res, 200, body);
@@ -123,8 +123,7 @@ async function streamCompletion(
     }
   } catch (error) {
     if (signal.aborted) return;
-    const serviceError = toServiceError(error, (cause) => requestInfo(req)?.log.error({ err: cause }, "unexpected error"));
-    out.write(`data: ${JSON.stringify(openAiErrorBody(serviceError))}\n\n`);
+    out.write(`data: ${JSON.stringify(renderError(error, req).body)}\n\n`);
   }
   if (!signal.aborted) out.end("data: [DONE]\n\n");
 }
@@ -178,14 +177,4 @@ async function authenticateBearer(exchange: RestExchange, authenticator: Authent
     }
     throw error;
   }
-}
-
-/** Any error in OpenAI's shape; unexpected ones are logged and shown as a bare `internal`. */
-function sendOpenAiError(req: NodeRequest, res: NodeResponse, error: unknown): void {
-  const serviceError = toServiceError(error, (cause) => requestInfo(req)?.log.error({ err: cause }, "unexpected error"));
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  sendJson(res, serviceError.status, openAiErrorBody(serviceError), serviceError.metadata);
 }

@@ -1,5 +1,4 @@
 import { create, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
 import {
   CreateExecutionRequestSchema,
   ExecutionService,
@@ -7,17 +6,17 @@ import {
   ListExecutionsRequestSchema,
   ResumeExecutionRequestSchema,
 } from "../../gen/zero/v1/execution_pb.js";
-import type { Authenticator } from "../server/access.js";
 import { invalidRequest } from "../server/errors.js";
 import { restJson } from "../server/json.js";
-import { callUnary, decodeRequest, readJsonBody, sendJson, type RestRouter } from "../server/rest.js";
+import { decodeRequest, readJsonBody, sendJson, type RestRouter } from "../server/rest.js";
+import type { RestRpc } from "../server/rpc-pipeline.js";
 
 /**
  * `POST /api/execution` and `GET /api/execution`: the REST view of
  * ExecutionService. The body picks the RPC (a `planId` means a resume); the
- * same authorization and service functions run as for the RPCs.
+ * same pipeline runs as for the RPCs.
  */
-export function executionRoutes(router: RestRouter, impl: ServiceImpl<typeof ExecutionService>, authenticator: Authenticator): void {
+export function executionRoutes(router: RestRouter, rpc: RestRpc): void {
   const methods = ExecutionService.method;
 
   router.add("POST", "/api/execution", async (exchange) => {
@@ -33,40 +32,30 @@ export function executionRoutes(router: RestRouter, impl: ServiceImpl<typeof Exe
     const fields = isObject(body) ? body : undefined;
     const planId = fields?.planId ?? fields?.plan_id;
 
-    if (planId !== undefined && planId !== null && planId !== "") {
-      const { response, context } = await callUnary(
-        exchange,
-        authenticator,
-        methods.resumeExecution,
-        (_, ctx) => impl.resumeExecution(decodeRequest(ResumeExecutionRequestSchema, resumeFields(fields!)), ctx),
-        create(ResumeExecutionRequestSchema),
-      );
-      sendJson(exchange.res, 202, restJson(methods.resumeExecution.output, response), context.responseHeader);
+    if (fields && planId !== undefined && planId !== null && planId !== "") {
+      const method = methods.resumeExecution;
+      const { message, responseHeader } = await rpc.call(exchange, method, () => decodeRequest(ResumeExecutionRequestSchema, resumeFields(fields)));
+      sendJson(exchange.res, 202, restJson(method.output, message), responseHeader);
       return;
     }
-    const { response, context } = await callUnary(
-      exchange,
-      authenticator,
-      methods.createExecution,
-      (_, ctx) => {
-        if (bodyError !== undefined) throw bodyError;
-        if (!fields) throw invalidRequest("the body must be a JSON object");
-        return impl.createExecution(decodeRequest(CreateExecutionRequestSchema, createFields(fields)), ctx);
-      },
-      create(CreateExecutionRequestSchema),
-    );
-    sendJson(exchange.res, 202, restJson(methods.createExecution.output, response), context.responseHeader);
+    const method = methods.createExecution;
+    const { message, responseHeader } = await rpc.call(exchange, method, () => {
+      if (bodyError !== undefined) throw bodyError;
+      if (!fields) throw invalidRequest("the body must be a JSON object");
+      return decodeRequest(CreateExecutionRequestSchema, createFields(fields));
+    });
+    sendJson(exchange.res, 202, restJson(method.output, message), responseHeader);
   });
 
   router.add("GET", "/api/execution", async (exchange) => {
     const id = exchange.url.searchParams.get("id");
     if (id) {
-      const { response } = await callUnary(exchange, authenticator, methods.getExecution, impl.getExecution, create(GetExecutionRequestSchema, { id }));
-      sendJson(exchange.res, 200, restJson(methods.getExecution.output, response));
+      const { message } = await rpc.call(exchange, methods.getExecution, () => create(GetExecutionRequestSchema, { id }));
+      sendJson(exchange.res, 200, restJson(methods.getExecution.output, message));
       return;
     }
-    const { response } = await callUnary(exchange, authenticator, methods.listExecutions, impl.listExecutions, create(ListExecutionsRequestSchema));
-    sendJson(exchange.res, 200, restJson(methods.listExecutions.output, response));
+    const { message } = await rpc.call(exchange, methods.listExecutions, () => create(ListExecutionsRequestSchema));
+    sendJson(exchange.res, 200, restJson(methods.listExecutions.output, message));
   });
 }
 

@@ -1,5 +1,6 @@
 import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
-import type { AppPart } from "../app.js";
+import type { AppPart } from "../server/app-part.js";
+import { bindService } from "../server/rpc-pipeline.js";
 import type { Config } from "../config.js";
 import type { Store } from "../db/database.js";
 import { Notifier } from "./notifier.js";
@@ -9,7 +10,6 @@ import type { Metrics } from "../observability/metrics.js";
 import type { Tracing } from "../observability/tracing.js";
 import type { StageWorkResolver } from "../engine/stage-work.js";
 import type { Logger } from "../observability/logger.js";
-import type { Authenticator } from "../server/access.js";
 import { executionRoutes } from "./execution-rest.js";
 import { executionService } from "./execution-service.js";
 import { PlanStageStore } from "./plan-stage-store.js";
@@ -20,7 +20,6 @@ export interface ExecutionsPartDeps {
   store: Store;
   logger: Logger;
   instanceId: string;
-  authenticator: Authenticator;
   /** The work of each stage; the engine runs whatever it is given. */
   stageWork: StageWorkResolver;
   metrics: Metrics;
@@ -57,9 +56,8 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
   });
   const impl = executionService({ store, config, events, notifier });
   return {
-    services: [ExecutionService],
-    registerServices: (router) => router.service(ExecutionService, impl),
-    registerRoutes: (router) => executionRoutes(router, impl, deps.authenticator),
+    services: [bindService(ExecutionService, impl)],
+    routes: executionRoutes,
     start: () => engine.start(),
     stop: async () => {
       await engine.stop();

@@ -2,7 +2,7 @@ import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext } from "@connectrpc/connect";
 import { access as accessOption, type Access } from "../../gen/zero/v1/access_pb.js";
-import { principalKey, type Principal } from "./context.js";
+import { authorizedKey, principalKey, type Principal } from "./context.js";
 import { ServiceError } from "./errors.js";
 
 /** What a method demands of its caller, read from its `(zero.v1.access)` option. */
@@ -62,8 +62,9 @@ export interface AuthRequest {
 }
 
 /**
- * The one authorization step. Both the RPC interceptor and the REST adapter
- * call it before a service function runs; it stores the principal in the
+ * The one authorization step. The RPC interceptor runs it for every call,
+ * and REST's pipeline runs it before it decodes the body (the interceptor
+ * then sees it done); it stores the principal in the
  * handler context, where service functions read it with `requirePrincipal`.
  */
 export async function authorize(
@@ -72,14 +73,16 @@ export async function authorize(
   clientAddress: string,
 ): Promise<void> {
   const rule = accessRule(context.method);
-  if (rule.mode === "public") return;
-  const principal = await authenticator.authenticate({
-    rule,
-    headers: context.requestHeader,
-    requestMethod: context.requestMethod,
-    clientAddress,
-  });
-  context.values.set(principalKey, principal);
+  if (rule.mode !== "public") {
+    const principal = await authenticator.authenticate({
+      rule,
+      headers: context.requestHeader,
+      requestMethod: context.requestMethod,
+      clientAddress,
+    });
+    context.values.set(principalKey, principal);
+  }
+  context.values.set(authorizedKey, true);
 }
 
 /** The caller of a non-public method. */

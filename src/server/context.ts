@@ -20,5 +20,8 @@ export const principalKey = createContextKey<Principal | undefined>(undefined, {
 /** The request's logger, bound to its request id (made on first use). */
 export const requestLogKey = createContextKey<{ readonly log: Logger } | undefined>(undefined, { description: "request log" });
 
+/** Set once the request passed the authorization step, so no later step repeats it. */
+export const authorizedKey = createContextKey<boolean>(false, { description: "authorized" });
+
 /** The peer's address, for per-address limits. */
 export const clientAddressKey = createContextKey<string>("", { description: "client address" });

@@ -1,5 +1,4 @@
-import type { DescService } from "@bufbuild/protobuf";
-import { createContextValues, type ConnectRouter } from "@connectrpc/connect";
+import { createContextValues } from "@connectrpc/connect";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { endSpan, type Tracing } from "../observability/tracing.js";
@@ -16,16 +15,14 @@ import type { RequestListener } from "./listener.js";
 import { registerReflection } from "./reflection.js";
 import { assignRequestInfo, requestInfo } from "./request-info.js";
 import { RestRouter, sendError, sendJson, type NodeRequest } from "./rest.js";
+import type { AppPart } from "./app-part.js";
+import { createRestRpc } from "./rpc-pipeline.js";
 
 export interface HttpHandlerOptions {
   logger: Logger;
   authenticator: Authenticator;
-  /** Our typed services, registered on the Connect router. */
-  registerServices: (router: ConnectRouter) => void;
-  /** The services to list in reflection and health. */
-  services: readonly DescService[];
-  /** Plain HTTP routes (REST, SSE, pages, artifacts). */
-  rest: RestRouter;
+  /** What each feature serves: typed services and plain HTTP routes (REST, SSE, pages, artifacts). */
+  parts: readonly AppPart[];
   ping(): Promise<void>;
   shutdownSignal: AbortSignal;
   /** Largest request body accepted by RPCs. */
@@ -42,21 +39,28 @@ export interface HttpHandlerOptions {
 /**
  * The single entry point of every request on the port: assigns the request
  * id, logs the exchange, then hands it to a REST route or to the Connect
- * adapter (Connect, gRPC, gRPC-Web).
+ * adapter (Connect, gRPC, gRPC-Web). Both reach the services through the
+ * same interceptors: REST routes call them through a RestRpc.
  */
 export function createHttpHandler(options: HttpHandlerOptions): RequestListener {
-  const { logger, rest } = options;
+  const { logger } = options;
+  const bindings = options.parts.flatMap((part) => part.services ?? []);
+  const services = bindings.map((binding) => binding.service);
+  const interceptors = [errorInterceptor, authInterceptor(options.authenticator)];
+  const rest = new RestRouter();
+  const rpc = createRestRpc({ bindings, authenticator: options.authenticator, interceptors, shutdownSignal: options.shutdownSignal });
+  for (const part of options.parts) part.routes?.(rest, rpc);
   const connect = createConnectAdapter({
     routes(router) {
-      options.registerServices(router);
+      for (const binding of bindings) binding.register(router);
       registerHealth(router, {
-        serviceNames: options.services.map((s) => s.typeName),
+        serviceNames: services.map((s) => s.typeName),
         ping: options.ping,
         shutdownSignal: options.shutdownSignal,
       });
-      registerReflection(router, options.services);
+      registerReflection(router, services);
     },
-    interceptors: [errorInterceptor, authInterceptor(options.authenticator)],
+    interceptors,
     shutdownSignal: options.shutdownSignal,
     readMaxBytes: options.readMaxBytes ?? 1 << 20,
     contextValues: (req) => {
@@ -96,7 +100,7 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
 
   const resolveClient = clientAddressResolver(options.trustedProxies);
   const clientAddress = (req: NodeRequest) => resolveClient(req.socket?.remoteAddress, req.headers["x-forwarded-for"]);
-  const rpcRoutes = new Set(options.services.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
+  const rpcRoutes = new Set(services.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   const { httpRequests, httpDuration } = options.metrics;
 
   return (req, res) => {

@@ -1,6 +1,6 @@
 import type { Interceptor } from "@connectrpc/connect";
 import { authorize, type Authenticator } from "./access.js";
-import { clientAddressKey, requestLogKey } from "./context.js";
+import { authorizedKey, clientAddressKey, requestLogKey } from "./context.js";
 import { toServiceError } from "./errors.js";
 
 /**
@@ -32,6 +32,7 @@ export const errorInterceptor: Interceptor = (next) => async (req) => {
 /** Runs the shared authorization step for every RPC. */
 export function authInterceptor(authenticator: Authenticator): Interceptor {
   return (next) => async (req) => {
+    if (req.contextValues.get(authorizedKey)) return next(req);
     await authorize(
       authenticator,
       { method: req.method, requestHeader: req.header, requestMethod: req.requestMethod, values: req.contextValues },

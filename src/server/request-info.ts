@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../observability/logger.js";
-import type { NodeRequest } from "./rest.js";
+import type { NodeRequest } from "./node-http.js";
 
 /**
  * What the outer handler learns of each request before any route sees it.

@@ -1,14 +1,11 @@
 import type http from "node:http";
-import type http2 from "node:http2";
-import { create, fromJson, type DescMessage, type DescMethodUnary, type JsonValue, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
-import { createContextValues, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
-import { authorize, type Authenticator } from "./access.js";
-import { clientAddressKey, requestLogKey } from "./context.js";
+import { fromJson, type DescMessage, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
 import { apiErrorBody, invalidRequest, openAiErrorBody, ServiceError, toServiceError } from "./errors.js";
 import { requestInfo } from "./request-info.js";
 
-export type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
-export type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
+import type { NodeRequest, NodeResponse } from "./node-http.js";
+
+export type { NodeRequest, NodeResponse };
 
 /** One REST exchange, as a handler sees it. */
 export interface RestExchange {
@@ -21,9 +18,10 @@ export type RestHandler = (exchange: RestExchange) => Promise<void> | void;
 
 /**
  * Plain HTTP routes: exact paths by method, plus path prefixes (static pages,
- * artifacts). REST routes that mirror an RPC are thin adapters: they decode
- * the request into the RPC's message and call `callUnary`, which runs the same
- * authorization and service function as the RPC.
+ * artifacts). REST routes that mirror an RPC are thin adapters: they say how
+ * to decode the request into the RPC's message and call it through the
+ * RestRpc pipeline, which runs the same authorization, interceptors and
+ * service function as the RPC.
  */
 export class RestRouter {
   readonly #exact = new Map<string, Map<string, RestHandler>>();
@@ -146,52 +144,6 @@ export function decodeRequest<Desc extends DescMessage>(schema: Desc, json: Json
   }
 }
 
-/**
- * Runs an RPC's service function for a REST request: same context, same
- * authorization, same code. Returns the response message and the headers the
- * function set (e.g. RateLimit-*), which the caller copies to the response.
- */
-export async function callUnary<I extends DescMessage, O extends DescMessage>(
-  exchange: RestExchange,
-  authenticator: Authenticator,
-  method: DescMethodUnary<I, O>,
-  impl: (request: MessageShape<I>, context: HandlerContext) => Promise<MessageInitShape<O>> | MessageInitShape<O>,
-  request: MessageShape<I>,
-): Promise<{ response: MessageShape<O>; context: HandlerContext }> {
-  const { req, url } = exchange;
-  const info = requestInfo(req);
-  const abort = new AbortController();
-  req.once("close", () => abort.abort());
-  const values = createContextValues()
-    .set(clientAddressKey, info?.clientAddress ?? "")
-    .set(requestLogKey, info);
-  const context = createHandlerContext({
-    service: method.parent,
-    method,
-    protocolName: "rest",
-    requestMethod: req.method ?? "GET",
-    url: url.href,
-    requestHeader: headerEntries(req.headers),
-    requestSignal: abort.signal,
-    contextValues: values,
-  });
-  await authorize(authenticator, context, info?.clientAddress ?? "");
-  const response = create(method.output, await impl(request, context));
-  return { response, context };
-}
-
-/** Node's request headers as Fetch header entries; the handler context makes its Headers from them once. */
-function headerEntries(headers: http.IncomingHttpHeaders): [string, string][] {
-  const entries: [string, string][] = [];
-  for (const name in headers) {
-    const value = headers[name];
-    if (name.startsWith(":") || value === undefined) continue;
-    if (Array.isArray(value)) for (const v of value) entries.push([name, v]);
-    else entries.push([name, value]);
-  }
-  return entries;
-}
-
 export function sendJson(res: NodeResponse, status: number, body: unknown, headers?: Headers | Record<string, string>): void {
   const payload = JSON.stringify(body);
   if (headers) {
@@ -205,17 +157,27 @@ export function sendJson(res: NodeResponse, status: number, body: unknown, heade
   res.end(payload);
 }
 
-/** Writes any error in the `/api` shape; unexpected ones are logged, never shown. */
-export function sendError(res: NodeResponse, error: unknown, req?: NodeRequest): void {
+/**
+ * The one error renderer for plain HTTP: any error as a ServiceError and the
+ * body its route family reads. Under /v1 every answer is OpenAI's, unknown
+ * routes included (OpenAI's SDKs read no other shape); elsewhere the `/api`
+ * shape. Unexpected errors are logged with their cause, never shown.
+ */
+export function renderError(error: unknown, req?: NodeRequest): { error: ServiceError; body: { error: Record<string, unknown> } } {
   const serviceError = toServiceError(error, (cause) => {
     const log = req ? requestInfo(req)?.log : undefined;
     log?.error({ err: cause }, "unexpected error");
   });
+  const body = req?.url?.startsWith("/v1/") ? openAiErrorBody(serviceError) : apiErrorBody(serviceError);
+  return { error: serviceError, body };
+}
+
+/** Answers with any error, rendered by `renderError`; a response already under way is cut off instead. */
+export function sendError(res: NodeResponse, error: unknown, req?: NodeRequest): void {
+  const rendered = renderError(error, req);
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  // Under /v1 every answer is OpenAI's, unknown routes included: OpenAI's SDKs read no other shape.
-  const body = req?.url?.startsWith("/v1/") ? openAiErrorBody(serviceError) : apiErrorBody(serviceError);
-  sendJson(res, serviceError.status, body, serviceError.metadata);
+  sendJson(res, rendered.error.status, rendered.body, rendered.error.metadata);
 }

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConsoleService, RevokeApiKeyRequestSchema } from "../../gen/zero/v1/console_pb.js";
 import { listApiKeys } from "../../src/auth/accounts.js";
 import { SCOPES } from "../../src/api/scopes.js";
-import { consoleService } from "../../src/console/console-service.js";
+import { accountService } from "../../src/auth/account-service.js";
 import { principalKey } from "../../src/server/context.js";
 import { consoleClient, createAccountWithKey, sessionHeaders, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
@@ -90,7 +90,7 @@ describe("a revoked key on the instance that revoked it", () => {
     const account = await createAccountWithKey(app, ["read"]);
     const [key] = await listApiKeys(app.store.db, account.accountId);
     const forgotten: string[] = [];
-    const service = consoleService({ db: app.store.db, config: app.config, apiKeys: { forget: (keyId) => forgotten.push(keyId) } });
+    const service = accountService({ db: app.store.db, config: app.config, apiKeys: { forget: (keyId) => forgotten.push(keyId) } });
     const revoke = (id: string) => {
       const context = createHandlerContext({
         service: ConsoleService,

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium } from "playwright-core";
 import { createFileArtifactStore, isValidKey, type ArtifactStore } from "../../src/outcomes/artifact-store.js";
-import { createStageWork } from "../../src/outcomes/index.js";
+import { createStageWork } from "../../src/outcomes/outcomes-part.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { CHROMIUM, CHROMIUM_ARGS, haveChromium, outcomeDeps, readTree } from "./support/outcome-kit.js";
 import { failureOf, runStages } from "./support/run-stages.js";

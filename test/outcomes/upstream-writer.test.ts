@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { inflateRawSync } from "node:zlib";
-import { createStageWork } from "../../src/outcomes/index.js";
+import { createStageWork } from "../../src/outcomes/outcomes-part.js";
 import { tidyPlainText } from "../../src/outcomes/writers/plain-text.js";
 import { parseJsonAnswer } from "../../src/outcomes/writers/structured-completion.js";
 import { FakeUpstream, fail } from "../chat/support/fake-upstream.js";

@@ -14,13 +14,13 @@ import {
   setPassword,
   revokeApiKey,
   revokeSession,
-} from "../auth/accounts.js";
-import type { ApiKeyCache } from "../auth/api-key-cache.js";
-import type { Account, ApiKeyRow } from "../auth/auth.table.js";
-import { checkPasswordLength, parseEmail } from "../auth/credentials.js";
-import { decoyPasswordHash, verifyPassword } from "../auth/secrets.js";
-import { clearedSessionCookie, sessionCookie } from "../auth/session-cookie.js";
-import { beginSignIn, checkSignUpAllowed, DEFAULT_SIGN_IN_LIMITS, type SignInLimits } from "../auth/sign-in-limiter.js";
+} from "./accounts.js";
+import type { ApiKeyCache } from "./api-key-cache.js";
+import type { Account, ApiKeyRow } from "./auth.table.js";
+import { checkPasswordLength, parseEmail } from "./credentials.js";
+import { decoyPasswordHash, verifyPassword } from "./secrets.js";
+import { clearedSessionCookie, sessionCookie } from "./session-cookie.js";
+import { beginSignIn, checkSignUpAllowed, DEFAULT_SIGN_IN_LIMITS, type SignInLimits } from "./sign-in-limiter.js";
 import { SCOPES } from "../api/scopes.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/schema.js";
@@ -28,7 +28,7 @@ import { requirePrincipal } from "../server/access.js";
 import { clientAddressKey } from "../server/context.js";
 import { invalidRequest, ServiceError } from "../server/errors.js";
 
-export interface ConsoleDeps {
+export interface AccountServiceDeps {
   db: Kysely<Database>;
   config: Config;
   /** Told of each revocation, so the key is refused from the very next request on this instance. */
@@ -38,8 +38,8 @@ export interface ConsoleDeps {
 
 const KEY_NAME_MAX = 100;
 
-/** What a person does in the Console: accounts, sessions and API keys. */
-export function consoleService(deps: ConsoleDeps): ServiceImpl<typeof ConsoleService> {
+/** The account use cases behind ConsoleService: sign-up, sign-in, sessions and API keys. */
+export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof ConsoleService> {
   const secureCookies = deps.config.publicUrl.startsWith("https:");
   const limits = deps.signInLimits ?? { ...DEFAULT_SIGN_IN_LIMITS, signUpsPerAddressPerHour: deps.config.signUpsPerAddressPerHour };
 

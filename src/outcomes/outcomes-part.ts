@@ -1,5 +1,7 @@
 import path from "node:path";
-import type { AppPart } from "../app.js";
+import type { ChatCompleter } from "../chat/chat-router.js";
+import type { Logger } from "../observability/logger.js";
+import type { AppPart } from "../server/app-part.js";
 import type { Config } from "../config.js";
 import { StageFailure, type StageWork, type StageWorkResolver } from "../engine/stage-work.js";
 import { registerArtifactRoutes } from "./artifact-routes.js";
@@ -30,12 +32,20 @@ export function createStageWork(deps: OutcomeDeps): StageWorkResolver {
     });
 }
 
-/** The artifact store the service uses: files under `ZERO_DATA_DIR/artifacts`. */
-export function createArtifactStore(config: Pick<Config, "dataDir">): ArtifactStore {
-  return createFileArtifactStore(path.join(config.dataDir, "artifacts"));
+/** The outcomes as the app mounts them, plus the work of their stages for the engine. */
+export interface OutcomesPart extends AppPart {
+  stageWork: StageWorkResolver;
 }
 
-/** Serves previews and published sites and books from the store (`/preview/`, `/sites/`, `/books/`). */
-export function outcomesPart(artifacts: ArtifactStore): AppPart {
-  return { registerRoutes: (router) => registerArtifactRoutes(router, artifacts) };
+/**
+ * Outcomes: the work of each stage, writing artifacts under
+ * `ZERO_DATA_DIR/artifacts`, and the routes that serve previews and
+ * published sites and books from there (`/preview/`, `/sites/`, `/books/`).
+ */
+export function outcomesPart(deps: { config: OutcomeDeps["config"]; chat: ChatCompleter; logger: Logger }): OutcomesPart {
+  const artifacts = createFileArtifactStore(path.join(deps.config.dataDir, "artifacts"));
+  return {
+    stageWork: createStageWork({ config: deps.config, chat: deps.chat, artifacts, logger: deps.logger.child({ component: "outcomes" }) }),
+    routes: (router) => registerArtifactRoutes(router, artifacts),
+  };
 }
