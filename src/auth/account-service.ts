@@ -16,7 +16,7 @@ import {
   revokeSession,
 } from "./accounts.js";
 import type { ApiKeyCache } from "./api-key-cache.js";
-import type { Account, ApiKeyRow } from "./auth.table.js";
+import type { Account, ApiKeyRow } from "../db/tables/auth.table.js";
 import { checkPasswordLength, parseEmail } from "./credentials.js";
 import { decoyPasswordHash, verifyPassword } from "./secrets.js";
 import { clearedSessionCookie, sessionCookie } from "./session-cookie.js";

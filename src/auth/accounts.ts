@@ -1,6 +1,6 @@
 import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
-import type { Account, ApiKeyRow } from "./auth.table.js";
+import type { Account, ApiKeyRow } from "../db/tables/auth.table.js";
 import { hashPassword, hashToken, newApiKeySecret, newId, newSessionToken } from "./secrets.js";
 import { SESSION_IDLE_MS, SESSION_TTL_MS } from "./session-cookie.js";
 

@@ -1,6 +1,6 @@
 import { CHAT_ALIAS } from "../api/model.js";
 import { invalidRequest, ServiceError } from "../server/errors.js";
-import type { ChatRequest } from "./chat-router.js";
+import type { ChatRequest } from "./chat-types.js";
 
 /**
  * Deeper than any real request: OpenAI itself bounds structured-output

@@ -7,7 +7,8 @@ import { ServiceError } from "../server/errors.js";
 import { requestInfo } from "../server/request-info.js";
 import { readJsonBody, renderError, sendError, sendJson, type NodeRequest, type NodeResponse, type RestExchange, type RestRouter } from "../server/rest.js";
 import { parseChatRequest } from "./chat-request.js";
-import type { ChatRequest, ChatRouter } from "./chat-router.js";
+import type { ChatRouter } from "./chat-router.js";
+import type { ChatRequest } from "./chat-types.js";
 import { completeIdempotently } from "./idempotent-completion.js";
 import type { IdempotencyStore } from "./idempotency.js";
 

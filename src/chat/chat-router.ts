@@ -12,35 +12,7 @@ import { clientChunk, clientCompletion, newCompletionId } from "./completion-rew
 import type { FreePool } from "./free-pool.js";
 import { parseSse } from "./sse-parser.js";
 import { isTimeout, type UpstreamAnswer, type UpstreamClient } from "./upstream-client.js";
-
-/** OpenAI chat completion request as a plain JSON object; every field is passed through. */
-export type ChatRequest = Record<string, unknown> & { model: string; messages: unknown[] };
-
-/** OpenAI chat completion response as a plain JSON object, already rewritten to the alias. */
-export type ChatCompletionJson = Record<string, unknown> & { choices: { message: { content: string | null } }[] };
-
-/** Per-call options shared by `complete` and `stream`. */
-export interface ChatCallOptions {
-  /** The account the request is served for. */
-  accountId: string;
-  /** Aborts the upstream request at once, e.g. when the client hangs up. */
-  signal?: AbortSignal;
-  /**
-   * Set by the gateway's own doors (REST and RPC): the request counts against
-   * the account's daily cap when one is configured. The service's stage
-   * writers leave it unset.
-   */
-  fromClient?: boolean;
-}
-
-/** What other capabilities need of chat: one non-streaming completion over the shared pool. */
-export interface ChatCompleter {
-  /** Routes a non-streaming request over the upstreams, taking one free-pool unit; throws ServiceError. */
-  complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletionJson>;
-}
-
-/** One chunk of a streamed completion, already rewritten to the alias. */
-export type ChatChunkJson = Record<string, unknown> & { choices?: unknown[] };
+import type { ChatCallOptions, ChatChunkJson, ChatCompleter, ChatCompletionJson, ChatRequest } from "./chat-types.js";
 
 /** Dependencies of the router. */
 export interface ChatRouterDeps {

@@ -10,7 +10,8 @@ import {
 } from "../../gen/zero/v1/chat_pb.js";
 import { requirePrincipal } from "../server/access.js";
 import { parseChatRequest } from "./chat-request.js";
-import type { ChatRequest, ChatRouter } from "./chat-router.js";
+import type { ChatRouter } from "./chat-router.js";
+import type { ChatRequest } from "./chat-types.js";
 import { completeIdempotently } from "./idempotent-completion.js";
 import type { IdempotencyStore } from "./idempotency.js";
 

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { CHAT_ALIAS } from "../api/model.js";
-import type { ChatChunkJson, ChatCompletionJson, ChatRequest } from "./chat-router.js";
+import type { ChatChunkJson, ChatCompletionJson, ChatRequest } from "./chat-types.js";
 import { CHUNK, COMPLETION, pick, REQUEST_FIELDS } from "./openai-fields.js";
 
 /** Our completion id, in OpenAI's form; one per request, shared by all chunks of a stream. */

@@ -1,5 +1,6 @@
 import { checkAlias } from "./chat-request.js";
-import type { ChatRequest, ChatRouter } from "./chat-router.js";
+import type { ChatRouter } from "./chat-router.js";
+import type { ChatRequest } from "./chat-types.js";
 import { IdempotencyStore } from "./idempotency.js";
 
 /** A non-streaming completion as sent to the client: the JSON text, and whether it is a replay. */

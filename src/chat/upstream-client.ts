@@ -5,7 +5,7 @@ import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { endSpan, type Tracing } from "../observability/tracing.js";
 import { ServiceError } from "../server/errors.js";
-import type { ChatRequest } from "./chat-router.js";
+import type { ChatRequest } from "./chat-types.js";
 import { upstreamRequestBody } from "./completion-rewrite.js";
 import { REQUEST_FIELDS } from "./openai-fields.js";
 import { UpstreamBody } from "./upstream-body.js";

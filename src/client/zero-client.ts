@@ -228,7 +228,7 @@ function mapStream<R, T>(open: () => AsyncIterable<R>, pick: (response: R) => T 
   };
 }
 
-function mergeHeaders(extra: Record<string, string>, headers: HeadersInit | undefined): Headers {
+function mergeHeaders(extra: Record<string, string>, headers: ConstructorParameters<typeof Headers>[0] | undefined): Headers {
   const merged = new Headers(headers);
   for (const [name, value] of Object.entries(extra)) if (!merged.has(name)) merged.set(name, value);
   return merged;

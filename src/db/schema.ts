@@ -1,12 +1,12 @@
 import type { ColumnType, Generated } from "kysely";
-import type { AuthTables } from "../auth/auth.table.js";
-import type { ChatTables } from "../chat/chat-tables.js";
-import type { ExecutionTables } from "../executions/executions.table.js";
+import type { AuthTables } from "./tables/auth.table.js";
+import type { ChatTables } from "./tables/chat.tables.js";
+import type { ExecutionTables } from "./tables/executions.table.js";
 
 /**
- * The database as Kysely sees it: one entry per table, each defined in its own
- * `*.table.ts` file beside the code that owns it. Migrations in
- * `src/db/migrations/` create exactly these shapes.
+ * The database as Kysely sees it: one entry per table, the tables of each
+ * feature in its own file under `tables/`. Migrations in `migrations/`
+ * create exactly these shapes.
  */
 export interface Database extends AuthTables, ExecutionTables, ChatTables {
   service_instances: ServiceInstanceTable;

@@ -2,7 +2,7 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import { sql, type Kysely, type Transaction } from "kysely";
 import { jsonArrayFrom } from "kysely/helpers/postgres";
 import type { Database } from "../db/schema.js";
-import type { PlanRow, PlanStageRow } from "./executions.table.js";
+import type { PlanRow, PlanStageRow } from "../db/tables/executions.table.js";
 import { isOutcomeId, DEFAULT_OUTCOME } from "../api/outcomes.js";
 import type { PlanState, PlanStatus, StageRecord, StageState } from "./plan-transitions.js";
 

@@ -1,5 +1,5 @@
 import path from "node:path";
-import type { ChatCompleter } from "../chat/chat-router.js";
+import type { ChatCompleter } from "../chat/chat-types.js";
 import type { Logger } from "../observability/logger.js";
 import type { AppPart } from "../server/app-part.js";
 import type { Config } from "../config.js";

@@ -1,5 +1,5 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { ChatCompleter } from "../chat/chat-router.js";
+import type { ChatCompleter } from "../chat/chat-types.js";
 import type { Config } from "../config.js";
 import { StageFailure, type StageInput } from "../engine/stage-work.js";
 import type { Logger } from "../observability/logger.js";

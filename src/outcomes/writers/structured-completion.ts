@@ -1,5 +1,5 @@
 import { CHAT_ALIAS } from "../../api/model.js";
-import type { ChatCompleter, ChatRequest } from "../../chat/chat-router.js";
+import type { ChatCompleter, ChatRequest } from "../../chat/chat-types.js";
 import { StageFailure } from "../../engine/stage-work.js";
 import { ServiceError } from "../../server/errors.js";
 import { validate, type Infer, type Schema } from "../json-schema.js";

@@ -1,4 +1,4 @@
-import type { ChatCompleter } from "../../chat/chat-router.js";
+import type { ChatCompleter } from "../../chat/chat-types.js";
 import {
   bookOutlineSchema,
   chapterSchema,

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { existsSync } from "node:fs";
 import { HtmlValidate, type Report } from "html-validate";
-import type { ChatCompleter, ChatCompletionJson } from "../../../src/chat/chat-router.js";
+import type { ChatCompleter, ChatCompletionJson } from "../../../src/chat/chat-types.js";
 import { ServiceError } from "../../../src/server/errors.js";
 import { createFileArtifactStore, type ArtifactStore } from "../../../src/outcomes/artifact-store.js";
 import { createLogger } from "../../../src/observability/logger.js";

@@ -1,6 +1,6 @@
-import type { ChatAccountDayTable } from "./account-days.table.js";
-import type { ChatFreePoolTable } from "./free-pool.table.js";
-import type { ChatIdempotencyKeyTable } from "./idempotency.table.js";
+import type { ChatAccountDayTable } from "./chat-account-days.table.js";
+import type { ChatFreePoolTable } from "./chat-free-pool.table.js";
+import type { ChatIdempotencyKeyTable } from "./chat-idempotency.table.js";
 
 /** The chat capability's tables, merged into `Database`. */
 export interface ChatTables {
