@@ -53,10 +53,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     pgliteTemplate: options.pgliteTemplate,
   });
   const instanceId = `ins_${randomBytes(8).toString("hex")}`;
-  await store.db
-    .insertInto("service_instances")
-    .values({ id: instanceId, hostname: os.hostname(), pid: process.pid, version: SERVICE_VERSION })
-    .execute();
+  await store.db.insertInto("service_instances").values({ id: instanceId, hostname: os.hostname(), pid: process.pid, version: SERVICE_VERSION }).execute();
 
   const shutdown = new AbortController();
   const metrics = createMetrics();
@@ -65,15 +62,12 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     : undefined;
   // Bind first, so that with PORT=0 the public URL can name the real port.
   let handler: RequestListener | undefined;
-  const listener = createListener(
-    (req, res) => (handler ? handler(req, res) : sendError(res, new ServiceError("unavailable", "starting up"))),
-    {
-      tls: config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : undefined,
-      headersTimeoutMs: config.headersTimeoutMs,
-      requestTimeoutMs: config.requestTimeoutMs,
-      http2IdleTimeoutMs: config.http2IdleTimeoutMs,
-    },
-  );
+  const listener = createListener((req, res) => (handler ? handler(req, res) : sendError(res, new ServiceError("unavailable", "starting up"))), {
+    tls: config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : undefined,
+    headersTimeoutMs: config.headersTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
+    http2IdleTimeoutMs: config.http2IdleTimeoutMs,
+  });
   let bound: { port: number; host: string };
   try {
     bound = await listener.listen(config.port, config.host);

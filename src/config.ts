@@ -95,12 +95,14 @@ export function loadConfig(env: Env = process.env): Config {
     }
     return parsed as T;
   };
-  const int = (min: number, max: number) => (raw: string): number | string => {
-    if (!/^\d+$/.test(raw)) return `expected a whole number, got "${raw}"`;
-    const value = Number(raw);
-    if (value < min || value > max) return `expected ${min} to ${max}, got ${value}`;
-    return value;
-  };
+  const int =
+    (min: number, max: number) =>
+    (raw: string): number | string => {
+      if (!/^\d+$/.test(raw)) return `expected a whole number, got "${raw}"`;
+      const value = Number(raw);
+      if (value < min || value > max) return `expected ${min} to ${max}, got ${value}`;
+      return value;
+    };
   const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
     const raw = env[name]?.trim();
     if (raw === undefined || raw === "") return fallback;
@@ -183,7 +185,10 @@ export function loadConfig(env: Env = process.env): Config {
 }
 
 function readTrustedProxies(raw: string | undefined, problems: string[]): net.BlockList | undefined {
-  const entries = (raw ?? "").split(",").map((entry) => entry.trim()).filter((entry) => entry !== "");
+  const entries = (raw ?? "")
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
   if (entries.length === 0) return undefined;
   const { list, problem } = parseTrustedProxies(entries);
   if (problem) problems.push(`ZERO_TRUSTED_PROXIES: ${problem} (expected comma-separated addresses or CIDR ranges)`);

@@ -1,10 +1,12 @@
+import type { App } from "./app.js";
+import type { Config } from "./config.js";
 import { startApp } from "./app.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { DataDirLockedError } from "./db/data-dir-lock.js";
 import { DatabaseUnavailableError } from "./db/database.js";
 
 async function main(): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (error) {
@@ -15,7 +17,7 @@ async function main(): Promise<void> {
     throw error;
   }
 
-  let app;
+  let app: App;
   try {
     app = await startApp(config);
   } catch (error) {

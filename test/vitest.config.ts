@@ -5,9 +5,7 @@ import { defineConfig } from "vitest/config";
 // TEST_DATABASE_URL is set (each test app gets a fresh database on it).
 const projects = [
   { extends: true as const, test: { name: "pglite", env: { ZERO_TEST_DB: "pglite" } } },
-  ...(process.env.TEST_DATABASE_URL
-    ? [{ extends: true as const, test: { name: "postgres", env: { ZERO_TEST_DB: "postgres" } } }]
-    : []),
+  ...(process.env.TEST_DATABASE_URL ? [{ extends: true as const, test: { name: "postgres", env: { ZERO_TEST_DB: "postgres" } } }] : []),
 ];
 
 export default defineConfig({

@@ -1,7 +1,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Kysely } from "kysely";
-import { ConsoleService } from "../../gen/zero/v1/console_pb.js";
+import type { ConsoleService } from "../../gen/zero/v1/console_pb.js";
 import {
   createAccount,
   createApiKey,

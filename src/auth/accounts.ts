@@ -25,10 +25,7 @@ export type CreateAccountResult = { account: Account } | { refused: "email_taken
  * the check and the insert happen under one lock so two sign-ups cannot both
  * be "first".
  */
-export async function createAccount(
-  db: Kysely<Database>,
-  input: { email: string; password: string; onlyFirst: boolean },
-): Promise<CreateAccountResult> {
+export async function createAccount(db: Kysely<Database>, input: { email: string; password: string; onlyFirst: boolean }): Promise<CreateAccountResult> {
   const passwordHash = await hashPassword(input.password);
   return db.transaction().execute(async (trx) => {
     if (input.onlyFirst) {

@@ -55,7 +55,20 @@ function hasEmailShape(email: string): boolean {
   let lastDot = -1;
   for (let i = 0; i < email.length; i++) {
     const c = email.charCodeAt(i);
-    if (c <= 0x20 || c === 0x7f || c === 0x85 || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff) {
+    if (
+      c <= 0x20 ||
+      c === 0x7f ||
+      c === 0x85 ||
+      c === 0xa0 ||
+      c === 0x1680 ||
+      (c >= 0x2000 && c <= 0x200a) ||
+      c === 0x2028 ||
+      c === 0x2029 ||
+      c === 0x202f ||
+      c === 0x205f ||
+      c === 0x3000 ||
+      c === 0xfeff
+    ) {
       return false;
     }
     if (c === 0x40 /* @ */) {

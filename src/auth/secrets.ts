@@ -39,9 +39,7 @@ const SCRYPT = { N: 1 << 15, r: 8, p: 1, keyLength: 32 };
 const SCRYPT_MAX_MEM = 64 * 1024 * 1024;
 
 function scryptAsync(password: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) =>
-    scrypt(password, salt, keyLength, options, (error, key) => (error ? reject(error) : resolve(key))),
-  );
+  return new Promise((resolve, reject) => scrypt(password, salt, keyLength, options, (error, key) => (error ? reject(error) : resolve(key))));
 }
 
 /** `scrypt$N$r$p$salt$hash`, parameters stored so they can be raised later. */

@@ -1,6 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { CapabilitiesService, type GetCapabilitiesResponseSchema } from "../../gen/zero/v1/capabilities_pb.js";
+import type { CapabilitiesService, GetCapabilitiesResponseSchema } from "../../gen/zero/v1/capabilities_pb.js";
 import type { Config } from "../config.js";
 import { GOAL_MAX_LENGTH, GOAL_MIN_LENGTH, LIST_LIMIT, SERVICE_VERSION } from "../api/limits.js";
 import { CHAT_ALIAS } from "../api/model.js";

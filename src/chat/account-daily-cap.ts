@@ -29,10 +29,7 @@ export class AccountDailyCap {
       .insertInto("chat_account_days")
       .values({ account_id: accountId, day, requests: 1 })
       .onConflict((oc) =>
-        oc
-          .columns(["account_id", "day"])
-          .doUpdateSet({ requests: sql`chat_account_days.requests + 1` })
-          .where("chat_account_days.requests", "<", this.#limit),
+        oc.columns(["account_id", "day"]).doUpdateSet({ requests: sql`chat_account_days.requests + 1` }).where("chat_account_days.requests", "<", this.#limit),
       )
       .returning("requests")
       .executeTakeFirst();

@@ -27,7 +27,7 @@ export function parseChatRequest(json: unknown): ChatRequest {
     throw invalidRequest(`the request is nested more than ${MAX_REQUEST_DEPTH} levels deep`);
   }
   if (typeof body.model !== "string" || body.model === "") {
-    throw invalidRequest("`model` is required: send \"project-zero\"", "model");
+    throw invalidRequest('`model` is required: send "project-zero"', "model");
   }
   if (!Array.isArray(body.messages) || body.messages.length === 0) {
     throw invalidRequest("`messages` must be a non-empty array", "messages");
@@ -69,11 +69,10 @@ export function checkAlias(request: ChatRequest): void {
   const { model } = request;
   if (model !== CHAT_ALIAS) {
     if (model.endsWith(`/${CHAT_ALIAS}`)) {
-      throw new ServiceError(
-        "model_not_found",
-        `the model \`${model}\` does not exist: send the bare alias "${CHAT_ALIAS}" without a provider prefix`,
-        { status: 400, param: "model" },
-      );
+      throw new ServiceError("model_not_found", `the model \`${model}\` does not exist: send the bare alias "${CHAT_ALIAS}" without a provider prefix`, {
+        status: 400,
+        param: "model",
+      });
     }
     throw new ServiceError("model_not_found", `the model \`${model}\` does not exist: this service serves "${CHAT_ALIAS}" only`, {
       status: 404,
@@ -82,10 +81,8 @@ export function checkAlias(request: ChatRequest): void {
   }
   const program = request.program;
   if (program !== undefined && program !== null && program !== CHAT_PROGRAM) {
-    throw new ServiceError(
-      "program_mismatch",
-      `the program \`${String(program)}\` does not match the model "${CHAT_ALIAS}", which implies "${CHAT_PROGRAM}"`,
-      { param: "program" },
-    );
+    throw new ServiceError("program_mismatch", `the program \`${String(program)}\` does not match the model "${CHAT_ALIAS}", which implies "${CHAT_PROGRAM}"`, {
+      param: "program",
+    });
   }
 }

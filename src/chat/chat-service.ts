@@ -5,7 +5,7 @@ import {
   ChatCompletionParamsSchema,
   ChatCompletionSchema,
   type ChatCompletionParams,
-  ChatService,
+  type ChatService,
   type CreateChatCompletionResponseSchema,
 } from "../../gen/zero/v1/chat_pb.js";
 import { requirePrincipal } from "../server/access.js";

@@ -217,7 +217,11 @@ export class FreePool {
     const want = Math.max(1, Math.min(this.#block, Math.floor(this.#remaining / 4)));
 
     const { granted, remaining } = await this.#db.transaction().execute(async (trx) => {
-      await trx.insertInto("chat_free_pool").values({ day, granted: 0 }).onConflict((oc) => oc.column("day").doNothing()).execute();
+      await trx
+        .insertInto("chat_free_pool")
+        .values({ day, granted: 0 })
+        .onConflict((oc) => oc.column("day").doNothing())
+        .execute();
       const row = await trx.selectFrom("chat_free_pool").select("granted").where("day", "=", day).forUpdate().executeTakeFirstOrThrow();
       const grant = Math.max(0, Math.min(want, this.#capacity - row.granted));
       if (grant > 0) {

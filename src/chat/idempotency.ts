@@ -73,12 +73,7 @@ export class IdempotencyStore {
         .executeTakeFirst();
       if (inserted) return { kind: "claimed" };
 
-      const row = await this.#db
-        .selectFrom("chat_idempotency_keys")
-        .selectAll()
-        .where("account_id", "=", accountId)
-        .where("key", "=", key)
-        .executeTakeFirst();
+      const row = await this.#db.selectFrom("chat_idempotency_keys").selectAll().where("account_id", "=", accountId).where("key", "=", key).executeTakeFirst();
       if (!row) continue;
       if (row.expires_at.getTime() <= now) {
         await this.#db
@@ -117,22 +112,12 @@ export class IdempotencyStore {
 
   /** Records the response the key replays from now on. */
   async complete(accountId: string, key: string, response: string): Promise<void> {
-    await this.#db
-      .updateTable("chat_idempotency_keys")
-      .set({ state: "done", response })
-      .where("account_id", "=", accountId)
-      .where("key", "=", key)
-      .execute();
+    await this.#db.updateTable("chat_idempotency_keys").set({ state: "done", response }).where("account_id", "=", accountId).where("key", "=", key).execute();
   }
 
   /** Forgets a key whose request failed, so a retry with it runs afresh. */
   async release(accountId: string, key: string): Promise<void> {
-    await this.#db
-      .deleteFrom("chat_idempotency_keys")
-      .where("account_id", "=", accountId)
-      .where("key", "=", key)
-      .where("state", "=", "in_flight")
-      .execute();
+    await this.#db.deleteFrom("chat_idempotency_keys").where("account_id", "=", accountId).where("key", "=", key).where("state", "=", "in_flight").execute();
   }
 
   /** Deletes expired keys; run now and then so the table stays small. */

@@ -48,7 +48,6 @@ export function isTimeout(error: unknown): boolean {
  */
 export class UpstreamClient {
   readonly #targets: Target[];
-  readonly #timeouts: UpstreamTimeouts;
   readonly #logger: Logger;
 
   readonly #metrics: Pick<Metrics, "upstreamDuration" | "upstreamErrors"> | undefined;
@@ -63,7 +62,6 @@ export class UpstreamClient {
   ) {
     this.#metrics = metrics;
     this.#tracing = tracing;
-    this.#timeouts = timeouts;
     this.#logger = logger;
     this.#targets = upstreams.map((config) => {
       const base = new URL(config.baseUrl);
@@ -132,7 +130,10 @@ export class UpstreamClient {
         continue;
       }
       const { statusCode, body } = response;
-      observe(String(statusCode), statusCode >= 200 && statusCode < 300 ? undefined : statusCode === 429 ? "status_429" : statusCode >= 500 ? "status_5xx" : `status_${statusCode}`);
+      observe(
+        String(statusCode),
+        statusCode >= 200 && statusCode < 300 ? undefined : statusCode === 429 ? "status_429" : statusCode >= 500 ? "status_5xx" : `status_${statusCode}`,
+      );
       if (statusCode >= 200 && statusCode < 300) {
         return { body, model: target.config.model, upstream: target.config.name };
       }

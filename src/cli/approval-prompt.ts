@@ -8,10 +8,7 @@ export type Answer = "yes" | "no" | "interrupted";
  * readline's own SIGINT (the terminal is in raw mode then), not the
  * process's, so it is caught here and answered as "interrupted".
  */
-export async function askYesNo(
-  question: string,
-  streams: { input: NodeJS.ReadableStream; output: WritableOutput & NodeJS.WritableStream },
-): Promise<Answer> {
+export async function askYesNo(question: string, streams: { input: NodeJS.ReadableStream; output: WritableOutput & NodeJS.WritableStream }): Promise<Answer> {
   const rl = createInterface({ input: streams.input, output: streams.output, terminal: true });
   const aborted = new AbortController();
   let interrupted = false;

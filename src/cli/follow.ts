@@ -56,12 +56,7 @@ export async function followToEnd(ctx: CliContext, plan: Plan, options: FollowOp
  * rests; a watch that ends or drops earlier (a restart, a deploy) is opened
  * again, a few times, with a growing pause.
  */
-export async function watchUntilResting(
-  client: ZeroClient,
-  plan: Plan,
-  signal: AbortSignal,
-  onPlan: (plan: Plan) => void,
-): Promise<Plan> {
+export async function watchUntilResting(client: ZeroClient, plan: Plan, signal: AbortSignal, onPlan: (plan: Plan) => void): Promise<Plan> {
   let last = plan;
   for (let reopens = 0; ; reopens++) {
     try {

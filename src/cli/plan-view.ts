@@ -57,20 +57,12 @@ function icon(state: string, frame: number): string {
 
 /** `plan pln_…  website  "goal"` */
 export function headerLine(plan: Plan, style: PlanStyle): string {
-  return line(
-    [["plan ", "dim"], [plan.id, "bold"], [`  ${plan.outcome}  `, "dim"], [JSON.stringify(plan.goal)]],
-    style.columns,
-    style.color,
-  );
+  return line([["plan ", "dim"], [plan.id, "bold"], [`  ${plan.outcome}  `, "dim"], [JSON.stringify(plan.goal)]], style.columns, style.color);
 }
 
 /** The plan's bar, percentage and status. */
 export function barLine(plan: Plan, style: PlanStyle): string {
-  return line(
-    [[progressBar(plan.progress, BAR_WIDTH, !style.ansi)], ["  "], [plan.status, toneOf(plan.status)]],
-    style.columns,
-    style.color,
-  );
+  return line([[progressBar(plan.progress, BAR_WIDTH, !style.ansi)], ["  "], [plan.status, toneOf(plan.status)]], style.columns, style.color);
 }
 
 /** One stage: state, attempts and, when it failed, its error. */
@@ -94,7 +86,16 @@ export function planLines(plan: Plan, style: PlanStyle): string[] {
 export function detailLines(plan: Plan, style: PlanStyle): string[] {
   const lines: string[] = [];
   const add = (label: string, value: string, tone: Tone = "plain") =>
-    lines.push(line([[`  ${label.padEnd(11)}`, "dim"], [value, tone]], style.columns, style.color));
+    lines.push(
+      line(
+        [
+          [`  ${label.padEnd(11)}`, "dim"],
+          [value, tone],
+        ],
+        style.columns,
+        style.color,
+      ),
+    );
   if (plan.project) add("project", `${plan.project.name} (${plan.project.slug})`);
   if (plan.warning) add("warning", plan.warning, "yellow");
   if (plan.previewUrl) add("preview", absoluteUrl(plan.previewUrl, style.baseUrl));

@@ -19,9 +19,7 @@ export interface NodeTransportOptions {
 /** A connect-node transport factory for `createZeroClient({ transport })`. */
 export function nodeTransport(options: NodeTransportOptions = {}): TransportFactory {
   return ({ baseUrl, interceptors }) =>
-    options.protocol === "grpc"
-      ? createGrpcTransport({ baseUrl, interceptors })
-      : createConnectTransport({ baseUrl, interceptors, httpVersion: "1.1" });
+    options.protocol === "grpc" ? createGrpcTransport({ baseUrl, interceptors }) : createConnectTransport({ baseUrl, interceptors, httpVersion: "1.1" });
 }
 
 /** A typed client for project-zero; in Node it talks through connect-node by default. */

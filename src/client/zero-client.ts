@@ -152,7 +152,10 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
       get: (id, callOptions) => wrap(async () => required((await executions.getExecution({ id }, call(callOptions))).plan)),
       list: (callOptions) => wrap(async () => (await executions.listExecutions({}, call(callOptions))).plans),
       watch: (id, callOptions) =>
-        mapStream(() => executions.watchExecution({ id }, call(callOptions)), (response) => response.plan),
+        mapStream(
+          () => executions.watchExecution({ id }, call(callOptions)),
+          (response) => response.plan,
+        ),
     },
     chat: {
       complete: (input, callOptions) =>
@@ -162,7 +165,10 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
           return required(response.completion);
         }),
       stream: (input, callOptions) =>
-        mapStream(() => chat.streamChatCompletion({ params: chatParams(input) }, call(callOptions)), (response) => response.chunk),
+        mapStream(
+          () => chat.streamChatCompletion({ params: chatParams(input) }, call(callOptions)),
+          (response) => response.chunk,
+        ),
     },
     capabilities: (callOptions) => wrap(() => capabilities.getCapabilities({}, call(callOptions))),
   };

@@ -1,3 +1,4 @@
+import type { PGlite } from "@electric-sql/pglite";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { Kysely, PostgresDialect, sql } from "kysely";
@@ -56,16 +57,12 @@ const parseInt8 = (value: string) => Number(value);
 
 /** Opens the database, checks it answers, and applies pending migrations under a lock. */
 export async function openStore(options: StoreOptions): Promise<Store> {
-  const store = options.databaseUrl
-    ? openPostgres(options.databaseUrl, options)
-    : await openPGlite(options.dataDir, options.pgliteTemplate);
+  const store = options.databaseUrl ? openPostgres(options.databaseUrl, options) : await openPGlite(options.dataDir, options.pgliteTemplate);
   try {
     await store.ping(5000);
   } catch (error) {
     await store.close().catch(() => {});
-    throw new DatabaseUnavailableError(
-      `cannot reach the database at ${describeUrl(options.databaseUrl)}: ${reason(error)}`,
-    );
+    throw new DatabaseUnavailableError(`cannot reach the database at ${describeUrl(options.databaseUrl)}: ${reason(error)}`);
   }
   try {
     await migrate(store.db);
@@ -91,8 +88,10 @@ function openPostgres(url: string, options: StoreOptions): Store {
     connectionString: url,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: 5000,
-    types: { getTypeParser: ((oid: number, format?: "text" | "binary") =>
-      oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser },
+    types: {
+      getTypeParser: ((oid: number, format?: "text" | "binary") =>
+        oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    },
   });
   // An idle client that loses its server emits here; the pool replaces it on next use.
   pool.on("error", (error) => options.logger.warn({ err: error.message }, "idle database connection lost"));
@@ -192,7 +191,7 @@ async function openPGlite(dataDir: string, template: Blob | undefined): Promise<
   // Before PGlite reads a byte: a second process on this directory must leave the first one's data alone.
   const lock = await lockDataDir(dataDir);
   const dir = path.join(dataDir, "pglite");
-  let pglite;
+  let pglite: PGlite;
   try {
     await fs.mkdir(dir, { recursive: true });
     const isNew = (await fs.readdir(dir)).length === 0;

@@ -8,8 +8,7 @@ export function isDatabaseDown(error: unknown): boolean {
   if (typeof code === "string" && CONNECTION_ERROR_CODES.has(code)) return true;
   const message = (error as { message?: unknown }).message;
   return (
-    typeof message === "string" &&
-    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message)
+    typeof message === "string" && /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message)
   );
 }
 

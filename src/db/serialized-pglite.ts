@@ -56,10 +56,8 @@ class SerializedDriver implements Driver {
   }
 
   savepoint: Driver["savepoint"] = (connection, name, compile) => this.inner.savepoint!(connection, name, compile);
-  rollbackToSavepoint: Driver["rollbackToSavepoint"] = (connection, name, compile) =>
-    this.inner.rollbackToSavepoint!(connection, name, compile);
-  releaseSavepoint: Driver["releaseSavepoint"] = (connection, name, compile) =>
-    this.inner.releaseSavepoint!(connection, name, compile);
+  rollbackToSavepoint: Driver["rollbackToSavepoint"] = (connection, name, compile) => this.inner.rollbackToSavepoint!(connection, name, compile);
+  releaseSavepoint: Driver["releaseSavepoint"] = (connection, name, compile) => this.inner.releaseSavepoint!(connection, name, compile);
 
   destroy() {
     return this.inner.destroy();

@@ -3,8 +3,12 @@ import type { OutcomeId } from "../api/outcomes.js";
 
 /** What the engine hands a stage function when it runs one stage of a plan. */
 export interface StageInput {
-  planId: string; accountId: string; outcome: OutcomeId; goal: string;
-  stageId: string; attempt: number;
+  planId: string;
+  accountId: string;
+  outcome: OutcomeId;
+  goal: string;
+  stageId: string;
+  attempt: number;
   /** Outputs of the stages of this plan that already succeeded, by stage id. */
   previous: Readonly<Record<string, JsonValue>>;
   /** Aborted when the lease is lost or the instance shuts down: stop and throw. */
@@ -18,7 +22,9 @@ export interface StageOutcome {
   /** Stored with the stage and handed to later stages in `previous`. */
   output?: JsonValue;
   project?: { id: string; name: string; slug: string };
-  previewUrl?: string; publishedUrl?: string; warning?: string;
+  previewUrl?: string;
+  publishedUrl?: string;
+  warning?: string;
 }
 
 /** The work of one stage. */
@@ -26,7 +32,15 @@ export type StageWork = (input: StageInput) => Promise<StageOutcome>;
 /** Picks the work for a stage; the approval stage ("review") is the engine's, never asked for. */
 export type StageWorkResolver = (outcome: OutcomeId, stageId: string) => StageWork;
 /** Thrown by stage work to fail the stage with a clear `{type, message}` shown on the plan. */
-export class StageFailure extends Error { constructor(readonly type: string, message: string) { super(message); this.name = "StageFailure"; } }
+export class StageFailure extends Error {
+  constructor(
+    readonly type: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "StageFailure";
+  }
+}
 
 /** What a failed stage shows on its plan. */
 export interface StageErrorInfo {

@@ -76,9 +76,13 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       const inserted = await inserter.insert({ id, accountId, goal, outcome, stages });
       const usage = { limit: window.limit, used: inserted.used, resetSeconds: inserted.resetSeconds };
       if (!inserted.createdAt) {
-        throw new ServiceError("rate_limited", `the generation limit of ${window.limit} new executions per ${window.windowSeconds} s is reached; try again later`, {
-          headers: limitReachedHeaders(usage),
-        });
+        throw new ServiceError(
+          "rate_limited",
+          `the generation limit of ${window.limit} new executions per ${window.windowSeconds} s is reached; try again later`,
+          {
+            headers: limitReachedHeaders(usage),
+          },
+        );
       }
       notifier.stageReady();
       setHeaders(context, rateLimitHeaders(usage));
@@ -118,10 +122,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       return { plans: plans.map(toPlanMessage) };
     },
 
-    async *watchExecution(
-      request: WatchExecutionRequest,
-      context: HandlerContext,
-    ): AsyncGenerator<MessageInitShape<typeof WatchExecutionResponseSchema>> {
+    async *watchExecution(request: WatchExecutionRequest, context: HandlerContext): AsyncGenerator<MessageInitShape<typeof WatchExecutionResponseSchema>> {
       const { accountId } = requirePrincipal(context);
       if (request.id === "") throw invalidRequest("id is required", "id");
       const signal = context.signal;

@@ -9,10 +9,7 @@ export function validGoal(raw: string): string {
   const goal = raw.trim();
   const length = [...goal].length;
   if (length < GOAL_MIN_LENGTH || length > GOAL_MAX_LENGTH) {
-    throw invalidRequest(
-      `goal must be ${GOAL_MIN_LENGTH} to ${GOAL_MAX_LENGTH} characters after trimming white space (got ${length})`,
-      "goal",
-    );
+    throw invalidRequest(`goal must be ${GOAL_MIN_LENGTH} to ${GOAL_MAX_LENGTH} characters after trimming white space (got ${length})`, "goal");
   }
   return goal;
 }

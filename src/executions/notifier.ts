@@ -85,7 +85,12 @@ export class Notifier {
     this.#scheduled = false;
     const channels: string[] = [];
     const payloads: string[] = [];
-    for (const [channel, set] of this.#pending) for (const payload of set) channels.push(channel), payloads.push(payload);
+    for (const [channel, set] of this.#pending) {
+      for (const payload of set) {
+        channels.push(channel);
+        payloads.push(payload);
+      }
+    }
     this.#pending.clear();
     if (channels.length === 0) return;
     this.#flushing = sql`SELECT pg_notify(c, p)::text FROM unnest(${channels}::text[], ${payloads}::text[]) AS t(c, p)`

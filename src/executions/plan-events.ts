@@ -27,7 +27,9 @@ export class PlanEvents {
     this.#subscribers.set(planId, set);
     if (!this.#stopped) {
       this.#listening ??= this.#store
-        .listen(PLAN_CHANGED_CHANNEL, (id) => this.#subscribers.get(id)?.forEach((notify) => notify()))
+        .listen(PLAN_CHANGED_CHANNEL, (id) => {
+          for (const notify of this.#subscribers.get(id) ?? []) notify();
+        })
         .catch((error: unknown) => {
           this.#log.warn({ err: error }, "cannot listen for plan changes; watchers poll");
           this.#listening = undefined;

@@ -62,8 +62,12 @@ export class PlanInserter {
         this.#window,
       )
         .then(
-          (results) => batch.forEach((w, i) => w.resolve(results[i]!)),
-          (error: unknown) => batch.forEach((w) => w.reject(error)),
+          (results) => {
+            for (const [i, w] of batch.entries()) w.resolve(results[i]!);
+          },
+          (error: unknown) => {
+            for (const w of batch) w.reject(error);
+          },
         )
         .finally(() => {
           this.#inFlight--;

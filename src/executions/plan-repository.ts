@@ -27,7 +27,18 @@ function selectPlansWithStages(db: Executor) {
       jsonArrayFrom(
         eb
           .selectFrom("plan_stages as s")
-          .select(["s.position", "s.stage_id", "s.title", "s.state", "s.attempts", "s.error_type", "s.error_message", "s.output", "s.progress", "s.lease_token"])
+          .select([
+            "s.position",
+            "s.stage_id",
+            "s.title",
+            "s.state",
+            "s.attempts",
+            "s.error_type",
+            "s.error_message",
+            "s.output",
+            "s.progress",
+            "s.lease_token",
+          ])
           .whereRef("s.plan_id", "=", "p.id")
           .orderBy("s.position"),
       ).as("stages"),
@@ -41,11 +52,7 @@ function selectPlansWithStages(db: Executor) {
  * to a plan or its stages takes this lock first, so they never interleave
  * and never deadlock.
  */
-export async function loadPlan(
-  db: Executor,
-  id: string,
-  options: { accountId?: string; forUpdate?: boolean } = {},
-): Promise<PlanState | undefined> {
+export async function loadPlan(db: Executor, id: string, options: { accountId?: string; forUpdate?: boolean } = {}): Promise<PlanState | undefined> {
   let query = selectPlansWithStages(db).where("p.id", "=", id);
   if (options.accountId !== undefined) query = query.where("p.account_id", "=", options.accountId);
   if (options.forUpdate) query = query.forUpdate("p");
@@ -107,7 +114,12 @@ export interface SaveResult {
  * longer matches this throws LeaseLostError, and the caller's transaction
  * rolls back, so nothing is written.
  */
-export async function savePlan(trx: Transaction<Database>, before: PlanState, after: PlanState, options?: SaveOptions & { optimistic?: false }): Promise<SaveResult>;
+export async function savePlan(
+  trx: Transaction<Database>,
+  before: PlanState,
+  after: PlanState,
+  options?: SaveOptions & { optimistic?: false },
+): Promise<SaveResult>;
 export async function savePlan(db: Executor, before: PlanState, after: PlanState, options: SaveOptions & { optimistic: true }): Promise<SaveResult | undefined>;
 export async function savePlan(db: Executor, before: PlanState, after: PlanState, options: SaveOptions = {}): Promise<SaveResult | undefined> {
   const { fence, claimFor, optimistic = false } = options;
@@ -136,15 +148,20 @@ export async function savePlan(db: Executor, before: PlanState, after: PlanState
   const guard = optimistic
     ? sql`p AS (
         SELECT id FROM plans WHERE id = ${after.id} AND version = ${before.version}::int
-        ${fence?.live ? sql`AND EXISTS (SELECT 1 FROM plan_stages WHERE plan_id = ${after.id} AND position = ${fence.position}::smallint
-          AND lease_token = ${before.stages[fence.position]?.leaseToken ?? null}::bigint AND lease_expires_at > now())` : sql``}
+        ${
+          fence?.live
+            ? sql`AND EXISTS (SELECT 1 FROM plan_stages WHERE plan_id = ${after.id} AND position = ${fence.position}::smallint
+          AND lease_token = ${before.stages[fence.position]?.leaseToken ?? null}::bigint AND lease_expires_at > now())`
+            : sql``
+        }
         FOR UPDATE
       ),`
     : sql``;
   const guarded = optimistic ? sql`AND EXISTS (SELECT 1 FROM p)` : sql``;
-  const stagesCte = rows.length === 0
-    ? sql`stages AS (SELECT NULL::smallint AS position, NULL::bigint AS lease_token, false AS claim WHERE false)`
-    : sql`v (position, state, attempts, error_type, error_message, output, progress, new_token, old_token, ready, claim, fenced) AS (
+  const stagesCte =
+    rows.length === 0
+      ? sql`stages AS (SELECT NULL::smallint AS position, NULL::bigint AS lease_token, false AS claim WHERE false)`
+      : sql`v (position, state, attempts, error_type, error_message, output, progress, new_token, old_token, ready, claim, fenced) AS (
         VALUES ${sql.join(rows)}
       ),
       stages AS (

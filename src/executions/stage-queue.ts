@@ -3,7 +3,6 @@ import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import type { StageClaim } from "../engine/stage-store.js";
 
-
 /**
  * Claims up to `limit` stages waiting for a worker, oldest first. Rows other
  * workers are claiming right now are skipped, not waited for, so any number

@@ -7,8 +7,7 @@ import type { Infer, Schema } from "./json-schema.js";
  * TypeScript type derived from it.
  */
 
-const text = (description: string, maxLength = 600, minLength = 1) =>
-  ({ type: "string", minLength, maxLength, description }) as const;
+const text = (description: string, maxLength = 600, minLength = 1) => ({ type: "string", minLength, maxLength, description }) as const;
 
 /** How a site or book should sound; also picks the site's theme. */
 export const TONES = ["warm", "professional", "playful", "calm", "bold"] as const;

@@ -4,14 +4,16 @@
  * markup. The same escapes are valid XML, so EPUB's XHTML uses them too.
  */
 export function escapeHtml(text: string): string {
-  return text
-    .replace(/&/g, "&amp;")
-    .replace(/</g, "&lt;")
-    .replace(/>/g, "&gt;")
-    .replace(/"/g, "&quot;")
-    .replace(/'/g, "&#39;")
-    // Characters XML 1.0 forbids; a model can emit them and epubcheck would reject the book.
-    .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g, "");
+  return (
+    text
+      .replace(/&/g, "&amp;")
+      .replace(/</g, "&lt;")
+      .replace(/>/g, "&gt;")
+      .replace(/"/g, "&quot;")
+      .replace(/'/g, "&#39;")
+      // Characters XML 1.0 forbids; a model can emit them and epubcheck would reject the book.
+      .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g, "")
+  );
 }
 
 /** A tagged template that escapes every interpolated value unless it is already `Html`. */

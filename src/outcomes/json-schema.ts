@@ -84,7 +84,7 @@ function walk(schema: Schema, value: unknown, at: string, problems: string[], li
       if (schema.maxItems !== undefined && value.length > schema.maxItems) {
         problems.push(`${at}: expected at most ${schema.maxItems} items, got ${value.length}`);
       }
-      value.forEach((item, index) => walk(schema.items, item, `${at}[${index}]`, problems, limit));
+      for (const [index, item] of value.entries()) walk(schema.items, item, `${at}[${index}]`, problems, limit);
       return;
     }
     case "object": {
@@ -142,7 +142,30 @@ function fit(schema: Schema, value: unknown): unknown {
 }
 
 /** Words that make a shortened text read as cut off when they end it. */
-const DANGLING = new Set(["a", "an", "and", "as", "at", "by", "for", "from", "in", "of", "on", "or", "our", "the", "to", "we", "with", "your", "is", "are", "that", "which"]);
+const DANGLING = new Set([
+  "a",
+  "an",
+  "and",
+  "as",
+  "at",
+  "by",
+  "for",
+  "from",
+  "in",
+  "of",
+  "on",
+  "or",
+  "our",
+  "the",
+  "to",
+  "we",
+  "with",
+  "your",
+  "is",
+  "are",
+  "that",
+  "which",
+]);
 
 /** `text` in at most `max` code points (counted as the validator counts them: trimmed). */
 export function shorten(text: string, max: number): string {

@@ -36,7 +36,8 @@ export function chooseWriterKind(deps: OutcomeDeps, outcome: StageInput["outcome
 /** The writer a plan started with, so every stage of it speaks with one voice. */
 export function writerFor(deps: OutcomeDeps, kind: WriterKind): Writer {
   if (kind === "offline") return createOfflineWriter();
-  if (!deps.chat) throw new StageFailure("outcome_unavailable", "This plan was written by a language model, and this service has no upstream model configured now.");
+  if (!deps.chat)
+    throw new StageFailure("outcome_unavailable", "This plan was written by a language model, and this service has no upstream model configured now.");
   return createUpstreamWriter(deps.chat);
 }
 

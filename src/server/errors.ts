@@ -44,13 +44,7 @@ export class ServiceError extends ConnectError {
       capacityState: options.capacityState,
       resetAt: options.resetAt,
     });
-    super(
-      message,
-      ERROR_TYPES[type].code,
-      new Headers(options.headers),
-      [{ desc: ErrorDetailSchema, value: detail }],
-      options.cause,
-    );
+    super(message, ERROR_TYPES[type].code, new Headers(options.headers), [{ desc: ErrorDetailSchema, value: detail }], options.cause);
     // `name` stays "ConnectError": Connect recognises its errors by name across module copies.
     this.type = type;
     this.status = options.status ?? ERROR_TYPES[type].status;
@@ -60,8 +54,7 @@ export class ServiceError extends ConnectError {
 }
 
 /** Shorthands for the common cases. */
-export const invalidRequest = (message: string, param?: string) =>
-  new ServiceError("invalid_request", message, { param });
+export const invalidRequest = (message: string, param?: string) => new ServiceError("invalid_request", message, { param });
 export const notFound = (message = "not found") => new ServiceError("not_found", message);
 
 /**

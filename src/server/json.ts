@@ -18,14 +18,13 @@ function fillNulls(schema: DescMessage, message: Record<string, unknown>, json: 
       if (value === undefined) {
         json[field.jsonName] = null;
       } else if (isStructLike(field.message.typeName)) {
-        continue;
       } else {
         fillNulls(field.message, value as Record<string, unknown>, json[field.jsonName] as JsonObject);
       }
     } else if (field.fieldKind === "list" && field.listKind === "message" && Array.isArray(value)) {
       const items = json[field.jsonName] as JsonObject[];
       if (!isStructLike(field.message.typeName)) {
-        value.forEach((item, i) => fillNulls(field.message, item as Record<string, unknown>, items[i]!));
+        for (const [i, item] of value.entries()) fillNulls(field.message, item as Record<string, unknown>, items[i]!);
       }
     } else if (field.fieldKind === "scalar" && field.presence === 1 /* EXPLICIT */ && value === undefined) {
       json[field.jsonName] = null;

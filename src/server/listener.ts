@@ -69,9 +69,14 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
     );
     server.on("session", trackSession);
     applyHttp1Timeouts(server as unknown as http.Server, options);
-    return wrap(server, sessions, () => {
-      (server as unknown as http.Server).closeIdleConnections?.();
-    }, () => (server as unknown as http.Server).closeAllConnections?.());
+    return wrap(
+      server,
+      sessions,
+      () => {
+        (server as unknown as http.Server).closeIdleConnections?.();
+      },
+      () => (server as unknown as http.Server).closeAllConnections?.(),
+    );
   }
 
   // Node checks header and request deadlines on this interval (30 s by default), so it bounds how late they bite.
@@ -185,13 +190,7 @@ function applyHttp1Timeouts(server: http.Server, options: ListenerOptions): void
   server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 5_000;
 }
 
-function wrap(
-  server: net.Server,
-  sessions: Set<http2.Http2Session>,
-  closeIdle: () => void,
-  closeAll: () => void,
-  http1?: http.Server,
-): Listener {
+function wrap(server: net.Server, sessions: Set<http2.Http2Session>, closeIdle: () => void, closeAll: () => void, http1?: http.Server): Listener {
   let inFlight = 0;
   let drained: (() => void) | undefined;
   const countRequests = (target: net.Server | http.Server) =>

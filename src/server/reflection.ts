@@ -18,8 +18,7 @@ export function registerReflection(router: ConnectRouter, services: readonly Des
   });
   router.service(v1alpha.ServerReflection, {
     // The two versions have the same messages under different package names.
-    serverReflectionInfo: (requests) =>
-      answer(index, requests) as AsyncIterable<MessageInitShape<typeof v1alpha.ServerReflectionResponseSchema>>,
+    serverReflectionInfo: (requests) => answer(index, requests) as AsyncIterable<MessageInitShape<typeof v1alpha.ServerReflectionResponseSchema>>,
   });
 }
 
@@ -50,18 +49,18 @@ class DescriptorIndex {
     this.#files.set(file.proto.name, file);
     const addMessage = (message: DescMessage) => {
       this.#symbols.set(message.typeName, file);
-      message.nestedMessages.forEach(addMessage);
-      message.nestedEnums.forEach((e) => this.#symbols.set(e.typeName, file));
-      message.nestedExtensions.forEach((x) => this.#addExtension(x, file));
+      for (const nested of message.nestedMessages) addMessage(nested);
+      for (const e of message.nestedEnums) this.#symbols.set(e.typeName, file);
+      for (const x of message.nestedExtensions) this.#addExtension(x, file);
     };
-    file.messages.forEach(addMessage);
-    file.enums.forEach((e) => this.#symbols.set(e.typeName, file));
-    file.extensions.forEach((x) => this.#addExtension(x, file));
+    for (const message of file.messages) addMessage(message);
+    for (const e of file.enums) this.#symbols.set(e.typeName, file);
+    for (const x of file.extensions) this.#addExtension(x, file);
     for (const service of file.services) {
       this.#symbols.set(service.typeName, file);
-      service.methods.forEach((m) => this.#symbols.set(`${service.typeName}.${m.name}`, file));
+      for (const m of service.methods) this.#symbols.set(`${service.typeName}.${m.name}`, file);
     }
-    file.dependencies.forEach((dep) => this.#addFile(dep));
+    for (const dep of file.dependencies) this.#addFile(dep);
   }
 
   #addExtension(extension: DescExtension, file: DescFile): void {

@@ -1,4 +1,3 @@
-import type http from "node:http";
 import { fromJson, type DescMessage, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
 import { apiErrorBody, invalidRequest, openAiErrorBody, ServiceError, toServiceError } from "./errors.js";
 import { requestInfo } from "./request-info.js";
@@ -41,7 +40,7 @@ export class RestRouter {
   }
 
   /** A bounded label for metrics: the exact path or the prefix that matched. */
-  label(method: string, pathname: string): string {
+  label(_method: string, pathname: string): string {
     if (this.#exact.has(pathname)) return pathname;
     return this.#prefixes.find((p) => pathname.startsWith(p.prefix))?.prefix ?? "other";
   }
@@ -71,7 +70,10 @@ export interface BodyLimits {
  * type, an oversized body and anything that is not JSON.
  */
 export async function readJsonBody(req: NodeRequest, limits: BodyLimits = { maxBytes: 1 << 20 }): Promise<JsonValue> {
-  const contentType = String(req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  const contentType = String(req.headers["content-type"] ?? "")
+    .split(";")[0]!
+    .trim()
+    .toLowerCase();
   if (contentType !== "application/json" && !contentType.endsWith("+json")) {
     drain(req);
     throw invalidRequest("the body must be JSON, sent with content-type: application/json");

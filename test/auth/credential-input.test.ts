@@ -49,7 +49,13 @@ describe("credential input is bounded before it is parsed", () => {
         for (let i = 0; i < 3; i++) {
           const started = performance.now();
           const call = client[method]({ email: pathologicalEmail, password: "long enough password" });
-          const [outcome, healthz] = await Promise.all([call.then(() => undefined, (e: unknown) => e), slowestHealthz(call)]);
+          const [outcome, healthz] = await Promise.all([
+            call.then(
+              () => undefined,
+              (e: unknown) => e,
+            ),
+            slowestHealthz(call),
+          ]);
           tries.push({ elapsed: performance.now() - started, healthz });
           expect(outcome).toBeInstanceOf(ConnectError);
           expect((outcome as ConnectError).code).toBe(Code.InvalidArgument);

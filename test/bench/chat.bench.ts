@@ -222,7 +222,13 @@ async function main(): Promise<void> {
       UPSTREAM_MODEL,
     });
     const targets: Target[] = [
-      { name: "direct", origin: upstreamOrigin, path: "/v1/chat/completions", headers: { "content-type": "application/json", authorization: `Bearer ${UPSTREAM_KEY}` }, model: UPSTREAM_MODEL },
+      {
+        name: "direct",
+        origin: upstreamOrigin,
+        path: "/v1/chat/completions",
+        headers: { "content-type": "application/json", authorization: `Bearer ${UPSTREAM_KEY}` },
+        model: UPSTREAM_MODEL,
+      },
       {
         name: "node-proxy",
         origin: new URL(nodeProxyInfo.url as string).origin,
@@ -257,7 +263,15 @@ async function main(): Promise<void> {
         const streamed = await throughput(target, true, THROUGHPUT_MS / 2);
         const lat = await latency(target, false, LATENCY_MS);
         const ttfb = await latency(target, true, LATENCY_MS);
-        const result = { rps: plain.rps, streamRps: streamed.rps, p50: lat.p50, p99: lat.p99, ttfbP50: ttfb.p50, ttfbP99: ttfb.p99, errors: plain.errors + streamed.errors };
+        const result = {
+          rps: plain.rps,
+          streamRps: streamed.rps,
+          p50: lat.p50,
+          p99: lat.p99,
+          ttfbP50: ttfb.p50,
+          ttfbP99: ttfb.p99,
+          errors: plain.errors + streamed.errors,
+        };
         results.get(target.name)!.push(result);
         console.log(
           `round ${round} ${target.name.padEnd(10)} ${f(result.rps, 0).padStart(6)} req/s  ${f(result.streamRps, 0).padStart(6)} streams/s  ` +
@@ -302,13 +316,20 @@ async function main(): Promise<void> {
     // Paired within each round, so a burst of load from elsewhere on the machine weighs on both sides.
     const ratios = results.get("gateway")!.map((g, i) => g.rps / results.get("portkey")![i]!.rps);
     const addedP50 = results.get("gateway")!.map((g, i) => g.p50 - results.get("direct")![i]!.p50);
-    console.log(`\nper round: gateway/Portkey throughput ${ratios.map((r) => `${f(r)}×`).join(", ")}; gateway added p50 ${addedP50.map((a) => `${f(a, 3)} ms`).join(", ")}`);
+    console.log(
+      `\nper round: gateway/Portkey throughput ${ratios.map((r) => `${f(r)}×`).join(", ")}; gateway added p50 ${addedP50.map((a) => `${f(a, 3)} ms`).join(", ")}`,
+    );
     const goals = [
       [`throughput ≥ 4× Portkey's`, median(ratios), 4, `${f(median(ratios))}× (median of per-round ratios)`],
       [`added p50 < 0.3 ms`, gateway.p50 - direct.p50, 0.3, `${f(gateway.p50 - direct.p50, 3)} ms`],
       [`added p99 < 1 ms`, gateway.p99 - direct.p99, 1, `${f(gateway.p99 - direct.p99, 3)} ms`],
       [`first-byte overhead < 1 ms`, gateway.ttfbP50 - direct.ttfbP50, 1, `${f(gateway.ttfbP50 - direct.ttfbP50, 3)} ms`],
-      [`peak RSS < 100 MB`, gatewayRss, 100, `${f(gatewayRss, 1)} MB (the least Node proxy: ${f(nodeProxyRss, 1)} MB; ${f(gatewayRss - nodeProxyRss, 1)} MB is the gateway's own)`],
+      [
+        `peak RSS < 100 MB`,
+        gatewayRss,
+        100,
+        `${f(gatewayRss, 1)} MB (the least Node proxy: ${f(nodeProxyRss, 1)} MB; ${f(gatewayRss - nodeProxyRss, 1)} MB is the gateway's own)`,
+      ],
     ] as const;
     console.log("\ngoals");
     for (const [label, value, bound, shown] of goals) {

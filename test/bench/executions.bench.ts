@@ -70,7 +70,16 @@ async function startServer(env: Record<string, string>): Promise<{ child: ChildP
   const [node, ...args] = command.argv;
   const child = spawn(node!, args, {
     cwd: root,
-    env: { ...process.env, ...command.env, PORT: "0", LOG_LEVEL: "warn", ZERO_DATA_DIR: dataDir, ZERO_GENERATION_LIMIT: "1000000000", ZERO_SIGNUPS_PER_ADDRESS_PER_HOUR: "1000000", ...env },
+    env: {
+      ...process.env,
+      ...command.env,
+      PORT: "0",
+      LOG_LEVEL: "warn",
+      ZERO_DATA_DIR: dataDir,
+      ZERO_GENERATION_LIMIT: "1000000000",
+      ZERO_SIGNUPS_PER_ADDRESS_PER_HOUR: "1000000",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   children.push(child);
@@ -192,16 +201,21 @@ async function main(): Promise<void> {
   const backlog = Array.from({ length: ENGINE_PLANS }, (_, i) => i);
   for (let i = 0; i < backlog.length; i += 50) {
     await Promise.all(
-      backlog.slice(i, i + 50).map((n) =>
-        insertPlanWithinLimit(
-          store.db,
-          { id: `pln_bench${n}`, accountId: "acc_bench", goal: "A website for a small bakery", outcome: "website", stages },
-          { limit: 1_000_000_000, windowSeconds: 3600 },
+      backlog
+        .slice(i, i + 50)
+        .map((n) =>
+          insertPlanWithinLimit(
+            store.db,
+            { id: `pln_bench${n}`, accountId: "acc_bench", goal: "A website for a small bakery", outcome: "website", stages },
+            { limit: 1_000_000_000, windowSeconds: 3600 },
+          ),
         ),
-      ),
     );
   }
-  await store.db.updateTable("plans").set({ approved: ["review"] }).execute();
+  await store.db
+    .updateTable("plans")
+    .set({ approved: ["review"] })
+    .execute();
   const ep = new pg.Pool({ connectionString: engineDb, max: ENGINE_WORKERS + 2 });
   await ep.query("CREATE TABLE raw_stages (LIKE plan_stages INCLUDING ALL)");
   await ep.query("INSERT INTO raw_stages SELECT * FROM plan_stages WHERE stage_id <> 'review'");
@@ -267,14 +281,26 @@ async function main(): Promise<void> {
   const serviceCreates = median(createRates.service);
   console.log(`\nexecutions on Postgres (${ROUNDS} rounds, medians; ${os.cpus().length} CPUs)`);
   console.table({
-    [`creates/s at ${CONCURRENCY} concurrent`]: { service: f(serviceCreates, 0), baseline: f(rawCreates, 0), ratio: f(serviceCreates / rawCreates), goal: ">= 0.60" },
-    "create p50 at 1 connection (ms)": { service: f(median(createP50.service), 3), baseline: f(median(createP50.raw), 3), ratio: `+${f(median(createP50.service) - median(createP50.raw), 3)} ms`, goal: "< +1 ms" },
+    [`creates/s at ${CONCURRENCY} concurrent`]: {
+      service: f(serviceCreates, 0),
+      baseline: f(rawCreates, 0),
+      ratio: f(serviceCreates / rawCreates),
+      goal: ">= 0.60",
+    },
+    "create p50 at 1 connection (ms)": {
+      service: f(median(createP50.service), 3),
+      baseline: f(median(createP50.raw), 3),
+      ratio: `+${f(median(createP50.service) - median(createP50.raw), 3)} ms`,
+      goal: "< +1 ms",
+    },
     "create p99 at 1 connection (ms)": { service: f(median(createP99.service), 3), baseline: f(median(createP99.raw), 3), ratio: "", goal: "" },
     [`stage runs/s, ${ENGINE_WORKERS} workers`]: { service: f(engineRate, 0), baseline: f(rawRate, 0), ratio: f(engineRate / rawRate), goal: ">= 0.50" },
     "peak RSS of the API server (MB)": { service: f(apiRss, 1), baseline: "", ratio: "", goal: "" },
     "peak RSS of the engine server (MB)": { service: f(engineRss, 1), baseline: "", ratio: "", goal: "< 150" },
   });
-  console.log(`engine: ${ENGINE_PLANS} plans, ${rawTotal} stage runs; ${f(engineSeconds)} s including the server's start; ${runs[0]!.n} stages succeeded on their first attempt`);
+  console.log(
+    `engine: ${ENGINE_PLANS} plans, ${rawTotal} stage runs; ${f(engineSeconds)} s including the server's start; ${runs[0]!.n} stages succeeded on their first attempt`,
+  );
 }
 
 try {

@@ -56,7 +56,10 @@ describe("ChatService over gRPC", () => {
     const received: StreamChatCompletionResponse[] = [];
     for await (const message of call as AsyncIterable<StreamChatCompletionResponse>) received.push(message);
     client.close();
-    const chunks = received.map((m) => toJson(ChatCompletionChunkSchema, m.chunk!, { alwaysEmitImplicit: true }) as { model: string; id: string; choices: { delta: { content?: string } }[] });
+    const chunks = received.map(
+      (m) =>
+        toJson(ChatCompletionChunkSchema, m.chunk!, { alwaysEmitImplicit: true }) as { model: string; id: string; choices: { delta: { content?: string } }[] },
+    );
     expect(chunks.every((c) => c.model === "project-zero" && c.id.startsWith("chatcmpl-"))).toBe(true);
     expect(chunks.map((c) => c.choices[0]?.delta.content ?? "").join("")).toBe("gRPC");
     expect(upstream.requests[0]!.body).toMatchObject({ model: UPSTREAM_MODEL, stream: true, messages: [{ role: "user", content: "Hi" }] });

@@ -2,18 +2,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { consoleClient, createAccountWithKey, sessionHeaders } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
-import {
-  chunk,
-  completion,
-  fail,
-  FakeUpstream,
-  hang,
-  reply,
-  stream,
-  textChunks,
-  toolCallCompletion,
-  UPSTREAM_MODEL,
-} from "./support/fake-upstream.js";
+import { chunk, completion, fail, FakeUpstream, hang, reply, stream, textChunks, toolCallCompletion, UPSTREAM_MODEL } from "./support/fake-upstream.js";
 import { DEAD_UPSTREAM, expectNoLeak, openAiClient, postChat, readSse, startGateway, UPSTREAM_KEY } from "./support/gateway.js";
 
 let primary: FakeUpstream;
@@ -125,7 +114,9 @@ describe("models", () => {
     for await (const model of client.models.list()) models.push(model);
     expect(models).toEqual([{ id: "project-zero", object: "model", created: expect.any(Number), owned_by: "project-zero" }]);
     expect((await client.models.retrieve("project-zero")).id).toBe("project-zero");
-    const error = await openAiClient(app, "zk_" + "y".repeat(40)).models.list().catch((e: unknown) => e);
+    const error = await openAiClient(app, `zk_${"y".repeat(40)}`)
+      .models.list()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
   });
 });
@@ -159,7 +150,9 @@ describe("refusals, as the SDK's error classes", () => {
   });
 
   it("401 invalid_api_key without a valid key, and for a Console cookie alone", async () => {
-    const bad = await openAiClient(app, "zk_" + "x".repeat(40)).chat.completions.create({ model: "project-zero", messages }).catch((e: unknown) => e);
+    const bad = await openAiClient(app, `zk_${"x".repeat(40)}`)
+      .chat.completions.create({ model: "project-zero", messages })
+      .catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(OpenAI.AuthenticationError);
     expect((bad as InstanceType<typeof OpenAI.AuthenticationError>).code).toBe("invalid_api_key");
 
@@ -183,7 +176,9 @@ describe("refusals, as the SDK's error classes", () => {
 
   it("403 insufficient_scope for a key without `chat`", async () => {
     const { apiKey: readKey } = await createAccountWithKey(app, ["read", "build"]);
-    const error = await openAiClient(app, readKey).chat.completions.create({ model: "project-zero", messages }).catch((e: unknown) => e);
+    const error = await openAiClient(app, readKey)
+      .chat.completions.create({ model: "project-zero", messages })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.PermissionDeniedError);
     expect((error as InstanceType<typeof OpenAI.PermissionDeniedError>).code).toBe("insufficient_scope");
     expect(primary.requests).toHaveLength(0);

@@ -108,7 +108,10 @@ describe("the free pool", () => {
     // B can still get every unit A did not spend.
     let servedByB = 0;
     while (servedByB < 40) {
-      const ok = await serve(b).then(() => true, () => false);
+      const ok = await serve(b).then(
+        () => true,
+        () => false,
+      );
       if (!ok) break;
       servedByB++;
     }

@@ -1,4 +1,4 @@
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, type ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
@@ -10,10 +10,12 @@ import { postChat, startGateway } from "./support/gateway.js";
 const hello = { model: "project-zero", messages: [{ role: "user", content: "hi" }] };
 
 /** An upstream that thinks a while and then fails: its request's unit comes back. */
-const slowFailure = (ms: number): Behavior => async (exchange) => {
-  await sleep(ms);
-  await fail(500)(exchange);
-};
+const slowFailure =
+  (ms: number): Behavior =>
+  async (exchange) => {
+    await sleep(ms);
+    await fail(500)(exchange);
+  };
 
 describe("the pool refuses as spent only when no unit can come back", () => {
   let upstream: FakeUpstream;

@@ -74,7 +74,13 @@ describe("nothing of a provider reaches the client", () => {
               provider_choice_id: "SecretRouter",
             },
           ],
-          usage: { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12, cost_usd: 0.0001, prompt_tokens_details: { cached_tokens: 0, provider_cache: "SecretRouter" } },
+          usage: {
+            prompt_tokens: 9,
+            completion_tokens: 3,
+            total_tokens: 12,
+            cost_usd: 0.0001,
+            prompt_tokens_details: { cached_tokens: 0, provider_cache: "SecretRouter" },
+          },
         }),
       ),
     );

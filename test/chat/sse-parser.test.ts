@@ -3,9 +3,11 @@ import { parseSse } from "../../src/chat/sse-parser.js";
 
 async function events(pieces: (string | Buffer)[]) {
   const out = [];
-  for await (const event of parseSse((async function* () {
-    yield* pieces;
-  })())) {
+  for await (const event of parseSse(
+    (async function* () {
+      yield* pieces;
+    })(),
+  )) {
     out.push(event);
   }
   return out;
@@ -30,7 +32,7 @@ describe("parseSse", () => {
   });
 
   it("handles CRLF, comments, event names, multi-line data and a last event without its blank line", async () => {
-    expect(await events([": keep-alive\r\n\r\nevent: error\r\ndata: {\"x\":\r\ndata: 1}\r\n\r\ndata:[DONE]"])).toEqual([
+    expect(await events([': keep-alive\r\n\r\nevent: error\r\ndata: {"x":\r\ndata: 1}\r\n\r\ndata:[DONE]'])).toEqual([
       { event: "error", data: '{"x":\n1}' },
       { event: undefined, data: "[DONE]" },
     ]);

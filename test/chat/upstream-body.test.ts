@@ -29,7 +29,7 @@ describe("an upstream answer's body", () => {
   it("is read whole, in order, from several chunks", async () => {
     const body = new UpstreamBody(new RecordingController());
     const text = body.text();
-    body.push(Buffer.from("{\"a\":"));
+    body.push(Buffer.from('{"a":'));
     body.push(Buffer.from("1}"));
     body.end();
     expect(await text).toBe('{"a":1}');

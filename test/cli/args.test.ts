@@ -49,7 +49,9 @@ describe("command line", () => {
 });
 
 function zeroError(code: Code, type?: string, extra: { unavailable?: string[]; headers?: Record<string, string> } = {}): ZeroError {
-  const details = type ? [{ desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { type, message: `the ${type} message.`, unavailable: extra.unavailable ?? [] }) }] : [];
+  const details = type
+    ? [{ desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { type, message: `the ${type} message.`, unavailable: extra.unavailable ?? [] }) }]
+    : [];
   return ZeroError.from(new ConnectError("raw", code, new Headers(extra.headers), details));
 }
 

@@ -131,7 +131,9 @@ describe("project-zero against a running service", () => {
     const badKey = await runCli(["run", "A website for a bakery"], { ...env, ZERO_API_KEY: "zk_notARealKeyAtAll0000000000000000000" });
     expect(badKey.code).toBe(3);
     expect(badKey.stdout).toBe("");
-    expect(badKey.stderr).toMatch(/^project-zero: the API key was not accepted \(401 unauthenticated\): .+; make a key in the Console \(http:\/\/127\.0\.0\.1:\d+\/console\) and set ZERO_API_KEY\n$/);
+    expect(badKey.stderr).toMatch(
+      /^project-zero: the API key was not accepted \(401 unauthenticated\): .+; make a key in the Console \(http:\/\/127\.0\.0\.1:\d+\/console\) and set ZERO_API_KEY\n$/,
+    );
 
     const readOnly = await createAccountWithKey(app, ["read"]);
     const noScope = await runCli(["run", "A website for a bakery"], { ...env, ZERO_API_KEY: readOnly.apiKey });

@@ -37,7 +37,15 @@ const plain: PlanStyle = { ansi: false, color: false, columns: 100, baseUrl: "ht
 const tty: PlanStyle = { ansi: true, color: true, columns: 100, baseUrl: "http://127.0.0.1:8080" };
 
 function fakeTerminal(ansi: boolean): Terminal & { output: string } {
-  const terminal = { output: "", ansi, color: ansi, columns: 100, write: (text: string) => void (terminal.output += text) };
+  const terminal = {
+    output: "",
+    ansi,
+    color: ansi,
+    columns: 100,
+    write: (text: string) => {
+      terminal.output += text;
+    },
+  };
   return terminal;
 }
 
@@ -75,9 +83,7 @@ describe("a plan as lines", () => {
     const failed = plan(2, "failed", { status: "failed" });
     failed.stages[2]!.attempts = 2;
     failed.stages[2]!.error = { $typeName: "zero.v1.StageError", type: "writer_error", message: "the model answered twice without valid JSON" };
-    expect(stageLine(failed.stages[2]!, plain)).toBe(
-      "  write      failed             attempt 2  writer_error: the model answered twice without valid JSON",
-    );
+    expect(stageLine(failed.stages[2]!, plain)).toBe("  write      failed             attempt 2  writer_error: the model answered twice without valid JSON");
     expect(planLines(failed, plain)[1]).toBe("[##########--------------------]  33%  failed");
   });
 

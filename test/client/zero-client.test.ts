@@ -172,7 +172,7 @@ describe("createZeroClient", () => {
     });
   });
 
-  it("speaks gRPC when asked with protocol: \"grpc\"", async () => {
+  it('speaks gRPC when asked with protocol: "grpc"', async () => {
     const client = createNodeClient({ baseUrl: app.url, apiKey: keys.all, protocol: "grpc" });
     expect((await client.capabilities()).service).toBe("project-zero");
     const error = await caught(client.executions.get("pln_doesNotExist000000"));
@@ -213,4 +213,3 @@ describe("the package's entries", () => {
     ).rejects.toThrow(/node:/);
   });
 });
-

@@ -25,8 +25,8 @@ interface AxeResult {
 async function accessibilityViolations(page: Page): Promise<string[]> {
   const loaded = await page.evaluate(() => "axe" in window);
   if (!loaded) await page.evaluate(await fs.readFile(require.resolve("axe-core/axe.min.js"), "utf8"));
-  const result = await page.evaluate(
-    () => (window as unknown as { axe: { run(options: object): Promise<AxeResult> } }).axe.run({ runOnly: ["wcag2a", "wcag2aa", "wcag21aa", "best-practice"] }),
+  const result = await page.evaluate(() =>
+    (window as unknown as { axe: { run(options: object): Promise<AxeResult> } }).axe.run({ runOnly: ["wcag2a", "wcag2aa", "wcag21aa", "best-practice"] }),
   );
   // An audit that checked nothing would pass anything.
   expect(result.passes.length).toBeGreaterThan(10);

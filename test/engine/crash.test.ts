@@ -11,7 +11,9 @@ import { instantWork } from "../support/stage-work.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const children = new Set<ChildProcess>();
-afterAll(() => children.forEach((child) => child.kill("SIGKILL")));
+afterAll(() => {
+  for (const child of children) child.kill("SIGKILL");
+});
 
 /** Starts test/support/stage-server.ts as its own process; resolves once it listens. */
 async function spawnServer(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; lines: () => string[]; exit: Promise<number | null> }> {
@@ -29,8 +31,7 @@ async function spawnServer(env: Record<string, string>): Promise<{ child: ChildP
     let buffered = "";
     child.stdout!.on("data", (chunk: Buffer) => {
       buffered += chunk.toString();
-      let newline: number;
-      while ((newline = buffered.indexOf("\n")) !== -1) {
+      for (let newline = buffered.indexOf("\n"); newline !== -1; newline = buffered.indexOf("\n")) {
         const line = buffered.slice(0, newline);
         buffered = buffered.slice(newline + 1);
         lines.push(line);

@@ -50,7 +50,12 @@ describe("lease fencing", () => {
       const after = await waitForPlan(app.url, cred, held.input.planId, () => true);
       expect(after).toMatchObject({ status: "interrupted", project: null, resumable: true });
       expect(after.stages[1]).toMatchObject({ state: "pending", attempts: 0 });
-      const row = await app.store.db.selectFrom("plan_stages").select(["output", "lease_token"]).where("plan_id", "=", held.input.planId).where("position", "=", 0).executeTakeFirstOrThrow();
+      const row = await app.store.db
+        .selectFrom("plan_stages")
+        .select(["output", "lease_token"])
+        .where("plan_id", "=", held.input.planId)
+        .where("position", "=", 0)
+        .executeTakeFirstOrThrow();
       expect(row).toEqual({ output: null, lease_token: null });
 
       // A resume runs it again with attempts + 1, under a new token.

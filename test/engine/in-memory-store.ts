@@ -160,7 +160,7 @@ export class InMemoryStageStore implements StageStore {
     return this.#plan(planId).stages[position]!;
   }
 
-  #lease(plan: MemoryPlan, stage: MemoryStage, owner: string, leaseMs: number): StageClaim {
+  #lease(plan: MemoryPlan, stage: MemoryStage, _owner: string, leaseMs: number): StageClaim {
     Object.assign(stage, { state: "leased", leaseToken: this.#nextToken++, leaseExpiresAt: Date.now() + leaseMs });
     const previous: Record<string, JsonValue> = {};
     for (const s of plan.stages) if (s.state === "succeeded" && s.output !== null) previous[s.stageId] = s.output;

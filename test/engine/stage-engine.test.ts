@@ -77,7 +77,9 @@ function postgresHarness(): Harness & { start(): Promise<void>; close(): Promise
       });
     },
     async expireLeases(planId) {
-      await sql`UPDATE plan_stages SET lease_expires_at = now() - interval '1 second' WHERE plan_id = ${planId} AND lease_token IS NOT NULL`.execute(app.store.db);
+      await sql`UPDATE plan_stages SET lease_expires_at = now() - interval '1 second' WHERE plan_id = ${planId} AND lease_token IS NOT NULL`.execute(
+        app.store.db,
+      );
     },
   };
 }
@@ -100,7 +102,16 @@ describe.each([
   });
 
   async function startEngine(options: Pick<StageEngineOptions, "resolveWork"> & Partial<StageEngineOptions>): Promise<StageEngine> {
-    const engine = new StageEngine({ store: harness.store(), logger, instanceId: `ins_${engines.length}`, concurrency: 2, leaseMs: LEASE_MS, pollMs: 50, stopGraceMs: 2000, ...options });
+    const engine = new StageEngine({
+      store: harness.store(),
+      logger,
+      instanceId: `ins_${engines.length}`,
+      concurrency: 2,
+      leaseMs: LEASE_MS,
+      pollMs: 50,
+      stopGraceMs: 2000,
+      ...options,
+    });
     engines.push(engine);
     await engine.start();
     return engine;
@@ -166,7 +177,15 @@ describe("stage engine, store outages (in memory)", () => {
   it("keeps retrying a finished stage's result while the store is away, then writes it once", async () => {
     const harness = memoryHarness();
     const work = new HeldWork();
-    const engine = new StageEngine({ store: harness.store(), logger, instanceId: "ins_outage", resolveWork: work.resolver, concurrency: 1, leaseMs: 5000, pollMs: 50 });
+    const engine = new StageEngine({
+      store: harness.store(),
+      logger,
+      instanceId: "ins_outage",
+      resolveWork: work.resolver,
+      concurrency: 1,
+      leaseMs: 5000,
+      pollMs: 50,
+    });
     await engine.start();
     try {
       const planId = await harness.addPlan();

@@ -20,17 +20,20 @@ describe.runIf(onRealPostgres)("two instances on one Postgres", () => {
     const running = new Set<string>();
     const overlaps: string[] = [];
     const byInstance = [0, 0];
-    const countingWork = (instance: number): StageWorkResolver => () => async (input) => {
-      const key = `${input.planId}/${input.stageId}`;
-      if (running.has(key)) overlaps.push(key);
-      running.add(key);
-      runs.set(key, (runs.get(key) ?? 0) + 1);
-      byInstance[instance]!++;
-      // A little real waiting, so that stages of both instances overlap in time.
-      await sleep(Math.random() * 4);
-      running.delete(key);
-      return typicalOutcome(input);
-    };
+    const countingWork =
+      (instance: number): StageWorkResolver =>
+      () =>
+      async (input) => {
+        const key = `${input.planId}/${input.stageId}`;
+        if (running.has(key)) overlaps.push(key);
+        running.add(key);
+        runs.set(key, (runs.get(key) ?? 0) + 1);
+        byInstance[instance]!++;
+        // A little real waiting, so that stages of both instances overlap in time.
+        await sleep(Math.random() * 4);
+        running.delete(key);
+        return typicalOutcome(input);
+      };
     const env = { ZERO_GENERATION_LIMIT: String(LIMIT), ZERO_WORKER_CONCURRENCY: "8" };
     const apps: TestApp[] = [
       await startTestApp({ databaseUrl, env, stageWork: countingWork(0) }),
@@ -43,7 +46,10 @@ describe.runIf(onRealPostgres)("two instances on one Postgres", () => {
     const answers = await Promise.all(
       accounts.flatMap((account, a) =>
         Array.from({ length: ATTEMPTS_PER_ACCOUNT }, (_, i) =>
-          postExecution<{ plan: RestPlan }>(apps[(a + i) % 2]!.url, { apiKey: account.apiKey }, { goal: `Plan ${i} of account ${a}` }).then((answer) => ({ a, answer })),
+          postExecution<{ plan: RestPlan }>(apps[(a + i) % 2]!.url, { apiKey: account.apiKey }, { goal: `Plan ${i} of account ${a}` }).then((answer) => ({
+            a,
+            answer,
+          })),
         ),
       ),
     );
@@ -56,9 +62,7 @@ describe.runIf(onRealPostgres)("two instances on one Postgres", () => {
     expect(plans).toHaveLength(ACCOUNTS * LIMIT);
 
     // Approve every gate, some before it is reached and some at it, through either instance.
-    await Promise.all(
-      plans.map(({ id, account }, i) => postExecution(apps[i % 2]!.url, { apiKey: account.apiKey }, { planId: id, approve: ["review"] })),
-    );
+    await Promise.all(plans.map(({ id, account }, i) => postExecution(apps[i % 2]!.url, { apiKey: account.apiKey }, { planId: id, approve: ["review"] })));
     const deadline = Date.now() + 120_000;
     let pending = plans;
     while (pending.length > 0 && Date.now() < deadline) {

@@ -49,7 +49,12 @@ describe("the engine's notifications", () => {
     }
     await notifier.flush();
     await sleep(100);
-    expect(received.filter((n) => n.channel === PLAN_CHANGED_CHANNEL).map((n) => n.payload).sort()).toEqual(["pln_a", "pln_b", "pln_c"]);
+    expect(
+      received
+        .filter((n) => n.channel === PLAN_CHANGED_CHANNEL)
+        .map((n) => n.payload)
+        .sort(),
+    ).toEqual(["pln_a", "pln_b", "pln_c"]);
     expect(received.filter((n) => n.channel === STAGE_READY_CHANNEL)).toHaveLength(2);
   });
 });

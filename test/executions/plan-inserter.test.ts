@@ -23,14 +23,25 @@ describe("creates sent to the database together", () => {
     store = app.store;
     for (let i = 0; i < 20; i++) {
       const id = `acc_ins${i}_${Date.now()}`;
-      await store.db.insertInto("accounts").values({ id, email: `${id}@example.test`, password_hash: "x" }).execute();
+      await store.db
+        .insertInto("accounts")
+        .values({ id, email: `${id}@example.test`, password_hash: "x" })
+        .execute();
       accounts.push(id);
     }
   });
   afterAll(() => app.close());
 
   const planCount = async (accountId: string) =>
-    Number((await store.db.selectFrom("plans").select((eb) => eb.fn.countAll().as("n")).where("account_id", "=", accountId).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await store.db
+          .selectFrom("plans")
+          .select((eb) => eb.fn.countAll().as("n"))
+          .where("account_id", "=", accountId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   it("inserts concurrent creates of many accounts in fewer statements, each plan with its stages", async () => {
     const inserter = new PlanInserter(store.db, { limit: 100, windowSeconds: 3600 }, { maxInFlight: 1 });
@@ -38,7 +49,15 @@ describe("creates sent to the database together", () => {
     const results = await Promise.all(plans.map((p) => inserter.insert(p)));
     expect(inserter.statements).toBeLessThan(plans.length);
     expect(results.every((r) => r.createdAt instanceof Date && r.used === 1)).toBe(true);
-    const stageRows = await store.db.selectFrom("plan_stages").select("plan_id").where("plan_id", "in", plans.map((p) => p.id)).execute();
+    const stageRows = await store.db
+      .selectFrom("plan_stages")
+      .select("plan_id")
+      .where(
+        "plan_id",
+        "in",
+        plans.map((p) => p.id),
+      )
+      .execute();
     expect(stageRows).toHaveLength(plans.length * 6);
   });
 

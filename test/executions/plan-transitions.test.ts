@@ -20,7 +20,14 @@ const states = (plan: PlanState) => plan.stages.map((s) => `${s.id}:${s.state}:$
 
 describe("plan transitions (SPEC.md)", () => {
   it("starts with the first stage running, attempts 1, the others pending", () => {
-    expect(states(newPlan())).toEqual(["understand:running:1", "outline:pending:0", "write:pending:0", "build:pending:0", "review:pending:0", "publish:pending:0"]);
+    expect(states(newPlan())).toEqual([
+      "understand:running:1",
+      "outline:pending:0",
+      "write:pending:0",
+      "build:pending:0",
+      "review:pending:0",
+      "publish:pending:0",
+    ]);
     expect(newPlan("ebook").stages.map((s) => s.id)).toEqual(["understand", "outline", "write", "assemble", "review", "publish"]);
   });
 

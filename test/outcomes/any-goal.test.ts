@@ -31,7 +31,9 @@ const LONG_NAME_GOAL = `We need a site for ${LONG_NAME}, a community group that 
 const LONG_GOAL = (
   "We want a website for our family bakery in Lyon with prices and a menu and events and a timetable and a newsletter " +
   "and a blog and catering and gift cards and a loyalty scheme and job openings and allergen information and "
-).repeat(12).slice(0, 2000);
+)
+  .repeat(12)
+  .slice(0, 2000);
 
 describe("the offline writer fits every answer to its stage's schema", () => {
   it("for the two goals that failed plans: a 2,000-character goal and a 75-character business name", async () => {
@@ -42,7 +44,37 @@ describe("the offline writer fits every answer to its stage's schema", () => {
   });
 
   it("for any text of 8 to 2,000 code points", async () => {
-    const words = fc.constantFrom("a", "website", "for", "my", "bakery", "called", "with", "and", "in", "Lyon", "selling", "bread,", "cakes.", "\"Maison", "Dupont\"", "hours", "order", "prices", "events", "we", "want", "سلام", "東京", "🥐", "Ñandú", "\n", "https://x.example", "a@b.example", "+44 20 7946 0000");
+    const words = fc.constantFrom(
+      "a",
+      "website",
+      "for",
+      "my",
+      "bakery",
+      "called",
+      "with",
+      "and",
+      "in",
+      "Lyon",
+      "selling",
+      "bread,",
+      "cakes.",
+      '"Maison',
+      'Dupont"',
+      "hours",
+      "order",
+      "prices",
+      "events",
+      "we",
+      "want",
+      "سلام",
+      "東京",
+      "🥐",
+      "Ñandú",
+      "\n",
+      "https://x.example",
+      "a@b.example",
+      "+44 20 7946 0000",
+    );
     const goal = fc
       .oneof(
         fc.string({ unit: "grapheme", minLength: 8, maxLength: 2000 }),

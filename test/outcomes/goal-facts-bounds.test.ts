@@ -9,7 +9,36 @@ import { readGoal } from "../../src/outcomes/writers/goal-facts.js";
  * event loop would take. A real ReDoS on this input takes seconds or more.
  */
 describe("reading the longest adversarial goals stays far from a stall", () => {
-  const tokens = ["for ", "a ", "with ", "A", "Ab ", ",", " and ", "called ", '"', "'", "in ", "Paris ", "sells ", "x", " ", "the ", "website ", "simple ", "-", "&", "0", "+1", "@", ".", "a.", "aimed at ", "de ", "\u00d1"];
+  const tokens = [
+    "for ",
+    "a ",
+    "with ",
+    "A",
+    "Ab ",
+    ",",
+    " and ",
+    "called ",
+    '"',
+    "'",
+    "in ",
+    "Paris ",
+    "sells ",
+    "x",
+    " ",
+    "the ",
+    "website ",
+    "simple ",
+    "-",
+    "&",
+    "0",
+    "+1",
+    "@",
+    ".",
+    "a.",
+    "aimed at ",
+    "de ",
+    "\u00d1",
+  ];
   const goals: string[] = [];
   for (const a of tokens) {
     for (const b of tokens) goals.push((a + b).repeat(Math.ceil(2000 / (a + b).length)).slice(0, 2000));

@@ -11,13 +11,38 @@ const context = { accountId: "acc_test", signal: new AbortController().signal };
 
 /** Goals of every kind the offline writer knows, with what it must have read from each. */
 const GOALS: { goal: string; name: string; tone: string; words: string[] }[] = [
-  { goal: "A website for my small bakery in Lyon that sells sourdough bread and croissants", name: "Lyon Bakery", tone: "warm", words: ["Sourdough bread", "Croissants", "Lyon"] },
+  {
+    goal: "A website for my small bakery in Lyon that sells sourdough bread and croissants",
+    name: "Lyon Bakery",
+    tone: "warm",
+    words: ["Sourdough bread", "Croissants", "Lyon"],
+  },
   { goal: "Build a landing page for Maison Dupont, a family-run florist in Bordeaux", name: "Maison Dupont", tone: "warm", words: ["florist", "Bordeaux"] },
-  { goal: "Website for a yoga studio called Still Water, for busy parents, offering morning classes and weekend retreats", name: "Still Water", tone: "calm", words: ["Morning classes", "Weekend retreats", "busy parents"] },
-  { goal: "A portfolio site for a wedding photographer based in Edinburgh. Contact: anna@example.com", name: "Edinburgh Wedding Photographer", tone: "bold", words: ['href="mailto:anna@example.com"', "Edinburgh"] },
-  { goal: "Site for our neighbourhood running club with a training schedule and how to join", name: "Neighbourhood Running Club", tone: "playful", words: ["Training schedule", "How to join"] },
+  {
+    goal: "Website for a yoga studio called Still Water, for busy parents, offering morning classes and weekend retreats",
+    name: "Still Water",
+    tone: "calm",
+    words: ["Morning classes", "Weekend retreats", "busy parents"],
+  },
+  {
+    goal: "A portfolio site for a wedding photographer based in Edinburgh. Contact: anna@example.com",
+    name: "Edinburgh Wedding Photographer",
+    tone: "bold",
+    words: ['href="mailto:anna@example.com"', "Edinburgh"],
+  },
+  {
+    goal: "Site for our neighbourhood running club with a training schedule and how to join",
+    name: "Neighbourhood Running Club",
+    tone: "playful",
+    words: ["Training schedule", "How to join"],
+  },
   { goal: "A landing page for Tidy, a to-do app for small teams", name: "Tidy", tone: "bold", words: ["to-do app", "small teams"] },
-  { goal: "I need a site for my plumbing business in Leeds, with prices and a way to book a visit", name: "Leeds Plumbing", tone: "professional", words: ["Prices", "How to book a visit"] },
+  {
+    goal: "I need a site for my plumbing business in Leeds, with prices and a way to book a visit",
+    name: "Leeds Plumbing",
+    tone: "professional",
+    words: ["Prices", "How to book a visit"],
+  },
   { goal: "Spanish lessons for beginners, online, with a free first lesson", name: "Spanish Lessons for Beginners", tone: "calm", words: ["beginners"] },
   { goal: "zzzz qqqq", name: "Zzzz Qqqq", tone: "professional", words: ["Zzzz Qqqq"] },
 ];
@@ -37,7 +62,10 @@ describe("the offline writer", () => {
 
     const site = renderSite(brief, outline, pages);
     expect(site.size).toBe(outline.pages.length + 1);
-    const text = [...site].filter(([name]) => name.endsWith(".html")).map(([, page]) => page).join("\n");
+    const text = [...site]
+      .filter(([name]) => name.endsWith(".html"))
+      .map(([, page]) => page)
+      .join("\n");
     for (const word of words) expect(text).toContain(word);
     // Honest generic copy: no filler, no placeholders, no invented numbers.
     expect(text).not.toMatch(/lorem|ipsum|\bTODO\b|\bTBD\b|\[[^\]]*\]|\{\{|undefined|null|NaN/i);
@@ -48,7 +76,11 @@ describe("the offline writer", () => {
   });
 
   it("reads the goal's own facts and only those", () => {
-    expect(readGoal("A website for my small bakery in Lyon that sells sourdough bread, croissants and birthday cakes, with opening hours and a way to order cakes ahead.")).toEqual({
+    expect(
+      readGoal(
+        "A website for my small bakery in Lyon that sells sourdough bread, croissants and birthday cakes, with opening hours and a way to order cakes ahead.",
+      ),
+    ).toEqual({
       name: "Lyon Bakery",
       namedInGoal: false,
       subject: "small bakery",

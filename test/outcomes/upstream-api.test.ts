@@ -109,7 +109,10 @@ describe.runIf(haveChromium)("the book's HTML reader in headless Chromium", () =
           const result = await (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string | null }[] }> } }).axe.run();
           return result.violations.map((v) => ({ id: v.id, impact: v.impact }));
         });
-        expect(violations.filter((v) => v.impact === "serious" || v.impact === "critical"), name).toEqual([]);
+        expect(
+          violations.filter((v) => v.impact === "serious" || v.impact === "critical"),
+          name,
+        ).toEqual([]);
         await context.close();
       }
     } finally {
@@ -142,7 +145,9 @@ describe("a website goal with an upstream, through the real API", () => {
 describe.runIf(haveEpubcheck)("epubcheck (Debian package; CI installs it)", () => {
   it("accepts the published EPUB with no errors or warnings", async () => {
     expect(epubFile, "the end-to-end test must run first and write the EPUB").toBeDefined();
-    const { stdout, stderr } = await promisify(execFile)("java", ["-jar", EPUBCHECK, epubFile], { timeout: 120_000 }).catch((error: { stdout: string; stderr: string }) => error);
+    const { stdout, stderr } = await promisify(execFile)("java", ["-jar", EPUBCHECK, epubFile], { timeout: 120_000 }).catch(
+      (error: { stdout: string; stderr: string }) => error,
+    );
     expect(`${stdout}\n${stderr}`).toMatch(/No errors or warnings detected/);
   }, 150_000);
 });

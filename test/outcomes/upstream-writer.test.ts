@@ -75,7 +75,7 @@ describe("upstream writer at the stage level", () => {
     const entries = readZip(epub!);
     expect(entries[0]).toEqual({ name: "mimetype", method: 0, text: "application/epub+zip" });
     expect(entries.map((e) => e.name)).toContain("EPUB/package.opf");
-    expect(entries.find((e) => e.name === "EPUB/chapter-01.xhtml")!.text).toContain("<h1 id=\"chapter-title\">Light &amp; Space</h1>");
+    expect(entries.find((e) => e.name === "EPUB/chapter-01.xhtml")!.text).toContain('<h1 id="chapter-title">Light &amp; Space</h1>');
   });
 
   it("resumes a failed chapter run without paying again for the chapters already written", async () => {
@@ -96,7 +96,7 @@ describe("upstream writer at the stage level", () => {
     const deps = await upstreamDeps();
     const work = createStageWork(deps);
     const brief = JSON.stringify(answerFor("website_brief", {}));
-    upstream.next(rawAnswer("Here you go:\n```json\n" + brief.replace(/}$/, ",}") + "\n```"));
+    upstream.next(rawAnswer(`Here you go:\n\`\`\`json\n${brief.replace(/}$/, ",}")}\n\`\`\``));
     const first = await runStages(work, { planId: "pln_fix1", outcome: "website", goal: "Sea kayaking trips" }, { until: "understand" });
     expect(first.outcomes.understand!.project!.name).toBe("Harbour Lights Kayaks");
     expect(upstream.requests).toHaveLength(1);

@@ -162,7 +162,9 @@ async function seriousViolations(browser: Browser, url: string): Promise<{ id: s
     await page.goto(url);
     await page.addScriptTag({ content: axeSource });
     const violations = await page.evaluate(async () => {
-      const result = await (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string | null; nodes: unknown[] }[] }> } }).axe.run();
+      const result = await (
+        window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string | null; nodes: unknown[] }[] }> } }
+      ).axe.run();
       return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
     });
     return violations.filter((v) => v.impact === "serious" || v.impact === "critical");

@@ -117,7 +117,7 @@ describe("bad input never gets past the documented errors", () => {
         fc.oneof(
           fc.string({ maxLength: 200 }).filter((s) => /^[\x20-\x7e]*$/.test(s)),
           fc.string({ minLength: 32, maxLength: 60, unit: fc.constantFrom(..."abcXYZ019") }).map((s) => `Bearer zk_${s}`),
-          fc.constantFrom("Bearer", "Bearer ", "Basic dXNlcjpwYXNz", `Bearer ${"zk_" + "A".repeat(40)}`, "bearer  zk_"),
+          fc.constantFrom("Bearer", "Bearer ", "Basic dXNlcjpwYXNz", `Bearer zk_${"A".repeat(40)}` as string, "bearer  zk_"),
         ),
         async (authorization) => {
           const res = await fetch(`${app.url}/api/execution`, { headers: { authorization } });
@@ -208,7 +208,10 @@ describe("bad input never gets past the documented errors", () => {
       fc.asyncProperty(
         fc.oneof(
           anyJson,
-          fc.record({ model: fc.oneof(fc.constantFrom("project-zero", "x/project-zero", "gpt-4o"), anyJson), messages: anyJson, stream: anyJson, program: anyJson }, { requiredKeys: [] }),
+          fc.record(
+            { model: fc.oneof(fc.constantFrom("project-zero", "x/project-zero", "gpt-4o"), anyJson), messages: anyJson, stream: anyJson, program: anyJson },
+            { requiredKeys: [] },
+          ),
         ),
         async (body) => {
           const res = await fetch(`${app.url}/v1/chat/completions`, {
@@ -230,17 +233,39 @@ describe("bad input never gets past the documented errors", () => {
   it("every other route, with any method, path, query and headers, answers a documented status and shape", async () => {
     const segment = fc.string({ unit: "binary", maxLength: 40 }).map(encodeURIComponent);
     const path = fc.oneof(
-      fc.constantFrom("/api/capabilities", "/api/execution", "/v1/models", "/v1/chat/completions", "/healthz", "/readyz", "/metrics", "/console", "/console/", "/"),
+      fc.constantFrom(
+        "/api/capabilities",
+        "/api/execution",
+        "/v1/models",
+        "/v1/chat/completions",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/console",
+        "/console/",
+        "/",
+      ),
       segment.map((x) => `/console/${x}`),
       segment.map((x) => `/console/assets/${x}`),
       fc.tuple(fc.constantFrom("preview", "sites", "books"), segment, segment).map(([kind, a, b]) => `/${kind}/${a}/${b}`),
       fc.tuple(fc.constantFrom("api", "v1"), segment).map(([prefix, x]) => `/${prefix}/${x}`),
       segment.map((x) => `/${x}`),
     );
-    const query = fc.oneof(fc.constant(""), fc.dictionary(segment, segment, { maxKeys: 3 }).map((q) => `?${Object.entries(q).map(([k, v]) => `${k}=${v}`).join("&")}`));
+    const query = fc.oneof(
+      fc.constant(""),
+      fc.dictionary(segment, segment, { maxKeys: 3 }).map(
+        (q) =>
+          `?${Object.entries(q)
+            .map(([k, v]) => `${k}=${v}`)
+            .join("&")}`,
+      ),
+    );
     const headers = fc.record(
       {
-        authorization: fc.oneof(fc.constant(`Bearer ${"zk_" + "A".repeat(40)}`), fc.string({ maxLength: 80 }).filter((x) => /^[\x20-\x7e]*$/.test(x))),
+        authorization: fc.oneof(
+          fc.constant(`Bearer zk_${"A".repeat(40)}` as string),
+          fc.string({ maxLength: 80 }).filter((x) => /^[\x20-\x7e]*$/.test(x)),
+        ),
         "content-type": fc.constantFrom("application/json", "text/plain", "application/proto", "application/grpc", "multipart/form-data", ""),
         cookie: fc.constantFrom("zero_session=", "zero_session=abc", "a=b; zero_session=%%%", ""),
       },
@@ -252,7 +277,12 @@ describe("bad input never gets past the documented errors", () => {
         path,
         query,
         headers,
-        fc.option(fc.oneof(anyJson.map((j) => JSON.stringify(j)), fc.string({ maxLength: 200 }))),
+        fc.option(
+          fc.oneof(
+            anyJson.map((j) => JSON.stringify(j)),
+            fc.string({ maxLength: 200 }),
+          ),
+        ),
         fc.boolean(),
         async (method, route, search, extra, body, useKey) => {
           const sent: Record<string, string> = { ...extra, ...(useKey ? auth() : {}) };
@@ -278,7 +308,12 @@ describe("bad input never gets past the documented errors", () => {
 
   it("every RPC, over gRPC-Web: invalid frames get a status that is not internal or unknown", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...rpcPaths), fc.uint8Array({ maxLength: 300 }), fc.boolean(), fc.constantFrom("application/grpc-web+proto", "application/grpc-web", "application/grpc-web+json"), async (path, payload, framed, contentType) => {
+      fc.asyncProperty(
+        fc.constantFrom(...rpcPaths),
+        fc.uint8Array({ maxLength: 300 }),
+        fc.boolean(),
+        fc.constantFrom("application/grpc-web+proto", "application/grpc-web", "application/grpc-web+json"),
+        async (path, payload, framed, contentType) => {
           const frame = framed ? Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), Buffer.from(payload)]) : Buffer.from(payload);
           if (framed) frame.writeUInt32BE(payload.length, 1);
           const res = await fetch(`${app.url}${path}`, {

@@ -23,9 +23,13 @@ describe.runIf(onRealPostgres)("a Postgres outage", () => {
   let account: TestAccount;
   const work = new ScriptedWork();
   const pgCtl = (action: "stop" | "start") =>
-    execFileSync("su", ["postgres", "-c", `${pgBin()}/pg_ctl -D '${dir}/data' -l '${dir}/server.log' -w -t 60 ${action === "stop" ? "stop -m fast" : "start"}`], {
-      stdio: "ignore",
-    });
+    execFileSync(
+      "su",
+      ["postgres", "-c", `${pgBin()}/pg_ctl -D '${dir}/data' -l '${dir}/server.log' -w -t 60 ${action === "stop" ? "stop -m fast" : "start"}`],
+      {
+        stdio: "ignore",
+      },
+    );
   const api = (pathAndQuery: string, init: RequestInit = {}) =>
     fetch(`${app.url}${pathAndQuery}`, {
       ...init,

@@ -23,7 +23,12 @@ describe("accounts are isolated from each other", () => {
       createConnectTransport({
         baseUrl: app.url,
         httpVersion: "2",
-        interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${account.apiKey}`), next(req))],
+        interceptors: [
+          (next) => (req) => {
+            req.header.set("authorization", `Bearer ${account.apiKey}`);
+            return next(req);
+          },
+        ],
       }),
     );
 
@@ -79,9 +84,9 @@ describe("accounts are isolated from each other", () => {
     const bobKeys = await console.listApiKeys({}, { headers: sessionHeaders(app.url, bob.cookie) });
     const aliceKeyIds = aliceKeys.apiKeys.map((k) => k.id);
     expect(bobKeys.apiKeys.map((k) => k.id).some((id) => aliceKeyIds.includes(id))).toBe(false);
-    await expect(
-      console.revokeApiKey({ id: aliceKeyIds[0]! }, { headers: sessionHeaders(app.url, bob.cookie) }),
-    ).rejects.toSatisfy((e) => e instanceof ConnectError && e.code === Code.NotFound);
+    await expect(console.revokeApiKey({ id: aliceKeyIds[0]! }, { headers: sessionHeaders(app.url, bob.cookie) })).rejects.toSatisfy(
+      (e) => e instanceof ConnectError && e.code === Code.NotFound,
+    );
     expect((await rest(alice, "/api/execution")).status).toBe(200);
   });
 

@@ -79,7 +79,8 @@ describe.runIf(onRealPostgres)("two instances, one SIGKILLed mid-stage (the soak
     await Promise.all(live().map((t) => chatStream(t, credentials, "chat").then(record)));
 
     const heldBy = async (owner: string) =>
-      (await db.query<{ plan_id: string; stage_id: string }>("select plan_id, stage_id from plan_stages where state = 'running' and lease_owner = $1", [owner])).rows;
+      (await db.query<{ plan_id: string; stage_id: string }>("select plan_id, stage_id from plan_stages where state = 'running' and lease_owner = $1", [owner]))
+        .rows;
     const deadline = Date.now() + 20_000;
     while ((await heldBy(victim.instanceId)).length === 0 && Date.now() < deadline) await sleep(20);
     const owner = victim.instanceId;
@@ -103,7 +104,12 @@ describe.runIf(onRealPostgres)("two instances, one SIGKILLed mid-stage (the soak
 
     expect(await Promise.all(instances.map((i) => i.stop()))).toEqual([0, 0]);
     const query = async <R extends Record<string, unknown>>(text: string, values: unknown[] = []) => (await db.query(text, values)).rows as R[];
-    const pool = await auditPool(query, POOL_CAPACITY, upstream.served, instances.map((i) => i.logFile));
+    const pool = await auditPool(
+      query,
+      POOL_CAPACITY,
+      upstream.served,
+      instances.map((i) => i.logFile),
+    );
     expect(pool.overSpend).toBe(0);
     // What the killed instance held unspent is lost (never re-served); at most a block and a prefetch.
     expect(pool.lostWithKilled).toBeGreaterThanOrEqual(0);

@@ -92,13 +92,7 @@ describe("one port serves every protocol", () => {
     const buf = "node_modules/.bin/buf";
     const { stdout: services } = await exec(buf, ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "--list-services", app.url]);
     expect(services).toContain("zero.v1.CapabilitiesService");
-    const { stdout } = await exec(buf, [
-      "curl",
-      "--protocol",
-      "grpc",
-      "--http2-prior-knowledge",
-      `${app.url}/zero.v1.CapabilitiesService/GetCapabilities`,
-    ]);
+    const { stdout } = await exec(buf, ["curl", "--protocol", "grpc", "--http2-prior-knowledge", `${app.url}/zero.v1.CapabilitiesService/GetCapabilities`]);
     expect(JSON.parse(stdout).chat.model).toBe("project-zero");
   });
 
@@ -129,8 +123,6 @@ describe("one port serves every protocol", () => {
 
   it("keeps the documented error shape over RPC for unknown methods", async () => {
     const client = createClient(Health, createConnectTransport({ baseUrl: app.url, httpVersion: "1.1" }));
-    await expect(client.check({ service: "missing" })).rejects.toSatisfy(
-      (e: unknown) => e instanceof ConnectError && e.code === Code.NotFound,
-    );
+    await expect(client.check({ service: "missing" })).rejects.toSatisfy((e: unknown) => e instanceof ConnectError && e.code === Code.NotFound);
   });
 });

@@ -51,7 +51,11 @@ describe("the server process, built as npm start builds it", () => {
     const port = await unusedPort();
     const run = runServer({ DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/zero`, PORT: "0" });
     expect(await run.exit).toBe(1);
-    const lines = run.stderr().trim().split("\n").filter((l) => !l.includes("npm warn"));
+    const lines = run
+      .stderr()
+      .trim()
+      .split("\n")
+      .filter((l) => !l.includes("npm warn"));
     expect(lines).toEqual([expect.stringMatching(new RegExp(`^project-zero: cannot reach the database at 127\\.0\\.0\\.1:${port}/zero: .*ECONNREFUSED`))]);
   });
 
@@ -71,7 +75,11 @@ describe("the server process, built as npm start builds it", () => {
       const before = await (await fetch(`http://127.0.0.1:${firstPort}/api/capabilities`)).json();
       const second = runServer({ PORT: String(secondPort), ZERO_DATA_DIR: dataDir });
       expect(await second.exit).toBe(1);
-      const lines = second.stderr().trim().split("\n").filter((l) => !l.includes("npm warn"));
+      const lines = second
+        .stderr()
+        .trim()
+        .split("\n")
+        .filter((l) => !l.includes("npm warn"));
       expect(lines).toEqual([
         `project-zero: another process (pid ${first.child.pid}) holds the data dir ${dataDir}; stop it, or give this one its own ZERO_DATA_DIR`,
       ]);

@@ -17,7 +17,12 @@ describe("graceful shutdown", () => {
       ExecutionService,
       createGrpcTransport({
         baseUrl: app.url,
-        interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${apiKey}`), next(req))],
+        interceptors: [
+          (next) => (req) => {
+            req.header.set("authorization", `Bearer ${apiKey}`);
+            return next(req);
+          },
+        ],
       }),
     );
     const { plan } = await executions.createExecution({ goal: "A website for a bakery in Lyon" });

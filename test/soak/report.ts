@@ -81,5 +81,8 @@ function wrap(text: string, width: number): string[] {
 }
 
 export function checksTable(checks: Check[]): string {
-  return table(["check", "result", "figures"], checks.map((c) => [c.name, c.ok ? "PASS" : "FAIL", c.detail]));
+  return table(
+    ["check", "result", "figures"],
+    checks.map((c) => [c.name, c.ok ? "PASS" : "FAIL", c.detail]),
+  );
 }

@@ -179,7 +179,11 @@ async function main(): Promise<number> {
       load.phase = "between faults";
     };
     const samplesOf = (...phases: string[]) => load.samples.filter((s) => phases.includes(s.phase));
-    const eventLoop = new EventLoopWatch(() => instances, () => load.phase, METRICS_TOKEN);
+    const eventLoop = new EventLoopWatch(
+      () => instances,
+      () => load.phase,
+      METRICS_TOKEN,
+    );
     eventLoop.start();
     cleanups.push(async () => eventLoop.stop());
 
@@ -205,9 +209,19 @@ async function main(): Promise<number> {
         name,
         bad.length === 0 && fiveHundreds === 0,
         `${samples.length} requests, ${samples.filter((s) => s.result !== "ok").length} errors` +
-          (samples.some((s) => s.result !== "ok") ? ` (${countBy(samples.filter((s) => s.result !== "ok"), (s) => `${s.errorType}${s.status ? ` ${s.status}` : ""}`)})` : "") +
+          (samples.some((s) => s.result !== "ok")
+            ? ` (${countBy(
+                samples.filter((s) => s.result !== "ok"),
+                (s) => `${s.errorType}${s.status ? ` ${s.status}` : ""}`,
+              )})`
+            : "") +
           `, 500s: ${fiveHundreds}, undocumented: ${bad.length}` +
-          (bad.length ? ` e.g. ${bad.slice(0, 3).map((s) => `${s.kind}@${s.instance}: ${s.detail}`).join(" | ")}` : ""),
+          (bad.length
+            ? ` e.g. ${bad
+                .slice(0, 3)
+                .map((s) => `${s.kind}@${s.instance}: ${s.detail}`)
+                .join(" | ")}`
+            : ""),
       );
     };
 
@@ -220,8 +234,16 @@ async function main(): Promise<number> {
       "load held",
       steady.every((s) => s.result === "ok") && steady.length > 0,
       `${steady.length} requests in ${SOAK_SECONDS} s, errors: ${steady.filter((s) => s.result !== "ok").length}` +
-        (steady.some((s) => s.result !== "ok") ? ` (${countBy(steady.filter((s) => s.result !== "ok"), (s) => `${s.errorType} ${s.detail ?? ""}`)})` : "") +
-        `, p99 ${percentile(steady.map((s) => s.ms), 99).toFixed(0)} ms`,
+        (steady.some((s) => s.result !== "ok")
+          ? ` (${countBy(
+              steady.filter((s) => s.result !== "ok"),
+              (s) => `${s.errorType} ${s.detail ?? ""}`,
+            )})`
+          : "") +
+        `, p99 ${percentile(
+          steady.map((s) => s.ms),
+          99,
+        ).toFixed(0)} ms`,
     );
 
     // ------------------------------------------- fault (a): SIGKILL mid-stage
@@ -258,12 +280,17 @@ async function main(): Promise<number> {
         held.map(async (h) => {
           const entry = ledger.plans.get(h.plan_id);
           try {
-            const plan = await until(`${h.plan_id} to be interrupted`, LEASE_MS + 10_000, async () => {
-              const read = await readPlan(target(survivor), credentials, "sigkill", h.plan_id);
-              record(read.sample);
-              const p = read.body?.plan;
-              return p && p.status !== "running" ? p : undefined;
-            }, 100);
+            const plan = await until(
+              `${h.plan_id} to be interrupted`,
+              LEASE_MS + 10_000,
+              async () => {
+                const read = await readPlan(target(survivor), credentials, "sigkill", h.plan_id);
+                record(read.sample);
+                const p = read.body?.plan;
+                return p && p.status !== "running" ? p : undefined;
+              },
+              100,
+            );
             const stage = plan.stages.find((s) => s.id === h.stage_id);
             if (plan.status !== "interrupted" || stage?.error?.type !== "interrupted" || stage.attempts !== h.attempts) {
               notInterrupted.push(`${h.plan_id}: ${plan.status}, ${h.stage_id} ${stage?.state} ${stage?.error?.type}`);
@@ -288,7 +315,11 @@ async function main(): Promise<number> {
     });
     // The only requests allowed to get no answer: those to A that were in flight or sent while it was dead.
     const cutByKill = (s: Sample) => s.instance === victim.name && s.at < killWindow.to && s.at + s.ms >= killWindow.from;
-    noUndocumented("fault: SIGKILL, answers", load.samples.filter((s) => s.phase === "sigkill" || cutByKill(s)), cutByKill);
+    noUndocumented(
+      "fault: SIGKILL, answers",
+      load.samples.filter((s) => s.phase === "sigkill" || cutByKill(s)),
+      cutByKill,
+    );
     await sweep();
 
     // ------------------------------------ fault (b): Postgres restart mid-load
@@ -303,7 +334,12 @@ async function main(): Promise<number> {
       const startedAt = Date.now();
       const recoveredMs = await Promise.all(
         instances.map(async (i) => {
-          await until(`${i.name} /readyz`, 30_000, async () => ((await fetch(`${i.url}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined), 100);
+          await until(
+            `${i.name} /readyz`,
+            30_000,
+            async () => ((await fetch(`${i.url}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined),
+            100,
+          );
           return Date.now() - startedAt;
         }),
       );
@@ -346,7 +382,9 @@ async function main(): Promise<number> {
     await runPhase("upstream-recovered", () => sleep(FIRST_BYTE_TIMEOUT_MS + 2000));
     const chatOf = (phase: string) => samplesOf(phase).filter((s) => s.kind === "chat" || s.kind === "stream");
     const signature = (phase: string, types: string[]) => types.every((t) => chatOf(phase).some((s) => s.errorType === t));
-    const hangTimes = chatOf("upstream-hang").filter((s) => s.errorType?.startsWith("upstream_timeout")).map((s) => s.ms);
+    const hangTimes = chatOf("upstream-hang")
+      .filter((s) => s.errorType?.startsWith("upstream_timeout"))
+      .map((s) => s.ms);
     noUndocumented("fault: upstream faults, answers", samplesOf("upstream-hang", "upstream-storm", "upstream-drop"));
     const recovered = samplesOf("upstream-recovered");
     const recoveredChat = chatOf("upstream-recovered");
@@ -359,9 +397,18 @@ async function main(): Promise<number> {
         recoveredChat.length > 0 &&
         recoveredChat.every((s) => s.result === "ok") &&
         recovered.every((s) => s.status !== 500),
-      `hang: ${countBy(chatOf("upstream-hang").filter((s) => s.result !== "ok"), (s) => s.errorType!)} (p99 ${percentile(hangTimes, 99).toFixed(0)} ms, timeout ${FIRST_BYTE_TIMEOUT_MS}); ` +
-        `storm: ${countBy(chatOf("upstream-storm").filter((s) => s.result !== "ok"), (s) => s.errorType!)}; ` +
-        `drop: ${countBy(chatOf("upstream-drop").filter((s) => s.result !== "ok"), (s) => s.errorType!)}; ` +
+      `hang: ${countBy(
+        chatOf("upstream-hang").filter((s) => s.result !== "ok"),
+        (s) => s.errorType!,
+      )} (p99 ${percentile(hangTimes, 99).toFixed(0)} ms, timeout ${FIRST_BYTE_TIMEOUT_MS}); ` +
+        `storm: ${countBy(
+          chatOf("upstream-storm").filter((s) => s.result !== "ok"),
+          (s) => s.errorType!,
+        )}; ` +
+        `drop: ${countBy(
+          chatOf("upstream-drop").filter((s) => s.result !== "ok"),
+          (s) => s.errorType!,
+        )}; ` +
         `after: ${recoveredChat.filter((s) => s.result === "ok").length}/${recoveredChat.length} chat ok`,
     );
     await sweep();
@@ -380,7 +427,12 @@ async function main(): Promise<number> {
         seen.length === hangUps.length && hangUps.every((h) => (h.abortedAfterMs ?? Infinity) < 2000),
         `${hangUps.length} clients hung up (6 mid-stream after the first chunk, 4 waiting for an answer); the upstream saw ` +
           `${seen.length} requests aborted, within ${Math.max(...seen.map((h) => h.abortedAfterMs!), 0).toFixed(0)} ms` +
-          (hangUps.some((h) => h.problem) ? `; ${hangUps.filter((h) => h.problem).map((h) => h.problem).join("; ")}` : ""),
+          (hangUps.some((h) => h.problem)
+            ? `; ${hangUps
+                .filter((h) => h.problem)
+                .map((h) => h.problem)
+                .join("; ")}`
+            : ""),
       );
     });
 
@@ -430,7 +482,9 @@ async function main(): Promise<number> {
         `${ledger.plans.size - verdict.clean} resumed ${verdict.resumes} time(s) (${verdict.interruptions} interrupted, ${verdict.failures} failed; ` +
         `${[...ledger.resumedBecause].map(([type, n]) => `${type}×${n}`).join(", ") || "none"}): ` +
         `attempts = 1 + resumes; mismatches: ${verdict.attemptMismatches.length + writerMismatches.length}` +
-        (verdict.attemptMismatches.length + writerMismatches.length ? ` e.g. ${[...verdict.attemptMismatches, ...writerMismatches].slice(0, 4).join("; ")}` : ""),
+        (verdict.attemptMismatches.length + writerMismatches.length
+          ? ` e.g. ${[...verdict.attemptMismatches, ...writerMismatches].slice(0, 4).join("; ")}`
+          : ""),
     );
     const halfWritten = await query<{ id: string; stages: string }>(
       "select p.id, count(s.position)::text as stages from plans p left join plan_stages s on s.plan_id = p.id group by p.id having count(s.position) <> 6",
@@ -445,9 +499,18 @@ async function main(): Promise<number> {
 
     // --------------------------------------------------- pool, after a clean stop
     const exitCodes = await Promise.all(instances.map((i) => i.stop()));
-    check("graceful stop", exitCodes.every((c) => c === 0), `exit codes ${exitCodes.join(", ")}`);
+    check(
+      "graceful stop",
+      exitCodes.every((c) => c === 0),
+      `exit codes ${exitCodes.join(", ")}`,
+    );
     await sleep(200);
-    const pool: PoolAudit = await auditPool(query, POOL_CAPACITY, upstream.served, instances.map((i) => i.logFile));
+    const pool: PoolAudit = await auditPool(
+      query,
+      POOL_CAPACITY,
+      upstream.served,
+      instances.map((i) => i.logFile),
+    );
     check(
       "pool over-spend = 0",
       pool.overSpend === 0 && pool.lostWithKilled >= 0 && pool.lostWithKilled <= MAX_HELD_UNITS,
@@ -459,7 +522,11 @@ async function main(): Promise<number> {
     const logs = instances.map((i) => fs.readFileSync(i.logFile, "utf8")).join("\n");
     const secrets = { "API key secret": account.apiKey, password: account.password, "session token": sessionToken, "upstream API key": UPSTREAM_KEY };
     const leaks = Object.entries(secrets).filter(([, value]) => logs.includes(value));
-    check("secrets in logs = 0", leaks.length === 0, `${logs.split("\n").length} log lines scanned for ${Object.keys(secrets).join(", ")}: ${leaks.length ? `found ${leaks.map(([k]) => k).join(", ")}` : "none"}`);
+    check(
+      "secrets in logs = 0",
+      leaks.length === 0,
+      `${logs.split("\n").length} log lines scanned for ${Object.keys(secrets).join(", ")}: ${leaks.length ? `found ${leaks.map(([k]) => k).join(", ")}` : "none"}`,
+    );
     // A lease the reaper finds expired after the outage began was lost to it (nothing else expires leases from then on).
     const outageInterruptions = logs
       .split("\n")
@@ -499,13 +566,25 @@ async function main(): Promise<number> {
         phases.map((p) => {
           const of = samplesOf(p);
           const errors = of.filter((s) => s.result !== "ok");
-          return [p, phaseSeconds.has(p) ? phaseSeconds.get(p)!.toFixed(1) : "-", String(of.length), String(of.length - errors.length), errors.length ? countBy(errors, (s) => s.errorType!) : "0", percentile(of.map((s) => s.ms), 99).toFixed(0)];
+          return [
+            p,
+            phaseSeconds.has(p) ? phaseSeconds.get(p)!.toFixed(1) : "-",
+            String(of.length),
+            String(of.length - errors.length),
+            errors.length ? countBy(errors, (s) => s.errorType!) : "0",
+            percentile(
+              of.map((s) => s.ms),
+              99,
+            ).toFixed(0),
+          ];
         }),
       )}\n`,
     );
     process.stdout.write(`\nSummary:\n${checksTable(checks)}\n`);
     const failed = checks.filter((c) => !c.ok);
-    process.stdout.write(`\n${failed.length === 0 ? "soak passed" : `soak FAILED: ${failed.map((c) => c.name).join(", ")}`} in ${((performance.now() - t0) / 1000).toFixed(0)} s; logs in ${workDir}\n`);
+    process.stdout.write(
+      `\n${failed.length === 0 ? "soak passed" : `soak FAILED: ${failed.map((c) => c.name).join(", ")}`} in ${((performance.now() - t0) / 1000).toFixed(0)} s; logs in ${workDir}\n`,
+    );
     return failed.length === 0 ? 0 : 1;
   } finally {
     await cleanup();
@@ -577,10 +656,18 @@ async function runFuzz(workDir: string): Promise<FuzzResult> {
   const report = path.join(workDir, "fuzz-report.json");
   const started = performance.now();
   log(`fuzz: ZERO_FUZZ_RUNS=${FUZZ_RUNS} vitest run ${file}`);
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, ZERO_FUZZ_RUNS: String(FUZZ_RUNS), PATH: `${path.join(root, "node_modules/.bin")}:${process.env.PATH}` };
+  const childEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    ZERO_FUZZ_RUNS: String(FUZZ_RUNS),
+    PATH: `${path.join(root, "node_modules/.bin")}:${process.env.PATH}`,
+  };
   delete childEnv.TEST_DATABASE_URL;
   const code = await new Promise<number | null>((resolve) => {
-    const child = spawn("npx", ["vitest", "run", "--config", "test/vitest.config.ts", file, "--reporter=json", `--outputFile=${report}`], { cwd: root, env: childEnv, stdio: ["ignore", "ignore", "inherit"] });
+    const child = spawn("npx", ["vitest", "run", "--config", "test/vitest.config.ts", file, "--reporter=json", `--outputFile=${report}`], {
+      cwd: root,
+      env: childEnv,
+      stdio: ["ignore", "ignore", "inherit"],
+    });
     child.once("exit", resolve);
   });
   const seconds = (performance.now() - started) / 1000;
@@ -592,7 +679,9 @@ async function runFuzz(workDir: string): Promise<FuzzResult> {
       numFailedTests: number;
       testResults: { assertionResults: { title: string; status: string; failureMessages: string[] }[] }[];
     };
-    const failures = json.testResults.flatMap((f) => f.assertionResults.filter((a) => a.status === "failed").map((a) => `${a.title}: ${a.failureMessages[0]?.split("\n")[0] ?? ""}`));
+    const failures = json.testResults.flatMap((f) =>
+      f.assertionResults.filter((a) => a.status === "failed").map((a) => `${a.title}: ${a.failureMessages[0]?.split("\n")[0] ?? ""}`),
+    );
     return { passed: json.numPassedTests, failed: json.numFailedTests, inputs, seconds, failures };
   } catch {
     return { passed: 0, failed: 1, inputs, seconds, failures: [`vitest exited with ${code} and wrote no report`] };

@@ -64,8 +64,7 @@ export class ServiceInstance {
       child.stdout!.on("data", (chunk: Buffer) => {
         log.write(chunk);
         buffered += chunk.toString("utf8");
-        let newline: number;
-        while ((newline = buffered.indexOf("\n")) !== -1) {
+        for (let newline = buffered.indexOf("\n"); newline !== -1; newline = buffered.indexOf("\n")) {
           const line = buffered.slice(0, newline);
           buffered = buffered.slice(newline + 1);
           if (line.includes('"msg":"listening"')) resolve(JSON.parse(line) as { url: string; instanceId: string });

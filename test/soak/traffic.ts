@@ -101,7 +101,8 @@ async function exchange<T>(
   } catch {
     body = undefined;
   }
-  if (res.status === expectStatus && body !== undefined) return { sample: { ...base, ms, result: "ok", status: res.status, documented: true }, body: body as T };
+  if (res.status === expectStatus && body !== undefined)
+    return { sample: { ...base, ms, result: "ok", status: res.status, documented: true }, body: body as T };
   const sample: Sample = { ...base, ms, result: "error", status: res.status, ...classifyError(res.status, body, errors, text) };
   return { sample, body: undefined };
 }
@@ -125,11 +126,19 @@ function apiHeaders(credentials: Credentials, target: Target, viaCookie = false)
 }
 
 export function createPlan(target: Target, credentials: Credentials, phase: string, goal: string, outcome: string): Promise<Answer<{ plan: RestPlan }>> {
-  return exchange("create", target, phase, "/api/execution", {
-    method: "POST",
-    headers: apiHeaders(credentials, target),
-    body: JSON.stringify({ goal, outcome }),
-  }, 202, API_ERRORS);
+  return exchange(
+    "create",
+    target,
+    phase,
+    "/api/execution",
+    {
+      method: "POST",
+      headers: apiHeaders(credentials, target),
+      body: JSON.stringify({ goal, outcome }),
+    },
+    202,
+    API_ERRORS,
+  );
 }
 
 export function readPlan(target: Target, credentials: Credentials, phase: string, id: string): Promise<Answer<{ plan: RestPlan }>> {
@@ -142,18 +151,20 @@ export function listPlans(target: Target, credentials: Credentials, phase: strin
 }
 
 /** A resume: `approve` passes the gate; without it, a failed or interrupted stage is run again. */
-export function resumePlan(
-  target: Target,
-  credentials: Credentials,
-  phase: string,
-  planId: string,
-  approve?: string[],
-): Promise<Answer<{ plan: RestPlan }>> {
-  return exchange(approve ? "approve" : "resume", target, phase, "/api/execution", {
-    method: "POST",
-    headers: apiHeaders(credentials, target),
-    body: JSON.stringify(approve ? { planId, approve } : { planId }),
-  }, 202, API_ERRORS);
+export function resumePlan(target: Target, credentials: Credentials, phase: string, planId: string, approve?: string[]): Promise<Answer<{ plan: RestPlan }>> {
+  return exchange(
+    approve ? "approve" : "resume",
+    target,
+    phase,
+    "/api/execution",
+    {
+      method: "POST",
+      headers: apiHeaders(credentials, target),
+      body: JSON.stringify(approve ? { planId, approve } : { planId }),
+    },
+    202,
+    API_ERRORS,
+  );
 }
 
 function chatBody(content: string, stream: boolean): string {
@@ -162,11 +173,19 @@ function chatBody(content: string, stream: boolean): string {
 
 /** A non-streaming completion; `ok` only when the answer is the upstream's, under the alias. */
 export async function chat(target: Target, credentials: Credentials, phase: string, content = "ping"): Promise<Answer<unknown>> {
-  const answer = await exchange<{ model?: string; choices?: { message?: { content?: string } }[] }>("chat", target, phase, "/v1/chat/completions", {
-    method: "POST",
-    headers: { authorization: `Bearer ${credentials.apiKey}`, "content-type": "application/json" },
-    body: chatBody(content, false),
-  }, 200, CHAT_ERRORS);
+  const answer = await exchange<{ model?: string; choices?: { message?: { content?: string } }[] }>(
+    "chat",
+    target,
+    phase,
+    "/v1/chat/completions",
+    {
+      method: "POST",
+      headers: { authorization: `Bearer ${credentials.apiKey}`, "content-type": "application/json" },
+      body: chatBody(content, false),
+    },
+    200,
+    CHAT_ERRORS,
+  );
   const { sample, body } = answer;
   if (sample.result === "ok" && (body?.model !== "project-zero" || body.choices?.[0]?.message?.content !== CHAT_ANSWER)) {
     Object.assign(sample, { result: "error", errorType: "wrong_answer", documented: false, detail: JSON.stringify(body).slice(0, 200) });
@@ -207,7 +226,9 @@ export async function chatStream(target: Target, credentials: Credentials, phase
   }
   const events = sseData(text);
   const last = events.at(-1);
-  const errorEvent = events.map(parseJson).find((e): e is { error: { type?: unknown; message?: unknown; code?: unknown } } => typeof e === "object" && e !== null && "error" in e);
+  const errorEvent = events
+    .map(parseJson)
+    .find((e): e is { error: { type?: unknown; message?: unknown; code?: unknown } } => typeof e === "object" && e !== null && "error" in e);
   if (errorEvent) {
     const type = typeof errorEvent.error.type === "string" ? errorEvent.error.type : "unknown";
     const documented = last === "[DONE]" && typeof errorEvent.error.message === "string" && type in CHAT_ERRORS && type !== "invalid_request";
@@ -219,7 +240,8 @@ export async function chatStream(target: Target, credentials: Credentials, phase
     .map((c) => (c as { choices?: { delta?: { content?: string } }[] } | undefined)?.choices?.[0]?.delta?.content ?? "")
     .join("");
   if (last !== "[DONE]") return { ...base, ms, result: "error", status: 200, errorType: "truncated_stream", documented: false, detail: text.slice(-300) };
-  if (content !== STREAM_PIECES.join("")) return { ...base, ms, result: "error", status: 200, errorType: "wrong_answer", documented: false, detail: content.slice(0, 200) };
+  if (content !== STREAM_PIECES.join(""))
+    return { ...base, ms, result: "error", status: 200, errorType: "wrong_answer", documented: false, detail: content.slice(0, 200) };
   return { ...base, ms, result: "ok", status: 200, documented: true };
 }
 
@@ -227,7 +249,13 @@ export async function chatStream(target: Target, credentials: Credentials, phase
 export function sseData(text: string): string[] {
   return text
     .split(/\n\n/)
-    .map((event) => event.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n"))
+    .map((event) =>
+      event
+        .split("\n")
+        .filter((l) => l.startsWith("data:"))
+        .map((l) => l.slice(5).trimStart())
+        .join("\n"),
+    )
     .filter((d) => d !== "");
 }
 

@@ -26,10 +26,7 @@ export function sessionHeaders(baseUrl: string, cookie: string): Record<string, 
 /** Signs up through ConsoleService and returns the session cookie. */
 export async function signUp(baseUrl: string, email: string, password: string): Promise<{ accountId: string; cookie: string }> {
   let setCookie = "";
-  const { account } = await consoleClient(baseUrl).signUp(
-    { email, password },
-    { onHeader: (headers) => (setCookie = headers.get("set-cookie") ?? "") },
-  );
+  const { account } = await consoleClient(baseUrl).signUp({ email, password }, { onHeader: (headers) => (setCookie = headers.get("set-cookie") ?? "") });
   const cookie = setCookie.split(";")[0]!;
   if (!account || !cookie.startsWith("zero_session=")) throw new Error("sign-up did not start a session");
   return { accountId: account.id, cookie };

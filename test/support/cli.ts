@@ -30,9 +30,17 @@ export function startCli(args: string[], env: Record<string, string>): CliRun {
   let stdout = "";
   let stderr = "";
   const waiters = new Set<() => void>();
-  const wake = () => waiters.forEach((check) => check());
-  child.stdout.setEncoding("utf8").on("data", (text: string) => ((stdout += text), wake()));
-  child.stderr.setEncoding("utf8").on("data", (text: string) => ((stderr += text), wake()));
+  const wake = () => {
+    for (const check of waiters) check();
+  };
+  child.stdout.setEncoding("utf8").on("data", (text: string) => {
+    stdout += text;
+    wake();
+  });
+  child.stderr.setEncoding("utf8").on("data", (text: string) => {
+    stderr += text;
+    wake();
+  });
   const exit = new Promise<number>((resolve) => {
     child.on("close", (code, signal) => {
       wake();

@@ -62,10 +62,13 @@ const STATUS_BY_TYPE: Record<string, number> = {
 
 /** ExecutionService over the Connect protocol (HTTP/1.1) or over gRPC (HTTP/2). */
 export function rpcApi(baseUrl: string, protocol: "connect" | "grpc"): ExecutionApi {
-  const transport: Transport =
-    protocol === "connect" ? createConnectTransport({ baseUrl, httpVersion: "1.1" }) : createGrpcTransport({ baseUrl });
+  const transport: Transport = protocol === "connect" ? createConnectTransport({ baseUrl, httpVersion: "1.1" }) : createGrpcTransport({ baseUrl });
   const client: Client<typeof ExecutionService> = createClient(ExecutionService, transport);
-  const call = async (successStatus: number, run: (options: { headers: Record<string, string>; onHeader: (h: Headers) => void }) => Promise<{ plan?: Plan; plans?: Plan[]; unavailable?: string[] }>, credential: Credential): Promise<ApiAnswer> => {
+  const call = async (
+    successStatus: number,
+    run: (options: { headers: Record<string, string>; onHeader: (h: Headers) => void }) => Promise<{ plan?: Plan; plans?: Plan[]; unavailable?: string[] }>,
+    credential: Credential,
+  ): Promise<ApiAnswer> => {
     let headers = new Headers();
     try {
       const response = await run({ headers: authHeaders(baseUrl, credential), onHeader: (h) => (headers = h) });

@@ -38,17 +38,19 @@ export class HeldWork {
   readonly calls: StageInput[] = [];
   instant = new Set<string>();
 
-  readonly resolver: StageWorkResolver = (_outcome: OutcomeId, stageId: string): StageWork => async (input) => {
-    this.calls.push(input);
-    if (this.instant.has(stageId)) return typicalOutcome(input);
-    return new Promise<StageOutcome>((resolve, reject) => {
-      const held: HeldStage = { input, succeed: (o) => resolve(o ?? typicalOutcome(input)), fail: reject };
-      input.signal.addEventListener("abort", () => reject(input.signal.reason), { once: true });
-      const waiter = this.#waiters.shift();
-      if (waiter) waiter(held);
-      else this.#waiting.push(held);
-    });
-  };
+  readonly resolver: StageWorkResolver =
+    (_outcome: OutcomeId, stageId: string): StageWork =>
+    async (input) => {
+      this.calls.push(input);
+      if (this.instant.has(stageId)) return typicalOutcome(input);
+      return new Promise<StageOutcome>((resolve, reject) => {
+        const held: HeldStage = { input, succeed: (o) => resolve(o ?? typicalOutcome(input)), fail: reject };
+        input.signal.addEventListener("abort", () => reject(input.signal.reason), { once: true });
+        const waiter = this.#waiters.shift();
+        if (waiter) waiter(held);
+        else this.#waiting.push(held);
+      });
+    };
 
   /** The next invocation (already started or still to come). */
   next(timeoutMs = 10_000): Promise<HeldStage> {

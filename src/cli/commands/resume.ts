@@ -1,3 +1,4 @@
+import type { PlanAccepted } from "../../client/zero-client.js";
 import type { CliContext } from "../context.js";
 import type { ExitCode } from "../exit-codes.js";
 import { followToEnd } from "../follow.js";
@@ -7,7 +8,7 @@ import { followToEnd } from "../follow.js";
  * retries a failed or interrupted stage, then follows the plan like `run`.
  */
 export async function resumeCommand(ctx: CliContext, args: { id: string; approve: string[] }): Promise<ExitCode> {
-  let resumed;
+  let resumed: PlanAccepted;
   try {
     resumed = await ctx.client().executions.resume({ planId: args.id, approve: args.approve });
   } catch (error) {

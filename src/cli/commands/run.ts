@@ -1,10 +1,11 @@
+import type { PlanAccepted } from "../../client/zero-client.js";
 import type { CliContext } from "../context.js";
 import type { ExitCode } from "../exit-codes.js";
 import { followToEnd } from "../follow.js";
 
 /** `run "<goal>"`: creates an execution and follows it live to its end. */
 export async function runCommand(ctx: CliContext, args: { goal: string; outcome: string | undefined; approve: boolean }): Promise<ExitCode> {
-  let created;
+  let created: PlanAccepted;
   try {
     created = await ctx.client().executions.create({ goal: args.goal, outcome: args.outcome });
   } catch (error) {

@@ -34,7 +34,15 @@ const COPY = {
 /** Sign-in and sign-up: one form, two wordings. The server sets the HttpOnly session cookie. */
 export function renderAuth(root: HTMLElement, mode: AuthMode, handlers: AuthHandlers): void {
   const copy = COPY[mode];
-  const email = h("input", { id: "auth-email", name: "email", type: "email", autocomplete: "email", required: true, spellcheck: "false", autocapitalize: "none" });
+  const email = h("input", {
+    id: "auth-email",
+    name: "email",
+    type: "email",
+    autocomplete: "email",
+    required: true,
+    spellcheck: "false",
+    autocapitalize: "none",
+  });
   const password = h("input", {
     id: "auth-password",
     name: "password",

@@ -7,11 +7,7 @@ export type Child = Node | string | false | null | undefined;
  * text nodes, so nothing from the server is ever parsed as HTML; listeners are
  * attached with addEventListener because inline handlers are barred by the CSP.
  */
-export function h<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  attrs: Record<string, AttrValue> = {},
-  ...children: Child[]
-): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, AttrValue> = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
   const element = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) {
     if (value === undefined || value === false) continue;
@@ -44,7 +40,12 @@ export function showError(slot: HTMLElement, message: string | undefined): void 
 export function setBusy(form: HTMLFormElement, busy: boolean): void {
   form.setAttribute("aria-busy", String(busy));
   for (const element of Array.from(form.elements)) {
-    if (element instanceof HTMLButtonElement || element instanceof HTMLInputElement || element instanceof HTMLTextAreaElement || element instanceof HTMLSelectElement) {
+    if (
+      element instanceof HTMLButtonElement ||
+      element instanceof HTMLInputElement ||
+      element instanceof HTMLTextAreaElement ||
+      element instanceof HTMLSelectElement
+    ) {
       element.disabled = busy;
     }
   }

@@ -85,7 +85,7 @@ export class ExecutionUpdates {
       }
     }
     // Newest first, as the service orders them.
-    plans.forEach((plan, index) => this.#list.upsert(plan, index));
+    for (const [index, plan] of plans.entries()) this.#list.upsert(plan, index);
     this.#list.loaded();
   }
 }

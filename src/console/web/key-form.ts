@@ -26,9 +26,24 @@ export function newKeyForm(context: ViewContext, onCreated: () => Promise<void>)
 }
 
 function keyForm(): KeyForm {
-  const name = h("input", { id: "key-name", name: "name", required: true, maxlength: 100, autocomplete: "off", placeholder: "e.g. Deploy pipeline", "aria-describedby": "key-name-hint" });
+  const name = h("input", {
+    id: "key-name",
+    name: "name",
+    required: true,
+    maxlength: 100,
+    autocomplete: "off",
+    placeholder: "e.g. Deploy pipeline",
+    "aria-describedby": "key-name-hint",
+  });
   const scopeBoxes = SCOPE_CHOICES.map((scope) =>
-    h("input", { type: "checkbox", name: "scopes", value: scope.id, id: `scope-${scope.id}`, checked: scope.id === "read", "aria-describedby": `scope-${scope.id}-hint` }),
+    h("input", {
+      type: "checkbox",
+      name: "scopes",
+      value: scope.id,
+      id: `scope-${scope.id}`,
+      checked: scope.id === "read",
+      "aria-describedby": `scope-${scope.id}-hint`,
+    }),
   );
   const error = h("p", { class: "form-error", role: "alert", hidden: true });
   const form = h(

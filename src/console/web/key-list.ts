@@ -44,13 +44,17 @@ export class KeyList {
   }
 
   #confirmRevoke(key: ApiKey, opener: HTMLButtonElement): void {
-    this.#dialog.open(key, async () => {
-      await consoleApi.revokeApiKey({ id: key.id });
-      this.#context.announce(`Key ${key.name} revoked. Requests with it are refused from now on.`);
-      await this.refresh();
-      // The row's button is gone; keep focus on the list rather than lose it to the page body.
-      this.title.focus();
-    }, opener);
+    this.#dialog.open(
+      key,
+      async () => {
+        await consoleApi.revokeApiKey({ id: key.id });
+        this.#context.announce(`Key ${key.name} revoked. Requests with it are refused from now on.`);
+        await this.refresh();
+        // The row's button is gone; keep focus on the list rather than lose it to the page body.
+        this.title.focus();
+      },
+      opener,
+    );
   }
 }
 

@@ -8,7 +8,15 @@ export function secretPanel(): HTMLElement {
 
 /** Shows `secret` in `panel` until the person says they have saved it; `onDone` runs once it is gone. */
 export function showSecret(panel: HTMLElement, secret: string, key: ApiKey | undefined, onDone: () => void): void {
-  const field = h("input", { id: "new-secret", class: "secret", readonly: true, value: secret, spellcheck: "false", autocomplete: "off", "aria-describedby": "secret-warning" });
+  const field = h("input", {
+    id: "new-secret",
+    class: "secret",
+    readonly: true,
+    value: secret,
+    spellcheck: "false",
+    autocomplete: "off",
+    "aria-describedby": "secret-warning",
+  });
   const copy = copyControls(field, secret);
   const done = h("button", { type: "button", class: "button ghost" }, "Done, I have saved it");
   done.addEventListener("click", () => {

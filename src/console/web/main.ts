@@ -91,7 +91,11 @@ async function boot(): Promise<void> {
     if (!isSignedOut(error)) {
       replaceChildren(
         root,
-        h("main", { id: "main", class: "boot", tabindex: "-1" }, h("p", { class: "form-error", role: "alert" }, `The Console could not start: ${errorMessage(error)}`)),
+        h(
+          "main",
+          { id: "main", class: "boot", tabindex: "-1" },
+          h("p", { class: "form-error", role: "alert" }, `The Console could not start: ${errorMessage(error)}`),
+        ),
       );
       return;
     }

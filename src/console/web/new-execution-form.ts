@@ -59,7 +59,15 @@ export function applyCapabilities(start: StartForm, caps: GetCapabilitiesRespons
 }
 
 function startForm(limits: GoalLimits): StartForm {
-  const goal = h("textarea", { id: "goal", name: "goal", rows: 3, required: true, minlength: limits.min, maxlength: limits.max, "aria-describedby": "goal-hint" });
+  const goal = h("textarea", {
+    id: "goal",
+    name: "goal",
+    rows: 3,
+    required: true,
+    minlength: limits.min,
+    maxlength: limits.max,
+    "aria-describedby": "goal-hint",
+  });
   const goalHintElement = h("p", { class: "hint", id: "goal-hint" }, goalHint(limits));
   const outcome = h(
     "select",

@@ -23,7 +23,13 @@ export function shellHeader(signedIn: Account, current: Page, actions: ShellActi
     h(
       "div",
       { class: "topbar-inner" },
-      h("a", { class: "brand", href: `${BASE}/`, "data-nav": true }, h("img", { src: `${BASE}/assets/icon.svg`, alt: "", width: 28, height: 28 }), h("span", {}, "project-zero"), h("span", { class: "brand-sub" }, "Console")),
+      h(
+        "a",
+        { class: "brand", href: `${BASE}/`, "data-nav": true },
+        h("img", { src: `${BASE}/assets/icon.svg`, alt: "", width: 28, height: 28 }),
+        h("span", {}, "project-zero"),
+        h("span", { class: "brand-sub" }, "Console"),
+      ),
       nav,
       h("div", { class: "account" }, h("span", { class: "account-email", title: signedIn.email }, signedIn.email), signOutButton(signedIn, actions)),
     ),

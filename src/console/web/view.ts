@@ -10,7 +10,7 @@ export interface ViewContext {
 }
 
 /** Renders into `main`; returns what to stop (timers, streams) when the view is left. */
-export type View = (main: HTMLElement, context: ViewContext) => (() => void) | void;
+export type View = (main: HTMLElement, context: ViewContext) => (() => void) | undefined;
 
 /** The page heading, focusable so route changes can move focus to it. */
 export function pageHeading(title: string, lede?: string | Node): HTMLElement {

@@ -22,4 +22,3 @@ export interface ChatIdempotencyKeyTable {
 }
 
 export type ChatIdempotencyKey = Selectable<ChatIdempotencyKeyTable>;
-

@@ -46,11 +46,14 @@ ${brief.author.trim() ? html`<p class="author">${brief.author}</p>` : html``}
 ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "xhtml")}">${c.title}</a></li>\n`)}</ol>
 </nav>`,
   );
-  const chapterPages = chapters.map((chapter, i) =>
-    xhtml(chapter.title, html`<section epub:type="chapter" aria-labelledby="chapter-title">
+  const chapterPages = chapters.map((chapter, _i) =>
+    xhtml(
+      chapter.title,
+      html`<section epub:type="chapter" aria-labelledby="chapter-title">
 <h1 id="chapter-title">${chapter.title}</h1>
 ${chapterBody(chapter)}
-</section>`),
+</section>`,
+    ),
   );
 
   const id = uuidFrom(meta.planId);
@@ -100,7 +103,8 @@ ${chapters.map((_, i) => `<itemref idref="c${i + 1}"/>`).join("\n")}
 export function renderReader(brief: EbookBrief, content: BookContent, epubName: string): Map<string, string> {
   const lang = languageTag(brief.language);
   const chapters = content.chapters;
-  const page = (title: string, body: Html) => html`${documentStart(lang, title, brief.subtitle)}
+  const page = (title: string, body: Html) =>
+    html`${documentStart(lang, title, brief.subtitle)}
 <header class="book-header"><a href="index.html">${brief.title}</a></header>
 <main id="main">
 ${body}
@@ -130,8 +134,12 @@ ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "html")}">${c.title}
   );
   chapters.forEach((chapter, i) => {
     // \u2190 and \u2192 are arrows, escaped so the server bundle stays ASCII (see src/build.ts).
-    const previous = i > 0 ? html`<a rel="prev" href="${chapterFile(i - 1, "html")}">\u2190 ${chapters[i - 1]!.title}</a>` : html`<a href="index.html">\u2190 Contents</a>`;
-    const next = i < chapters.length - 1 ? html`<a rel="next" href="${chapterFile(i + 1, "html")}">${chapters[i + 1]!.title} \u2192</a>` : html`<a href="index.html">Contents \u2192</a>`;
+    const previous =
+      i > 0 ? html`<a rel="prev" href="${chapterFile(i - 1, "html")}">\u2190 ${chapters[i - 1]!.title}</a>` : html`<a href="index.html">\u2190 Contents</a>`;
+    const next =
+      i < chapters.length - 1
+        ? html`<a rel="next" href="${chapterFile(i + 1, "html")}">${chapters[i + 1]!.title} \u2192</a>`
+        : html`<a href="index.html">Contents \u2192</a>`;
     files.set(
       chapterFile(i, "html"),
       page(

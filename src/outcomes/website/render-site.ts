@@ -60,7 +60,15 @@ function pageTitle(parts: [string, string]): string {
 
 /** Lowercase, hyphenated, safe as a file name. */
 export function pageSlug(raw: string): string {
-  return trimOf(raw.toLowerCase().replace(/\.html?$/, "").replace(/[^a-z0-9]+/g, "-"), "-").slice(0, 40) || "page";
+  return (
+    trimOf(
+      raw
+        .toLowerCase()
+        .replace(/\.html?$/, "")
+        .replace(/[^a-z0-9]+/g, "-"),
+      "-",
+    ).slice(0, 40) || "page"
+  );
 }
 
 function fileFor(slug: string): string {
@@ -70,7 +78,12 @@ function fileFor(slug: string): string {
 /** Up to two initials of the site's name, for the hero's decorative mark. */
 function monogram(name: string): string {
   const words = name.split(/\s+/).filter((w) => /^\p{L}/u.test(w));
-  return words.slice(0, 2).map((w) => [...w][0]!.toUpperCase()).join("") || "·";
+  return (
+    words
+      .slice(0, 2)
+      .map((w) => [...w][0]!.toUpperCase())
+      .join("") || "·"
+  );
 }
 
 function renderSection(section: Section, index: number, slugs: ReadonlySet<string>, mark: string): Html {
@@ -79,9 +92,10 @@ function renderSection(section: Section, index: number, slugs: ReadonlySet<strin
   const id = `section-${index + 1}`;
   const paragraphs = section.paragraphs.filter((p) => p.trim() !== "");
   const target = pageSlug(section.link.page);
-  const link = section.link.label.trim() !== "" && slugs.has(target)
-    ? html`<p class="more"><a class="button" href="${fileFor(target)}">${section.link.label}</a></p>`
-    : html``;
+  const link =
+    section.link.label.trim() !== "" && slugs.has(target)
+      ? html`<p class="more"><a class="button" href="${fileFor(target)}">${section.link.label}</a></p>`
+      : html``;
   const items = section.items.filter((item) => item.title.trim() !== "");
   switch (kind) {
     case "hero":

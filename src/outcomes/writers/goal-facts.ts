@@ -22,7 +22,8 @@ export interface GoalFacts {
   phone: string | undefined;
 }
 
-const SITE_WORDS = /\b(?:(?:simple|small|new|modern|nice|clean|beautiful|one-page|single-page|static)\s+)*(?:web\s*site|site|landing\s+page|home\s*page|web\s+page|page|online\s+presence|portfolio\s+site)\b/i;
+const SITE_WORDS =
+  /\b(?:(?:simple|small|new|modern|nice|clean|beautiful|one-page|single-page|static)\s+)*(?:web\s*site|site|landing\s+page|home\s*page|web\s+page|page|online\s+presence|portfolio\s+site)\b/i;
 // eslint-disable-next-line regexp/no-super-linear-move -- bounded goal text (see the note above readGoal)
 const LIST_SPLIT = /\s*,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*&\s*|\s*\+\s*/i;
 const STOP = String.raw`(?=\s+(?:in|at|near|based|located|called|named|that|which|who|where|with|including|to|so|because|selling|offering|where)\b|[,.;:!?()]|$)`;
@@ -47,36 +48,56 @@ export function readGoal(goal: string): GoalFacts {
 
   const place = /\b(?:in|at|near|based in|located in)\s+((?:[A-Z][\p{L}'-]+)(?:[ -](?:[A-Z][\p{L}'-]+|de|du|la|le|sur|upon|on))*)/u.exec(withoutContacts)?.[1];
   // "for Maison Dupont, a family-run florist": a name, then what it is.
-  // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
-  const appositive = /\b(?:for|about)\s+([A-Z][\p{L}\d'&-]*(?:\s+[A-Z][\p{L}\d'&-]*)*),\s+(?:a|an|the|my|our)\s+([^,.;:!?]+?)(?=\s+(?:in|at|near|based|that|which|who|with|for)\b|[,.;:!?]|$)/u.exec(withoutContacts);
+  const appositive =
+    // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
+    /\b(?:for|about)\s+([A-Z][\p{L}\d'&-]*(?:\s+[A-Z][\p{L}\d'&-]*)*),\s+(?:a|an|the|my|our)\s+([^,.;:!?]+?)(?=\s+(?:in|at|near|based|that|which|who|with|for)\b|[,.;:!?]|$)/u.exec(
+      withoutContacts,
+    );
   const subject = appositive?.[2]?.trim() ?? readSubject(withoutContacts) ?? "project";
   // A name that tidies away to nothing (quotes around punctuation, say) is no name.
   const given = (appositive?.[1] ? tidyName(appositive[1]) : readGivenName(withoutContacts)) || undefined;
   const name = given ?? madeName(subject, place);
 
   const offerings = uniqueItems(
-    // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
-    [...withoutContacts.replace(COMMAND, "").matchAll(new RegExp(String.raw`\b(?:sells?|selling|offers?|offering|makes?|making|bakes?|baking|serves?|serving|teaches|teaching|teach|provides?|providing|brews?|brewing|repairs?|repairing|grows?|growing|designs?|designing|hosts?|hosting|organi[sz]es?)\s+(.+?)(?=\s+(?:with|for|to|so|where|that|because|in order)\b|[.;:!?()]|,\s*(?:with|and (?:a|an|has|wants?|needs?))\b|$)`, "gi"))].map((m) => m[1] ?? ""),
+    [
+      ...withoutContacts.replace(COMMAND, "").matchAll(
+        // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
+        /\b(?:sells?|selling|offers?|offering|makes?|making|bakes?|baking|serves?|serving|teaches|teaching|teach|provides?|providing|brews?|brewing|repairs?|repairing|grows?|growing|designs?|designing|hosts?|hosting|organi[sz]es?)\s+(.+?)(?=\s+(?:with|for|to|so|where|that|because|in order)\b|[.;:!?()]|,\s*(?:with|and (?:a|an|has|wants?|needs?))\b|$)/gi,
+      ),
+    ].map((m) => m[1] ?? ""),
   );
   const features = uniqueItems(
-    // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
-    [...withoutContacts.matchAll(/\b(?:with|including|featuring|plus|showing|that (?:shows|lists|has)|should (?:have|show|include))\s+(.+?)(?=[.;!?()]|$)/gi)].map((m) => m[1] ?? ""),
+    [
+      ...withoutContacts.matchAll(
+        // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
+        /\b(?:with|including|featuring|plus|showing|that (?:shows|lists|has)|should (?:have|show|include))\s+(.+?)(?=[.;!?()]|$)/gi,
+      ),
+    ].map((m) => m[1] ?? ""),
   ).filter((f) => !SITE_WORDS.test(f));
-  const audience = /\b(?:aimed at|targeting|designed for|for people who|for customers who)\s+([^.;,]+)/i.exec(withoutContacts)?.[1]?.trim()
-    ?? /\bfor\s+((?:young\s+|busy\s+|local\s+|small\s+|new\s+)?(?:families|parents|kids|children|students|beginners|professionals|developers|businesses|companies|teams|tourists|visitors|locals|seniors|musicians|artists|runners|travellers|travelers|couples|dog owners|homeowners|writers|readers|teachers|nurses|doctors|creators)(?:\s+[a-z]+){0,4}?)(?=[.,;]|\s+(?:who|that|with|in|and)\b|$)/i.exec(withoutContacts)?.[1]?.trim();
+  const audience =
+    /\b(?:aimed at|targeting|designed for|for people who|for customers who)\s+([^.;,]+)/i.exec(withoutContacts)?.[1]?.trim() ??
+    /\bfor\s+((?:young\s+|busy\s+|local\s+|small\s+|new\s+)?(?:families|parents|kids|children|students|beginners|professionals|developers|businesses|companies|teams|tourists|visitors|locals|seniors|musicians|artists|runners|travellers|travelers|couples|dog owners|homeowners|writers|readers|teachers|nurses|doctors|creators)(?:\s+[a-z]+){0,4}?)(?=[.,;]|\s+(?:who|that|with|in|and)\b|$)/i
+      .exec(withoutContacts)?.[1]
+      ?.trim();
 
   return { name, namedInGoal: given !== undefined, subject, place, offerings, features, audience, email, phone };
 }
 
 // Curly quotes as escapes (\u2018 \u2019 \u201C \u201D): the server bundle stays ASCII (see src/build.ts).
 function readGivenName(text: string): string | undefined {
-  // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
-  const called = /\b(?:called|named|titled|brand(?:ed)? as)\s+[\u201C"'\u2018]?([^\u201C\u201D"'\u2019.,;:!?]+?)[\u201D"'\u2019]?(?=\s+(?:that|which|who|for|with|in|at|to|and|,)\b|[.,;:!?]|$)/i.exec(text)?.[1];
+  const called =
+    // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
+    /\b(?:called|named|titled|brand(?:ed)? as)\s+[\u201C"'\u2018]?([^\u201C\u201D"'\u2019.,;:!?]+?)[\u201D"'\u2019]?(?=\s+(?:that|which|who|for|with|in|at|to|and|,)\b|[.,;:!?]|$)/i.exec(
+      text,
+    )?.[1];
   if (called) return tidyName(called);
   const quoted = /[\u201C"\u2018]([^\u201C\u201D"\u2019]{2,60})[\u201D"\u2019]/.exec(text)?.[1];
   if (quoted) return tidyName(quoted);
   // A run of capitalised words after the first word is probably a name ("for Maison Dupont, a bakery").
-  const proper = /(?<!^|[.!?]\s)(?<!\b(?:in|at|near)\s)\b((?:[A-Z][\p{L}'&-]*\d*)(?:\s+(?:[A-Z][\p{L}'&-]*|&|of|the|and|de|du|la))*\s*(?:[A-Z][\p{L}'&-]*))/u.exec(text)?.[1];
+  const proper =
+    /(?<!^|[.!?]\s)(?<!\b(?:in|at|near)\s)\b((?:[A-Z][\p{L}'&-]*\d*)(?:\s+(?:[A-Z][\p{L}'&-]*|&|of|the|and|de|du|la))*\s*(?:[A-Z][\p{L}'&-]*))/u.exec(
+      text,
+    )?.[1];
   if (proper && !/^(?:I|A|An|The|My|Our|We|Please|Make|Build|Create)$/.test(proper) && proper.split(" ").length <= 5) {
     const precededByPlaceWord = new RegExp(String.raw`\b(?:in|at|near|based in|located in)\s+${escapeRegExp(proper)}`).test(text);
     if (!precededByPlaceWord) return tidyName(proper);
@@ -120,7 +141,10 @@ function uniqueItems(phrases: string[]): string[] {
   const items: string[] = [];
   for (const phrase of phrases) {
     for (const raw of phrase.split(LIST_SPLIT)) {
-      const item = raw.replace(ARTICLES, "").replace(/^(?:also|other|more|some)\s+/i, "").trim();
+      const item = raw
+        .replace(ARTICLES, "")
+        .replace(/^(?:also|other|more|some)\s+/i, "")
+        .trim();
       if (item.length < 3 || item.split(" ").length > 8 || seen.has(item.toLowerCase())) continue;
       seen.add(item.toLowerCase());
       items.push(item);
@@ -137,7 +161,9 @@ function tidyName(name: string): string {
 export function titleCase(phrase: string): string {
   return phrase
     .split(" ")
-    .map((word, i) => (i > 0 && /^(?:and|or|of|the|a|an|in|on|for|to|with|de|du|la)$/i.test(word) ? word.toLowerCase() : word.charAt(0).toUpperCase() + word.slice(1)))
+    .map((word, i) =>
+      i > 0 && /^(?:and|or|of|the|a|an|in|on|for|to|with|de|du|la)$/i.test(word) ? word.toLowerCase() : word.charAt(0).toUpperCase() + word.slice(1),
+    )
     .join(" ");
 }
 

@@ -33,16 +33,30 @@ export interface Profile {
   cta: { label: string; page: "contact" | "offer"; heading: Line; text: Line };
 }
 
-const contactFaq: Item = ["How do I get in touch?", (w) => `Use the details on the contact page. Every message is read and answered by the people behind ${w.name}.`];
+const contactFaq: Item = [
+  "How do I get in touch?",
+  (w) => `Use the details on the contact page. Every message is read and answered by the people behind ${w.name}.`,
+];
 
 export const PROFILES: readonly Profile[] = [
   {
     id: "food",
     offerText: (_o, w, i) =>
-      [`Made at ${w.name}. Ask what is fresh today.`, "Made fresh for the counter, or ordered ahead for a gathering.", "Ask what is available today, or order ahead for an occasion."][i % 3]!,
-    match: /\b(?:bakery|bakeries|boulangerie|p[a\u00E2]tisserie|caf[e\u00E9]|coffee|restaurant|bistro|brasserie|pizzeria|bar|pub|catering|caterer|deli|food|kitchen|brewery|tea ?room|ice cream|chocolat\w*|cheese\w*|bread|cakes?)\b/i,
+      [
+        `Made at ${w.name}. Ask what is fresh today.`,
+        "Made fresh for the counter, or ordered ahead for a gathering.",
+        "Ask what is available today, or order ahead for an occasion.",
+      ][i % 3]!,
+    match:
+      /\b(?:bakery|bakeries|boulangerie|p[a\u00E2]tisserie|caf[e\u00E9]|coffee|restaurant|bistro|brasserie|pizzeria|bar|pub|catering|caterer|deli|food|kitchen|brewery|tea ?room|ice cream|chocolat\w*|cheese\w*|bread|cakes?)\b/i,
     tone: "warm",
-    offerPage: { slug: "menu", title: "Our menu", navLabel: "Menu", heading: () => "What we make", intro: (w) => `Everything at ${w.name} is made to be enjoyed. Here is what you can come in for.` },
+    offerPage: {
+      slug: "menu",
+      title: "Our menu",
+      navLabel: "Menu",
+      heading: () => "What we make",
+      intro: (w) => `Everything at ${w.name} is made to be enjoyed. Here is what you can come in for.`,
+    },
     values: [
       ["Made with care", (w) => `${w.name} is about doing simple things well, with attention to every batch.`],
       ["Something for every day", () => "Stop by for an everyday treat or plan ahead for a special occasion."],
@@ -60,7 +74,10 @@ export const PROFILES: readonly Profile[] = [
     },
     faq: [
       ["Can I order for a special occasion?", () => "Yes. Get in touch as early as you can with what you have in mind and we will tell you what we can do."],
-      ["Do you cater for dietary needs?", () => "Ask us about ingredients and allergens before you order; we will always tell you honestly what is in our food."],
+      [
+        "Do you cater for dietary needs?",
+        () => "Ask us about ingredients and allergens before you order; we will always tell you honestly what is in our food.",
+      ],
       contactFaq,
     ],
     cta: { label: "Plan your visit", page: "contact", heading: (w) => `Come and see us${w.inPlace}`, text: () => "Drop in, or get in touch to order ahead." },
@@ -68,9 +85,16 @@ export const PROFILES: readonly Profile[] = [
   {
     id: "shop",
     offerText: (o) => `Ask us about ${o}: what is in stock, and what we can order or put together for you.`,
-    match: /\b(?:shop|store|boutique|florist\w*|flowers?|bookshop|bookstore|books|market|grocer\w*|gifts?|jewell?er\w*|jewell?ery|clothing|fashion|vintage|antiques?|furniture|e-?commerce|online store|nursery|garden cent(?:re|er))\b/i,
+    match:
+      /\b(?:shop|store|boutique|florist\w*|flowers?|bookshop|bookstore|books|market|grocer\w*|gifts?|jewell?er\w*|jewell?ery|clothing|fashion|vintage|antiques?|furniture|e-?commerce|online store|nursery|garden cent(?:re|er))\b/i,
     tone: "warm",
-    offerPage: { slug: "shop", title: "Shop", navLabel: "Shop", heading: () => "What you will find", intro: (w) => `A look at what ${w.name} has to offer. Come in, or ask us about anything you are looking for.` },
+    offerPage: {
+      slug: "shop",
+      title: "Shop",
+      navLabel: "Shop",
+      heading: () => "What you will find",
+      intro: (w) => `A look at what ${w.name} has to offer. Come in, or ask us about anything you are looking for.`,
+    },
     values: [
       ["Chosen with care", () => "Every item is picked because we would be happy to have it ourselves."],
       ["Personal advice", () => "Tell us what you are looking for and we will help you find it."],
@@ -91,14 +115,26 @@ export const PROFILES: readonly Profile[] = [
       ["Do you help with gifts?", () => "Gladly. Tell us about the person and the occasion and we will suggest something."],
       contactFaq,
     ],
-    cta: { label: "Visit us", page: "contact", heading: (w) => `Come and visit${w.inPlace}`, text: () => "Drop in, or get in touch to ask about anything you are looking for." },
+    cta: {
+      label: "Visit us",
+      page: "contact",
+      heading: (w) => `Come and visit${w.inPlace}`,
+      text: () => "Drop in, or get in touch to ask about anything you are looking for.",
+    },
   },
   {
     id: "wellness",
     offerText: (o) => `Ask us about ${o}: who it suits, what to expect and how to join.`,
-    match: /\b(?:yoga|pilates|meditation|mindfulness|therap\w+|massage|clinic|dentist|dental|physio\w*|osteopath\w*|gym|fitness|spa|wellness|wellbeing|well-being|nutrition\w*|counsell?ing|health)\b/i,
+    match:
+      /\b(?:yoga|pilates|meditation|mindfulness|therap\w+|massage|clinic|dentist|dental|physio\w*|osteopath\w*|gym|fitness|spa|wellness|wellbeing|well-being|nutrition\w*|counsell?ing|health)\b/i,
     tone: "calm",
-    offerPage: { slug: "sessions", title: "Sessions", navLabel: "Sessions", heading: () => "What we offer", intro: (w) => `Everything at ${w.name} is designed around the people who come to us. Find what suits you.` },
+    offerPage: {
+      slug: "sessions",
+      title: "Sessions",
+      navLabel: "Sessions",
+      heading: () => "What we offer",
+      intro: (w) => `Everything at ${w.name} is designed around the people who come to us. Find what suits you.`,
+    },
     values: [
       ["At your own pace", () => "Every session meets you where you are, whether you are starting out or coming back."],
       ["Personal attention", () => "Small groups and one-to-one time, so your questions always get an answer."],
@@ -119,14 +155,25 @@ export const PROFILES: readonly Profile[] = [
       ["What should I bring?", () => "Comfortable clothes are enough. We will tell you if a particular session needs anything more."],
       contactFaq,
     ],
-    cta: { label: "Book a session", page: "contact", heading: () => "Ready to start?", text: () => "Get in touch to book your first session or ask a question." },
+    cta: {
+      label: "Book a session",
+      page: "contact",
+      heading: () => "Ready to start?",
+      text: () => "Get in touch to book your first session or ask a question.",
+    },
   },
   {
     id: "event",
-    offerText: (o) => `Part of the programme. Details are shared here as they are confirmed.`,
+    offerText: (_o) => `Part of the programme. Details are shared here as they are confirmed.`,
     match: /\b(?:wedding|conference|festival|meetup|meet-up|summit|party|concert|gala|fundraiser|hackathon|fair|exhibition|reunion|retreat|ceremony|event)\b/i,
     tone: "playful",
-    offerPage: { slug: "programme", title: "Programme", navLabel: "Programme", heading: () => "What to expect", intro: (w) => `Here is what ${w.name} has in store.` },
+    offerPage: {
+      slug: "programme",
+      title: "Programme",
+      navLabel: "Programme",
+      heading: () => "What to expect",
+      intro: (w) => `Here is what ${w.name} has in store.`,
+    },
     values: [
       ["Good company", () => "The best part of any gathering is the people you meet there."],
       ["Something for everyone", () => "A mix of moments to take part in, listen, and simply enjoy."],
@@ -147,14 +194,26 @@ export const PROFILES: readonly Profile[] = [
       ["Where will I find the latest details?", () => "On this site. We keep it up to date as plans are confirmed."],
       contactFaq,
     ],
-    cta: { label: "Let us know you are coming", page: "contact", heading: () => "We hope to see you there", text: () => "Get in touch to say you are coming or to ask anything." },
+    cta: {
+      label: "Let us know you are coming",
+      page: "contact",
+      heading: () => "We hope to see you there",
+      text: () => "Get in touch to say you are coming or to ask anything.",
+    },
   },
   {
     id: "community",
-    offerText: (o, w) => `One of the ways ${w.name} brings people together. Ask us how to take part.`,
-    match: /\b(?:club|association|non-?profit|charity|community|volunteers?|church|parish|society|choir|team|group|collective|cooperative|co-op|union|league)\b/i,
+    offerText: (_o, w) => `One of the ways ${w.name} brings people together. Ask us how to take part.`,
+    match:
+      /\b(?:club|association|non-?profit|charity|community|volunteers?|church|parish|society|choir|team|group|collective|cooperative|co-op|union|league)\b/i,
     tone: "playful",
-    offerPage: { slug: "get-involved", title: "Get involved", navLabel: "Get involved", heading: () => "Ways to get involved", intro: (w) => `${w.name} is made by the people who take part. There is a place for you.` },
+    offerPage: {
+      slug: "get-involved",
+      title: "Get involved",
+      navLabel: "Get involved",
+      heading: () => "Ways to get involved",
+      intro: (w) => `${w.name} is made by the people who take part. There is a place for you.`,
+    },
     values: [
       ["Open to everyone", () => "New faces are always welcome, whatever your experience."],
       ["Run by its members", () => "Everything happens because people choose to give a little of their time."],
@@ -182,7 +241,13 @@ export const PROFILES: readonly Profile[] = [
     offerText: (o) => `Ask us about ${o}: what it covers and which level suits you.`,
     match: /\b(?:course|courses|school|tutor\w*|class|classes|lessons?|teach\w*|academy|training|coaching|coach|bootcamp|workshops?|mentor\w*|language)\b/i,
     tone: "calm",
-    offerPage: { slug: "learning", title: "Learning", navLabel: "Learning", heading: () => "What you can learn", intro: (w) => `${w.name} helps people learn with confidence. Here is how.` },
+    offerPage: {
+      slug: "learning",
+      title: "Learning",
+      navLabel: "Learning",
+      heading: () => "What you can learn",
+      intro: (w) => `${w.name} helps people learn with confidence. Here is how.`,
+    },
     values: [
       ["Learn by doing", () => "Practical lessons that build real skills step by step."],
       ["At the right level", () => "We start from what you know and move at a pace that works for you."],
@@ -208,9 +273,16 @@ export const PROFILES: readonly Profile[] = [
   {
     id: "creative",
     offerText: (o) => `Ask for examples of ${o} and a conversation about your own project.`,
-    match: /\b(?:photograph\w*|portfolio|artist|art|designer|design studio|illustrat\w+|musician|band|singer|composer|architect\w*|painter|potter\w*|ceramic\w*|film\w*|videograph\w*|writer|author|craft\w*)\b/i,
+    match:
+      /\b(?:photograph\w*|portfolio|artist|art|designer|design studio|illustrat\w+|musician|band|singer|composer|architect\w*|painter|potter\w*|ceramic\w*|film\w*|videograph\w*|writer|author|craft\w*)\b/i,
     tone: "bold",
-    offerPage: { slug: "work", title: "Work", navLabel: "Work", heading: () => "Selected work", intro: (w) => `A look at what ${w.name} does and the kind of projects that fit.` },
+    offerPage: {
+      slug: "work",
+      title: "Work",
+      navLabel: "Work",
+      heading: () => "Selected work",
+      intro: (w) => `A look at what ${w.name} does and the kind of projects that fit.`,
+    },
     values: [
       ["A personal approach", () => "Every project starts with listening to what you have in mind."],
       ["Attention to detail", () => "Care in the small things is what makes the whole work."],
@@ -227,18 +299,32 @@ export const PROFILES: readonly Profile[] = [
       ],
     },
     faq: [
-      ["What kind of projects do you take on?", (w) => `Projects where ${w.subject} can make a real difference. Describe yours and we will tell you honestly whether it is a fit.`],
+      [
+        "What kind of projects do you take on?",
+        (w) => `Projects where ${w.subject} can make a real difference. Describe yours and we will tell you honestly whether it is a fit.`,
+      ],
       ["How do we start?", () => "Send a message with a few lines about your project; we reply to arrange a conversation."],
       contactFaq,
     ],
-    cta: { label: "Start a project", page: "contact", heading: () => "Have a project in mind?", text: () => "Tell us about it. Every enquiry gets a personal reply." },
+    cta: {
+      label: "Start a project",
+      page: "contact",
+      heading: () => "Have a project in mind?",
+      text: () => "Tell us about it. Every enquiry gets a personal reply.",
+    },
   },
   {
     id: "product",
     offerText: (o) => `Built in from the start. Ask us how ${o} fits the way you work.`,
     match: /\b(?:app|apps|software|saas|startup|start-up|product|tool|platform|api|service for developers|game|plugin|extension|device|gadget|launch)\b/i,
     tone: "bold",
-    offerPage: { slug: "features", title: "Features", navLabel: "Features", heading: () => "What it does", intro: (w) => `${w.name} is built to make one job simpler. Here is how.` },
+    offerPage: {
+      slug: "features",
+      title: "Features",
+      navLabel: "Features",
+      heading: () => "What it does",
+      intro: (w) => `${w.name} is built to make one job simpler. Here is how.`,
+    },
     values: [
       ["Simple from the start", () => "Designed so you get value in minutes, not days."],
       ["Built for real work", () => "Focused on the tasks that matter, without clutter."],
@@ -259,7 +345,12 @@ export const PROFILES: readonly Profile[] = [
       ["How do I try it?", () => "Get in touch and we will tell you how to get access."],
       contactFaq,
     ],
-    cta: { label: "Request access", page: "contact", heading: (w) => `Try ${w.name}`, text: () => "Get in touch to get access and be among the first to use it." },
+    cta: {
+      label: "Request access",
+      page: "contact",
+      heading: (w) => `Try ${w.name}`,
+      text: () => "Get in touch to get access and be among the first to use it.",
+    },
   },
   {
     id: "services",
@@ -267,7 +358,13 @@ export const PROFILES: readonly Profile[] = [
     // Matches anything: the profile of last resort.
     match: /^/,
     tone: "professional",
-    offerPage: { slug: "services", title: "Services", navLabel: "Services", heading: () => "What we do", intro: (w) => `${w.name} helps with the following. Every job starts with a conversation about what you need.` },
+    offerPage: {
+      slug: "services",
+      title: "Services",
+      navLabel: "Services",
+      heading: () => "What we do",
+      intro: (w) => `${w.name} helps with the following. Every job starts with a conversation about what you need.`,
+    },
     values: [
       ["Clear from the start", () => "You know what will be done, when, and what it involves before work begins."],
       ["Done properly", () => "Careful, reliable work that you do not have to think about twice."],

@@ -64,9 +64,10 @@ export function composeSite(goal: string): { brief: WebsiteBrief; pages: PagePla
   const tagline = taglineFor(facts, w);
   const offer = profile.offerPage;
 
-  const offerCards = facts.offerings.length > 0
-    ? facts.offerings.map((o, i) => ({ title: sentenceCase(o), text: profile.offerText(o, w, i) }))
-    : profile.values.map(([t, x]) => ({ title: say(t, w), text: say(x, w) }));
+  const offerCards =
+    facts.offerings.length > 0
+      ? facts.offerings.map((o, i) => ({ title: sentenceCase(o), text: profile.offerText(o, w, i) }))
+      : profile.values.map(([t, x]) => ({ title: say(t, w), text: say(x, w) }));
   const valueCards = profile.values.map(([t, x]) => ({ title: say(t, w), text: say(x, w) }));
   const steps = profile.steps.items.map(([t, x]) => ({ title: say(t, w), text: say(x, w) }));
   const faq = profile.faq.map(([t, x]) => ({ title: say(t, w), text: say(x, w) }));
@@ -97,8 +98,13 @@ export function composeSite(goal: string): { brief: WebsiteBrief; pages: PagePla
         paragraphs: [tagline, ...heroSecondLine(facts, w)],
         link: cta,
       }),
-      section("features", say(offer.heading, w), "What is on offer", { items: offerCards.slice(0, 6), link: { label: `See ${offer.navLabel.toLowerCase()}`, page: offer.slug } }),
-      section("text", "Who it is for", "The audience", { paragraphs: [audience, `Whether this is your first time or you already know ${facts.name}, you are welcome here.`] }),
+      section("features", say(offer.heading, w), "What is on offer", {
+        items: offerCards.slice(0, 6),
+        link: { label: `See ${offer.navLabel.toLowerCase()}`, page: offer.slug },
+      }),
+      section("text", "Who it is for", "The audience", {
+        paragraphs: [audience, `Whether this is your first time or you already know ${facts.name}, you are welcome here.`],
+      }),
       section("steps", orderSteps?.heading ?? profile.steps.heading, "How it works", { items: steps }),
       ctaBand,
     ],
@@ -169,13 +175,16 @@ function taglineFor(facts: GoalFacts, w: ProfileWords): string {
   return line;
 }
 
-function heroSecondLine(facts: GoalFacts, w: ProfileWords): string[] {
+function heroSecondLine(_facts: GoalFacts, w: ProfileWords): string[] {
   return [`Welcome to ${w.name}. Take a look around, and get in touch whenever you are ready.`];
 }
 
 function aboutLine(facts: GoalFacts, w: ProfileWords): string {
   const offering = facts.offerings.length > 0 ? `, with ${listOf(facts.offerings.slice(0, 3))}` : "";
-  return `${facts.name} is a ${facts.subject.replace(/^(?:a|an|the)\s+/i, "")}${w.inPlace}${offering}. This site tells you what we do, who it is for and how to get in touch.`.replace(/ is a ([aeiou])/i, " is an $1");
+  return `${facts.name} is a ${facts.subject.replace(/^(?:a|an|the)\s+/i, "")}${w.inPlace}${offering}. This site tells you what we do, who it is for and how to get in touch.`.replace(
+    / is a ([aeiou])/i,
+    " is an $1",
+  );
 }
 
 function contactLines(facts: GoalFacts, w: ProfileWords): string[] {
@@ -195,21 +204,48 @@ function featureSection(feature: string, facts: GoalFacts, w: ProfileWords, step
   if (/testimonial|review|rating/.test(f)) return undefined; // never invent praise
   if (/\b(?:contact|form|e-?mail|phone)\b/.test(f)) return undefined; // the contact page covers it
   if (/\bhours\b|opening|open times/.test(f)) {
-    return { ...base, kind: "text", heading: "Opening hours", paragraphs: ["Opening hours can change with the seasons and on holidays. Before a special trip, get in touch and we will confirm when we are open."] };
+    return {
+      ...base,
+      kind: "text",
+      heading: "Opening hours",
+      paragraphs: ["Opening hours can change with the seasons and on holidays. Before a special trip, get in touch and we will confirm when we are open."],
+    };
   }
   if (/\b(?:map|directions?|location|address|find us|where)\b/.test(f)) {
-    return { ...base, kind: "text", heading: "Finding us", paragraphs: [facts.place ? `We are in ${facts.place}. Get in touch and we will tell you exactly how to find us.` : "Get in touch and we will tell you exactly how to find us."] };
+    return {
+      ...base,
+      kind: "text",
+      heading: "Finding us",
+      paragraphs: [
+        facts.place
+          ? `We are in ${facts.place}. Get in touch and we will tell you exactly how to find us.`
+          : "Get in touch and we will tell you exactly how to find us.",
+      ],
+    };
   }
   if (/\b(?:order\w*|book\w*|reserv\w*|appointment|sign(?:ing)? up|register|enrol\w*|join\w*|rsvp|buy\w*|subscri\w*)\b/.test(f)) {
-    const action = f.replace(/^(?:a\s+)?(?:way|ways|option|place|page|section)\s+(?:to|for)\s+/, "").replace(/^how\s+to\s+/, "").replace(/^online\s+/, "");
+    const action = f
+      .replace(/^(?:a\s+)?(?:way|ways|option|place|page|section)\s+(?:to|for)\s+/, "")
+      .replace(/^how\s+to\s+/, "")
+      .replace(/^online\s+/, "");
     return { ...base, kind: "steps", heading: sentenceCase(`how to ${action}`), items: steps };
   }
   if (/\b(?:price|prices|pricing|cost|costs|rates|fees|tariffs?)\b/.test(f)) {
-    return { ...base, kind: "text", heading: "Prices", paragraphs: ["Prices depend on what you need. Ask us and you will get a clear price before anything is agreed."] };
+    return {
+      ...base,
+      kind: "text",
+      heading: "Prices",
+      paragraphs: ["Prices depend on what you need. Ask us and you will get a clear price before anything is agreed."],
+    };
   }
   if (/\b(?:schedule|timetable|programme|program|calendar|agenda|dates|events)\b/.test(f)) {
     const thing = f.replace(/^(?:a|an|the|our|my)\s+/, "");
-    return { ...base, kind: "text", heading: sentenceCase(thing), paragraphs: [`The current ${thing} is shared with everyone who gets in touch. Ask ${w.name} and you will get the latest version.`] };
+    return {
+      ...base,
+      kind: "text",
+      heading: sentenceCase(thing),
+      paragraphs: [`The current ${thing} is shared with everyone who gets in touch. Ask ${w.name} and you will get the latest version.`],
+    };
   }
   if (/\b(?:faq|questions)\b/.test(f)) return undefined; // the offer page has questions already
   if (/\b(?:gallery|photos?|pictures|images|portfolio)\b/.test(f)) return undefined; // the offer cards stand in; no invented images

@@ -26,11 +26,7 @@ export interface StructuredRequest<S extends Schema> {
  * with `invalid_model_output`; errors of the router (pool exhausted,
  * upstream down) fail it with the router's own type and message.
  */
-export async function completeStructured<S extends Schema>(
-  chat: ChatCompleter,
-  request: StructuredRequest<S>,
-  context: WriterContext,
-): Promise<Infer<S>> {
+export async function completeStructured<S extends Schema>(chat: ChatCompleter, request: StructuredRequest<S>, context: WriterContext): Promise<Infer<S>> {
   const messages: { role: string; content: string }[] = [
     { role: "system", content: request.system },
     { role: "user", content: request.user },

@@ -10,9 +10,7 @@ export const DEAD_UPSTREAM = "http://127.0.0.1:9/v1";
 
 /** ZERO_UPSTREAMS for these base URLs, in order, named so a leak would be visible. */
 export function upstreamsEnv(baseUrls: string[]): string {
-  return JSON.stringify(
-    baseUrls.map((baseUrl, i) => ({ name: `SecretCo-${i}`, baseUrl, apiKey: UPSTREAM_KEY, model: UPSTREAM_MODEL })),
-  );
+  return JSON.stringify(baseUrls.map((baseUrl, i) => ({ name: `SecretCo-${i}`, baseUrl, apiKey: UPSTREAM_KEY, model: UPSTREAM_MODEL })));
 }
 
 /** The real service with these fakes as its upstreams and short upstream timeouts. */
@@ -47,7 +45,13 @@ export async function readSse(response: Response): Promise<string[]> {
 }
 
 /** POSTs a chat request with fetch, for what the SDKs hide (raw status, headers, events). */
-export function postChat(app: { url: string }, apiKey: string | undefined, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+export function postChat(
+  app: { url: string },
+  apiKey: string | undefined,
+  body: unknown,
+  headers: Record<string, string> = {},
+  signal?: AbortSignal,
+): Promise<Response> {
   return fetch(`${app.url}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}), ...headers },
@@ -61,7 +65,7 @@ export const UPSTREAM_SECRETS = ["SecretCo", UPSTREAM_MODEL, UPSTREAM_KEY, "upst
 
 /** Fails with the leaked secret when a header name or value, or the body, carries one. */
 export function expectNoLeak(headers: Headers, body: string): void {
-  const seen = [...headers.entries()].map(([k, v]) => `${k}: ${v}`).join("\n") + "\n" + body;
+  const seen = `${[...headers.entries()].map(([k, v]) => `${k}: ${v}`).join("\n")}\n${body}`;
   for (const secret of UPSTREAM_SECRETS) {
     if (seen.includes(secret)) throw new Error(`upstream detail leaked: ${secret}\n${seen}`);
   }

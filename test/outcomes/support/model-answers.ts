@@ -39,8 +39,23 @@ export function answerFor(schemaName: string, body: Record<string, unknown>): un
       return {
         slug,
         sections: [
-          { kind: "hero", heading: slug === "index" ? "Harbour Lights Kayaks" : `About ${slug}`, paragraphs: ["Calm water, patient guides."], items: [], link: { label: "Book a trip", page: "contact" } },
-          { kind: "features", heading: "Why paddle with us", paragraphs: [SCRIPT_PARAGRAPH], items: [{ title: "Small groups", text: "Never more than eight boats." }, { title: "All gear included", text: "Boats, paddles and jackets." }], link: { label: "", page: "" } },
+          {
+            kind: "hero",
+            heading: slug === "index" ? "Harbour Lights Kayaks" : `About ${slug}`,
+            paragraphs: ["Calm water, patient guides."],
+            items: [],
+            link: { label: "Book a trip", page: "contact" },
+          },
+          {
+            kind: "features",
+            heading: "Why paddle with us",
+            paragraphs: [SCRIPT_PARAGRAPH],
+            items: [
+              { title: "Small groups", text: "Never more than eight boats." },
+              { title: "All gear included", text: "Boats, paddles and jackets." },
+            ],
+            link: { label: "", page: "" },
+          },
           { kind: "faq", heading: "Questions", paragraphs: [], items: [{ title: "Do I need experience?", text: "No." }], link: { label: "", page: "" } },
         ],
       };
@@ -69,7 +84,10 @@ export function answerFor(schemaName: string, body: Record<string, unknown>): un
       return {
         title: ["Light & Space", "Soil and Containers", "A Year of Sowing"][Number(n) - 1] ?? `Chapter ${n}`,
         sections: [
-          { heading: "", paragraphs: [`Chapter ${n} begins with a question: what does your balcony give you?`, "Watch it for a day <b>before</b> buying anything."] },
+          {
+            heading: "",
+            paragraphs: [`Chapter ${n} begins with a question: what does your balcony give you?`, "Watch it for a day <b>before</b> buying anything."],
+          },
           { heading: "In practice", paragraphs: ["Note the hours of direct sun.", "Note where the wind comes from."] },
         ],
       };

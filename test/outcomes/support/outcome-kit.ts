@@ -34,7 +34,9 @@ export function httpCompleter(baseUrl: string): ChatCompleter & { calls: number 
 }
 
 /** Dependencies for the stages with a fresh artifact store in a temp dir. */
-export async function outcomeDeps(options: { chat?: ChatCompleter; offlineWriter?: boolean; upstream?: boolean } = {}): Promise<OutcomeDeps & { artifacts: ArtifactStore; dir: string }> {
+export async function outcomeDeps(
+  options: { chat?: ChatCompleter; offlineWriter?: boolean; upstream?: boolean } = {},
+): Promise<OutcomeDeps & { artifacts: ArtifactStore; dir: string }> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-outcomes-"));
   return {
     dir,

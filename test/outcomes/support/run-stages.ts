@@ -21,8 +21,12 @@ export async function runStages(
   const run: StageRun = options.from ?? { outcomes: {}, previous: {}, progress: {} };
   for (const stage of OUTCOME_STAGES[plan.outcome]) {
     if (stage.id === APPROVAL_STAGE || stage.id in run.outcomes) continue;
-    const progress: number[] = (run.progress[stage.id] = []);
-    const outcome = await work(plan.outcome, stage.id)({
+    const progress: number[] = [];
+    run.progress[stage.id] = progress;
+    const outcome = await work(
+      plan.outcome,
+      stage.id,
+    )({
       planId: plan.planId,
       accountId: plan.accountId ?? "acc_test",
       outcome: plan.outcome,
