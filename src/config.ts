@@ -11,6 +11,8 @@ export interface UpstreamConfig {
   apiKey: string;
   /** The upstream's own model name that `project-zero` maps to. */
   model: string;
+  /** The upstream's embedding model, when it serves `/v1/embeddings` for the alias. */
+  embeddingModel?: string;
 }
 
 /** Upstream time limits, in milliseconds. */
@@ -226,6 +228,7 @@ function readUpstreams(raw: string | undefined, problems: string[]): UpstreamCon
     const entry = (typeof item === "object" && item !== null ? item : {}) as Record<string, unknown>;
     const missing = ["name", "baseUrl", "model"].filter((k) => typeof entry[k] !== "string" || entry[k] === "");
     if (entry.apiKey !== undefined && typeof entry.apiKey !== "string") missing.push("apiKey");
+    if (entry.embeddingModel !== undefined && (typeof entry.embeddingModel !== "string" || entry.embeddingModel === "")) missing.push("embeddingModel");
     if (missing.length > 0) {
       problems.push(`ZERO_UPSTREAMS[${index}]: missing or invalid ${missing.join(", ")}`);
       return;
@@ -241,6 +244,7 @@ function readUpstreams(raw: string | undefined, problems: string[]): UpstreamCon
       baseUrl: withoutTrailingSlashes(entry.baseUrl as string),
       apiKey: (entry.apiKey as string | undefined) ?? "",
       model: entry.model as string,
+      ...(typeof entry.embeddingModel === "string" ? { embeddingModel: entry.embeddingModel } : {}),
     });
   });
   return upstreams;

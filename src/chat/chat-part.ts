@@ -7,6 +7,7 @@ import type { Store } from "../db/database.js";
 import type { Logger } from "../observability/logger.js";
 import type { Authenticator } from "../server/access.js";
 import { chatRoutes } from "./chat-rest.js";
+import { embeddingsRoutes } from "./embeddings-rest.js";
 import { ChatRouter } from "./chat-router.js";
 import type { ChatCompleter } from "./chat-types.js";
 import { chatService } from "./chat-service.js";
@@ -14,6 +15,8 @@ import type { Metrics } from "../observability/metrics.js";
 import type { Tracing } from "../observability/tracing.js";
 import { FreePool } from "./free-pool.js";
 import { IdempotencyStore } from "./idempotency.js";
+import { ResponseStore } from "./responses/response-store.js";
+import { responsesRoutes } from "./responses/responses-rest.js";
 import { UpstreamClient } from "./upstream-client.js";
 
 export interface ChatPartDeps {
@@ -56,14 +59,22 @@ export function chatPart(deps: ChatPartDeps): ChatPart {
     listen: store.kind === "postgres" ? (channel, onPayload) => store.listen(channel, onPayload) : undefined,
   });
   const idempotency = new IdempotencyStore(store.db);
+  const responses = new ResponseStore(store.db);
   const accountCap = config.chatDailyRequestsPerAccount === undefined ? undefined : new AccountDailyCap(store.db, config.chatDailyRequestsPerAccount);
   const router = new ChatRouter({ upstreams, pool, logger: log, accountCap });
   let sweeper: NodeJS.Timeout | undefined;
-  const sweep = () => idempotency.sweep().catch((error: unknown) => log.warn({ err: error }, "idempotency sweep failed"));
+  const sweep = () =>
+    Promise.all([idempotency.sweep(), responses.sweep()]).catch((error: unknown) =>
+      log.warn({ err: error }, "sweeping idempotency keys and stored responses failed"),
+    );
   return {
     chat: router,
     services: [bindService(ChatService, chatService({ router, idempotency }))],
-    routes: (rest) => chatRoutes(rest, { router, idempotency, authenticator: deps.authenticator }),
+    routes: (rest) => {
+      chatRoutes(rest, { router, idempotency, authenticator: deps.authenticator });
+      responsesRoutes(rest, { router, idempotency, responses, authenticator: deps.authenticator });
+      embeddingsRoutes(rest, { router, authenticator: deps.authenticator });
+    },
     async start() {
       await pool.start();
       void sweep();

@@ -1,6 +1,6 @@
 import { CHAT_ALIAS } from "../api/model.js";
 import { invalidRequest, ServiceError } from "../server/errors.js";
-import type { ChatRequest } from "./chat-types.js";
+import type { ChatRequest, GatewayRequest } from "./chat-types.js";
 
 /**
  * Deeper than any real request: OpenAI itself bounds structured-output
@@ -42,7 +42,7 @@ export function parseChatRequest(json: unknown): ChatRequest {
 }
 
 /** Walks the value with a stack of its own, so any depth is measured without recursion. */
-function nestedDeeperThan(value: object, limit: number): boolean {
+export function nestedDeeperThan(value: object, limit: number): boolean {
   const values: unknown[] = [value];
   const depths: number[] = [1];
   while (values.length > 0) {
@@ -65,7 +65,7 @@ function nestedDeeperThan(value: object, limit: number): boolean {
  * alias (`openai/project-zero`) is 400 and never served, so it cannot reach
  * paid capacity; any other model is 404; a foreign `program` is 422.
  */
-export function checkAlias(request: ChatRequest): void {
+export function checkAlias(request: GatewayRequest): void {
   const { model } = request;
   if (model !== CHAT_ALIAS) {
     if (model.endsWith(`/${CHAT_ALIAS}`)) {

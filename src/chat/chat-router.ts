@@ -4,6 +4,7 @@
  * writers of other capabilities). It checks the alias, takes a unit of the
  * free pool and tries the upstreams in order.
  */
+import { CHAT_ALIAS } from "../api/model.js";
 import type { Logger } from "../observability/logger.js";
 import type { AccountDailyCap } from "./account-daily-cap.js";
 import { ServiceError } from "../server/errors.js";
@@ -12,7 +13,7 @@ import { clientChunk, clientCompletion, newCompletionId } from "./completion-rew
 import type { FreePool } from "./free-pool.js";
 import { parseSse } from "./sse-parser.js";
 import { isTimeout, type UpstreamAnswer, type UpstreamClient } from "./upstream-client.js";
-import type { ChatCallOptions, ChatChunkJson, ChatCompleter, ChatCompletionJson, ChatRequest } from "./chat-types.js";
+import type { ChatCallOptions, ChatChunkJson, ChatCompleter, ChatCompletionJson, ChatRequest, GatewayRequest } from "./chat-types.js";
 
 /** Dependencies of the router. */
 export interface ChatRouterDeps {
@@ -48,13 +49,7 @@ export class ChatRouter implements ChatCompleter {
 
   async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletionJson> {
     const answer = await this.#open(request, false, options);
-    let completion: unknown;
-    try {
-      completion = JSON.parse(await answer.body.text());
-    } catch (error) {
-      if (options.signal?.aborted) throw error;
-      throw failure(error, answer);
-    }
+    const completion = await readJson(answer, options.signal);
     if (!isCompletion(completion)) {
       this.#logger.warn({ upstream: answer.upstream }, "upstream answered 2xx without a completion");
       throw new ServiceError("upstream_error", "the model returned an answer that is not a chat completion");
@@ -109,7 +104,41 @@ export class ChatRouter implements ChatCompleter {
     }
   }
 
-  async #open(request: ChatRequest, stream: boolean, options: ChatCallOptions): Promise<UpstreamAnswer> {
+  /**
+   * Embeddings for the alias, from the upstreams that declare an embedding
+   * model, with the same pool unit, failover and provider hiding as chat.
+   * Vectors come back as floats, or as base64 when the client asked for it.
+   */
+  async embed(request: GatewayRequest, options: ChatCallOptions): Promise<Record<string, unknown>> {
+    checkAlias(request);
+    if (!this.#upstreams.servesEmbeddings) {
+      throw new ServiceError("model_not_found", `the model \`${CHAT_ALIAS}\` serves no embeddings here: no upstream has an embedding model`, {
+        status: 404,
+        param: "model",
+      });
+    }
+    const answer = await this.#open(request, false, options, true);
+    const body = await readJson(answer, options.signal);
+    const data = (body as { data?: unknown })?.data;
+    if (!Array.isArray(data) || !data.every((item) => Array.isArray((item as { embedding?: unknown })?.embedding))) {
+      this.#logger.warn({ upstream: answer.upstream }, "upstream answered 2xx without embeddings");
+      throw new ServiceError("upstream_error", "the model returned an answer that is not a list of embeddings");
+    }
+    const base64 = request.encoding_format === "base64";
+    const usage = (body as { usage?: { prompt_tokens?: unknown; total_tokens?: unknown } }).usage;
+    return {
+      object: "list",
+      data: data.map((item: { embedding: number[] }, index) => ({
+        object: "embedding",
+        index,
+        embedding: base64 ? Buffer.from(new Float32Array(item.embedding).buffer).toString("base64") : item.embedding,
+      })),
+      model: CHAT_ALIAS,
+      usage: { prompt_tokens: Number(usage?.prompt_tokens ?? 0) || 0, total_tokens: Number(usage?.total_tokens ?? 0) || 0 },
+    };
+  }
+
+  async #open(request: GatewayRequest, stream: boolean, options: ChatCallOptions, embeddings = false): Promise<UpstreamAnswer> {
     checkAlias(request);
     if (!this.#upstreams.configured) {
       throw new ServiceError("unavailable", "chat is not available here: no upstream is configured");
@@ -128,7 +157,7 @@ export class ChatRouter implements ChatCompleter {
       await this.#pool.take();
     }
     try {
-      const answer = await this.#upstreams.send(request, { stream, signal: options.signal });
+      const answer = await this.#upstreams.send(request, { stream, signal: options.signal, embeddings });
       this.#pool.settle("spent");
       return answer;
     } catch (error) {
@@ -136,6 +165,16 @@ export class ChatRouter implements ChatCompleter {
       if (countedDay) await capped!.give(options.accountId, countedDay).catch(() => {});
       throw error;
     }
+  }
+}
+
+/** An upstream's whole answer as JSON; a body that breaks off or is not JSON is the upstream's failure. */
+async function readJson(answer: UpstreamAnswer, signal: AbortSignal | undefined): Promise<unknown> {
+  try {
+    return JSON.parse(await answer.body.text());
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    throw failure(error, answer);
   }
 }
 

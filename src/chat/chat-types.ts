@@ -1,7 +1,10 @@
 /** The shapes every door of the chat gateway, and the writers that draw on it, share. */
 
 /** OpenAI chat completion request as a plain JSON object; every field is passed through. */
-export type ChatRequest = Record<string, unknown> & { model: string; messages: unknown[] };
+export type ChatRequest = GatewayRequest & { messages: unknown[] };
+
+/** Any request the gateway routes (chat, embeddings): a plain JSON object naming a model. */
+export type GatewayRequest = Record<string, unknown> & { model: string };
 
 /** OpenAI chat completion response as a plain JSON object, already rewritten to the alias. */
 export type ChatCompletionJson = Record<string, unknown> & { choices: { message: { content: string | null } }[] };

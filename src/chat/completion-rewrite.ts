@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { CHAT_ALIAS } from "../api/model.js";
-import type { ChatChunkJson, ChatCompletionJson, ChatRequest } from "./chat-types.js";
+import type { ChatChunkJson, ChatCompletionJson, GatewayRequest } from "./chat-types.js";
 import { CHUNK, COMPLETION, pick, REQUEST_FIELDS } from "./openai-fields.js";
 
 /** Our completion id, in OpenAI's form; one per request, shared by all chunks of a stream. */
@@ -14,7 +14,7 @@ export function newCompletionId(): string {
  * non-streaming call, any `stream` flag. Everything else (our `program`, an
  * aggregator's routing fields) stays here.
  */
-export function upstreamRequestBody(request: ChatRequest, upstreamModel: string, stream: boolean): string {
+export function upstreamRequestBody(request: GatewayRequest, upstreamModel: string, stream: boolean): string {
   const body: Record<string, unknown> = {};
   for (const key in request) {
     if (REQUEST_FIELDS.has(key)) body[key] = request[key];

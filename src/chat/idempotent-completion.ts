@@ -27,15 +27,32 @@ export async function completeIdempotently(
   const key = IdempotencyStore.validKey(options.idempotencyKey);
   // A refused model is refused with or without a key, and records nothing.
   checkAlias(request);
-  const claim = await deps.idempotency.begin(accountId, key, IdempotencyStore.hash(request));
+  return runIdempotently(deps.idempotency, { accountId, key, request }, async () =>
+    JSON.stringify(await deps.router.complete(request, { accountId, signal, fromClient: true })),
+  );
+}
+
+/**
+ * Serves a non-streaming answer under an `Idempotency-Key`: the first
+ * request runs `produce` and its JSON is recorded; a retry with the same
+ * body replays it (taking no pool unit); a failure records nothing, so the
+ * same key can be retried.
+ */
+export async function runIdempotently(
+  idempotency: IdempotencyStore,
+  call: { accountId: string; key: string; request: unknown },
+  produce: () => Promise<string>,
+): Promise<CompletionResult> {
+  const key = IdempotencyStore.validKey(call.key);
+  const claim = await idempotency.begin(call.accountId, key, IdempotencyStore.hash(call.request));
   if (claim.kind === "replay") return { json: claim.response, replayed: true };
   let json: string;
   try {
-    json = JSON.stringify(await deps.router.complete(request, { accountId, signal, fromClient: true }));
+    json = await produce();
   } catch (error) {
-    await deps.idempotency.release(accountId, key).catch(() => {});
+    await idempotency.release(call.accountId, key).catch(() => {});
     throw error;
   }
-  await deps.idempotency.complete(accountId, key, json);
+  await idempotency.complete(call.accountId, key, json);
   return { json, replayed: false };
 }

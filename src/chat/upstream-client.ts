@@ -5,7 +5,7 @@ import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { endSpan, type Tracing } from "../observability/tracing.js";
 import { ServiceError } from "../server/errors.js";
-import type { ChatRequest } from "./chat-types.js";
+import type { GatewayRequest } from "./chat-types.js";
 import { upstreamRequestBody } from "./completion-rewrite.js";
 import { REQUEST_FIELDS } from "./openai-fields.js";
 import { UpstreamBody } from "./upstream-body.js";
@@ -24,6 +24,7 @@ interface Target {
   config: UpstreamConfig;
   pool: Pool;
   path: string;
+  embeddingsPath: string;
   headers: Record<string, string>;
   streamHeaders: Record<string, string>;
 }
@@ -78,6 +79,7 @@ export class UpstreamClient {
           connections: 512,
         }),
         path: `${withoutTrailingSlashes(base.pathname)}/chat/completions`,
+        embeddingsPath: `${withoutTrailingSlashes(base.pathname)}/embeddings`,
         headers,
         streamHeaders: { ...headers, accept: "text/event-stream" },
       };
@@ -89,22 +91,31 @@ export class UpstreamClient {
     return this.#targets.length > 0;
   }
 
+  /** True when at least one upstream declares an embedding model. */
+  get servesEmbeddings(): boolean {
+    return this.#targets.some((target) => target.config.embeddingModel !== undefined);
+  }
+
   /**
    * Sends the request to the first upstream that accepts it. Throws a
    * ServiceError: `upstream_timeout` or `upstream_error` when none did,
    * `invalid_request` when one refused the request itself. An abort of
    * `signal` rejects with undici's abort error at once.
    */
-  async send(request: ChatRequest, options: { stream: boolean; signal?: AbortSignal }): Promise<UpstreamAnswer> {
-    if (this.#targets.length === 0) {
+  async send(request: GatewayRequest, options: { stream: boolean; signal?: AbortSignal; embeddings?: boolean }): Promise<UpstreamAnswer> {
+    const targets = options.embeddings ? this.#targets.filter((target) => target.config.embeddingModel !== undefined) : this.#targets;
+    if (targets.length === 0) {
       throw new ServiceError("upstream_error", "chat is not available here: no upstream is configured");
     }
     let timedOut = false;
-    for (const target of this.#targets) {
+    for (const target of targets) {
       options.signal?.throwIfAborted();
       let response: { statusCode: number; body: UpstreamBody };
       const started = performance.now();
-      const span = this.#tracing?.start("upstream chat completion", "client", { "zero.upstream": target.config.name, "zero.stream": options.stream });
+      const span = this.#tracing?.start(options.embeddings ? "upstream embeddings" : "upstream chat completion", "client", {
+        "zero.upstream": target.config.name,
+        "zero.stream": options.stream,
+      });
       const observe = (result: string, errorKind?: string) => {
         const upstream = target.config.name;
         endSpan(span, { "zero.result": result }, errorKind !== undefined);
@@ -116,9 +127,11 @@ export class UpstreamClient {
           target.pool,
           {
             method: "POST",
-            path: target.path,
+            path: options.embeddings ? target.embeddingsPath : target.path,
             headers: options.stream ? target.streamHeaders : target.headers,
-            body: upstreamRequestBody(request, target.config.model, options.stream),
+            body: options.embeddings
+              ? JSON.stringify({ ...request, model: target.config.embeddingModel, encoding_format: "float" })
+              : upstreamRequestBody(request, target.config.model, options.stream),
           },
           options.signal,
         );
@@ -135,7 +148,7 @@ export class UpstreamClient {
         statusCode >= 200 && statusCode < 300 ? undefined : statusCode === 429 ? "status_429" : statusCode >= 500 ? "status_5xx" : `status_${statusCode}`,
       );
       if (statusCode >= 200 && statusCode < 300) {
-        return { body, model: target.config.model, upstream: target.config.name };
+        return { body, model: options.embeddings ? target.config.embeddingModel! : target.config.model, upstream: target.config.name };
       }
       timedOut = false;
       const text = await body.text().catch(() => "");
@@ -211,7 +224,7 @@ const REFUSALS: Record<number, string> = {
  * in our words. Its `param` is passed on only when it names a field the
  * client sent; the upstream's own text goes to the operator's log.
  */
-function refusal(text: string, status: number, request: ChatRequest): { error: ServiceError; upstreamMessage: string } {
+function refusal(text: string, status: number, request: GatewayRequest): { error: ServiceError; upstreamMessage: string } {
   let upstreamMessage = "";
   let param: string | undefined;
   try {

@@ -5,6 +5,7 @@ import * as executions from "./2026-11-22T01-04_executions.js";
 import * as chat from "./2026-11-22T01-20_chat.js";
 import * as authHardening from "./2026-11-24T00-00_auth-hardening.js";
 import * as chatAccountDays from "./2026-11-24T00-10_chat-account-days.js";
+import * as chatResponses from "./2026-11-25T00-00_chat-responses.js";
 
 /**
  * Every migration, by name. Names sort in the order they apply (ISO date
@@ -17,4 +18,5 @@ export const migrations: Record<string, Migration> = {
   "2026-11-22T01-20_chat": chat,
   "2026-11-24T00-00_auth-hardening": authHardening,
   "2026-11-24T00-10_chat-account-days": chatAccountDays,
+  "2026-11-25T00-00_chat-responses": chatResponses,
 };

@@ -1,0 +1,35 @@
+import type { Authenticator } from "../server/access.js";
+import { invalidRequest } from "../server/errors.js";
+import { readJsonBody, sendJson, type RestRouter } from "../server/rest.js";
+import { MAX_REQUEST_DEPTH, nestedDeeperThan } from "./chat-request.js";
+import type { ChatRouter } from "./chat-router.js";
+import type { GatewayRequest } from "./chat-types.js";
+import { authenticateBearer, MAX_BODY_BYTES } from "./openai-http.js";
+
+/** `POST /v1/embeddings`: OpenAI's embeddings for the alias, from upstreams that declare an embedding model. */
+export function embeddingsRoutes(rest: RestRouter, deps: { router: ChatRouter; authenticator: Authenticator }): void {
+  rest.add("POST", "/v1/embeddings", async (exchange) => {
+    const { accountId } = await authenticateBearer(exchange, deps.authenticator);
+    const request = parseEmbeddingsRequest(await readJsonBody(exchange.req, { maxBytes: MAX_BODY_BYTES }));
+    const abort = new AbortController();
+    exchange.res.once("close", () => {
+      if (!exchange.res.writableFinished) abort.abort();
+    });
+    const answer = await deps.router.embed(request, { accountId, signal: abort.signal, fromClient: true });
+    if (!abort.signal.aborted) sendJson(exchange.res, 200, answer);
+  });
+}
+
+function parseEmbeddingsRequest(json: unknown): GatewayRequest {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) throw invalidRequest("the body must be a JSON object");
+  const body = json as Record<string, unknown>;
+  if (nestedDeeperThan(body, MAX_REQUEST_DEPTH)) throw invalidRequest(`the request is nested more than ${MAX_REQUEST_DEPTH} levels deep`);
+  if (typeof body.model !== "string" || body.model === "") throw invalidRequest('`model` is required: send "project-zero"', "model");
+  const input = body.input;
+  const valid = (typeof input === "string" && input !== "") || (Array.isArray(input) && input.length > 0);
+  if (!valid) throw invalidRequest("`input` must be a non-empty string or array", "input");
+  if (body.encoding_format !== undefined && body.encoding_format !== "float" && body.encoding_format !== "base64") {
+    throw invalidRequest("`encoding_format` must be float or base64", "encoding_format");
+  }
+  return body as GatewayRequest;
+}

@@ -1,0 +1,69 @@
+import type http from "node:http";
+import { ChatService } from "../../gen/zero/v1/chat_pb.js";
+import { accessRule, type Authenticator } from "../server/access.js";
+import type { Principal } from "../server/context.js";
+import { ServiceError } from "../server/errors.js";
+import type { NodeResponse } from "../server/node-http.js";
+import { requestInfo } from "../server/request-info.js";
+import type { RestExchange } from "../server/rest.js";
+
+/** Image content parts travel inline as base64, so chat bodies may be large. */
+export const MAX_BODY_BYTES = 16 << 20;
+
+export const SSE_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache",
+  // Proxies such as nginx would otherwise hold chunks back.
+  "x-accel-buffering": "no",
+};
+
+/**
+ * HTTP/1.1 and HTTP/2 compatibility responses share writeHead/write/end, but
+ * TypeScript cannot call a method through their union.
+ */
+export function asHttp1(res: NodeResponse): http.ServerResponse {
+  return res as http.ServerResponse;
+}
+
+/** Waits until the client has taken what was written, or has gone. */
+export function drained(res: NodeResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
+/**
+ * The `/v1` routes take bearer keys only (a Console cookie is not a
+ * credential here) and names its auth errors as OpenAI clients expect:
+ * 401 `invalid_api_key`, 403 `insufficient_scope`. This is the one place the
+ * shared authenticator's errors are renamed for `/v1`.
+ */
+export async function authenticateBearer(exchange: RestExchange, authenticator: Authenticator): Promise<Principal> {
+  const authorization = exchange.req.headers.authorization;
+  if (!authorization) {
+    throw new ServiceError("invalid_api_key", "no API key: send it as `Authorization: Bearer <API_KEY>`");
+  }
+  try {
+    return await authenticator.authenticate({
+      rule: accessRule(ChatService.method.createChatCompletion),
+      // The key alone: cookies and the rest of the request's headers are no credential here.
+      headers: { get: (name) => (name.toLowerCase() === "authorization" ? authorization : null) },
+      requestMethod: "POST",
+      clientAddress: requestInfo(exchange.req)?.clientAddress ?? "",
+    });
+  } catch (error) {
+    if (error instanceof ServiceError && error.type === "unauthenticated") {
+      throw new ServiceError("invalid_api_key", error.detail.message, { headers: Object.fromEntries(error.metadata.entries()) });
+    }
+    if (error instanceof ServiceError && error.type === "permission_denied") {
+      throw new ServiceError("insufficient_scope", error.detail.message);
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,55 @@
+import { sql, type Kysely } from "kysely";
+import type { Database } from "../../db/schema.js";
+import type { ChatMessage } from "./responses-request.js";
+
+/** How long a stored response can be read or continued. */
+export const RESPONSE_TTL_MS = 30 * 24 * 3600 * 1000;
+
+/** Stored Responses API answers, per account: another account's id reads exactly like a missing one. */
+export class ResponseStore {
+  readonly #db: Kysely<Database>;
+
+  constructor(db: Kysely<Database>) {
+    this.#db = db;
+  }
+
+  async save(accountId: string, id: string, response: string, messages: readonly ChatMessage[]): Promise<void> {
+    await this.#db
+      .insertInto("chat_responses")
+      .values({ id, account_id: accountId, response, messages: JSON.stringify(messages), expires_at: new Date(Date.now() + RESPONSE_TTL_MS) })
+      .execute();
+  }
+
+  /** The response object as first sent, or undefined. */
+  async response(accountId: string, id: string): Promise<string | undefined> {
+    const row = await this.#live(accountId, id).select("response").executeTakeFirst();
+    return row?.response;
+  }
+
+  /** The conversation a continuation of `id` starts from, or undefined. */
+  async messages(accountId: string, id: string): Promise<ChatMessage[] | undefined> {
+    const row = await this.#live(accountId, id).select("messages").executeTakeFirst();
+    return row ? (JSON.parse(row.messages) as ChatMessage[]) : undefined;
+  }
+
+  /** True when a response was deleted. */
+  async delete(accountId: string, id: string): Promise<boolean> {
+    const result = await this.#db
+      .deleteFrom("chat_responses")
+      .where("id", "=", id)
+      .where("account_id", "=", accountId)
+      .where("expires_at", ">", sql<Date>`now()`)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+
+  /** Deletes expired responses; run now and then so the table stays small. */
+  async sweep(): Promise<number> {
+    const result = await this.#db.deleteFrom("chat_responses").where("expires_at", "<=", sql<Date>`now()`).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  #live(accountId: string, id: string) {
+    return this.#db.selectFrom("chat_responses").where("id", "=", id).where("account_id", "=", accountId).where("expires_at", ">", sql<Date>`now()`);
+  }
+}

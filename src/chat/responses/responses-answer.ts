@@ -1,0 +1,234 @@
+import { randomBytes } from "node:crypto";
+import { CHAT_ALIAS } from "../../api/model.js";
+import type { ChatChunkJson, ChatCompletionJson } from "../chat-types.js";
+import { type ChatMessage, isObject, type ResponsesRequest } from "./responses-request.js";
+
+/** A `response` object as OpenAI's Responses API answers it. */
+export type ResponseObject = Record<string, unknown> & { id: string; output: OutputItem[]; status: string };
+export type OutputItem = Record<string, unknown> & { type: string; id: string };
+
+export function newResponseId(): string {
+  return `resp_${randomBytes(24).toString("hex")}`;
+}
+
+function itemId(prefix: "msg" | "fc"): string {
+  return `${prefix}_${randomBytes(24).toString("hex")}`;
+}
+
+/** What the chat answer said, gathered from a completion or from a stream's chunks. */
+export interface ChatAnswer {
+  text: string;
+  refusal: string;
+  toolCalls: { id: string; name: string; arguments: string }[];
+  finishReason: string | null;
+  usage: Record<string, unknown> | undefined;
+}
+
+/** The answer of a non-streamed chat completion. */
+export function answerOfCompletion(completion: ChatCompletionJson): ChatAnswer {
+  const choice = (completion.choices[0] ?? {}) as Record<string, unknown>;
+  const message = (isObject(choice.message) ? choice.message : {}) as Record<string, unknown>;
+  const toolCalls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
+  return {
+    text: typeof message.content === "string" ? message.content : "",
+    refusal: typeof message.refusal === "string" ? message.refusal : "",
+    toolCalls: toolCalls.filter(isObject).map((call) => {
+      const fn = isObject(call.function) ? call.function : {};
+      return { id: String(call.id ?? ""), name: String(fn.name ?? ""), arguments: typeof fn.arguments === "string" ? fn.arguments : "" };
+    }),
+    finishReason: typeof choice.finish_reason === "string" ? choice.finish_reason : null,
+    usage: isObject(completion.usage) ? completion.usage : undefined,
+  };
+}
+
+/** The response object shell: every field the SDKs read, echoing the request. */
+export function responseShell(id: string, request: ResponsesRequest, createdAt: number, status: string): ResponseObject {
+  const text = isObject(request.text) && isObject(request.text.format) ? request.text : { format: { type: "text" } };
+  return {
+    id,
+    object: "response",
+    created_at: createdAt,
+    status,
+    error: null,
+    incomplete_details: null,
+    instructions: request.instructions ?? null,
+    max_output_tokens: request.max_output_tokens ?? null,
+    model: CHAT_ALIAS,
+    output: [],
+    parallel_tool_calls: request.parallel_tool_calls ?? true,
+    previous_response_id: request.previous_response_id ?? null,
+    reasoning: { effort: null, summary: null },
+    store: request.store ?? true,
+    temperature: request.temperature ?? 1,
+    text,
+    tool_choice: request.tool_choice ?? "auto",
+    tools: request.tools ?? [],
+    top_p: request.top_p ?? 1,
+    truncation: "disabled",
+    usage: null,
+    user: request.user ?? null,
+    metadata: request.metadata ?? {},
+  };
+}
+
+/** The finished response for an answer. */
+export function finishedResponse(shell: ResponseObject, answer: ChatAnswer, ids: AnswerItemIds = newItemIds(answer)): ResponseObject {
+  const output: OutputItem[] = [];
+  if (answer.text !== "" || answer.refusal !== "" || answer.toolCalls.length === 0) output.push(messageItem(ids.message, answer, "completed"));
+  answer.toolCalls.forEach((call, i) => {
+    output.push(functionCallItem(ids.calls[i]!, call, "completed"));
+  });
+  const incomplete = answer.finishReason === "length" || answer.finishReason === "content_filter";
+  return {
+    ...shell,
+    status: incomplete ? "incomplete" : "completed",
+    incomplete_details: incomplete ? { reason: answer.finishReason === "length" ? "max_output_tokens" : "content_filter" } : null,
+    output,
+    usage: usage(answer.usage),
+  };
+}
+
+export interface AnswerItemIds {
+  message: string;
+  calls: string[];
+}
+
+export function newItemIds(answer: Pick<ChatAnswer, "toolCalls">): AnswerItemIds {
+  return { message: itemId("msg"), calls: answer.toolCalls.map(() => itemId("fc")) };
+}
+
+export function messageItem(id: string, answer: Pick<ChatAnswer, "text" | "refusal">, status: string): OutputItem {
+  const content =
+    answer.refusal !== "" && answer.text === ""
+      ? [{ type: "refusal", refusal: answer.refusal }]
+      : [{ type: "output_text", text: answer.text, annotations: [], logprobs: [] }];
+  return { type: "message", id, status, role: "assistant", content };
+}
+
+export function functionCallItem(id: string, call: ChatAnswer["toolCalls"][number], status: string): OutputItem {
+  return { type: "function_call", id, call_id: call.id, name: call.name, arguments: call.arguments, status };
+}
+
+function usage(chat: Record<string, unknown> | undefined): Record<string, unknown> {
+  const input = Number(chat?.prompt_tokens ?? 0) || 0;
+  const output = Number(chat?.completion_tokens ?? 0) || 0;
+  const cached = isObject(chat?.prompt_tokens_details) ? Number(chat.prompt_tokens_details.cached_tokens ?? 0) || 0 : 0;
+  const reasoning = isObject(chat?.completion_tokens_details) ? Number(chat.completion_tokens_details.reasoning_tokens ?? 0) || 0 : 0;
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: cached },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: reasoning },
+    total_tokens: Number(chat?.total_tokens ?? input + output) || input + output,
+  };
+}
+
+/** The assistant's turn as a chat message, to continue the conversation from a stored response. */
+export function assistantMessage(answer: ChatAnswer): ChatMessage {
+  const message: ChatMessage = { role: "assistant", content: answer.toolCalls.length > 0 && answer.text === "" ? null : answer.text };
+  if (answer.toolCalls.length > 0) {
+    message.tool_calls = answer.toolCalls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } }));
+  }
+  return message;
+}
+
+/**
+ * Turns a stream of chat chunks into the Responses API's typed events, in
+ * the order OpenAI sends them. `events` yields `[type, data]`; the caller
+ * numbers and frames them. Gathers the answer as it goes.
+ */
+export async function* responseEvents(
+  shell: ResponseObject,
+  chunks: AsyncIterable<ChatChunkJson>,
+  onFinished: (response: ResponseObject, answer: ChatAnswer) => Promise<void>,
+): AsyncGenerator<[string, Record<string, unknown>]> {
+  const answer: ChatAnswer = { text: "", refusal: "", toolCalls: [], finishReason: null, usage: undefined };
+  const ids: AnswerItemIds = { message: itemId("msg"), calls: [] };
+  const inProgress = { ...shell, status: "in_progress" };
+  yield ["response.created", { response: inProgress }];
+  yield ["response.in_progress", { response: inProgress }];
+
+  let messageOpen = false;
+  let messageIndex = -1;
+  let nextIndex = 0;
+  const callIndex: number[] = [];
+  const openMessage = function* (): Generator<[string, Record<string, unknown>]> {
+    if (messageOpen) return;
+    messageOpen = true;
+    messageIndex = nextIndex++;
+    yield [
+      "response.output_item.added",
+      { output_index: messageIndex, item: { type: "message", id: ids.message, status: "in_progress", role: "assistant", content: [] } },
+    ];
+    yield [
+      "response.content_part.added",
+      { item_id: ids.message, output_index: messageIndex, content_index: 0, part: { type: "output_text", text: "", annotations: [], logprobs: [] } },
+    ];
+  };
+
+  for await (const chunk of chunks) {
+    if (isObject(chunk.usage)) answer.usage = chunk.usage;
+    const choice = Array.isArray(chunk.choices) && isObject(chunk.choices[0]) ? chunk.choices[0] : undefined;
+    if (!choice) continue;
+    if (typeof choice.finish_reason === "string") answer.finishReason = choice.finish_reason;
+    const delta = isObject(choice.delta) ? choice.delta : {};
+    if (typeof delta.content === "string" && delta.content !== "") {
+      yield* openMessage();
+      answer.text += delta.content;
+      yield ["response.output_text.delta", { item_id: ids.message, output_index: messageIndex, content_index: 0, delta: delta.content, logprobs: [] }];
+    }
+    if (typeof delta.refusal === "string") answer.refusal += delta.refusal;
+    if (Array.isArray(delta.tool_calls)) {
+      for (const part of delta.tool_calls) {
+        if (!isObject(part)) continue;
+        const index = typeof part.index === "number" ? part.index : answer.toolCalls.length;
+        const fn = isObject(part.function) ? part.function : {};
+        let call = answer.toolCalls[index];
+        if (!call) {
+          call = {
+            id: typeof part.id === "string" ? part.id : `call_${randomBytes(12).toString("hex")}`,
+            name: typeof fn.name === "string" ? fn.name : "",
+            arguments: "",
+          };
+          answer.toolCalls[index] = call;
+          ids.calls[index] = itemId("fc");
+          callIndex[index] = nextIndex++;
+          yield ["response.output_item.added", { output_index: callIndex[index], item: functionCallItem(ids.calls[index]!, call, "in_progress") }];
+        }
+        if (typeof fn.arguments === "string" && fn.arguments !== "") {
+          call.arguments += fn.arguments;
+          yield ["response.function_call_arguments.delta", { item_id: ids.calls[index], output_index: callIndex[index], delta: fn.arguments }];
+        }
+      }
+    }
+  }
+
+  if (!messageOpen && answer.toolCalls.length === 0) yield* openMessage();
+  if (messageOpen) {
+    const item = messageItem(ids.message, answer, "completed");
+    const part = (item.content as Record<string, unknown>[])[0]!;
+    if (part.type === "output_text") {
+      yield ["response.output_text.done", { item_id: ids.message, output_index: messageIndex, content_index: 0, text: answer.text, logprobs: [] }];
+    }
+    yield ["response.content_part.done", { item_id: ids.message, output_index: messageIndex, content_index: 0, part }];
+    yield ["response.output_item.done", { output_index: messageIndex, item }];
+  }
+  for (const [index, call] of answer.toolCalls.entries()) {
+    yield ["response.function_call_arguments.done", { item_id: ids.calls[index], output_index: callIndex[index], name: call.name, arguments: call.arguments }];
+    yield ["response.output_item.done", { output_index: callIndex[index], item: functionCallItem(ids.calls[index]!, call, "completed") }];
+  }
+  const finished = finishedResponse(shell, answer, ids);
+  // The output's order is the order the items were announced in.
+  finished.output = orderedOutput(finished.output, messageOpen ? messageIndex : -1, callIndex, ids);
+  await onFinished(finished, answer);
+  yield [finished.status === "incomplete" ? "response.incomplete" : "response.completed", { response: finished }];
+}
+
+function orderedOutput(output: OutputItem[], messageIndex: number, callIndex: number[], ids: AnswerItemIds): OutputItem[] {
+  const position = new Map<string, number>();
+  if (messageIndex >= 0) position.set(ids.message, messageIndex);
+  ids.calls.forEach((id, i) => {
+    position.set(id, callIndex[i]!);
+  });
+  return output.filter((item) => position.has(item.id)).sort((a, b) => position.get(a.id)! - position.get(b.id)!);
+}

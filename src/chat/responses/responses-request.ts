@@ -1,0 +1,180 @@
+import { invalidRequest } from "../../server/errors.js";
+import { MAX_REQUEST_DEPTH, nestedDeeperThan } from "../chat-request.js";
+import type { ChatRequest } from "../chat-types.js";
+
+/** A chat message as the upstreams read it. */
+export type ChatMessage = Record<string, unknown> & { role: string };
+
+/** A Responses API request body, as sent; only what is translated is read. */
+export type ResponsesRequest = Record<string, unknown> & { model: string };
+
+/** Tool types OpenAI runs on its own servers: nothing behind the alias can run them. */
+const FUNCTION_TOOL = "function";
+
+/**
+ * Checks a Responses body before anything is committed: the parts every
+ * later step relies on. Values the upstream judges (temperature, schemas)
+ * pass through untouched.
+ */
+export function parseResponsesRequest(json: unknown): ResponsesRequest {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) throw invalidRequest("the body must be a JSON object");
+  const body = json as Record<string, unknown>;
+  if (nestedDeeperThan(body, MAX_REQUEST_DEPTH)) throw invalidRequest(`the request is nested more than ${MAX_REQUEST_DEPTH} levels deep`);
+  if (typeof body.model !== "string" || body.model === "") throw invalidRequest('`model` is required: send "project-zero"', "model");
+  if (typeof body.input !== "string" && !Array.isArray(body.input)) throw invalidRequest("`input` must be a string or an array of input items", "input");
+  for (const name of ["stream", "store", "parallel_tool_calls"]) {
+    if (body[name] !== undefined && body[name] !== null && typeof body[name] !== "boolean") throw invalidRequest(`\`${name}\` must be a boolean`, name);
+  }
+  for (const name of ["instructions", "previous_response_id", "user", "program"]) {
+    if (body[name] !== undefined && body[name] !== null && typeof body[name] !== "string") throw invalidRequest(`\`${name}\` must be a string`, name);
+  }
+  if (body.tools !== undefined && body.tools !== null) {
+    if (!Array.isArray(body.tools)) throw invalidRequest("`tools` must be an array", "tools");
+    for (const tool of body.tools) {
+      const type = isObject(tool) ? tool.type : undefined;
+      if (type !== FUNCTION_TOOL) {
+        throw invalidRequest(`the tool type \`${String(type)}\` is not supported: only function tools run behind this model`, "tools");
+      }
+      if (typeof tool.name !== "string" || tool.name === "") throw invalidRequest("every function tool needs a `name`", "tools");
+    }
+  }
+  return body as ResponsesRequest;
+}
+
+/**
+ * The chat completion request that serves a Responses request: the
+ * continued conversation (`history`, from `previous_response_id`), the
+ * instructions as a system message, the input items as messages, and the
+ * options under their chat names.
+ */
+export function toChatRequest(request: ResponsesRequest, history: readonly ChatMessage[], stream: boolean): { chat: ChatRequest; input: ChatMessage[] } {
+  const input = inputMessages(request.input);
+  const messages: ChatMessage[] = [];
+  if (typeof request.instructions === "string" && request.instructions !== "") messages.push({ role: "system", content: request.instructions });
+  messages.push(...history, ...input);
+  const chat: ChatRequest = { model: request.model, messages };
+  if (request.program !== undefined) chat.program = request.program;
+  if (Array.isArray(request.tools) && request.tools.length > 0) chat.tools = request.tools.map(chatTool);
+  if (request.tool_choice !== undefined && request.tool_choice !== null) chat.tool_choice = chatToolChoice(request.tool_choice);
+  const format = isObject(request.text) ? request.text.format : undefined;
+  const responseFormat = chatResponseFormat(format);
+  if (responseFormat) chat.response_format = responseFormat;
+  copy(request, chat, "temperature");
+  copy(request, chat, "top_p");
+  copy(request, chat, "parallel_tool_calls");
+  copy(request, chat, "user");
+  if (typeof request.max_output_tokens === "number") chat.max_completion_tokens = request.max_output_tokens;
+  if (stream) {
+    chat.stream = true;
+    chat.stream_options = { include_usage: true };
+  }
+  return { chat, input };
+}
+
+/** `input` as chat messages: a string is one user message; items become messages, tool calls and tool results. */
+function inputMessages(input: unknown): ChatMessage[] {
+  if (typeof input === "string") return [{ role: "user", content: input }];
+  const messages: ChatMessage[] = [];
+  for (const [index, item] of (input as unknown[]).entries()) {
+    const param = `input[${index}]`;
+    if (!isObject(item)) throw invalidRequest(`${param} must be an object`, "input");
+    const type = item.type ?? (typeof item.role === "string" ? "message" : undefined);
+    if (type === "message") messages.push(messageItem(item, param));
+    else if (type === "function_call") {
+      if (typeof item.call_id !== "string" || typeof item.name !== "string" || typeof item.arguments !== "string") {
+        throw invalidRequest(`${param}: a function_call needs \`call_id\`, \`name\` and \`arguments\` strings`, "input");
+      }
+      const call = { id: item.call_id, type: "function", function: { name: item.name, arguments: item.arguments } };
+      // Consecutive calls are one assistant turn, as chat completions expects them.
+      const last = messages.at(-1);
+      if (last?.role === "assistant" && Array.isArray(last.tool_calls) && last.content === null) (last.tool_calls as unknown[]).push(call);
+      else messages.push({ role: "assistant", content: null, tool_calls: [call] });
+    } else if (type === "function_call_output") {
+      if (typeof item.call_id !== "string") throw invalidRequest(`${param}: a function_call_output needs a \`call_id\``, "input");
+      const output = typeof item.output === "string" ? item.output : JSON.stringify(item.output ?? "");
+      messages.push({ role: "tool", tool_call_id: item.call_id, content: output });
+    } else if (type === "reasoning") {
+      // Reasoning the client echoes back has no chat form; the answer it led to is in the other items.
+    } else {
+      throw invalidRequest(`${param}: the input item type \`${String(type)}\` is not supported`, "input");
+    }
+  }
+  if (messages.length === 0) throw invalidRequest("`input` must contain at least one message", "input");
+  return messages;
+}
+
+const ROLES = new Set(["user", "assistant", "system", "developer"]);
+
+function messageItem(item: Record<string, unknown>, param: string): ChatMessage {
+  const role = item.role;
+  if (typeof role !== "string" || !ROLES.has(role)) throw invalidRequest(`${param}: \`role\` must be user, assistant, system or developer`, "input");
+  // Not every upstream knows the newer "developer" role; "system" means the same to all of them.
+  const chatRole = role === "developer" ? "system" : role;
+  const content = item.content;
+  if (typeof content === "string") return { role: chatRole, content };
+  if (!Array.isArray(content)) throw invalidRequest(`${param}: \`content\` must be a string or an array of content parts`, "input");
+  if (chatRole === "assistant") {
+    // An assistant's parts are its earlier answer: chat takes it as plain text.
+    return { role: chatRole, content: content.map((part, i) => partText(part, `${param}.content[${i}]`)).join("") };
+  }
+  return { role: chatRole, content: content.map((part, i) => chatPart(part, `${param}.content[${i}]`)) };
+}
+
+function partText(part: unknown, param: string): string {
+  if (isObject(part) && (part.type === "output_text" || part.type === "input_text" || part.type === "text") && typeof part.text === "string") return part.text;
+  if (isObject(part) && part.type === "refusal" && typeof part.refusal === "string") return part.refusal;
+  throw invalidRequest(`${param}: expected an output_text part`, "input");
+}
+
+function chatPart(part: unknown, param: string): Record<string, unknown> {
+  if (!isObject(part)) throw invalidRequest(`${param} must be an object`, "input");
+  if ((part.type === "input_text" || part.type === "output_text" || part.type === "text") && typeof part.text === "string") {
+    return { type: "text", text: part.text };
+  }
+  if (part.type === "input_image") {
+    const url = typeof part.image_url === "string" ? part.image_url : undefined;
+    if (!url) throw invalidRequest(`${param}: an input_image needs an \`image_url\` (file ids are not supported)`, "input");
+    return { type: "image_url", image_url: { url, ...(typeof part.detail === "string" ? { detail: part.detail } : {}) } };
+  }
+  throw invalidRequest(`${param}: the content part type \`${String(part.type)}\` is not supported`, "input");
+}
+
+function chatTool(tool: unknown): Record<string, unknown> {
+  const { name, description, parameters, strict } = tool as Record<string, unknown>;
+  const fn: Record<string, unknown> = { name };
+  if (description !== undefined && description !== null) fn.description = description;
+  if (parameters !== undefined && parameters !== null) fn.parameters = parameters;
+  if (strict !== undefined && strict !== null) fn.strict = strict;
+  return { type: "function", function: fn };
+}
+
+function chatToolChoice(choice: unknown): unknown {
+  if (typeof choice === "string") return choice;
+  if (isObject(choice) && choice.type === "function" && typeof choice.name === "string") return { type: "function", function: { name: choice.name } };
+  throw invalidRequest("`tool_choice` must be auto, none, required or a function", "tool_choice");
+}
+
+function chatResponseFormat(format: unknown): Record<string, unknown> | undefined {
+  if (format === undefined || format === null) return undefined;
+  if (!isObject(format)) throw invalidRequest("`text.format` must be an object", "text.format");
+  if (format.type === "text") return undefined;
+  if (format.type === "json_object") return { type: "json_object" };
+  if (format.type === "json_schema") {
+    if (typeof format.name !== "string" || !isObject(format.schema)) {
+      throw invalidRequest("a json_schema `text.format` needs a `name` and a `schema` object", "text.format");
+    }
+    const schema: Record<string, unknown> = { name: format.name, schema: format.schema };
+    if (format.strict !== undefined && format.strict !== null) schema.strict = format.strict;
+    if (typeof format.description === "string") schema.description = format.description;
+    return { type: "json_schema", json_schema: schema };
+  }
+  throw invalidRequest(`the text format \`${String(format.type)}\` is not supported`, "text.format");
+}
+
+function copy(from: Record<string, unknown>, to: Record<string, unknown>, name: string): void {
+  if (from[name] !== undefined && from[name] !== null) to[name] = from[name];
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,241 @@
+import type OpenAI from "openai";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
+import type { TestApp } from "../support/app.js";
+import { chunk, completion, FakeUpstream, reply, stream, textChunks, toolCallCompletion, UPSTREAM_MODEL } from "./support/fake-upstream.js";
+import { openAiClient, startGateway } from "./support/gateway.js";
+
+// The Responses API, as the official SDK calls it, served over a chat-completions upstream.
+describe("POST /v1/responses", () => {
+  let upstream: FakeUpstream;
+  let app: TestApp;
+  let account: TestAccount;
+  let other: TestAccount;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    upstream = await FakeUpstream.start();
+    app = await startGateway([upstream]);
+    account = await createAccountWithKey(app, ["chat"]);
+    other = await createAccountWithKey(app, ["chat"]);
+    client = openAiClient(app, account.apiKey);
+  });
+  afterAll(async () => {
+    await app.close();
+    await upstream.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  it("answers a string input with a response object, translating instructions and options to chat", async () => {
+    upstream.next(reply(completion("Bonjour!")));
+    const response = await client.responses.create({
+      model: "project-zero",
+      instructions: "Answer in French.",
+      input: "Say hello",
+      max_output_tokens: 50,
+      temperature: 0.2,
+    });
+    expect(response).toMatchObject({ object: "response", status: "completed", model: "project-zero" });
+    expect(response.id).toMatch(/^resp_/);
+    expect(response.output_text).toBe("Bonjour!");
+    expect(response.usage).toMatchObject({ input_tokens: 9, output_tokens: 3, total_tokens: 12 });
+    const sent = upstream.requests[0]!.body;
+    expect(sent).toMatchObject({
+      model: UPSTREAM_MODEL,
+      messages: [
+        { role: "system", content: "Answer in French." },
+        { role: "user", content: "Say hello" },
+      ],
+      max_completion_tokens: 50,
+      temperature: 0.2,
+    });
+    expect(JSON.stringify(response)).not.toMatch(/secret|SecretCo|upstream-cmpl/i);
+  });
+
+  it("runs a function tool round: function_call out, function_call_output back in", async () => {
+    upstream.next(reply(toolCallCompletion("get_weather", '{"city":"Paris"}')), reply(completion("It is sunny in Paris.")));
+    const tools: OpenAI.Responses.Tool[] = [
+      {
+        type: "function",
+        name: "get_weather",
+        description: "Weather",
+        parameters: { type: "object", properties: { city: { type: "string" } } },
+        strict: false,
+      },
+    ];
+    const first = await client.responses.create({ model: "project-zero", input: "Weather in Paris?", tools });
+    const call = first.output.find((item) => item.type === "function_call");
+    expect(call).toMatchObject({ type: "function_call", name: "get_weather", arguments: '{"city":"Paris"}', call_id: "call_abc123" });
+    expect(upstream.requests[0]!.body.tools).toEqual([
+      {
+        type: "function",
+        function: { name: "get_weather", description: "Weather", parameters: tools[0]!.type === "function" ? tools[0]!.parameters : {}, strict: false },
+      },
+    ]);
+
+    const second = await client.responses.create({
+      model: "project-zero",
+      input: [
+        { role: "user", content: "Weather in Paris?" },
+        { type: "function_call", call_id: "call_abc123", name: "get_weather", arguments: '{"city":"Paris"}' },
+        { type: "function_call_output", call_id: "call_abc123", output: '{"sky":"sunny"}' },
+      ],
+      tools,
+    });
+    expect(second.output_text).toBe("It is sunny in Paris.");
+    expect(upstream.requests[1]!.body.messages).toEqual([
+      { role: "user", content: "Weather in Paris?" },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "call_abc123", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }],
+      },
+      { role: "tool", tool_call_id: "call_abc123", content: '{"sky":"sunny"}' },
+    ]);
+  });
+
+  it("translates text.format json_schema to response_format", async () => {
+    upstream.next(reply(completion('{"name":"Ada"}')));
+    const schema = { type: "object", properties: { name: { type: "string" } }, required: ["name"], additionalProperties: false };
+    const response = await client.responses.create({
+      model: "project-zero",
+      input: "Name a pioneer",
+      text: { format: { type: "json_schema", name: "person", schema, strict: true } },
+    });
+    expect(JSON.parse(response.output_text)).toEqual({ name: "Ada" });
+    expect(upstream.requests[0]!.body.response_format).toEqual({ type: "json_schema", json_schema: { name: "person", schema, strict: true } });
+  });
+
+  it("stores responses per account: retrieve, continue with previous_response_id, delete", async () => {
+    upstream.next(reply(completion("My name is Zero.")), reply(completion("I said: Zero.")));
+    const first = await client.responses.create({ model: "project-zero", input: "What is your name?" });
+    const again = await client.responses.retrieve(first.id);
+    expect(again.id).toBe(first.id);
+    expect(again.output_text).toBe("My name is Zero.");
+
+    const next = await client.responses.create({ model: "project-zero", input: "What did you say?", previous_response_id: first.id });
+    expect(next.previous_response_id).toBe(first.id);
+    expect(upstream.requests[1]!.body.messages).toEqual([
+      { role: "user", content: "What is your name?" },
+      { role: "assistant", content: "My name is Zero." },
+      { role: "user", content: "What did you say?" },
+    ]);
+
+    // Another account's id reads exactly like a missing one.
+    const stranger = openAiClient(app, other.apiKey);
+    await expect(stranger.responses.retrieve(first.id)).rejects.toMatchObject({ status: 404 });
+    await expect(stranger.responses.create({ model: "project-zero", input: "hi", previous_response_id: first.id })).rejects.toMatchObject({
+      status: 404,
+      error: { param: "previous_response_id" },
+    });
+
+    await client.responses.delete(first.id);
+    await expect(client.responses.retrieve(first.id)).rejects.toMatchObject({ status: 404 });
+    expect(upstream.requests).toHaveLength(2);
+  });
+
+  it("keeps nothing with store: false", async () => {
+    upstream.next(reply(completion("ephemeral")));
+    const response = await client.responses.create({ model: "project-zero", input: "hi", store: false });
+    await expect(client.responses.retrieve(response.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it("streams typed events in OpenAI's order, numbered, and the SDK assembles the text", async () => {
+    upstream.next(stream(textChunks(["Hel", "lo"])));
+    const events: string[] = [];
+    const sequence: number[] = [];
+    const responseStream = client.responses.stream({ model: "project-zero", input: "Say hello" });
+    for await (const event of responseStream) {
+      events.push(event.type);
+      sequence.push(event.sequence_number);
+    }
+    const final = await responseStream.finalResponse();
+    expect(final.output_text).toBe("Hello");
+    expect(final.usage).toMatchObject({ input_tokens: 5, output_tokens: 2 });
+    expect(events).toEqual([
+      "response.created",
+      "response.in_progress",
+      "response.output_item.added",
+      "response.content_part.added",
+      "response.output_text.delta",
+      "response.output_text.delta",
+      "response.output_text.done",
+      "response.content_part.done",
+      "response.output_item.done",
+      "response.completed",
+    ]);
+    expect(sequence).toEqual(events.map((_, i) => i));
+    expect(upstream.requests[0]!.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+  });
+
+  it("streams a function call as output_item and arguments events", async () => {
+    upstream.next(
+      stream([
+        chunk({ role: "assistant", content: null, tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "lookup", arguments: "" } }] }),
+        chunk({ tool_calls: [{ index: 0, function: { arguments: '{"q":' } }] }),
+        chunk({ tool_calls: [{ index: 0, function: { arguments: '"x"}' } }] }),
+        chunk({}, "tool_calls"),
+      ]),
+    );
+    const types: string[] = [];
+    const responseStream = client.responses.stream({
+      model: "project-zero",
+      input: "look it up",
+      tools: [{ type: "function", name: "lookup", parameters: { type: "object", properties: {} }, strict: false }],
+    });
+    for await (const event of responseStream) types.push(event.type);
+    const final = await responseStream.finalResponse();
+    expect(final.output).toEqual([
+      expect.objectContaining({ type: "function_call", call_id: "call_1", name: "lookup", arguments: '{"q":"x"}', status: "completed" }),
+    ]);
+    expect(types).toContain("response.function_call_arguments.delta");
+    expect(types.slice(-3)).toEqual(["response.function_call_arguments.done", "response.output_item.done", "response.completed"]);
+  });
+
+  it("sends a failure after the stream committed as an error event, which the SDK raises", async () => {
+    upstream.next(stream(textChunks(["partial", "more"]), { dropAfter: 2 }));
+    const responseStream = client.responses.stream({ model: "project-zero", input: "hi" });
+    await expect(
+      (async () => {
+        for await (const _event of responseStream) {
+          // drained until the error event
+        }
+      })(),
+    ).rejects.toThrow(/incomplete/);
+  });
+
+  it("refuses hosted tools, malformed input items and other models with OpenAI-shaped 4xx, never a 500", async () => {
+    const post = (body: unknown) =>
+      fetch(`${app.url}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${account.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const hosted = await post({ model: "project-zero", input: "hi", tools: [{ type: "web_search" }] });
+    expect(hosted.status).toBe(400);
+    expect(await hosted.json()).toMatchObject({ error: { type: "invalid_request", param: "tools" } });
+    const badItem = await post({ model: "project-zero", input: [{ type: "function_call_output" }] });
+    expect(badItem.status).toBe(400);
+    expect(await badItem.json()).toMatchObject({ error: { param: "input" } });
+    const badFormat = await post({ model: "project-zero", input: "hi", text: { format: { type: "json_schema" } } });
+    expect(badFormat.status).toBe(400);
+    expect(await badFormat.json()).toMatchObject({ error: { param: "text.format" } });
+    const otherModel = await post({ model: "gpt-4o", input: "hi" });
+    expect(otherModel.status).toBe(404);
+    expect(await otherModel.json()).toMatchObject({ error: { code: "model_not_found" } });
+    const noKey = await fetch(`${app.url}/v1/responses`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(noKey.status).toBe(401);
+    expect(await noKey.json()).toMatchObject({ error: { code: "invalid_api_key" } });
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it("replays a non-streaming answer for the same Idempotency-Key without a second upstream call", async () => {
+    upstream.next(reply(completion("once")));
+    const options = { headers: { "Idempotency-Key": "resp-key-1" } };
+    const first = await client.responses.create({ model: "project-zero", input: "once?" }, options);
+    const second = await client.responses.create({ model: "project-zero", input: "once?" }, options).withResponse();
+    expect(second.data.id).toBe(first.id);
+    expect(second.response.headers.get("idempotent-replayed")).toBe("true");
+    expect(upstream.requests).toHaveLength(1);
+  });
+});
