@@ -100,6 +100,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     tracing,
     trustedProxies: config.trustedProxies,
     metricsToken: config.metricsToken,
+    corsOrigins: config.corsOrigins,
   });
   for (const part of parts) await part.start?.();
   const scheme = config.tlsCertFile ? "https" : "http";

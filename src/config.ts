@@ -66,6 +66,8 @@ export interface Config {
   http2IdleTimeoutMs: number;
   /** `ZERO_METRICS_TOKEN`: when set, `/metrics` needs it as a bearer token. */
   metricsToken: string | undefined;
+  /** `ZERO_CORS_ORIGINS`: origins (or "*") whose browser pages may call `/v1`, `/api` and the RPCs; empty: no CORS. */
+  corsOrigins: readonly string[];
   /** OTLP/HTTP collector for traces (`OTEL_EXPORTER_OTLP_ENDPOINT`); unset turns tracing off. */
   otlpEndpoint: string | undefined;
   /** `OTEL_SERVICE_NAME`, default "project-zero". */
@@ -148,6 +150,7 @@ export function loadConfig(env: Env = process.env): Config {
   const requestTimeoutMs = read("ZERO_REQUEST_TIMEOUT_MS", 120_000, int(100, 3_600_000));
   const http2IdleTimeoutMs = read("ZERO_HTTP2_IDLE_TIMEOUT_MS", 300_000, int(100, 86_400_000));
   const metricsToken = env.ZERO_METRICS_TOKEN?.trim() || undefined;
+  const corsOrigins = readCorsOrigins(env.ZERO_CORS_ORIGINS, problems);
   const otlpEndpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || undefined;
   if (otlpEndpoint !== undefined && !/^https?:\/\/[^/]/.test(otlpEndpoint)) {
     problems.push(`OTEL_EXPORTER_OTLP_ENDPOINT: expected an http:// or https:// URL, got "${otlpEndpoint}"`);
@@ -181,9 +184,34 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs,
     http2IdleTimeoutMs,
     metricsToken,
+    corsOrigins,
     otlpEndpoint,
     otelServiceName,
   };
+}
+
+function readCorsOrigins(raw: string | undefined, problems: string[]): string[] {
+  const entries = (raw ?? "")
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+  const origins: string[] = [];
+  for (const entry of entries) {
+    if (entry === "*") {
+      origins.push(entry);
+      continue;
+    }
+    let origin: string | undefined;
+    try {
+      const url = new URL(entry);
+      if ((url.protocol === "http:" || url.protocol === "https:") && url.origin === withoutTrailingSlashes(entry)) origin = url.origin;
+    } catch {
+      origin = undefined;
+    }
+    if (origin === undefined) problems.push(`ZERO_CORS_ORIGINS: "${entry}" is not an origin (scheme://host[:port], nothing after it) or *`);
+    else origins.push(origin);
+  }
+  return origins;
 }
 
 function readTrustedProxies(raw: string | undefined, problems: string[]): net.BlockList | undefined {

@@ -17,6 +17,7 @@ import { assignRequestInfo, requestInfo } from "./request-info.js";
 import { RestRouter, sendError, sendJson, type NodeRequest } from "./rest.js";
 import type { AppPart } from "./app-part.js";
 import { createRestRpc } from "./rpc-pipeline.js";
+import { corsPolicy } from "./cors.js";
 
 export interface HttpHandlerOptions {
   logger: Logger;
@@ -34,6 +35,8 @@ export interface HttpHandlerOptions {
   trustedProxies?: BlockList;
   /** When set, `/metrics` needs `Authorization: Bearer <token>`. */
   metricsToken?: string;
+  /** Origins whose browser pages may call the API (`ZERO_CORS_ORIGINS`); empty: no CORS. */
+  corsOrigins?: readonly string[];
 }
 
 /**
@@ -102,6 +105,7 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
   const clientAddress = (req: NodeRequest) => resolveClient(req.socket?.remoteAddress, req.headers["x-forwarded-for"]);
   const rpcRoutes = new Set(services.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   const { httpRequests, httpDuration } = options.metrics;
+  const cors = corsPolicy(options.corsOrigins ?? [], (pathname) => pathname.startsWith("/v1/") || pathname.startsWith("/api/") || rpcRoutes.has(pathname));
 
   return (req, res) => {
     const info = assignRequestInfo(req, logger, clientAddress);
@@ -128,6 +132,7 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
         );
       }
     });
+    if (cors?.(req, res, pathname)) return;
     if (!route) {
       connect(req, res);
       return;
