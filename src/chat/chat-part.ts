@@ -16,6 +16,7 @@ import type { Tracing } from "../observability/tracing.js";
 import { FreePool } from "./free-pool.js";
 import { IdempotencyStore } from "./idempotency.js";
 import { ResponseStore } from "./responses/response-store.js";
+import { ResponsesGateway } from "./responses/responses-gateway.js";
 import { responsesRoutes } from "./responses/responses-rest.js";
 import { UpstreamClient } from "./upstream-client.js";
 
@@ -62,6 +63,7 @@ export function chatPart(deps: ChatPartDeps): ChatPart {
   const responses = new ResponseStore(store.db);
   const accountCap = config.chatDailyRequestsPerAccount === undefined ? undefined : new AccountDailyCap(store.db, config.chatDailyRequestsPerAccount);
   const router = new ChatRouter({ upstreams, pool, logger: log, accountCap });
+  const responsesGateway = new ResponsesGateway({ router, idempotency, responses });
   let sweeper: NodeJS.Timeout | undefined;
   const sweep = () =>
     Promise.all([idempotency.sweep(), responses.sweep()]).catch((error: unknown) =>
@@ -69,10 +71,10 @@ export function chatPart(deps: ChatPartDeps): ChatPart {
     );
   return {
     chat: router,
-    services: [bindService(ChatService, chatService({ router, idempotency }))],
+    services: [bindService(ChatService, chatService({ router, idempotency, responses: responsesGateway }))],
     routes: (rest) => {
       chatRoutes(rest, { router, idempotency, authenticator: deps.authenticator });
-      responsesRoutes(rest, { router, idempotency, responses, authenticator: deps.authenticator });
+      responsesRoutes(rest, { gateway: responsesGateway, authenticator: deps.authenticator });
       embeddingsRoutes(rest, { router, authenticator: deps.authenticator });
     },
     async start() {

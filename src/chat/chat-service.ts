@@ -1,4 +1,4 @@
-import { fromJson, toJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
+import { fromJson, type JsonObject, type JsonValue, type MessageInitShape, toJson } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   ChatCompletionChunkSchema,
@@ -14,6 +14,7 @@ import type { ChatRouter } from "./chat-router.js";
 import type { ChatRequest } from "./chat-types.js";
 import { completeIdempotently } from "./idempotent-completion.js";
 import type { IdempotencyStore } from "./idempotency.js";
+import type { ResponsesGateway } from "./responses/responses-gateway.js";
 
 /** Upstream fields the messages do not model (annotations, audio, …) are dropped, not refused. */
 const READ_OPTIONS = { ignoreUnknownFields: true } as const;
@@ -23,7 +24,7 @@ const READ_OPTIONS = { ignoreUnknownFields: true } as const;
  * and answer as typed messages whose JSON form is OpenAI's. Authorization
  * (an API key with `chat`, or a session) ran in the interceptor already.
  */
-export function chatService(deps: { router: ChatRouter; idempotency: IdempotencyStore }): ServiceImpl<typeof ChatService> {
+export function chatService(deps: { router: ChatRouter; idempotency: IdempotencyStore; responses: ResponsesGateway }): ServiceImpl<typeof ChatService> {
   return {
     async createChatCompletion(request, context): Promise<MessageInitShape<typeof CreateChatCompletionResponseSchema>> {
       const { accountId } = requirePrincipal(context);
@@ -44,11 +45,30 @@ export function chatService(deps: { router: ChatRouter; idempotency: Idempotency
         yield { chunk: fromJson(ChatCompletionChunkSchema, chunk as JsonValue, READ_OPTIONS) };
       }
     },
+
+    async createResponse(request, context) {
+      const { accountId } = requirePrincipal(context);
+      const idempotencyKey = request.idempotencyKey ?? context.requestHeader.get("idempotency-key") ?? undefined;
+      const result = await deps.responses.create(accountId, { ...request.params, stream: false }, { idempotencyKey, signal: context.signal });
+      if (result.replayed) context.responseHeader.set("idempotent-replayed", "true");
+      return { response: JSON.parse(result.json) as JsonObject };
+    },
+
+    async *streamResponse(request, context) {
+      const { accountId } = requirePrincipal(context);
+      const events = await deps.responses.stream(accountId, { ...request.params, stream: true }, { signal: context.signal });
+      for await (const event of events) yield { type: event.type, event: event as JsonObject };
+    },
   };
 }
 
-/** The typed params as the OpenAI JSON the router takes (their JSON names are OpenAI's). */
+/**
+ * The typed params as the OpenAI JSON the router takes (their JSON names are
+ * OpenAI's), with the fields that have no typed home merged from `extra`.
+ */
 function toChatRequest(params: ChatCompletionParams | undefined): ChatRequest {
-  const json = params ? toJson(ChatCompletionParamsSchema, params) : {};
-  return parseChatRequest(json);
+  const json = (params ? toJson(ChatCompletionParamsSchema, params) : {}) as JsonObject;
+  const { extra, ...typed } = json;
+  const merged = typeof extra === "object" && extra !== null && !Array.isArray(extra) ? { ...extra, ...typed } : typed;
+  return parseChatRequest(merged);
 }

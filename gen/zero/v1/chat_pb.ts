@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file zero/v1/chat.proto.
  */
 export const file_zero_v1_chat: GenFile = /*@__PURE__*/
-  fileDesc("ChJ6ZXJvL3YxL2NoYXQucHJvdG8SB3plcm8udjEihwkKFENoYXRDb21wbGV0aW9uUGFyYW1zEg0KBW1vZGVsGAEgASgJEiYKCG1lc3NhZ2VzGAIgAygLMhQuemVyby52MS5DaGF0TWVzc2FnZRImCgV0b29scxgDIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSOAoLdG9vbF9jaG9pY2UYBCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVSC3Rvb2xfY2hvaWNlEhgKC3RlbXBlcmF0dXJlGAUgASgBSACIAQESGQoFdG9wX3AYBiABKAFIAVIFdG9wX3CIAQESIwoKbWF4X3Rva2VucxgHIAEoBUgCUgptYXhfdG9rZW5ziAEBEjkKFW1heF9jb21wbGV0aW9uX3Rva2VucxgIIAEoBUgDUhVtYXhfY29tcGxldGlvbl90b2tlbnOIAQESQQoPcmVzcG9uc2VfZm9ybWF0GAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdFIPcmVzcG9uc2VfZm9ybWF0EiQKBHN0b3AYCiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSEQoEc2VlZBgLIAEoAUgEiAEBEg4KAW4YDCABKAVIBYgBARIvChBwcmVzZW5jZV9wZW5hbHR5GA0gASgBSAZSEHByZXNlbmNlX3BlbmFsdHmIAQESMQoRZnJlcXVlbmN5X3BlbmFsdHkYDiABKAFIB1IRZnJlcXVlbmN5X3BlbmFsdHmIAQESNQoTcGFyYWxsZWxfdG9vbF9jYWxscxgPIAEoCEgIUhNwYXJhbGxlbF90b29sX2NhbGxziAEBEhEKBHVzZXIYECABKAlICYgBARI/Cg5zdHJlYW1fb3B0aW9ucxgRIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RSDnN0cmVhbV9vcHRpb25zEhQKB3Byb2dyYW0YEiABKAlICogBARIpCghtZXRhZGF0YRgTIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoKbG9naXRfYmlhcxgUIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RSCmxvZ2l0X2JpYXMSFQoIbG9ncHJvYnMYFSABKAhIC4gBARInCgx0b3BfbG9ncHJvYnMYFiABKAVIDFIMdG9wX2xvZ3Byb2JziAEBEi8KEHJlYXNvbmluZ19lZmZvcnQYFyABKAlIDVIQcmVhc29uaW5nX2VmZm9ydIgBAUIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQg0KC19tYXhfdG9rZW5zQhgKFl9tYXhfY29tcGxldGlvbl90b2tlbnNCBwoFX3NlZWRCBAoCX25CEwoRX3ByZXNlbmNlX3BlbmFsdHlCFAoSX2ZyZXF1ZW5jeV9wZW5hbHR5QhYKFF9wYXJhbGxlbF90b29sX2NhbGxzQgcKBV91c2VyQgoKCF9wcm9ncmFtQgsKCV9sb2dwcm9ic0IPCg1fdG9wX2xvZ3Byb2JzQhMKEV9yZWFzb25pbmdfZWZmb3J0Iu8BCgtDaGF0TWVzc2FnZRIMCgRyb2xlGAEgASgJEicKB2NvbnRlbnQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSEQoEbmFtZRgDIAEoCUgAiAEBEjEKCnRvb2xfY2FsbHMYBCADKAsyES56ZXJvLnYxLlRvb2xDYWxsUgp0b29sX2NhbGxzEicKDHRvb2xfY2FsbF9pZBgFIAEoCUgBUgx0b29sX2NhbGxfaWSIAQESFAoHcmVmdXNhbBgGIAEoCUgCiAEBQgcKBV9uYW1lQg8KDV90b29sX2NhbGxfaWRCCgoIX3JlZnVzYWwihQEKCFRvb2xDYWxsEhIKBWluZGV4GAEgASgFSACIAQESDwoCaWQYAiABKAlIAYgBARIRCgR0eXBlGAMgASgJSAKIAQESJwoIZnVuY3Rpb24YBCABKAsyFS56ZXJvLnYxLkZ1bmN0aW9uQ2FsbEIICgZfaW5kZXhCBQoDX2lkQgcKBV90eXBlIlAKDEZ1bmN0aW9uQ2FsbBIRCgRuYW1lGAEgASgJSACIAQESFgoJYXJndW1lbnRzGAIgASgJSAGIAQFCBwoFX25hbWVCDAoKX2FyZ3VtZW50cyKPAQobQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0Ei0KBnBhcmFtcxgBIAEoCzIdLnplcm8udjEuQ2hhdENvbXBsZXRpb25QYXJhbXMSLQoPaWRlbXBvdGVuY3lfa2V5GAIgASgJSABSD2lkZW1wb3RlbmN5X2tleYgBAUISChBfaWRlbXBvdGVuY3lfa2V5IksKHENyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USKwoKY29tcGxldGlvbhgBIAEoCzIXLnplcm8udjEuQ2hhdENvbXBsZXRpb24iTAobU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0Ei0KBnBhcmFtcxgBIAEoCzIdLnplcm8udjEuQ2hhdENvbXBsZXRpb25QYXJhbXMiSwocU3RyZWFtQ2hhdENvbXBsZXRpb25SZXNwb25zZRIrCgVjaHVuaxgBIAEoCzIcLnplcm8udjEuQ2hhdENvbXBsZXRpb25DaHVuayKRAQoOQ2hhdENvbXBsZXRpb24SCgoCaWQYASABKAkSDgoGb2JqZWN0GAIgASgJEg8KB2NyZWF0ZWQYAyABKA0SDQoFbW9kZWwYBCABKAkSJAoHY2hvaWNlcxgFIAMoCzITLnplcm8udjEuQ2hhdENob2ljZRIdCgV1c2FnZRgGIAEoCzIOLnplcm8udjEuVXNhZ2UiqQEKCkNoYXRDaG9pY2USDQoFaW5kZXgYASABKAUSJQoHbWVzc2FnZRgCIAEoCzIULnplcm8udjEuQ2hhdE1lc3NhZ2USKQoNZmluaXNoX3JlYXNvbhgDIAEoCUgAUg1maW5pc2hfcmVhc29uiAEBEigKCGxvZ3Byb2JzGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQhAKDl9maW5pc2hfcmVhc29uIpcBChNDaGF0Q29tcGxldGlvbkNodW5rEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRIPCgdjcmVhdGVkGAMgASgNEg0KBW1vZGVsGAQgASgJEiUKB2Nob2ljZXMYBSADKAsyFC56ZXJvLnYxLkNodW5rQ2hvaWNlEh0KBXVzYWdlGAYgASgLMg4uemVyby52MS5Vc2FnZSKoAQoLQ2h1bmtDaG9pY2USDQoFaW5kZXgYASABKAUSIwoFZGVsdGEYAiABKAsyFC56ZXJvLnYxLkNoYXRNZXNzYWdlEikKDWZpbmlzaF9yZWFzb24YAyABKAlIAFINZmluaXNoX3JlYXNvbogBARIoCghsb2dwcm9icxgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIQCg5fZmluaXNoX3JlYXNvbiKlAgoFVXNhZ2USJAoNcHJvbXB0X3Rva2VucxgBIAEoBVINcHJvbXB0X3Rva2VucxIsChFjb21wbGV0aW9uX3Rva2VucxgCIAEoBVIRY29tcGxldGlvbl90b2tlbnMSIgoMdG90YWxfdG9rZW5zGAMgASgFUgx0b3RhbF90b2tlbnMSTQoVcHJvbXB0X3Rva2Vuc19kZXRhaWxzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdFIVcHJvbXB0X3Rva2Vuc19kZXRhaWxzElUKGWNvbXBsZXRpb25fdG9rZW5zX2RldGFpbHMYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Uhljb21wbGV0aW9uX3Rva2Vuc19kZXRhaWxzMoMCCgtDaGF0U2VydmljZRJ4ChRDcmVhdGVDaGF0Q29tcGxldGlvbhIkLnplcm8udjEuQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0GiUuemVyby52MS5DcmVhdGVDaGF0Q29tcGxldGlvblJlc3BvbnNlIhOiuxgPCgdhY2NvdW50EgRjaGF0EnoKFFN0cmVhbUNoYXRDb21wbGV0aW9uEiQuemVyby52MS5TdHJlYW1DaGF0Q29tcGxldGlvblJlcXVlc3QaJS56ZXJvLnYxLlN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2UiE6K7GA8KB2FjY291bnQSBGNoYXQwAWIGcHJvdG8z", [file_google_protobuf_struct, file_zero_v1_access]);
+  fileDesc("ChJ6ZXJvL3YxL2NoYXQucHJvdG8SB3plcm8udjEirwkKFENoYXRDb21wbGV0aW9uUGFyYW1zEg0KBW1vZGVsGAEgASgJEiYKCG1lc3NhZ2VzGAIgAygLMhQuemVyby52MS5DaGF0TWVzc2FnZRImCgV0b29scxgDIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSOAoLdG9vbF9jaG9pY2UYBCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVSC3Rvb2xfY2hvaWNlEhgKC3RlbXBlcmF0dXJlGAUgASgBSACIAQESGQoFdG9wX3AYBiABKAFIAVIFdG9wX3CIAQESIwoKbWF4X3Rva2VucxgHIAEoBUgCUgptYXhfdG9rZW5ziAEBEjkKFW1heF9jb21wbGV0aW9uX3Rva2VucxgIIAEoBUgDUhVtYXhfY29tcGxldGlvbl90b2tlbnOIAQESQQoPcmVzcG9uc2VfZm9ybWF0GAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdFIPcmVzcG9uc2VfZm9ybWF0EiQKBHN0b3AYCiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSEQoEc2VlZBgLIAEoAUgEiAEBEg4KAW4YDCABKAVIBYgBARIvChBwcmVzZW5jZV9wZW5hbHR5GA0gASgBSAZSEHByZXNlbmNlX3BlbmFsdHmIAQESMQoRZnJlcXVlbmN5X3BlbmFsdHkYDiABKAFIB1IRZnJlcXVlbmN5X3BlbmFsdHmIAQESNQoTcGFyYWxsZWxfdG9vbF9jYWxscxgPIAEoCEgIUhNwYXJhbGxlbF90b29sX2NhbGxziAEBEhEKBHVzZXIYECABKAlICYgBARI/Cg5zdHJlYW1fb3B0aW9ucxgRIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RSDnN0cmVhbV9vcHRpb25zEhQKB3Byb2dyYW0YEiABKAlICogBARIpCghtZXRhZGF0YRgTIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoKbG9naXRfYmlhcxgUIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RSCmxvZ2l0X2JpYXMSFQoIbG9ncHJvYnMYFSABKAhIC4gBARInCgx0b3BfbG9ncHJvYnMYFiABKAVIDFIMdG9wX2xvZ3Byb2JziAEBEi8KEHJlYXNvbmluZ19lZmZvcnQYFyABKAlIDVIQcmVhc29uaW5nX2VmZm9ydIgBARImCgVleHRyYRgYIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEINCgtfbWF4X3Rva2Vuc0IYChZfbWF4X2NvbXBsZXRpb25fdG9rZW5zQgcKBV9zZWVkQgQKAl9uQhMKEV9wcmVzZW5jZV9wZW5hbHR5QhQKEl9mcmVxdWVuY3lfcGVuYWx0eUIWChRfcGFyYWxsZWxfdG9vbF9jYWxsc0IHCgVfdXNlckIKCghfcHJvZ3JhbUILCglfbG9ncHJvYnNCDwoNX3RvcF9sb2dwcm9ic0ITChFfcmVhc29uaW5nX2VmZm9ydCLvAQoLQ2hhdE1lc3NhZ2USDAoEcm9sZRgBIAEoCRInCgdjb250ZW50GAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhEKBG5hbWUYAyABKAlIAIgBARIxCgp0b29sX2NhbGxzGAQgAygLMhEuemVyby52MS5Ub29sQ2FsbFIKdG9vbF9jYWxscxInCgx0b29sX2NhbGxfaWQYBSABKAlIAVIMdG9vbF9jYWxsX2lkiAEBEhQKB3JlZnVzYWwYBiABKAlIAogBAUIHCgVfbmFtZUIPCg1fdG9vbF9jYWxsX2lkQgoKCF9yZWZ1c2FsIoUBCghUb29sQ2FsbBISCgVpbmRleBgBIAEoBUgAiAEBEg8KAmlkGAIgASgJSAGIAQESEQoEdHlwZRgDIAEoCUgCiAEBEicKCGZ1bmN0aW9uGAQgASgLMhUuemVyby52MS5GdW5jdGlvbkNhbGxCCAoGX2luZGV4QgUKA19pZEIHCgVfdHlwZSJQCgxGdW5jdGlvbkNhbGwSEQoEbmFtZRgBIAEoCUgAiAEBEhYKCWFyZ3VtZW50cxgCIAEoCUgBiAEBQgcKBV9uYW1lQgwKCl9hcmd1bWVudHMijwEKG0NyZWF0ZUNoYXRDb21wbGV0aW9uUmVxdWVzdBItCgZwYXJhbXMYASABKAsyHS56ZXJvLnYxLkNoYXRDb21wbGV0aW9uUGFyYW1zEi0KD2lkZW1wb3RlbmN5X2tleRgCIAEoCUgAUg9pZGVtcG90ZW5jeV9rZXmIAQFCEgoQX2lkZW1wb3RlbmN5X2tleSJLChxDcmVhdGVDaGF0Q29tcGxldGlvblJlc3BvbnNlEisKCmNvbXBsZXRpb24YASABKAsyFy56ZXJvLnYxLkNoYXRDb21wbGV0aW9uIkwKG1N0cmVhbUNoYXRDb21wbGV0aW9uUmVxdWVzdBItCgZwYXJhbXMYASABKAsyHS56ZXJvLnYxLkNoYXRDb21wbGV0aW9uUGFyYW1zIksKHFN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2USKwoFY2h1bmsYASABKAsyHC56ZXJvLnYxLkNoYXRDb21wbGV0aW9uQ2h1bmsikQEKDkNoYXRDb21wbGV0aW9uEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRIPCgdjcmVhdGVkGAMgASgNEg0KBW1vZGVsGAQgASgJEiQKB2Nob2ljZXMYBSADKAsyEy56ZXJvLnYxLkNoYXRDaG9pY2USHQoFdXNhZ2UYBiABKAsyDi56ZXJvLnYxLlVzYWdlIrgBCgpDaGF0Q2hvaWNlEhIKBWluZGV4GAEgASgFSACIAQESJQoHbWVzc2FnZRgCIAEoCzIULnplcm8udjEuQ2hhdE1lc3NhZ2USKQoNZmluaXNoX3JlYXNvbhgDIAEoCUgBUg1maW5pc2hfcmVhc29uiAEBEigKCGxvZ3Byb2JzGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQggKBl9pbmRleEIQCg5fZmluaXNoX3JlYXNvbiKXAQoTQ2hhdENvbXBsZXRpb25DaHVuaxIKCgJpZBgBIAEoCRIOCgZvYmplY3QYAiABKAkSDwoHY3JlYXRlZBgDIAEoDRINCgVtb2RlbBgEIAEoCRIlCgdjaG9pY2VzGAUgAygLMhQuemVyby52MS5DaHVua0Nob2ljZRIdCgV1c2FnZRgGIAEoCzIOLnplcm8udjEuVXNhZ2UitwEKC0NodW5rQ2hvaWNlEhIKBWluZGV4GAEgASgFSACIAQESIwoFZGVsdGEYAiABKAsyFC56ZXJvLnYxLkNoYXRNZXNzYWdlEikKDWZpbmlzaF9yZWFzb24YAyABKAlIAVINZmluaXNoX3JlYXNvbogBARIoCghsb2dwcm9icxgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIICgZfaW5kZXhCEAoOX2ZpbmlzaF9yZWFzb24ipQIKBVVzYWdlEiQKDXByb21wdF90b2tlbnMYASABKAVSDXByb21wdF90b2tlbnMSLAoRY29tcGxldGlvbl90b2tlbnMYAiABKAVSEWNvbXBsZXRpb25fdG9rZW5zEiIKDHRvdGFsX3Rva2VucxgDIAEoBVIMdG90YWxfdG9rZW5zEk0KFXByb21wdF90b2tlbnNfZGV0YWlscxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RSFXByb21wdF90b2tlbnNfZGV0YWlscxJVChljb21wbGV0aW9uX3Rva2Vuc19kZXRhaWxzGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdFIZY29tcGxldGlvbl90b2tlbnNfZGV0YWlscyKDAQoVQ3JlYXRlUmVzcG9uc2VSZXF1ZXN0EicKBnBhcmFtcxgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLQoPaWRlbXBvdGVuY3lfa2V5GAIgASgJSABSD2lkZW1wb3RlbmN5X2tleYgBAUISChBfaWRlbXBvdGVuY3lfa2V5IkMKFkNyZWF0ZVJlc3BvbnNlUmVzcG9uc2USKQoIcmVzcG9uc2UYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkAKFVN0cmVhbVJlc3BvbnNlUmVxdWVzdBInCgZwYXJhbXMYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ik4KFlN0cmVhbVJlc3BvbnNlUmVzcG9uc2USDAoEdHlwZRgBIAEoCRImCgVldmVudBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3Qy1QMKC0NoYXRTZXJ2aWNlEngKFENyZWF0ZUNoYXRDb21wbGV0aW9uEiQuemVyby52MS5DcmVhdGVDaGF0Q29tcGxldGlvblJlcXVlc3QaJS56ZXJvLnYxLkNyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2UiE6K7GA8KB2FjY291bnQSBGNoYXQSegoUU3RyZWFtQ2hhdENvbXBsZXRpb24SJC56ZXJvLnYxLlN0cmVhbUNoYXRDb21wbGV0aW9uUmVxdWVzdBolLnplcm8udjEuU3RyZWFtQ2hhdENvbXBsZXRpb25SZXNwb25zZSITorsYDwoHYWNjb3VudBIEY2hhdDABEmYKDkNyZWF0ZVJlc3BvbnNlEh4uemVyby52MS5DcmVhdGVSZXNwb25zZVJlcXVlc3QaHy56ZXJvLnYxLkNyZWF0ZVJlc3BvbnNlUmVzcG9uc2UiE6K7GA8KB2FjY291bnQSBGNoYXQSaAoOU3RyZWFtUmVzcG9uc2USHi56ZXJvLnYxLlN0cmVhbVJlc3BvbnNlUmVxdWVzdBofLnplcm8udjEuU3RyZWFtUmVzcG9uc2VSZXNwb25zZSITorsYDwoHYWNjb3VudBIEY2hhdDABYgZwcm90bzM", [file_google_protobuf_struct, file_zero_v1_access]);
 
 /**
  * @generated from message zero.v1.ChatCompletionParams
@@ -139,6 +139,15 @@ export type ChatCompletionParams = Message<"zero.v1.ChatCompletionParams"> & {
    * @generated from field: optional string reasoning_effort = 23 [json_name = "reasoning_effort"];
    */
   reasoningEffort?: string | undefined;
+
+  /**
+   * Every other OpenAI chat field (store, service_tier, prediction,
+   * modalities, audio, web_search_options, …), as OpenAI's JSON. Passed to
+   * the upstream as over REST; the typed fields above take precedence.
+   *
+   * @generated from field: google.protobuf.Struct extra = 24;
+   */
+  extra?: JsonObject | undefined;
 };
 
 /**
@@ -380,9 +389,11 @@ export const ChatCompletionSchema: GenMessage<ChatCompletion> = /*@__PURE__*/
  */
 export type ChatChoice = Message<"zero.v1.ChatChoice"> & {
   /**
-   * @generated from field: int32 index = 1;
+   * Explicit presence, so that the JSON form carries `"index": 0` as OpenAI's does.
+   *
+   * @generated from field: optional int32 index = 1;
    */
-  index: number;
+  index?: number | undefined;
 
   /**
    * @generated from field: zero.v1.ChatMessage message = 2;
@@ -456,9 +467,9 @@ export const ChatCompletionChunkSchema: GenMessage<ChatCompletionChunk> = /*@__P
  */
 export type ChunkChoice = Message<"zero.v1.ChunkChoice"> & {
   /**
-   * @generated from field: int32 index = 1;
+   * @generated from field: optional int32 index = 1;
    */
-  index: number;
+  index?: number | undefined;
 
   /**
    * @generated from field: zero.v1.ChatMessage delta = 2;
@@ -521,6 +532,94 @@ export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
   messageDesc(file_zero_v1_chat, 12);
 
 /**
+ * @generated from message zero.v1.CreateResponseRequest
+ */
+export type CreateResponseRequest = Message<"zero.v1.CreateResponseRequest"> & {
+  /**
+   * The body of `POST /v1/responses`, as OpenAI's JSON (`stream` is ignored).
+   *
+   * @generated from field: google.protobuf.Struct params = 1;
+   */
+  params?: JsonObject | undefined;
+
+  /**
+   * Same meaning as the HTTP `Idempotency-Key` header (which is also read).
+   *
+   * @generated from field: optional string idempotency_key = 2 [json_name = "idempotency_key"];
+   */
+  idempotencyKey?: string | undefined;
+};
+
+/**
+ * Describes the message zero.v1.CreateResponseRequest.
+ * Use `create(CreateResponseRequestSchema)` to create a new message.
+ */
+export const CreateResponseRequestSchema: GenMessage<CreateResponseRequest> = /*@__PURE__*/
+  messageDesc(file_zero_v1_chat, 13);
+
+/**
+ * @generated from message zero.v1.CreateResponseResponse
+ */
+export type CreateResponseResponse = Message<"zero.v1.CreateResponseResponse"> & {
+  /**
+   * The `response` object, as OpenAI's JSON.
+   *
+   * @generated from field: google.protobuf.Struct response = 1;
+   */
+  response?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message zero.v1.CreateResponseResponse.
+ * Use `create(CreateResponseResponseSchema)` to create a new message.
+ */
+export const CreateResponseResponseSchema: GenMessage<CreateResponseResponse> = /*@__PURE__*/
+  messageDesc(file_zero_v1_chat, 14);
+
+/**
+ * @generated from message zero.v1.StreamResponseRequest
+ */
+export type StreamResponseRequest = Message<"zero.v1.StreamResponseRequest"> & {
+  /**
+   * @generated from field: google.protobuf.Struct params = 1;
+   */
+  params?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message zero.v1.StreamResponseRequest.
+ * Use `create(StreamResponseRequestSchema)` to create a new message.
+ */
+export const StreamResponseRequestSchema: GenMessage<StreamResponseRequest> = /*@__PURE__*/
+  messageDesc(file_zero_v1_chat, 15);
+
+/**
+ * @generated from message zero.v1.StreamResponseResponse
+ */
+export type StreamResponseResponse = Message<"zero.v1.StreamResponseResponse"> & {
+  /**
+   * The event's type, e.g. "response.output_text.delta".
+   *
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * The whole event as OpenAI sends it in `data:`, `type` and `sequence_number` included.
+   *
+   * @generated from field: google.protobuf.Struct event = 2;
+   */
+  event?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message zero.v1.StreamResponseResponse.
+ * Use `create(StreamResponseResponseSchema)` to create a new message.
+ */
+export const StreamResponseResponseSchema: GenMessage<StreamResponseResponse> = /*@__PURE__*/
+  messageDesc(file_zero_v1_chat, 16);
+
+/**
  * OpenAI-format chat completions over the `project-zero` routing alias.
  * Field JSON names follow OpenAI's snake_case so that the JSON form of these
  * messages is the OpenAI wire format. Open-ended OpenAI objects (tools,
@@ -548,6 +647,28 @@ export const ChatService: GenService<{
     methodKind: "server_streaming";
     input: typeof StreamChatCompletionRequestSchema;
     output: typeof StreamChatCompletionResponseSchema;
+  },
+  /**
+   * The Responses API (`POST /v1/responses`): the request body and the
+   * response object travel as their OpenAI JSON, exactly as over REST.
+   *
+   * @generated from rpc zero.v1.ChatService.CreateResponse
+   */
+  createResponse: {
+    methodKind: "unary";
+    input: typeof CreateResponseRequestSchema;
+    output: typeof CreateResponseResponseSchema;
+  },
+  /**
+   * The same answer as OpenAI's typed stream events; a refusal after the
+   * first event is an `error` event, then the stream ends.
+   *
+   * @generated from rpc zero.v1.ChatService.StreamResponse
+   */
+  streamResponse: {
+    methodKind: "server_streaming";
+    input: typeof StreamResponseRequestSchema;
+    output: typeof StreamResponseResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_zero_v1_chat, 0);

@@ -1,0 +1,115 @@
+import { ServiceError, toServiceError } from "../../server/errors.js";
+import { checkAlias } from "../chat-request.js";
+import type { ChatRouter } from "../chat-router.js";
+import type { IdempotencyStore } from "../idempotency.js";
+import { type CompletionResult, runIdempotently } from "../idempotent-completion.js";
+import type { ResponseStore } from "./response-store.js";
+import { answerOfCompletion, assistantMessage, type ChatAnswer, finishedResponse, newResponseId, responseEvents, responseShell } from "./responses-answer.js";
+import { type ChatMessage, parseResponsesRequest, toChatRequest } from "./responses-request.js";
+
+/** One Responses API stream event as OpenAI sends it in `data:`: its `type`, its fields and `sequence_number`. */
+export type ResponseEvent = Record<string, unknown> & { type: string; sequence_number: number };
+
+/**
+ * The Responses API for every transport (REST and RPC): served by
+ * translating to chat completions through the chat router, so the pool,
+ * failover, alias rules and provider hiding are the router's; answers are
+ * stored per account unless `store: false`.
+ */
+export class ResponsesGateway {
+  readonly #router: ChatRouter;
+  readonly #idempotency: IdempotencyStore;
+  readonly #store: ResponseStore;
+
+  constructor(deps: { router: ChatRouter; idempotency: IdempotencyStore; responses: ResponseStore }) {
+    this.#router = deps.router;
+    this.#idempotency = deps.idempotency;
+    this.#store = deps.responses;
+  }
+
+  /** A non-streamed response, as JSON text; with an idempotency key, a retry replays the first answer. */
+  async create(accountId: string, body: unknown, options: { idempotencyKey?: string; signal?: AbortSignal }): Promise<CompletionResult> {
+    const call = await this.#prepare(accountId, body, false);
+    const produce = async () => {
+      const completion = await this.#router.complete(call.chat, { accountId, signal: options.signal, fromClient: true });
+      const answer = answerOfCompletion(completion);
+      const json = JSON.stringify(finishedResponse(call.shell, answer));
+      await call.keep(json, answer);
+      return json;
+    };
+    if (options.idempotencyKey === undefined) return { json: await produce(), replayed: false };
+    return runIdempotently(this.#idempotency, { accountId, key: options.idempotencyKey, request: { responses: call.request } }, produce);
+  }
+
+  /**
+   * Opens a streamed response. Resolves once an upstream accepted (every
+   * refusal before that is thrown); the events then follow, numbered. A
+   * failure after the first event is one `error` event, and the stream ends.
+   */
+  async stream(
+    accountId: string,
+    body: unknown,
+    options: { signal: AbortSignal; onUnexpected?: (error: unknown) => void },
+  ): Promise<AsyncGenerator<ResponseEvent, void, undefined>> {
+    const call = await this.#prepare(accountId, body, true);
+    const chunks = await this.#router.stream(call.chat, { accountId, signal: options.signal, fromClient: true });
+    const events = responseEvents(call.shell, chunks, (response, answer) => call.keep(JSON.stringify(response), answer));
+    return numbered(events, options.signal, options.onUnexpected);
+  }
+
+  /** A stored response as first sent; another account's id is missing like any unknown one. */
+  async retrieve(accountId: string, id: string): Promise<string> {
+    const stored = await this.#store.response(accountId, id);
+    if (stored === undefined) throw missing(id);
+    return stored;
+  }
+
+  async delete(accountId: string, id: string): Promise<void> {
+    if (!(await this.#store.delete(accountId, id))) throw missing(id);
+  }
+
+  async #prepare(accountId: string, body: unknown, stream: boolean) {
+    const request = parseResponsesRequest(body);
+    checkAlias(request);
+    let history: ChatMessage[] = [];
+    if (typeof request.previous_response_id === "string") {
+      const previous = await this.#store.messages(accountId, request.previous_response_id);
+      if (!previous) throw missing(request.previous_response_id, "previous_response_id");
+      history = previous;
+    }
+    const { chat, input } = toChatRequest(request, history, stream);
+    const id = newResponseId();
+    const shell = responseShell(id, request, Math.floor(Date.now() / 1000), "in_progress");
+    const keep = (response: string, answer: ChatAnswer) =>
+      request.store === false ? Promise.resolve() : this.#store.save(accountId, id, response, [...history, ...input, assistantMessage(answer)]);
+    return { request, chat, shell, keep };
+  }
+}
+
+async function* numbered(
+  events: AsyncIterable<[string, Record<string, unknown>]>,
+  signal: AbortSignal,
+  onUnexpected: ((error: unknown) => void) | undefined,
+): AsyncGenerator<ResponseEvent, void, undefined> {
+  let sequence = 0;
+  try {
+    for await (const [type, data] of events) yield { type, ...data, sequence_number: sequence++ };
+  } catch (error) {
+    if (signal.aborted) throw error;
+    const rendered = toServiceError(error, onUnexpected);
+    const event: ResponseEvent = {
+      type: "error",
+      code: rendered.type,
+      message: rendered.detail.message,
+      param: rendered.param ?? null,
+      sequence_number: sequence++,
+    };
+    if (rendered.detail.capacityState !== undefined) event.capacity_state = rendered.detail.capacityState;
+    if (rendered.detail.resetAt !== undefined) event.reset_at = rendered.detail.resetAt;
+    yield event;
+  }
+}
+
+function missing(id: string, param?: string): ServiceError {
+  return new ServiceError("not_found", `no response with id \`${id}\` was found`, { param });
+}

@@ -1,0 +1,83 @@
+import { fromJson, toJson } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { ChatCompletionParamsSchema, ChatCompletionSchema, ChatService } from "../../gen/zero/v1/chat_pb.js";
+import { createAccountWithKey } from "../support/accounts.js";
+import type { TestApp } from "../support/app.js";
+import { completion, FakeUpstream, reply, stream, textChunks } from "./support/fake-upstream.js";
+import { startGateway } from "./support/gateway.js";
+
+// What REST offers, RPC offers: every OpenAI field reaches the upstream, OpenAI's JSON forms, the Responses API.
+describe("ChatService parity with /v1", () => {
+  let upstream: FakeUpstream;
+  let app: TestApp;
+  let headers: Record<string, string>;
+
+  beforeAll(async () => {
+    upstream = await FakeUpstream.start();
+    app = await startGateway([upstream]);
+    headers = { authorization: `Bearer ${(await createAccountWithKey(app, ["chat"])).apiKey}` };
+  });
+  afterAll(async () => {
+    await app.close();
+    await upstream.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  const transports = {
+    connect: () => createConnectTransport({ baseUrl: app.url, httpVersion: "1.1" }),
+    grpc: () => createGrpcTransport({ baseUrl: app.url }),
+    "grpc-web": () => createGrpcWebTransport({ baseUrl: app.url, httpVersion: "1.1" }),
+  };
+
+  it.each(Object.keys(transports) as (keyof typeof transports)[])("passes fields with no typed home to the upstream, over %s", async (name) => {
+    upstream.next(reply(completion("ok")));
+    const client = createClient(ChatService, transports[name]());
+    const { completion: answer } = await client.createChatCompletion(
+      {
+        params: fromJson(ChatCompletionParamsSchema, {
+          model: "project-zero",
+          messages: [{ role: "user", content: "hi" }],
+          extra: { store: true, service_tier: "flex", modalities: ["text"], prediction: { type: "content", content: "ok" } },
+        }),
+      },
+      { headers },
+    );
+    expect(upstream.requests[0]!.body).toMatchObject({
+      store: true,
+      service_tier: "flex",
+      modalities: ["text"],
+      prediction: { type: "content", content: "ok" },
+    });
+    // The JSON form is OpenAI's: the first choice says `"index": 0`.
+    expect(toJson(ChatCompletionSchema, answer!)).toMatchObject({ choices: [{ index: 0, message: { content: "ok" } }] });
+  });
+
+  it("serves the Responses API over gRPC: a response object, and the typed events of a stream", async () => {
+    upstream.next(reply(completion("Hi there")), stream(textChunks(["Hi", " there"])));
+    const client = createClient(ChatService, transports.grpc());
+    const { response } = await client.createResponse({ params: { model: "project-zero", input: "hello", instructions: "Be brief." } }, { headers });
+    expect(response).toMatchObject({
+      object: "response",
+      status: "completed",
+      model: "project-zero",
+      output: [{ type: "message", content: [{ type: "output_text", text: "Hi there" }] }],
+    });
+    expect(upstream.requests[0]!.body.messages).toEqual([
+      { role: "system", content: "Be brief." },
+      { role: "user", content: "hello" },
+    ]);
+
+    const types: string[] = [];
+    let text = "";
+    for await (const { type, event } of client.streamResponse({ params: { model: "project-zero", input: "hello" } }, { headers })) {
+      types.push(type);
+      expect(event).toMatchObject({ type, sequence_number: types.length - 1 });
+      if (type === "response.output_text.delta") text += String(event!.delta);
+    }
+    expect(text).toBe("Hi there");
+    expect(types[0]).toBe("response.created");
+    expect(types.at(-1)).toBe("response.completed");
+  });
+});
