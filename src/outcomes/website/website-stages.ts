@@ -3,7 +3,7 @@ import { StageFailure } from "../../engine/stage-work.js";
 import { copyTree, replaceTree } from "../artifact-store.js";
 import { siteContentSchema, siteOutlineSchema, websiteBriefSchema, type PageContent, type SiteOutline, type WebsiteBrief } from "../content.js";
 import type { Schema } from "../json-schema.js";
-import { ensureProject, readProject, slugOwner } from "../projects.js";
+import { cutSlug, ensureProject, readProject, slugOwner } from "../projects.js";
 import { asJson, chooseWriterKind, planKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
 import { offlineWarning, type WriterKind } from "../writers/writer.js";
 import { pageSlug, renderSite } from "./render-site.js";
@@ -92,7 +92,7 @@ function uniqueSlugs(raw: readonly string[]): string[] {
   return raw.map((value, index) => {
     let slug = index === 0 ? "index" : pageSlug(value);
     if (slug === "index" && index > 0) slug = "home";
-    for (let n = 2; seen.has(slug); n++) slug = `${pageSlug(value)}-${n}`;
+    for (let n = 2; seen.has(slug); n++) slug = `${cutSlug(pageSlug(value), 40 - 1 - String(n).length)}-${n}`;
     seen.add(slug);
     return slug;
   });
