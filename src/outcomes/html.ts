@@ -47,10 +47,23 @@ export function languageTag(value: string): string {
   return /^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}$/.test(tag) ? tag : "en";
 }
 
+/**
+ * "rtl" for a language written right to left ("ar", "he", "fa", "ur"), else
+ * "ltr", from the platform's own locale data (ICU), not a list of ours.
+ */
+export function textDirection(tag: string): "ltr" | "rtl" {
+  try {
+    const locale = new Intl.Locale(tag) as Intl.Locale & { getTextInfo?: () => { direction?: string } };
+    return locale.getTextInfo?.().direction === "rtl" ? "rtl" : "ltr";
+  } catch {
+    return "ltr";
+  }
+}
+
 /** Everything a generated page has before its own header: one stylesheet, no script, a skip link. */
 export function documentStart(lang: string, title: string | Html, description: string): Html {
   return html`<!DOCTYPE html>
-<html lang="${lang}">
+<html lang="${lang}" dir="${textDirection(lang)}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

@@ -30,7 +30,7 @@ export async function ensureProject(store: ArtifactStore, planId: string, name: 
   }
   const base = slugify(name);
   for (let n = 1; ; n++) {
-    const slug = n === 1 ? base : `${base.slice(0, 56)}-${n}`;
+    const slug = n === 1 ? base : `${cutSlug(base, 60 - 1 - String(n).length)}-${n}`;
     if (await store.put(`index/slugs/${slug}`, planId, { ifAbsent: true })) {
       const project = { id: projectIdFor(planId), name, slug };
       await store.put(recordKey, JSON.stringify(project));
@@ -57,14 +57,25 @@ export async function slugOwner(store: ArtifactStore, slug: string): Promise<str
   return bytes ? decoder.decode(bytes) : undefined;
 }
 
-/** "Café Ünïcode & Co." → "cafe-unicode-co"; never empty, at most 60 characters. */
+/** "Café Ünïcode & Co." → "cafe-unicode-co"; never empty, at most 60 characters, never cut mid-word. */
 export function slugify(name: string): string {
   const dashed = name
     .normalize("NFKD")
     .replace(/[\u0300-\u036f]/g, "")
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, "-");
-  return trimEndOf(trimOf(dashed, "-").slice(0, 60), "-") || "project";
+  return cutSlug(trimOf(dashed, "-"), 60) || "project";
+}
+
+/**
+ * A hyphenated slug of at most `max` characters, cut at a hyphen so no word
+ * is left half ("upper-riverside", not "upper-rivers"); only a first word
+ * longer than `max` is cut inside, as nothing else would fit.
+ */
+export function cutSlug(slug: string, max: number): string {
+  if (slug.length <= max) return slug;
+  const boundary = slug.lastIndexOf("-", max);
+  return trimEndOf(boundary > 0 ? slug.slice(0, boundary) : slug.slice(0, max), "-");
 }
 
 /** Derived from the plan id, so re-running `understand` never mints a second project. */

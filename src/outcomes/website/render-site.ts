@@ -2,6 +2,7 @@ import type { PageContent, Section, SiteOutline, WebsiteBrief } from "../content
 import { documentStart, html, join, languageTag, type Html } from "../html.js";
 import { stylesheet, THEMES } from "./themes.js";
 import { trimOf } from "../../strings.js";
+import { cutSlug } from "../projects.js";
 
 /** A built site: file name → contents. Flat, with relative links, so it works under any base path. */
 export type SiteFiles = Map<string, string>;
@@ -58,16 +59,19 @@ function pageTitle(parts: [string, string]): string {
   return first.length <= 70 ? parts[0] : `${first.slice(0, 69).join("").trimEnd()}…`;
 }
 
-/** Lowercase, hyphenated, safe as a file name. */
+/** Lowercase, hyphenated, safe as a file name, at most 40 characters and never cut mid-word. */
 export function pageSlug(raw: string): string {
   return (
-    trimOf(
-      raw
-        .toLowerCase()
-        .replace(/\.html?$/, "")
-        .replace(/[^a-z0-9]+/g, "-"),
-      "-",
-    ).slice(0, 40) || "page"
+    cutSlug(
+      trimOf(
+        raw
+          .toLowerCase()
+          .replace(/\.html?$/, "")
+          .replace(/[^a-z0-9]+/g, "-"),
+        "-",
+      ),
+      40,
+    ) || "page"
   );
 }
 

@@ -3,9 +3,9 @@ import { StageFailure } from "../../engine/stage-work.js";
 import { copyTree, replaceTree } from "../artifact-store.js";
 import { siteContentSchema, siteOutlineSchema, websiteBriefSchema, type PageContent, type SiteOutline, type WebsiteBrief } from "../content.js";
 import type { Schema } from "../json-schema.js";
-import { ensureProject, readProject, slugOwner } from "../projects.js";
+import { cutSlug, ensureProject, readProject, slugOwner } from "../projects.js";
 import { asJson, chooseWriterKind, planKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
-import { OFFLINE_WARNING, type WriterKind } from "../writers/writer.js";
+import { offlineWarning, type WriterKind } from "../writers/writer.js";
 import { pageSlug, renderSite } from "./render-site.js";
 
 /** What `understand` stores: which writer the plan uses, and the brief. */
@@ -16,7 +16,8 @@ export const websiteUnderstandingSchema = {
   additionalProperties: false,
 } as const satisfies Schema;
 
-const warningFor = (kind: WriterKind): Pick<StageOutcome, "warning"> => (kind === "offline" ? { warning: OFFLINE_WARNING } : {});
+const warningFor = (kind: WriterKind, brief: WebsiteBrief): Pick<StageOutcome, "warning"> =>
+  kind === "offline" ? { warning: offlineWarning(brief.language) } : {};
 
 /** The stages of the website outcome, except the engine's `review` gate. */
 export function websiteStages(deps: OutcomeDeps) {
@@ -28,13 +29,13 @@ export function websiteStages(deps: OutcomeDeps) {
       deps.logger.info({ planId: input.planId, outcome: "website", writer: kind }, "writer chosen");
       const brief = normalizeBrief(await writerFor(deps, kind).websiteBrief(input.goal, input));
       const project = await ensureProject(deps.artifacts, planKey(input.planId), brief.name);
-      return { output: asJson({ writer: kind, brief }), project, ...warningFor(kind) };
+      return { output: asJson({ writer: kind, brief }), project, ...warningFor(kind, brief) };
     },
 
     async outline(input: StageInput): Promise<StageOutcome> {
       const { writer: kind, brief } = understanding(input);
       const outline = normalizeOutline(brief, await writerFor(deps, kind).siteOutline(input.goal, brief, input));
-      return { output: asJson(outline), ...warningFor(kind) };
+      return { output: asJson(outline), ...warningFor(kind, brief) };
     },
 
     async write(input: StageInput): Promise<StageOutcome> {
@@ -49,7 +50,7 @@ export function websiteStages(deps: OutcomeDeps) {
         pages.push({ ...content, slug: page.slug });
         await input.progress((index + 1) / outline.pages.length);
       }
-      return { output: asJson({ pages }), ...warningFor(kind) };
+      return { output: asJson({ pages }), ...warningFor(kind, brief) };
     },
 
     async build(input: StageInput): Promise<StageOutcome> {
@@ -61,17 +62,17 @@ export function websiteStages(deps: OutcomeDeps) {
       return {
         output: asJson({ files: [...files.keys()].sort(), theme: brief.tone }),
         previewUrl: previewUrl(deps, input.planId),
-        ...warningFor(kind),
+        ...warningFor(kind, brief),
       };
     },
 
     async publish(input: StageInput): Promise<StageOutcome> {
-      const { writer: kind } = understanding(input);
+      const { writer: kind, brief } = understanding(input);
       const slug = await ownSlug(deps, input);
       const copied = await copyTree(deps.artifacts, `preview/${planKey(input.planId)}/`, `sites/${slug}/`);
       if (copied === 0) throw new StageFailure("internal", "There is no built site to publish; re-run the build stage.");
       const publishedUrl = `${deps.config.publicUrl}/sites/${slug}/`;
-      return { output: asJson({ slug, files: copied }), publishedUrl, ...warningFor(kind) };
+      return { output: asJson({ slug, files: copied }), publishedUrl, ...warningFor(kind, brief) };
     },
   };
 }
@@ -91,7 +92,7 @@ function uniqueSlugs(raw: readonly string[]): string[] {
   return raw.map((value, index) => {
     let slug = index === 0 ? "index" : pageSlug(value);
     if (slug === "index" && index > 0) slug = "home";
-    for (let n = 2; seen.has(slug); n++) slug = `${pageSlug(value)}-${n}`;
+    for (let n = 2; seen.has(slug); n++) slug = `${cutSlug(pageSlug(value), 40 - 1 - String(n).length)}-${n}`;
     seen.add(slug);
     return slug;
   });

@@ -4,12 +4,15 @@
  * quoted from the goal; nothing is invented here.
  */
 export interface GoalFacts {
-  /** The name to show: given in the goal, or made from its subject and place. */
-  name: string;
+  /**
+   * The name to show: given in the goal, or (in English) made from its
+   * subject and place; absent when a goal the writer cannot read quotes none.
+   */
+  name: string | undefined;
   /** True when the goal gave the name itself. */
   namedInGoal: boolean;
-  /** What the site is for, as a noun phrase from the goal ("small bakery"). */
-  subject: string;
+  /** What the site is for, as a noun phrase from the goal ("small bakery"); absent when the goal is not in English. */
+  subject: string | undefined;
   /** A place named after "in", "at" or "near". */
   place: string | undefined;
   /** Things the goal says are sold, offered, made or taught. */
@@ -29,6 +32,8 @@ const LIST_SPLIT = /\s*,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*&\s*|\s*\+\s*
 const STOP = String.raw`(?=\s+(?:in|at|near|based|located|called|named|that|which|who|where|with|including|to|so|because|selling|offering|where)\b|[,.;:!?()]|$)`;
 const COMMAND = /^\s*(?:please\s+)?(?:make|build|create|design|write|set up|i need|we need|i want|we want)\s+(?:me\s+|us\s+)?/i;
 const ARTICLES = /^(?:my|our|a|an|the|his|her|their|some|its|your)\s+/i;
+/** A clause rather than a thing ("we want people to join", "I need"): a list split mid-sentence, never an offering. */
+const CLAUSE = /^(?:we|i|you|they|he|she|it|us|them|there)\b|\b(?:we|i|you|they) (?:want|need|would like)\b/i;
 const NAME_FILLERS = /^(?:small|little|new|local|simple|tiny|independent|family|family-run|friendly|modern|own|personal)\s+/i;
 
 /**
@@ -40,11 +45,28 @@ const NAME_FILLERS = /^(?:small|little|new|local|simple|tiny|independent|family|
  * adversarial goals built from these patterns' own tokens takes about 16 ms,
  * and test/outcomes/goal-facts-bounds.test.ts holds a bound far below a stall.
  */
-export function readGoal(goal: string): GoalFacts {
+export function readGoal(goal: string, language = "en"): GoalFacts {
   const text = goal.trim().replace(/\s+/g, " ");
   const email = /(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+/.exec(text)?.[0];
   const phone = /(?:\+\d[\d\s().-]{6,}\d|\b0\d[\d\s.-]{6,}\d)/.exec(text)?.[0]?.trim();
   const withoutContacts = text.replace(email ?? "\u0000", "").replace(phone ?? "\u0000", "");
+  // The patterns below read English. In any other language they would cut
+  // sentences into "names" and "offerings", so only what is marked in every
+  // script is read: a quoted name, an address, a number.
+  if (language !== "en") {
+    const quoted = readQuotedName(withoutContacts);
+    return {
+      name: quoted,
+      namedInGoal: quoted !== undefined,
+      subject: undefined,
+      place: undefined,
+      offerings: [],
+      features: [],
+      audience: undefined,
+      email,
+      phone,
+    };
+  }
 
   const place = /\b(?:in|at|near|based in|located in)\s+((?:[A-Z][\p{L}'-]+)(?:[ -](?:[A-Z][\p{L}'-]+|de|du|la|le|sur|upon|on))*)/u.exec(withoutContacts)?.[1];
   // "for Maison Dupont, a family-run florist": a name, then what it is.
@@ -53,10 +75,10 @@ export function readGoal(goal: string): GoalFacts {
     /\b(?:for|about)\s+([A-Z][\p{L}\d'&-]*(?:\s+[A-Z][\p{L}\d'&-]*)*),\s+(?:a|an|the|my|our)\s+([^,.;:!?]+?)(?=\s+(?:in|at|near|based|that|which|who|with|for)\b|[,.;:!?]|$)/u.exec(
       withoutContacts,
     );
-  const subject = appositive?.[2]?.trim() ?? readSubject(withoutContacts) ?? "project";
+  const subject = appositive?.[2]?.trim() ?? readSubject(withoutContacts);
   // A name that tidies away to nothing (quotes around punctuation, say) is no name.
   const given = (appositive?.[1] ? tidyName(appositive[1]) : readGivenName(withoutContacts)) || undefined;
-  const name = given ?? madeName(subject, place);
+  const name = given ?? (subject === undefined ? undefined : madeName(subject, place));
 
   const offerings = uniqueItems(
     [
@@ -91,16 +113,31 @@ function readGivenName(text: string): string | undefined {
       text,
     )?.[1];
   if (called) return tidyName(called);
-  const quoted = /[\u201C"\u2018]([^\u201C\u201D"\u2019]{2,60})[\u201D"\u2019]/.exec(text)?.[1];
-  if (quoted) return tidyName(quoted);
+  const quoted = readQuotedName(text);
+  if (quoted) return quoted;
   // A run of capitalised words after the first word is probably a name ("for Maison Dupont, a bakery").
-  const proper =
-    /(?<!^|[.!?]\s)(?<!\b(?:in|at|near)\s)\b((?:[A-Z][\p{L}'&-]*\d*)(?:\s+(?:[A-Z][\p{L}'&-]*|&|of|the|and|de|du|la))*\s*(?:[A-Z][\p{L}'&-]*))/u.exec(
-      text,
-    )?.[1];
-  if (proper && !/^(?:I|A|An|The|My|Our|We|Please|Make|Build|Create)$/.test(proper) && proper.split(" ").length <= 5) {
+  for (const match of text.matchAll(
+    /(?<!^|[.!?]\s)(?<!\b(?:in|at|near)\s)\b((?:\p{Lu}[\p{L}'&-]*\d*)(?:\s+(?:\p{Lu}[\p{L}'&-]*|&|of|the|and|de|du|la))*\s*(?:\p{Lu}[\p{L}'&-]*))/gu,
+  )) {
+    const proper = match[1];
+    if (!proper || /^(?:I|A|An|The|My|Our|We|Please|Make|Build|Create)$/.test(proper) || proper.split(" ").length > 5) continue;
     const precededByPlaceWord = new RegExp(String.raw`\b(?:in|at|near|based in|located in)\s+${escapeRegExp(proper)}`).test(text);
     if (!precededByPlaceWord) return tidyName(proper);
+  }
+  return undefined;
+}
+
+/**
+ * A name set in quotation marks of any script: "…", \u201C…\u201D, \u00AB…\u00BB,
+ * \u201E…\u201C, \u300C…\u300D, \u300E…\u300F. Taken as written, spaces inside
+ * French guillemets aside; a quoted sentence is no name.
+ */
+function readQuotedName(text: string): string | undefined {
+  for (const match of text.matchAll(
+    /["\u201C\u201E\u00AB\u2039\u300C\u300E]([^"\u201C\u201D\u201E\u00AB\u00BB\u2039\u203A\u300C\u300D\u300E\u300F]{1,80})["\u201C\u201D\u00BB\u203A\u300D\u300F]/g,
+  )) {
+    const name = tidyName(match[1] ?? "");
+    if ([...name].length >= 2 && name.split(" ").length <= 8 && !/[.!?;:\u3002\uFF01\uFF1F]/.test(name)) return name;
   }
   return undefined;
 }
@@ -145,7 +182,7 @@ function uniqueItems(phrases: string[]): string[] {
         .replace(ARTICLES, "")
         .replace(/^(?:also|other|more|some)\s+/i, "")
         .trim();
-      if (item.length < 3 || item.split(" ").length > 8 || seen.has(item.toLowerCase())) continue;
+      if (item.length < 3 || item.split(" ").length > 8 || seen.has(item.toLowerCase()) || CLAUSE.test(item)) continue;
       seen.add(item.toLowerCase());
       items.push(item);
     }
@@ -153,8 +190,9 @@ function uniqueItems(phrases: string[]): string[] {
   return items.slice(0, 6);
 }
 
+/** A name as the goal wrote it, white space tidied; never cut (the brief's schema shortens it at a word, if ever). */
 function tidyName(name: string): string {
-  return name.trim().replace(/\s+/g, " ").slice(0, 60);
+  return name.replace(/\s+/g, " ").trim();
 }
 
 /** "sourdough bread" → "Sourdough Bread", leaving short joining words alone. */

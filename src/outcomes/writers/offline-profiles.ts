@@ -21,7 +21,7 @@ export interface Profile {
   match: RegExp;
   tone: Tone;
   /** The page that presents what is offered. */
-  offerPage: { slug: string; title: string; navLabel: string; heading: Line; intro: Line };
+  offerPage: { slug: string; title: string; navLabel: string; heading: Line; intro: Line /** The button that leads there. */; more: string };
   /** Shown as cards when the goal names fewer than three offerings. */
   values: readonly Item[];
   /** The card text for one thing the goal says is offered. */
@@ -32,11 +32,6 @@ export interface Profile {
   faq: readonly Item[];
   cta: { label: string; page: "contact" | "offer"; heading: Line; text: Line };
 }
-
-const contactFaq: Item = [
-  "How do I get in touch?",
-  (w) => `Use the details on the contact page. Every message is read and answered by the people behind ${w.name}.`,
-];
 
 export const PROFILES: readonly Profile[] = [
   {
@@ -52,6 +47,7 @@ export const PROFILES: readonly Profile[] = [
     tone: "warm",
     offerPage: {
       slug: "menu",
+      more: "See the menu",
       title: "Our menu",
       navLabel: "Menu",
       heading: () => "What we make",
@@ -78,7 +74,6 @@ export const PROFILES: readonly Profile[] = [
         "Do you cater for dietary needs?",
         () => "Ask us about ingredients and allergens before you order; we will always tell you honestly what is in our food.",
       ],
-      contactFaq,
     ],
     cta: { label: "Plan your visit", page: "contact", heading: (w) => `Come and see us${w.inPlace}`, text: () => "Drop in, or get in touch to order ahead." },
   },
@@ -90,6 +85,7 @@ export const PROFILES: readonly Profile[] = [
     tone: "warm",
     offerPage: {
       slug: "shop",
+      more: "See what we have",
       title: "Shop",
       navLabel: "Shop",
       heading: () => "What you will find",
@@ -113,7 +109,6 @@ export const PROFILES: readonly Profile[] = [
     faq: [
       ["Can I order something that is not in the shop?", () => "Often, yes. Ask us and we will tell you honestly what we can find or make for you."],
       ["Do you help with gifts?", () => "Gladly. Tell us about the person and the occasion and we will suggest something."],
-      contactFaq,
     ],
     cta: {
       label: "Visit us",
@@ -130,6 +125,7 @@ export const PROFILES: readonly Profile[] = [
     tone: "calm",
     offerPage: {
       slug: "sessions",
+      more: "See the sessions",
       title: "Sessions",
       navLabel: "Sessions",
       heading: () => "What we offer",
@@ -153,7 +149,6 @@ export const PROFILES: readonly Profile[] = [
     faq: [
       ["I am a complete beginner. Is that all right?", () => "Absolutely. Tell us when you get in touch and we will suggest the best place to start."],
       ["What should I bring?", () => "Comfortable clothes are enough. We will tell you if a particular session needs anything more."],
-      contactFaq,
     ],
     cta: {
       label: "Book a session",
@@ -169,6 +164,7 @@ export const PROFILES: readonly Profile[] = [
     tone: "playful",
     offerPage: {
       slug: "programme",
+      more: "See the programme",
       title: "Programme",
       navLabel: "Programme",
       heading: () => "What to expect",
@@ -192,7 +188,6 @@ export const PROFILES: readonly Profile[] = [
     faq: [
       ["Who can come?", (w) => `Everyone who is interested in ${w.subject}. If you are unsure, ask us.`],
       ["Where will I find the latest details?", () => "On this site. We keep it up to date as plans are confirmed."],
-      contactFaq,
     ],
     cta: {
       label: "Let us know you are coming",
@@ -209,6 +204,7 @@ export const PROFILES: readonly Profile[] = [
     tone: "playful",
     offerPage: {
       slug: "get-involved",
+      more: "See ways to get involved",
       title: "Get involved",
       navLabel: "Get involved",
       heading: () => "Ways to get involved",
@@ -232,7 +228,6 @@ export const PROFILES: readonly Profile[] = [
     faq: [
       ["Do I need any experience?", () => "No. Everyone starts somewhere, and members are happy to show you the ropes."],
       ["How much time does it take?", () => "As much or as little as you can give. Talk to us and we will find what fits."],
-      contactFaq,
     ],
     cta: { label: "Join us", page: "contact", heading: () => "Come and join us", text: () => "Get in touch and we will tell you how to take part." },
   },
@@ -243,6 +238,7 @@ export const PROFILES: readonly Profile[] = [
     tone: "calm",
     offerPage: {
       slug: "learning",
+      more: "See what you can learn",
       title: "Learning",
       navLabel: "Learning",
       heading: () => "What you can learn",
@@ -266,7 +262,6 @@ export const PROFILES: readonly Profile[] = [
     faq: [
       ["Which level should I start at?", () => "Tell us about your experience and we will recommend a starting point."],
       ["Can I try before committing?", () => "Ask us. We are happy to talk through what a first lesson looks like."],
-      contactFaq,
     ],
     cta: { label: "Start learning", page: "contact", heading: () => "Ready to learn?", text: () => "Get in touch to find the right place to start." },
   },
@@ -278,6 +273,7 @@ export const PROFILES: readonly Profile[] = [
     tone: "bold",
     offerPage: {
       slug: "work",
+      more: "See the work",
       title: "Work",
       navLabel: "Work",
       heading: () => "Selected work",
@@ -304,7 +300,6 @@ export const PROFILES: readonly Profile[] = [
         (w) => `Projects where ${w.subject} can make a real difference. Describe yours and we will tell you honestly whether it is a fit.`,
       ],
       ["How do we start?", () => "Send a message with a few lines about your project; we reply to arrange a conversation."],
-      contactFaq,
     ],
     cta: {
       label: "Start a project",
@@ -320,6 +315,7 @@ export const PROFILES: readonly Profile[] = [
     tone: "bold",
     offerPage: {
       slug: "features",
+      more: "See the features",
       title: "Features",
       navLabel: "Features",
       heading: () => "What it does",
@@ -343,7 +339,6 @@ export const PROFILES: readonly Profile[] = [
     faq: [
       ["Who is it for?", (w) => `Anyone who needs a ${w.subject} that stays out of the way.`],
       ["How do I try it?", () => "Get in touch and we will tell you how to get access."],
-      contactFaq,
     ],
     cta: {
       label: "Request access",
@@ -360,6 +355,7 @@ export const PROFILES: readonly Profile[] = [
     tone: "professional",
     offerPage: {
       slug: "services",
+      more: "See our services",
       title: "Services",
       navLabel: "Services",
       heading: () => "What we do",
@@ -383,11 +379,50 @@ export const PROFILES: readonly Profile[] = [
     faq: [
       ["How much does it cost?", () => "It depends on what you need. Describe the job and you will get a clear quote before anything is agreed."],
       ["How soon can you start?", () => "Get in touch with your timing and we will tell you honestly when we can help."],
-      contactFaq,
     ],
     cta: { label: "Get in touch", page: "contact", heading: () => "Let's talk", text: () => "Tell us what you need and we will reply with how we can help." },
   },
 ];
+
+/**
+ * For a goal in a language the writer cannot read: nothing is known about
+ * what it is for, so the copy claims nothing and names nothing but what the
+ * goal quoted. Every line reads true of any business, club or project.
+ */
+export const UNREAD_PROFILE: Profile = {
+  id: "unread",
+  offerText: () => "Ask us about it and we will tell you everything you need to know.",
+  match: /^/,
+  tone: "professional",
+  offerPage: {
+    slug: "offer",
+    more: "See what we offer",
+    title: "What we offer",
+    navLabel: "Offer",
+    heading: () => "How we can help",
+    intro: () => "Here is what you can expect from us, and how to ask about anything else.",
+  },
+  values: [
+    ["Personal attention", () => "Every question gets an answer from a person."],
+    ["Clear from the start", () => "You know what to expect before anything is agreed."],
+    ["Glad to help", () => "Ask about anything; we will tell you honestly what we can do."],
+  ],
+  audience: () => "Everyone who would like to know more about what we do.",
+  purpose: () => "Say who we are and what we do, and make it easy to take the next step.",
+  steps: {
+    heading: "How it works",
+    items: [
+      ["Ask", () => "Tell us what you are looking for."],
+      ["Agree", () => "We answer and agree the details with you."],
+      ["Enjoy", () => "We do what we agreed, as agreed."],
+    ],
+  },
+  faq: [
+    ["Who is this for?", () => "Everyone who is interested. If you are unsure whether we can help, ask us."],
+    ["What does it cost?", () => "That depends on what you need; you will always know before anything is agreed."],
+  ],
+  cta: { label: "Find out more", page: "offer", heading: () => "Find out more", text: () => "See what we offer and how to ask about it." },
+};
 
 /**
  * The profile that fits a goal best: the one matching the subject's head noun

@@ -2,8 +2,9 @@ import { StageFailure } from "../../engine/stage-work.js";
 import { pageContentSchema, siteOutlineSchema, websiteBriefSchema, type PageContent, type Section, type SiteOutline, type WebsiteBrief } from "../content.js";
 import { fitToSchema } from "../json-schema.js";
 import { readGoal, sentenceCase, type GoalFacts } from "./goal-facts.js";
-import { pickProfile, say, type Profile, type ProfileWords } from "./offline-profiles.js";
-import type { Writer } from "./writer.js";
+import { detectGoalLanguage } from "./goal-language.js";
+import { pickProfile, say, UNREAD_PROFILE, type Profile, type ProfileWords } from "./offline-profiles.js";
+import { OFFLINE_LANGUAGES, type Writer } from "./writer.js";
 
 type SectionPlan = Omit<Section, "kind"> & { kind: Section["kind"]; summary: string };
 interface PagePlan {
@@ -28,9 +29,9 @@ export function createOfflineWriter(): Writer {
   return {
     kind: "offline",
     // Every answer is fitted to its stage's schema: the words are built from a goal of any length.
-    websiteBrief: async (goal) => fitToSchema(websiteBriefSchema, composeSite(goal).brief),
+    websiteBrief: async (goal) => fitToSchema(websiteBriefSchema, composeSite(goal, await detectLanguage(goal)).brief),
     siteOutline: async (goal) => {
-      const { pages } = composeSite(goal);
+      const { pages } = composeSite(goal, await detectLanguage(goal));
       return fitToSchema(siteOutlineSchema, {
         pages: pages.map((p) => ({
           slug: p.slug,
@@ -42,7 +43,7 @@ export function createOfflineWriter(): Writer {
       } satisfies SiteOutline);
     },
     page: async (goal, _brief, _outline, slug) => {
-      const page = composeSite(goal).pages.find((p) => p.slug === slug);
+      const page = composeSite(goal, await detectLanguage(goal)).pages.find((p) => p.slug === slug);
       if (!page) throw new StageFailure("internal", `The offline writer has no page "${slug}" for this goal.`);
       return fitToSchema(pageContentSchema, {
         slug,
@@ -55,14 +56,28 @@ export function createOfflineWriter(): Writer {
   };
 }
 
-/** The whole site for a goal: brief and pages with their words. */
-export function composeSite(goal: string): { brief: WebsiteBrief; pages: PagePlan[]; facts: GoalFacts; profile: Profile } {
-  const facts = readGoal(goal);
-  const profile = pickProfile(facts.subject, goal);
-  const w: ProfileWords = { name: facts.name, subject: facts.subject, inPlace: facts.place ? ` in ${facts.place}` : "" };
-  const audience = facts.audience ? `${facts.name} is made for ${facts.audience}.` : say(profile.audience, w);
-  const tagline = taglineFor(facts, w);
+async function detectLanguage(goal: string): Promise<string> {
+  return (await detectGoalLanguage(goal)).tag;
+}
+
+/** The generic brand of a site whose goal, in a language the writer cannot read, quotes no name. */
+const UNNAMED = "Welcome";
+
+/**
+ * The whole site for a goal: brief and pages with their words. `language` is
+ * the goal's (it becomes the site's `lang`); the copy is English, and only
+ * an English goal is read for more than a quoted name and contact details.
+ */
+export function composeSite(goal: string, language = "en"): { brief: WebsiteBrief; pages: PagePlan[]; facts: GoalFacts; profile: Profile } {
+  const facts = readGoal(goal, OFFLINE_LANGUAGES.includes(language) ? language : "unread");
+  const named = facts.name !== undefined;
+  const name = facts.name ?? UNNAMED;
+  const profile = facts.subject === undefined ? UNREAD_PROFILE : pickProfile(facts.subject, goal);
+  const w: ProfileWords = { name, subject: facts.subject ?? "", inPlace: facts.place ? ` in ${facts.place}` : "" };
+  const audience = facts.audience ? `${name} is made for ${facts.audience}.` : say(profile.audience, w);
+  const tagline = taglineFor(facts, w) ?? "Who we are, what we do and how to find out more.";
   const offer = profile.offerPage;
+  const hasContact = facts.email !== undefined || facts.phone !== undefined;
 
   const offerCards =
     facts.offerings.length > 0
@@ -71,6 +86,8 @@ export function composeSite(goal: string): { brief: WebsiteBrief; pages: PagePla
   const valueCards = profile.values.map(([t, x]) => ({ title: say(t, w), text: say(x, w) }));
   const steps = profile.steps.items.map(([t, x]) => ({ title: say(t, w), text: say(x, w) }));
   const faq = profile.faq.map(([t, x]) => ({ title: say(t, w), text: say(x, w) }));
+  // Only a question the site can answer: the goal's own address or number.
+  if (hasContact) faq.push({ title: "How do I get in touch?", text: `${contactLines(facts, w)[0]} Every message is read and answered by a person.` });
   const ctaPage = profile.cta.page === "offer" ? offer.slug : "contact";
   const cta = { label: profile.cta.label, page: ctaPage };
   const none = { label: "", page: "" };
@@ -94,28 +111,29 @@ export function composeSite(goal: string): { brief: WebsiteBrief; pages: PagePla
     navLabel: "Home",
     description: tagline,
     sections: [
-      section("hero", facts.name, "Who we are, in a line", {
-        paragraphs: [tagline, ...heroSecondLine(facts, w)],
+      section("hero", name, "Who we are, in a line", {
+        paragraphs: [tagline, named ? `Welcome to ${name}. Take a look around.` : "Take a look around."],
         link: cta,
       }),
       section("features", say(offer.heading, w), "What is on offer", {
         items: offerCards.slice(0, 6),
-        link: { label: `See ${offer.navLabel.toLowerCase()}`, page: offer.slug },
+        link: { label: offer.more, page: offer.slug },
       }),
       section("text", "Who it is for", "The audience", {
-        paragraphs: [audience, `Whether this is your first time or you already know ${facts.name}, you are welcome here.`],
+        paragraphs: [audience, `Whether this is your first time or you already know ${named ? name : "us"}, you are welcome here.`],
       }),
       section("steps", orderSteps?.heading ?? profile.steps.heading, "How it works", { items: steps }),
       ctaBand,
     ],
   };
+  const aboutName = named ? name : "us";
   const about: PagePlan = {
     slug: "about",
-    title: `About ${facts.name}`,
+    title: `About ${aboutName}`,
     navLabel: "About",
-    description: `About ${facts.name}: what it is, who it is for and what matters to it.`,
+    description: named ? `About ${name}: what it is, who it is for and what matters to it.` : "Who we are, who we are for and what matters to us.",
     sections: [
-      section("hero", `About ${facts.name}`, "Introduction", { paragraphs: [aboutLine(facts, w)] }),
+      section("hero", `About ${aboutName}`, "Introduction", { paragraphs: [aboutLine(facts, w)] }),
       section("text", "What we set out to do", "Purpose", { paragraphs: [`This site is here to ${lowerFirst(say(profile.purpose, w))}`, audience] }),
       section("features", "What matters to us", "Values", { items: valueCards }),
       ctaBand,
@@ -125,7 +143,7 @@ export function composeSite(goal: string): { brief: WebsiteBrief; pages: PagePla
     slug: offer.slug,
     title: offer.title,
     navLabel: offer.navLabel,
-    description: `${offer.title} at ${facts.name}.`,
+    description: named ? `${offer.title} at ${name}.` : `${offer.title}.`,
     sections: [
       section("hero", offer.title, "What is on offer", { paragraphs: [say(offer.intro, w)] }),
       section("features", say(offer.heading, w), "The offer in detail", { items: offerCards }),
@@ -139,60 +157,83 @@ export function composeSite(goal: string): { brief: WebsiteBrief; pages: PagePla
     slug: "contact",
     title: "Contact",
     navLabel: "Contact",
-    description: `How to get in touch with ${facts.name}.`,
+    description: named ? `How to get in touch with ${name}.` : "How to get in touch.",
+    // Only what the goal gave: an address, a number, a place. Without them the page says so plainly and points nowhere.
     sections: [
-      section("hero", "Get in touch", "Invitation", { paragraphs: [`Questions, ideas and requests are all welcome. Here is how to reach ${facts.name}.`] }),
-      section("contact", "Contact details", "How to reach us", { paragraphs: contactLines(facts, w) }),
-      ...requested.filter((s) => s.kind === "text" && /hours|finding us/i.test(s.heading)),
-      section("steps", "What happens next", "After you write", {
-        items: [
-          { title: "We read your message", text: "Every message is read by a person, not filed away." },
-          { title: "We reply", text: "You get an answer to your question, or a suggestion for the next step." },
-          { title: "We take it from there", text: "Together we agree on what happens next, at your pace." },
+      section("hero", "Get in touch", "Invitation", {
+        paragraphs: [
+          hasContact
+            ? `Questions, ideas and requests are all welcome. Here is how to reach ${named ? name : "us"}.`
+            : "Questions, ideas and requests are all welcome.",
         ],
       }),
+      ...(hasContact || facts.place
+        ? [section("contact", hasContact ? "How to reach us" : "Where we are", "How to reach us", { paragraphs: contactLines(facts, w) })]
+        : []),
+      ...requested.filter((s) => s.kind === "text" && /hours|finding us/i.test(s.heading)),
+      ...(hasContact
+        ? [
+            section("steps", "What happens next", "After you write", {
+              items: [
+                { title: "We read your message", text: "Every message is read by a person, not filed away." },
+                { title: "We reply", text: "You get an answer to your question, or a suggestion for the next step." },
+                { title: "We take it from there", text: "Together we agree on what happens next, at your pace." },
+              ],
+            }),
+          ]
+        : []),
     ],
   };
 
   const pages = [home, offerPage, about, contact];
   const brief: WebsiteBrief = {
-    name: facts.name,
+    name,
     tagline,
     audience,
     purpose: say(profile.purpose, w),
     tone: profile.tone,
-    language: "en",
+    language,
     pages: pages.map((p) => ({ slug: p.slug, title: p.title, purpose: p.sections[0]?.summary ?? p.title })),
     callToAction: cta,
   };
   return { brief, pages, facts, profile };
 }
 
-function taglineFor(facts: GoalFacts, w: ProfileWords): string {
+/**
+ * What the thing is, as the goal says it, for "X is a …" sentences; none
+ * when that would only repeat the name ("for Café Ñandú 🍩" names, it does
+ * not describe) or when the goal could not be read.
+ */
+function describedAs(facts: GoalFacts): string | undefined {
+  if (facts.subject === undefined) return undefined;
   const what = facts.subject.replace(/^(?:a|an|the)\s+/i, "");
-  const forWhat = facts.offerings.length > 0 ? ` for ${listOf(facts.offerings.slice(0, 3))}` : facts.audience ? ` for ${facts.audience}` : "";
-  const line = sentenceCase(`${/^[aeiou]/i.test(what) ? "an" : "a"} ${what}${w.inPlace}${forWhat}.`);
-  return line;
+  if (facts.namedInGoal && facts.name !== undefined && what.toLowerCase().includes(facts.name.toLowerCase())) return undefined;
+  return what;
 }
 
-function heroSecondLine(_facts: GoalFacts, w: ProfileWords): string[] {
-  return [`Welcome to ${w.name}. Take a look around, and get in touch whenever you are ready.`];
+/** "A small bakery in Lyon for sourdough bread.", from the goal's own words; none for a goal the writer cannot read. */
+function taglineFor(facts: GoalFacts, w: ProfileWords): string | undefined {
+  const what = describedAs(facts);
+  const offered = listOf(facts.offerings.slice(0, 3));
+  if (what === undefined) return offered ? sentenceCase(`${offered}${w.inPlace}.`) : undefined;
+  const forWhat = offered ? ` for ${offered}` : facts.audience ? ` for ${facts.audience}` : "";
+  return sentenceCase(`${/^[aeiou]/i.test(what) ? "an" : "a"} ${what}${w.inPlace}${forWhat}.`);
 }
 
 function aboutLine(facts: GoalFacts, w: ProfileWords): string {
+  const what = describedAs(facts);
   const offering = facts.offerings.length > 0 ? `, with ${listOf(facts.offerings.slice(0, 3))}` : "";
-  return `${facts.name} is a ${facts.subject.replace(/^(?:a|an|the)\s+/i, "")}${w.inPlace}${offering}. This site tells you what we do, who it is for and how to get in touch.`.replace(
-    / is a ([aeiou])/i,
-    " is an $1",
-  );
+  const tail = "This site tells you what we do and who it is for.";
+  if (facts.name === undefined) return "This site tells you who we are, what we do and who it is for.";
+  if (what === undefined) return facts.place ? `${facts.name} is in ${facts.place}${offering}. ${tail}` : tail;
+  return `${facts.name} is ${/^[aeiou]/i.test(what) ? "an" : "a"} ${what}${w.inPlace}${offering}. ${tail}`;
 }
 
 function contactLines(facts: GoalFacts, w: ProfileWords): string[] {
   const lines: string[] = [];
   if (facts.email) lines.push(`Write to ${facts.email} and we will answer as soon as we can.`);
   if (facts.phone) lines.push(`Call ${facts.phone}.`);
-  if (lines.length === 0) lines.push(`The best way to reach ${w.name} is to ask in person or to send a message; we reply to every enquiry.`);
-  if (facts.place) lines.push(`You will find us in ${facts.place}.`);
+  if (facts.place) lines.push(`You will find ${w.name} in ${facts.place}.`);
   return lines;
 }
 

@@ -1,3 +1,4 @@
+import { languageName } from "./goal-language.js";
 import type { BookOutline, Chapter, EbookBrief, PageContent, SiteOutline, WebsiteBrief } from "../content.js";
 
 /** Which writer produced a plan's content; recorded by `understand` so later stages use the same one. */
@@ -29,3 +30,13 @@ export interface Writer {
 /** The warning a plan carries when the offline writer wrote it (SPEC.md: `warning` on a degraded result). */
 export const OFFLINE_WARNING =
   "Written offline without a language model: the copy is derived from the goal alone, with honest generic wording where the goal said nothing. Configure an upstream model for tailored writing.";
+
+/** The languages the offline writer has phrasing for (and reads goals in). */
+export const OFFLINE_LANGUAGES: readonly string[] = ["en"];
+
+/** The offline warning for a site in `language`, saying so when its copy is English instead. */
+export function offlineWarning(language: string): string {
+  if (OFFLINE_LANGUAGES.includes(language)) return OFFLINE_WARNING;
+  const called = languageName(language);
+  return `${OFFLINE_WARNING} The copy is in English: the offline writer has no phrasing for ${called}, so only the names the goal quoted are in ${called}. An upstream model writes the whole site in ${called}.`;
+}
