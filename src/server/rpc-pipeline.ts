@@ -1,4 +1,12 @@
-import { create, type DescMessage, type DescMethod, type DescMethodUnary, type DescService, type MessageShape } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescMessage,
+  type DescMethod,
+  type DescMethodUnary,
+  type DescService,
+  type MessageInitShape,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import {
   createContextValues,
   createHandlerContext,
@@ -72,54 +80,51 @@ export function createRestRpc(options: RpcPipelineOptions): RestRpc {
   const unary = new Map<DescMethod, MethodImplSpec>();
   for (const binding of options.bindings) for (const spec of binding.methods) if (spec.kind === "unary") unary.set(spec.method, spec);
 
-  const invoke = async (request: UnaryRequest): Promise<UnaryResponse> => {
-    const spec = unary.get(request.method);
-    if (spec?.kind !== "unary") throw new Error(`no unary implementation for ${request.method.parent.typeName}.${request.method.name}`);
-    const context = createHandlerContext({
-      service: request.service,
-      method: request.method,
-      protocolName: "rest",
-      requestMethod: request.requestMethod,
-      url: request.url,
-      requestHeader: request.header,
-      requestSignal: request.signal,
-      shutdownSignal: options.shutdownSignal,
-      contextValues: request.contextValues,
-    });
-    const message = create(request.method.output, await spec.impl(request.message, context));
-    return { stream: false, service: request.service, method: request.method, header: context.responseHeader, trailer: context.responseTrailer, message };
-  };
-  const handle = options.interceptors.reduceRight<(request: UnaryRequest) => Promise<UnaryResponse>>(
-    (next, interceptor) => interceptor(next as Parameters<Interceptor>[0]) as (request: UnaryRequest) => Promise<UnaryResponse>,
-    invoke,
-  );
-
   return {
     async call<I extends DescMessage, O extends DescMessage>(
       exchange: RestExchange,
       method: DescMethodUnary<I, O>,
       decode: () => MessageShape<I>,
     ): Promise<RestCallResult<O>> {
+      const spec = unary.get(method);
+      if (spec?.kind !== "unary") throw new Error(`no unary implementation for ${method.parent.typeName}.${method.name}`);
       const { req, url } = exchange;
       const info = requestInfo(req);
       const clientAddress = info?.clientAddress ?? "";
       const abort = new AbortController();
       req.once("close", () => abort.abort());
-      const values = createContextValues().set(clientAddressKey, clientAddress).set(requestLogKey, info);
-      const header = new Headers(headerEntries(req.headers));
-      const requestMethod = req.method ?? "GET";
-      await authorize(options.authenticator, { method, requestHeader: header, requestMethod, values }, clientAddress);
+      const context = createHandlerContext({
+        service: method.parent,
+        method,
+        protocolName: "rest",
+        requestMethod: req.method ?? "GET",
+        url: url.href,
+        requestHeader: headerEntries(req.headers),
+        requestSignal: abort.signal,
+        shutdownSignal: options.shutdownSignal,
+        contextValues: createContextValues().set(clientAddressKey, clientAddress).set(requestLogKey, info),
+      });
+      await authorize(options.authenticator, context, clientAddress);
       const request: UnaryRequest<I, O> = {
         stream: false,
         service: method.parent,
         method,
-        requestMethod,
-        url: url.href,
-        signal: abort.signal,
-        header,
-        contextValues: values,
+        requestMethod: context.requestMethod,
+        url: context.url,
+        signal: context.signal,
+        header: context.requestHeader,
+        contextValues: context.values,
         message: decode(),
       };
+      // The service function runs in the context made above, behind the same interceptors as Connect's.
+      const invoke = async (intercepted: UnaryRequest): Promise<UnaryResponse> => {
+        const message = create(method.output, (await spec.impl(intercepted.message, context)) as MessageInitShape<O>);
+        return { stream: false, service: method.parent, method, header: context.responseHeader, trailer: context.responseTrailer, message };
+      };
+      const handle = options.interceptors.reduceRight<(request: UnaryRequest) => Promise<UnaryResponse>>(
+        (next, interceptor) => interceptor(next as Parameters<Interceptor>[0]) as (request: UnaryRequest) => Promise<UnaryResponse>,
+        invoke,
+      );
       const response = await handle(request as UnaryRequest);
       return { message: response.message as MessageShape<O>, responseHeader: response.header };
     },
