@@ -21,7 +21,16 @@ export function describeCapabilities(config: Config): MessageInitShape<typeof Ge
       approvalStage: APPROVAL_STAGE,
     })),
     unavailable,
-    chat: { model: CHAT_ALIAS, available: config.upstreams.length > 0, streaming: true, scope: "chat" },
+    chat: {
+      model: CHAT_ALIAS,
+      available: config.upstreams.length > 0,
+      streaming: true,
+      scope: "chat",
+      endpoints:
+        config.upstreams.length === 0
+          ? []
+          : ["/v1/chat/completions", "/v1/responses", ...(config.upstreams.some((u) => u.embeddingModel) ? ["/v1/embeddings"] : [])],
+    },
     limits: {
       goalMinLength: GOAL_MIN_LENGTH,
       goalMaxLength: GOAL_MAX_LENGTH,

@@ -68,6 +68,13 @@ describe("POST /v1/embeddings", () => {
     expect(text).not.toMatch(/secret|SecretCo/i);
   });
 
+  it("capabilities name /v1/embeddings only where an upstream declares an embedding model", async () => {
+    const endpoints = async (target: TestApp) =>
+      ((await (await fetch(`${target.url}/api/capabilities`)).json()) as { chat: { endpoints: string[] } }).chat.endpoints;
+    expect(await endpoints(app)).toEqual(["/v1/chat/completions", "/v1/responses", "/v1/embeddings"]);
+    expect(await endpoints(chatOnly)).toEqual(["/v1/chat/completions", "/v1/responses"]);
+  });
+
   it("is 404 model_not_found where no upstream declares an embedding model, and refuses other models", async () => {
     const key = (await createAccountWithKey(chatOnly, ["chat"])).apiKey;
     await expect(openAiClient(chatOnly, key).embeddings.create({ model: "project-zero", input: "x" })).rejects.toMatchObject({
