@@ -104,29 +104,34 @@ export function createRestRpc(options: RpcPipelineOptions): RestRpc {
         shutdownSignal: options.shutdownSignal,
         contextValues: createContextValues().set(clientAddressKey, clientAddress).set(requestLogKey, info),
       });
-      await authorize(options.authenticator, context, clientAddress);
-      const request: UnaryRequest<I, O> = {
-        stream: false,
-        service: method.parent,
-        method,
-        requestMethod: context.requestMethod,
-        url: context.url,
-        signal: context.signal,
-        header: context.requestHeader,
-        contextValues: context.values,
-        message: decode(),
-      };
-      // The service function runs in the context made above, behind the same interceptors as Connect's.
-      const invoke = async (intercepted: UnaryRequest): Promise<UnaryResponse> => {
-        const message = create(method.output, (await spec.impl(intercepted.message, context)) as MessageInitShape<O>);
-        return { stream: false, service: method.parent, method, header: context.responseHeader, trailer: context.responseTrailer, message };
-      };
-      const handle = options.interceptors.reduceRight<(request: UnaryRequest) => Promise<UnaryResponse>>(
-        (next, interceptor) => interceptor(next as Parameters<Interceptor>[0]) as (request: UnaryRequest) => Promise<UnaryResponse>,
-        invoke,
-      );
-      const response = await handle(request as UnaryRequest);
-      return { message: response.message as MessageShape<O>, responseHeader: response.header };
+      try {
+        await authorize(options.authenticator, context, clientAddress);
+        const request: UnaryRequest<I, O> = {
+          stream: false,
+          service: method.parent,
+          method,
+          requestMethod: context.requestMethod,
+          url: context.url,
+          signal: context.signal,
+          header: context.requestHeader,
+          contextValues: context.values,
+          message: decode(),
+        };
+        // The service function runs in the context made above, behind the same interceptors as Connect's.
+        const invoke = async (intercepted: UnaryRequest): Promise<UnaryResponse> => {
+          const message = create(method.output, (await spec.impl(intercepted.message, context)) as MessageInitShape<O>);
+          return { stream: false, service: method.parent, method, header: context.responseHeader, trailer: context.responseTrailer, message };
+        };
+        const handle = options.interceptors.reduceRight<(request: UnaryRequest) => Promise<UnaryResponse>>(
+          (next, interceptor) => interceptor(next as Parameters<Interceptor>[0]) as (request: UnaryRequest) => Promise<UnaryResponse>,
+          invoke,
+        );
+        const response = await handle(request as UnaryRequest);
+        return { message: response.message as MessageShape<O>, responseHeader: response.header };
+      } finally {
+        // As Connect's handlers do when a call ends: the context lets go of the shutdown signal it listens to.
+        context.abort();
+      }
     },
   };
 }
