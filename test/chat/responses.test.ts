@@ -1,4 +1,6 @@
 import type OpenAI from "openai";
+import { zodTextFormat } from "openai/helpers/zod";
+import { z } from "zod";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
@@ -104,6 +106,17 @@ describe("POST /v1/responses", () => {
     });
     expect(JSON.parse(response.output_text)).toEqual({ name: "Ada" });
     expect(upstream.requests[0]!.body.response_format).toEqual({ type: "json_schema", json_schema: { name: "person", schema, strict: true } });
+  });
+
+  it("parses structured output with responses.parse and a zod schema", async () => {
+    upstream.next(reply(completion('{"name":"Grace","born":1906}')));
+    const parsed = await client.responses.parse({
+      model: "project-zero",
+      input: "Name a pioneer",
+      text: { format: zodTextFormat(z.object({ name: z.string(), born: z.number() }), "person") },
+    });
+    expect(parsed.output_parsed).toEqual({ name: "Grace", born: 1906 });
+    expect(upstream.requests[0]!.body.response_format).toMatchObject({ type: "json_schema", json_schema: { name: "person", strict: true } });
   });
 
   it("stores responses per account: retrieve, continue with previous_response_id, delete", async () => {
