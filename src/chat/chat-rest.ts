@@ -6,7 +6,7 @@ import { parseChatRequest } from "./chat-request.js";
 import type { ChatRouter } from "./chat-router.js";
 import type { ChatRequest } from "./chat-types.js";
 import { completeIdempotently } from "./idempotent-completion.js";
-import { asHttp1, authenticateBearer, drained, MAX_BODY_BYTES, SSE_HEADERS } from "./openai-http.js";
+import { abortedOnHangUp, asHttp1, authenticateBearer, drained, MAX_BODY_BYTES, SSE_HEADERS } from "./openai-http.js";
 import type { IdempotencyStore } from "./idempotency.js";
 
 export interface ChatRestDeps {
@@ -34,12 +34,9 @@ export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
       return;
     }
     // The client hanging up aborts the upstream request at once.
-    const abort = new AbortController();
-    res.once("close", () => {
-      if (!res.writableFinished) abort.abort();
-    });
+    const signal = abortedOnHangUp(res);
     if (request.stream === true) {
-      await streamCompletion(deps.router, request, principal.accountId, abort.signal, req, res);
+      await streamCompletion(deps.router, request, principal.accountId, signal, req, res);
       return;
     }
     try {
@@ -47,9 +44,9 @@ export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
       const result = await completeIdempotently(deps, request, {
         accountId: principal.accountId,
         idempotencyKey: Array.isArray(header) ? header[0] : header,
-        signal: abort.signal,
+        signal,
       });
-      if (abort.signal.aborted) return;
+      if (signal.aborted) return;
       asHttp1(res).writeHead(200, {
         "content-type": "application/json",
         "content-length": Buffer.byteLength(result.json),
@@ -58,7 +55,7 @@ export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
       });
       res.end(result.json);
     } catch (error) {
-      if (!abort.signal.aborted) sendError(res, error, req);
+      if (!signal.aborted) sendError(res, error, req);
     }
   });
 }

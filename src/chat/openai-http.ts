@@ -21,6 +21,15 @@ export const SSE_HEADERS = {
  * HTTP/1.1 and HTTP/2 compatibility responses share writeHead/write/end, but
  * TypeScript cannot call a method through their union.
  */
+/** A signal aborted when the client hangs up before the answer is finished: its upstream request stops at once. */
+export function abortedOnHangUp(res: NodeResponse): AbortSignal {
+  const abort = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) abort.abort();
+  });
+  return abort.signal;
+}
+
 export function asHttp1(res: NodeResponse): http.ServerResponse {
   return res as http.ServerResponse;
 }

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { createAccountWithKey } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
 import { completion, FakeUpstream, reply, stream, textChunks, toolCallCompletion } from "./support/fake-upstream.js";
-import { startGateway } from "./support/gateway.js";
+import { recordingFetch, startGateway } from "./support/gateway.js";
 
 // The OpenAI Agents SDK with its default model class, which speaks the Responses API.
 describe("the OpenAI Agents SDK with its default (Responses) model", () => {
@@ -23,10 +23,7 @@ describe("the OpenAI Agents SDK with its default (Responses) model", () => {
         baseURL: `${app.url}/v1`,
         apiKey,
         maxRetries: 0,
-        fetch: (input, init) => {
-          called.push(new URL(input instanceof Request ? input.url : String(input)).pathname);
-          return fetch(input, init);
-        },
+        fetch: recordingFetch(called),
       }),
     );
   });

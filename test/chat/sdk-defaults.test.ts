@@ -5,7 +5,7 @@ import { z } from "zod";
 import { createAccountWithKey } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
 import { completion, FakeUpstream, reply, stream, textChunks, toolCallCompletion, UPSTREAM_MODEL } from "./support/fake-upstream.js";
-import { startGateway, UPSTREAM_KEY } from "./support/gateway.js";
+import { recordingFetch, startGateway, UPSTREAM_KEY } from "./support/gateway.js";
 
 // The AI SDK's default OpenAI provider, `openai("project-zero")`, speaks the Responses API.
 describe("the AI SDK with its defaults", () => {
@@ -23,10 +23,7 @@ describe("the AI SDK with its defaults", () => {
     openai = createOpenAI({
       baseURL: `${app.url}/v1`,
       apiKey,
-      fetch: (input, init) => {
-        called.push(new URL(input instanceof Request ? input.url : String(input)).pathname);
-        return fetch(input, init);
-      },
+      fetch: recordingFetch(called),
     });
   });
   afterAll(async () => {

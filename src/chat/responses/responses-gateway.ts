@@ -1,4 +1,4 @@
-import { ServiceError, toServiceError } from "../../server/errors.js";
+import { openAiErrorBody, ServiceError, toServiceError } from "../../server/errors.js";
 import { checkAlias } from "../chat-request.js";
 import type { ChatRouter } from "../chat-router.js";
 import type { IdempotencyStore } from "../idempotency.js";
@@ -96,17 +96,9 @@ async function* numbered(
     for await (const [type, data] of events) yield { type, ...data, sequence_number: sequence++ };
   } catch (error) {
     if (signal.aborted) throw error;
-    const rendered = toServiceError(error, onUnexpected);
-    const event: ResponseEvent = {
-      type: "error",
-      code: rendered.type,
-      message: rendered.detail.message,
-      param: rendered.param ?? null,
-      sequence_number: sequence++,
-    };
-    if (rendered.detail.capacityState !== undefined) event.capacity_state = rendered.detail.capacityState;
-    if (rendered.detail.resetAt !== undefined) event.reset_at = rendered.detail.resetAt;
-    yield event;
+    // OpenAI's error fields (code, message, param, and the pool's capacity_state and reset_at), as `/v1` renders them.
+    const { type: _type, ...fields } = openAiErrorBody(toServiceError(error, onUnexpected)).error;
+    yield { type: "error", ...fields, sequence_number: sequence++ };
   }
 }
 

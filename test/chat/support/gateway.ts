@@ -73,3 +73,11 @@ export function expectNoLeak(headers: Headers, body: string): void {
     if (headers.has(name)) throw new Error(`upstream header leaked: ${name}`);
   }
 }
+
+/** A fetch that records the gateway paths it is asked for: which API a client's default speaks. */
+export function recordingFetch(paths: string[]): typeof fetch {
+  return (input, init) => {
+    paths.push(new URL(input instanceof Request ? input.url : String(input)).pathname);
+    return fetch(input, init);
+  };
+}
