@@ -68,11 +68,18 @@ describe("credential input is bounded before it is parsed", () => {
 
   it("refuses an over-long password before hashing it", async () => {
     const client = createClient(ConsoleService, transports.connect!());
-    const started = performance.now();
-    const outcome = await client.signUp({ email: "long-password@example.test", password: "p".repeat(1_000_000) }).catch((e: unknown) => e);
-    expect((outcome as ConnectError).code).toBe(Code.InvalidArgument);
-    expect((outcome as ConnectError).rawMessage).toMatch(/password/);
-    expect(performance.now() - started).toBeLessThan(50);
+    // As above: a first call warms the JIT, then the best of three is the measure, so a busy machine does not decide it.
+    const attempt = () => client.signUp({ email: "long-password@example.test", password: "p".repeat(1_000_000) }).catch((e: unknown) => e);
+    await attempt();
+    const elapsed: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const started = performance.now();
+      const outcome = await attempt();
+      elapsed.push(performance.now() - started);
+      expect((outcome as ConnectError).code).toBe(Code.InvalidArgument);
+      expect((outcome as ConnectError).rawMessage).toMatch(/password/);
+    }
+    expect(Math.min(...elapsed)).toBeLessThan(50);
   });
 
   it("an 8 KB e-mail is a 400 invalid_request, not a 500", async () => {
