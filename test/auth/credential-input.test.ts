@@ -23,63 +23,36 @@ describe("credential input is bounded before it is parsed", () => {
     "grpc-web": () => createGrpcWebTransport({ baseUrl: app.url, httpVersion: "1.1" }),
   };
 
-  /** Polls /healthz while `work` runs and returns the slowest answer, in ms. */
-  async function slowestHealthz(work: Promise<unknown>): Promise<number> {
-    let done = false;
-    void work.finally(() => (done = true)).catch(() => {});
-    let slowest = 0;
-    while (!done) {
-      const started = performance.now();
-      await fetch(`${app.url}/healthz`);
-      slowest = Math.max(slowest, performance.now() - started);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    return slowest;
-  }
-
+  // No wall-clock bound here: on a shared two-core CI machine a timed assertion decides nothing. What keeps
+  // these checks linear is structural: the length is capped before anything else reads the input, and
+  // `npm run lint:regex` refuses any regex in src/ that can backtrack super-linearly (the old e-mail regex).
   for (const [name, transport] of Object.entries(transports)) {
     for (const method of ["signUp", "signIn"] as const) {
-      it(`${method} over ${name}: a 1 MiB pathological e-mail is refused at once, and /healthz stays quick`, async () => {
+      it(`${method} over ${name}: a 1 MiB pathological e-mail is refused by its length, and the server keeps answering`, async () => {
         const client = createClient(ConsoleService, transport());
-        // The first 1 MiB through a fresh client warms the JIT on both sides. Then the best of three tries is
-        // the measure, so that a collection or another test file on this machine does not decide it; the old
-        // check took seconds on every try.
-        await client[method]({ email: pathologicalEmail, password: "long enough password" }).catch(() => {});
-        const tries: { elapsed: number; healthz: number }[] = [];
-        for (let i = 0; i < 3; i++) {
-          const started = performance.now();
-          const call = client[method]({ email: pathologicalEmail, password: "long enough password" });
-          const [outcome, healthz] = await Promise.all([
-            call.then(
-              () => undefined,
-              (e: unknown) => e,
-            ),
-            slowestHealthz(call),
-          ]);
-          tries.push({ elapsed: performance.now() - started, healthz });
-          expect(outcome).toBeInstanceOf(ConnectError);
-          expect((outcome as ConnectError).code).toBe(Code.InvalidArgument);
-        }
-        expect(Math.min(...tries.map((t) => t.elapsed))).toBeLessThan(50);
-        expect(Math.min(...tries.map((t) => t.healthz))).toBeLessThan(50);
+        const call = client[method]({ email: pathologicalEmail, password: "long enough password" }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        const healthz = await fetch(`${app.url}/healthz`);
+        const outcome = await call;
+        expect(healthz.status).toBe(200);
+        expect(outcome).toBeInstanceOf(ConnectError);
+        expect((outcome as ConnectError).code).toBe(Code.InvalidArgument);
+        expect((outcome as ConnectError).rawMessage).toMatch(/at most 254 characters/);
       });
     }
   }
 
-  it("refuses an over-long password before hashing it", async () => {
+  it("refuses an over-long password by its length, before hashing it or creating an account", async () => {
     const client = createClient(ConsoleService, transports.connect!());
-    // As above: a first call warms the JIT, then the best of three is the measure, so a busy machine does not decide it.
-    const attempt = () => client.signUp({ email: "long-password@example.test", password: "p".repeat(1_000_000) }).catch((e: unknown) => e);
-    await attempt();
-    const elapsed: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const started = performance.now();
-      const outcome = await attempt();
-      elapsed.push(performance.now() - started);
-      expect((outcome as ConnectError).code).toBe(Code.InvalidArgument);
-      expect((outcome as ConnectError).rawMessage).toMatch(/password/);
-    }
-    expect(Math.min(...elapsed)).toBeLessThan(50);
+    const email = "long-password@example.test";
+    const outcome = await client.signUp({ email, password: "p".repeat(1_000_000) }).catch((e: unknown) => e);
+    expect((outcome as ConnectError).code).toBe(Code.InvalidArgument);
+    expect((outcome as ConnectError).rawMessage).toMatch(/password must be at most \d+ characters/);
+    // Nothing was written: the same address signs up afterwards with a normal password.
+    const { account } = await client.signUp({ email, password: "long enough password" });
+    expect(account?.email).toBe(email);
   });
 
   it("an 8 KB e-mail is a 400 invalid_request, not a 500", async () => {
