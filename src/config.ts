@@ -87,7 +87,12 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"
  * Reads and validates the configuration. Every bad value is reported, one line
  * each, in a single ConfigError, so an operator fixes them all in one go.
  */
-export function loadConfig(env: Env = process.env): Config {
+/**
+ * `terminal` says a person is watching stdout (`npm start` in a shell): then
+ * the default log level is `warn`, and the one line a newcomer needs, the URL
+ * to open, comes from `main.ts`. Under a supervisor the default stays `info`.
+ */
+export function loadConfig(env: Env = process.env, options: { terminal?: boolean } = {}): Config {
   const problems: string[] = [];
   const read = <T>(name: string, fallback: T, parse: (raw: string) => T | string): T => {
     const raw = env[name];
@@ -137,7 +142,7 @@ export function loadConfig(env: Env = process.env): Config {
   const signup = oneOf("ZERO_SIGNUP", ["open", "closed"] as const, "open");
   const signUpsPerAddressPerHour = read("ZERO_SIGNUPS_PER_ADDRESS_PER_HOUR", 20, int(1, 1_000_000_000));
   const trustedProxies = readTrustedProxies(env.ZERO_TRUSTED_PROXIES, problems);
-  const logLevel = oneOf("LOG_LEVEL", LOG_LEVELS, "info");
+  const logLevel = oneOf("LOG_LEVEL", LOG_LEVELS, options.terminal ? "warn" : "info");
   const tlsCertFile = env.ZERO_TLS_CERT_FILE?.trim() || undefined;
   const tlsKeyFile = env.ZERO_TLS_KEY_FILE?.trim() || undefined;
   if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {

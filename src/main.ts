@@ -8,7 +8,7 @@ import { DatabaseUnavailableError } from "./db/database.js";
 async function main(): Promise<void> {
   let config: Config;
   try {
-    config = loadConfig();
+    config = loadConfig(process.env, { terminal: process.stdout.isTTY === true });
   } catch (error) {
     if (error instanceof ConfigError) {
       for (const line of error.message.split("\n")) console.error(`project-zero: bad configuration: ${line}`);
@@ -28,6 +28,8 @@ async function main(): Promise<void> {
     console.error(`project-zero: failed to start: ${(error as Error).message}`);
     process.exit(1);
   }
+
+  if (process.stdout.isTTY) process.stdout.write(`project-zero is running: open ${app.url}/console/ (Ctrl-C stops it)\n`);
 
   let signals = 0;
   const stop = (signal: NodeJS.Signals) => {

@@ -133,4 +133,28 @@ describe("the server process, built as npm start builds it", () => {
       await fs.rm(dataDir, { recursive: true, force: true });
     }
   }, 120_000);
+  it("in a terminal, says one thing at start: the URL to open", async () => {
+    // `script` (util-linux) gives the server a pseudo-terminal as stdout, as `npm start` in a shell does.
+    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-tty-"));
+    const port = await unusedPort();
+    const quoted = command.argv.map((word) => `'${word}'`).join(" ");
+    const env: NodeJS.ProcessEnv = { ...process.env, ...command.env, PORT: String(port), ZERO_DATA_DIR: dataDir };
+    delete env.LOG_LEVEL;
+    const child = spawn("script", ["-qfec", quoted, "/dev/null"], { cwd: root, env });
+    let output = "";
+    child.stdout.on("data", (d: Buffer) => (output += d.toString()));
+    const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    try {
+      await waitFor(() => output.includes("\n"), "the first line", 60_000);
+      const page = await fetch(`http://127.0.0.1:${port}/console/`);
+      expect(page.status).toBe(200);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(output.split(/\r?\n/).filter((line) => line.trim() !== "")).toEqual([
+        `project-zero is running: open http://127.0.0.1:${port}/console/ (Ctrl-C stops it)`,
+      ]);
+    } finally {
+      child.kill("SIGTERM");
+      await exit;
+    }
+  });
 });
