@@ -49,6 +49,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
   const store = await openStore({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
+    embedded: config.embeddedDatabase,
     logger,
     pgliteTemplate: options.pgliteTemplate,
   });

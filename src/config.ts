@@ -29,8 +29,10 @@ export interface UpstreamTimeouts {
 export interface Config {
   port: number;
   host: string;
-  /** Postgres URL; undefined selects embedded PGlite under `dataDir`. */
+  /** Postgres URL; undefined selects an embedded database under `dataDir`. */
   databaseUrl: string | undefined;
+  /** The embedded database when `databaseUrl` is undefined; undefined lets the data dir decide (see openStore). */
+  embeddedDatabase: "postgres" | "pglite" | undefined;
   dataDir: string;
   /** Base of preview and published URLs; `https` makes cookies Secure. */
   publicUrl: string;
@@ -127,6 +129,7 @@ export function loadConfig(env: Env = process.env, options: { terminal?: boolean
     problems.push(`DATABASE_URL: expected a postgres:// or postgresql:// URL`);
   }
   const dataDir = path.resolve(env.ZERO_DATA_DIR?.trim() || "./data");
+  const embeddedDatabase = oneOf<"postgres" | "pglite" | "auto">("ZERO_EMBEDDED_DATABASE", ["postgres", "pglite", "auto"], "auto");
   const publicUrl = readPublicUrl(env.ZERO_PUBLIC_URL, host, port, problems);
   const upstreams = readUpstreams(env.ZERO_UPSTREAMS, problems);
   const upstreamTimeouts: UpstreamTimeouts = {
@@ -180,6 +183,7 @@ export function loadConfig(env: Env = process.env, options: { terminal?: boolean
     signUpsPerAddressPerHour,
     trustedProxies,
     logLevel,
+    embeddedDatabase: embeddedDatabase === "auto" ? undefined : embeddedDatabase,
     tlsCertFile,
     tlsKeyFile,
     workerConcurrency,

@@ -6,6 +6,7 @@ import { Migrator } from "kysely/migration";
 import pg from "pg";
 import type { Logger } from "../observability/logger.js";
 import { lockDataDir } from "./data-dir-lock.js";
+import { EmbeddedPostgresUnavailable, embeddedPostgresUnavailableReason, startEmbeddedPostgres } from "./embedded-postgres.js";
 import { migrations } from "./migrations/index.js";
 import { preparingPool } from "./prepared-statements.js";
 import type { Database } from "./schema.js";
@@ -32,10 +33,15 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/** Which database runs inside the service when no DATABASE_URL is set. */
+export type EmbeddedDatabase = "postgres" | "pglite";
+
 export interface StoreOptions {
-  /** `postgres://…`; undefined selects embedded PGlite in `dataDir`. */
+  /** `postgres://…`; undefined selects an embedded database in `dataDir`. */
   databaseUrl: string | undefined;
   dataDir: string;
+  /** Undefined chooses: what the data dir already holds, else Postgres where it can run, else PGlite. */
+  embedded?: EmbeddedDatabase;
   logger: Logger;
   /** Pooled connections on a real server. */
   poolSize?: number;
@@ -57,7 +63,7 @@ const parseInt8 = (value: string) => Number(value);
 
 /** Opens the database, checks it answers, and applies pending migrations under a lock. */
 export async function openStore(options: StoreOptions): Promise<Store> {
-  const store = options.databaseUrl ? openPostgres(options.databaseUrl, options) : await openPGlite(options.dataDir, options.pgliteTemplate);
+  const store = options.databaseUrl ? openPostgres(options.databaseUrl, options) : await openEmbedded(options);
   try {
     await store.ping(5000);
   } catch (error) {
@@ -187,6 +193,52 @@ function openPostgres(url: string, options: StoreOptions): Store {
   };
 }
 
+async function openEmbedded(options: StoreOptions): Promise<Store> {
+  const kind = options.embedded ?? (await chooseEmbedded(options.dataDir, options.logger));
+  return kind === "pglite" ? openPGlite(options.dataDir, options.pgliteTemplate) : openEmbeddedPostgres(options);
+}
+
+/**
+ * A data dir keeps the database it was made with, so an upgrade never hides
+ * data; a new one gets Postgres where its binaries run, else PGlite.
+ */
+async function chooseEmbedded(dataDir: string, logger: Logger): Promise<EmbeddedDatabase> {
+  const has = async (name: string) => (await fs.readdir(path.join(dataDir, name)).catch(() => [])).length > 0;
+  if (await has("postgres")) return "postgres";
+  if (await has("pglite")) return "pglite";
+  const unavailable = await embeddedPostgresUnavailableReason(dataDir);
+  if (unavailable === undefined) return "postgres";
+  logger.warn({ reason: unavailable }, "embedded Postgres cannot run here; using PGlite");
+  return "pglite";
+}
+
+async function openEmbeddedPostgres(options: StoreOptions): Promise<Store> {
+  const lock = await lockDataDir(options.dataDir);
+  let server: Awaited<ReturnType<typeof startEmbeddedPostgres>>;
+  try {
+    server = await startEmbeddedPostgres(options.dataDir, options.logger);
+  } catch (error) {
+    await lock.release();
+    if (error instanceof EmbeddedPostgresUnavailable) throw new DatabaseUnavailableError(error.message);
+    throw error;
+  }
+  const store = openPostgres(server.url, options);
+  return {
+    ...store,
+    async close() {
+      try {
+        await store.close();
+      } finally {
+        try {
+          await server.stop();
+        } finally {
+          await lock.release();
+        }
+      }
+    },
+  };
+}
+
 async function openPGlite(dataDir: string, template: Blob | undefined): Promise<Store> {
   // Before PGlite reads a byte: a second process on this directory must leave the first one's data alone.
   const lock = await lockDataDir(dataDir);
@@ -242,7 +294,7 @@ function quoteIdent(name: string): string {
 }
 
 function describeUrl(url: string | undefined): string {
-  if (!url) return "embedded PGlite";
+  if (!url) return "the embedded database";
   try {
     const parsed = new URL(url);
     return `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;

@@ -48,6 +48,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     // Every test signs up from 127.0.0.1; the per-address throttle has tests of its own.
     ZERO_SIGNUPS_PER_ADDRESS_PER_HOUR: "1000000",
     ZERO_SHUTDOWN_GRACE_MS: "2000",
+    // The suite runs on PGlite (and on TEST_DATABASE_URL); the embedded Postgres has its own tests.
+    ZERO_EMBEDDED_DATABASE: "pglite",
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...options.env,
   });

