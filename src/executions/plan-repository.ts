@@ -240,37 +240,45 @@ export async function insertPlanWithinLimit(db: Executor, plan: NewPlan, window:
 }
 
 /**
- * `insertPlanWithinLimit` for several plans of different accounts in one
- * statement: each plan is counted against its own account and inserted only
- * if that stays within the limit, exactly as if it were alone. Results come
- * in the order of `plans`. The counters are locked in account order, so two
- * of these statements running at once cannot deadlock.
+ * `insertPlanWithinLimit` for several plans in one statement, of one account
+ * or many: each account's plans, in the order given, take what is left of
+ * its limit, and the rest are refused, exactly as if each had come alone.
+ * Results come in the order of `plans`. The counters are locked in account
+ * order, so two of these statements running at once cannot deadlock.
  */
 export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPlan[], window: GenerationWindow): Promise<InsertResult[]> {
-  const accounts = new Set(plans.map((p) => p.accountId));
-  if (accounts.size !== plans.length) throw new Error("one statement inserts at most one plan per account");
-  const ordered = [...plans].sort((a, b) => (a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : 0));
-  const stages = ordered.flatMap((p) => p.stages.map((stage) => ({ planId: p.id, ...stage })));
-  const { rows } = await sql<{ id: string; count: number | null; created_at: Date | null; reset_seconds: number }>`
+  const stages = plans.flatMap((p) => p.stages.map((stage) => ({ planId: p.id, ...stage })));
+  // `wanted`: how many each account asks for. The counter row grants
+  // min(wanted, what is left); `granted` keeps that beside the new count
+  // (an upsert's RETURNING sees only the new row; SET sees the old one).
+  // A plan is inserted when its rank among its account's plans is within it.
+  const { rows } = await sql<{ id: string; count: number | null; granted: number | null; rank: number; created_at: Date | null; reset_seconds: number }>`
     WITH win AS (
       SELECT to_timestamp(floor(extract(epoch FROM now()) / ${window.windowSeconds}) * ${window.windowSeconds}) AS start
     ),
     input AS (
-      SELECT * FROM unnest(
-        ${ordered.map((p) => p.id)}::text[], ${ordered.map((p) => p.accountId)}::text[],
-        ${ordered.map((p) => p.goal)}::text[], ${ordered.map((p) => p.outcome)}::text[]
+      SELECT i.*, row_number() OVER (PARTITION BY i.account_id ORDER BY i.n)::int AS rank FROM unnest(
+        ${plans.map((p) => p.id)}::text[], ${plans.map((p) => p.accountId)}::text[],
+        ${plans.map((p) => p.goal)}::text[], ${plans.map((p) => p.outcome)}::text[]
       ) WITH ORDINALITY AS i(id, account_id, goal, outcome, n)
     ),
+    wanted AS (
+      SELECT account_id, least(count(*), ${window.limit}::int)::int AS k FROM input GROUP BY account_id
+    ),
     counter AS (
-      INSERT INTO generation_counts (account_id, window_start, count)
-      SELECT input.account_id, win.start, 1 FROM input, win WHERE ${window.limit}::int > 0 ORDER BY input.n
-      ON CONFLICT (account_id, window_start) DO UPDATE SET count = generation_counts.count + 1
-        WHERE generation_counts.count < ${window.limit}::int
-      RETURNING account_id, count
+      INSERT INTO generation_counts AS c (account_id, window_start, count, granted)
+      SELECT wanted.account_id, win.start, wanted.k, wanted.k FROM wanted, win WHERE ${window.limit}::int > 0 ORDER BY wanted.account_id
+      ON CONFLICT (account_id, window_start) DO UPDATE
+        SET count = least(c.count + excluded.count, ${window.limit}::int),
+            granted = least(c.count + excluded.count, ${window.limit}::int) - c.count
+        WHERE c.count < ${window.limit}::int
+      RETURNING account_id, count, granted
     ),
     plan AS (
       INSERT INTO plans (id, account_id, goal, outcome, status, progress, resumable)
-      SELECT input.id, input.account_id, input.goal, input.outcome, 'running', 0, false FROM input JOIN counter USING (account_id)
+      SELECT input.id, input.account_id, input.goal, input.outcome, 'running', 0, false
+      FROM input JOIN counter USING (account_id) WHERE input.rank <= counter.granted
+      ORDER BY input.n
       RETURNING id, created_at
     ),
     stages AS (
@@ -284,7 +292,9 @@ export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPl
     )
     SELECT
       input.id,
+      input.rank,
       counter.count,
+      counter.granted,
       plan.created_at,
       extract(epoch FROM win.start + make_interval(secs => ${window.windowSeconds}) - now())::float8 AS reset_seconds
     FROM input CROSS JOIN win LEFT JOIN counter USING (account_id) LEFT JOIN plan USING (id)
@@ -292,9 +302,11 @@ export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPl
   const byId = new Map(rows.map((row) => [row.id, row]));
   return plans.map((plan) => {
     const row = byId.get(plan.id)!;
+    const inserted = row.created_at !== null;
     return {
-      createdAt: row.created_at === null ? undefined : new Date(row.created_at),
-      used: row.count ?? window.limit,
+      createdAt: inserted ? new Date(row.created_at!) : undefined,
+      // As if alone: the count this plan's own create brought the counter to.
+      used: inserted ? row.count! - row.granted! + Number(row.rank) : window.limit,
       resetSeconds: Math.max(0, Number(row.reset_seconds)),
     };
   });

@@ -3,7 +3,9 @@ import type { Store } from "../../src/db/database.js";
 import { initialStages } from "../../src/executions/plan-transitions.js";
 import { PlanInserter } from "../../src/executions/plan-inserter.js";
 import type { NewPlan } from "../../src/executions/plan-repository.js";
+import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
+import { postExecution } from "../support/executions.js";
 
 let sequence = 0;
 const plan = (accountId: string): NewPlan => ({
@@ -89,5 +91,44 @@ describe("creates sent to the database together", () => {
     expect(written.map((r) => r.id)).toEqual([first.id]);
     // The inserter goes on serving.
     await expect(inserter.insert(plan(accounts[11]!))).resolves.toMatchObject({ createdAt: expect.any(Date) });
+  });
+  it("shares statements among one account's creates too, and 64 at once against a limit of 50 take exactly 50", async () => {
+    const account = `acc_hot_${Date.now()}`;
+    await store.db
+      .insertInto("accounts")
+      .values({ id: account, email: `${account}@example.test`, password_hash: "x" })
+      .execute();
+    const inserter = new PlanInserter(store.db, { limit: 50, windowSeconds: 3600 }, { maxInFlight: 2 });
+    const results = await Promise.all(Array.from({ length: 64 }, () => inserter.insert(plan(account))));
+    expect(inserter.statements).toBeLessThan(64);
+    const granted = results.filter((r) => r.createdAt !== undefined);
+    expect(granted).toHaveLength(50);
+    // Each granted create reports the count it brought the counter to, as if it had come alone.
+    expect(granted.map((r) => r.used).sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+    expect(results.filter((r) => r.createdAt === undefined).every((r) => r.used === 50)).toBe(true);
+    expect(await planCount(account)).toBe(50);
+    const counter = await store.db.selectFrom("generation_counts").select("count").where("account_id", "=", account).executeTakeFirstOrThrow();
+    expect(counter.count).toBe(50);
+  });
+
+  it("over REST: 64 concurrent creates with one key against a limit of 50 are 50 answers 202 and 14 answers 429", async () => {
+    const limited = await startTestApp({ env: { ZERO_WORKER_CONCURRENCY: "0", ZERO_GENERATION_LIMIT: "50" } });
+    try {
+      const { apiKey } = await createAccountWithKey(limited, ["build", "read"]);
+      const answers = await Promise.all(
+        Array.from({ length: 64 }, (_, i) => postExecution(limited.url, { apiKey }, { goal: `A website for bakery number ${i}`, outcome: "website" })),
+      );
+      const statuses = answers.map((a) => a.status);
+      expect(statuses.filter((s) => s === 202)).toHaveLength(50);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(14);
+      const listed = await limited.store.db
+        .selectFrom("plans")
+        .innerJoin("accounts", "accounts.id", "plans.account_id")
+        .select((eb) => eb.fn.countAll().as("n"))
+        .executeTakeFirstOrThrow();
+      expect(Number(listed.n)).toBe(50);
+    } finally {
+      await limited.close();
+    }
   });
 });

@@ -67,6 +67,8 @@ export interface GenerationCountTable {
   account_id: string;
   window_start: ColumnType<Date, Date | string, never>;
   count: number;
+  /** What the last statement that wrote this row added to `count`. */
+  granted: ColumnType<number, number | undefined, number>;
 }
 
 export type PlanRow = Selectable<PlanTable>;
