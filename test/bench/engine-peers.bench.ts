@@ -1,0 +1,257 @@
+import { randomBytes } from "node:crypto";
+import os from "node:os";
+import { Logger as GraphileLogger, makeWorkerUtils, run as runGraphileWorker } from "graphile-worker";
+import pg from "pg";
+import { PgBoss } from "pg-boss";
+import { startApp } from "../../src/app.js";
+import { createAccount, createApiKey } from "../../src/auth/accounts.js";
+import { loadConfig } from "../../src/config.js";
+import { insertPlansWithinLimit } from "../../src/executions/plan-repository.js";
+import { initialStages } from "../../src/executions/plan-transitions.js";
+import { createLogger } from "../../src/observability/logger.js";
+import { benchDatabaseUrl } from "./support/postgres.js";
+
+/**
+ * The stage engine beside two Postgres job queues, graphile-worker and
+ * pg-boss, on the same throwaway Postgres, each in this process with its own
+ * database, and each job doing what a stage's own bookkeeping does: one row
+ * update (`UPDATE work_rows SET n = n + 1`).
+ *
+ * - throughput: a backlog of JOBS jobs (for us, plans of five stage runs,
+ *   pre-approved), WORKERS workers; jobs/s from the first job started to
+ *   the last one finished, so start-up is not counted;
+ * - add-to-start latency at idle: one job at a time, from the call that adds
+ *   it (for us `POST /api/execution`, whose 202 includes the plan's insert)
+ *   to its handler starting; p50 and p99 of LATENCY_SAMPLES.
+ *
+ * graphile-worker and pg-boss do not record a job's result with the job's
+ * state the way a stage does (a stage's output, the plan's progress and
+ * status move in the statement that finishes it), so they do less per job.
+ */
+
+const JOBS = Number(process.env.BENCH_PEER_JOBS ?? 5000);
+const WORKERS = 16;
+const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 60);
+const STAGE_RUNS_PER_PLAN = 5; // six stages; the pre-approved gate is no run
+
+interface Figures {
+  jobsPerSecond: number;
+  latencyP50: number;
+  latencyP99: number;
+}
+
+const admin = await benchDatabaseUrl();
+const dropped: string[] = [];
+
+async function freshDatabase(label: string): Promise<string> {
+  const name = `zero_bench_${label}_${randomBytes(4).toString("hex")}`;
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  await client.query(`CREATE DATABASE ${name}`);
+  await client.end();
+  dropped.push(name);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return url.href;
+}
+
+/** The work every system runs per job: one row update on its own pool. */
+async function workTable(url: string): Promise<{ pool: pg.Pool; bump: () => Promise<void> }> {
+  const pool = new pg.Pool({ connectionString: url, max: WORKERS });
+  await pool.query("CREATE TABLE work_rows (id int PRIMARY KEY, n bigint NOT NULL DEFAULT 0); INSERT INTO work_rows SELECT g FROM generate_series(1, 64) g");
+  let next = 0;
+  return {
+    pool,
+    bump: async () => {
+      await pool.query("UPDATE work_rows SET n = n + 1 WHERE id = $1", [(next++ % 64) + 1]);
+    },
+  };
+}
+
+/** Counts handler starts and ends; `drained` resolves when `expected` have ended. */
+function tracker(expected: number) {
+  let firstStart = 0;
+  let lastEnd = 0;
+  let ended = 0;
+  let onStart: (() => void) | undefined;
+  let resolveDrained!: () => void;
+  const drained = new Promise<void>((resolve) => (resolveDrained = resolve));
+  return {
+    started() {
+      if (firstStart === 0) firstStart = performance.now();
+      onStart?.();
+    },
+    ended() {
+      lastEnd = performance.now();
+      if (++ended === expected) resolveDrained();
+    },
+    drained,
+    rate: () => expected / ((lastEnd - firstStart) / 1000),
+    /** Resolves at the next handler start. */
+    nextStart: () => new Promise<void>((resolve) => (onStart = resolve)),
+  };
+}
+
+async function latency(add: () => Promise<unknown>, nextStart: () => Promise<void>): Promise<{ p50: number; p99: number }> {
+  const samples: number[] = [];
+  for (let i = 0; i < LATENCY_SAMPLES; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20)); // idle in between
+    const started = nextStart();
+    const t0 = performance.now();
+    await add();
+    await started;
+    samples.push(performance.now() - t0);
+  }
+  samples.sort((a, b) => a - b);
+  return { p50: samples[Math.floor(samples.length / 2)]!, p99: samples[Math.min(samples.length - 1, Math.floor(samples.length * 0.99))]! };
+}
+
+async function graphileWorker(): Promise<Figures> {
+  const url = await freshDatabase("graphile");
+  const { pool, bump } = await workTable(url);
+  const utils = await makeWorkerUtils({ connectionString: url, logger: new GraphileLogger(() => () => {}) });
+  await utils.migrate();
+  for (let i = 0; i < JOBS; i += 1000) {
+    await utils.addJobs(Array.from({ length: Math.min(1000, JOBS - i) }, (_, j) => ({ identifier: "bump", payload: { n: i + j } })));
+  }
+  let track = tracker(JOBS);
+  const runner = await runGraphileWorker({
+    connectionString: url,
+    concurrency: WORKERS,
+    noHandleSignals: true,
+    pollInterval: 1000,
+    logger: new GraphileLogger(() => () => {}),
+    taskList: {
+      bump: async () => {
+        track.started();
+        await bump();
+        track.ended();
+      },
+    },
+  });
+  await track.drained;
+  const jobsPerSecond = track.rate();
+  track = tracker(Number.MAX_SAFE_INTEGER);
+  const { p50, p99 } = await latency(() => utils.addJob("bump", {}), track.nextStart);
+  await runner.stop();
+  await utils.release();
+  await pool.end();
+  return { jobsPerSecond, latencyP50: p50, latencyP99: p99 };
+}
+
+async function pgBoss(): Promise<Figures> {
+  const url = await freshDatabase("pgboss");
+  const { pool, bump } = await workTable(url);
+  const boss = new PgBoss({ connectionString: url, max: WORKERS + 4, useListenNotify: true });
+  boss.on("error", () => {});
+  await boss.start();
+  await boss.createQueue("bump", { notify: true });
+  for (let i = 0; i < JOBS; i += 1000) {
+    await boss.insert(
+      "bump",
+      Array.from({ length: Math.min(1000, JOBS - i) }, (_, j) => ({ data: { n: i + j } })),
+    );
+  }
+  let track = tracker(JOBS);
+  // pg-boss's fast path for a backlog: with notify on, an idle worker polls every 30 s, so workers fetch
+  // in batches and fetch again at once while batches come back full. Each job is still one update.
+  await boss.work("bump", { batchSize: 4, burstWhenBatchFull: true, localConcurrency: WORKERS / 4, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+    await Promise.all(
+      jobs.map(async () => {
+        track.started();
+        await bump();
+        track.ended();
+      }),
+    );
+  });
+  await track.drained;
+  const jobsPerSecond = track.rate();
+  track = tracker(Number.MAX_SAFE_INTEGER);
+  const { p50, p99 } = await latency(() => boss.send("bump", {}), track.nextStart);
+  await boss.stop({ graceful: false });
+  await pool.end();
+  return { jobsPerSecond, latencyP50: p50, latencyP99: p99 };
+}
+
+async function stageEngine(): Promise<Figures> {
+  const url = await freshDatabase("engine");
+  const { pool, bump } = await workTable(url);
+  const plans = JOBS / STAGE_RUNS_PER_PLAN;
+  let track = tracker(JOBS);
+  const config = loadConfig({
+    DATABASE_URL: url,
+    PORT: "0",
+    HOST: "127.0.0.1",
+    ZERO_DATA_DIR: os.tmpdir(),
+    LOG_LEVEL: "silent",
+    ZERO_WORKER_CONCURRENCY: String(WORKERS),
+    ZERO_GENERATION_LIMIT: "1000000000",
+  });
+  // Started with the backlog already waiting, like the peers; the first stage's start is when timing begins.
+  const seed = await startApp({ ...config, workerConcurrency: 0 }, { logger: createLogger("silent") });
+  const created = await createAccount(seed.store.db, { email: "bench@example.test", password: randomBytes(16).toString("hex"), onlyFirst: false });
+  if (!("account" in created)) throw new Error("no bench account");
+  const accountId = created.account.id;
+  const { secret } = (await createApiKey(seed.store.db, { accountId, name: "bench", scopes: ["build"] }))!;
+  const stages = initialStages("website");
+  for (let i = 0; i < plans; i += 200) {
+    const batch = Array.from({ length: Math.min(200, plans - i) }, (_, j) => ({
+      id: `pln_peer${i + j}`,
+      accountId,
+      goal: "A website for a small bakery",
+      outcome: "website" as const,
+      stages,
+    }));
+    await insertPlansWithinLimit(seed.store.db, batch, { limit: 1_000_000_000, windowSeconds: 3600 });
+  }
+  await seed.store.db
+    .updateTable("plans")
+    .set({ approved: ["review"] })
+    .execute();
+  await seed.close();
+
+  const app = await startApp(config, {
+    logger: createLogger("silent"),
+    stageWork: () => async () => {
+      track.started();
+      await bump();
+      track.ended();
+      return { output: { ok: true } };
+    },
+  });
+  await track.drained;
+  const jobsPerSecond = track.rate();
+  track = tracker(Number.MAX_SAFE_INTEGER);
+  const create = () =>
+    fetch(`${app.url}/api/execution`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${secret}` },
+      body: JSON.stringify({ goal: "A website for a small bakery", outcome: "website" }),
+    }).then((r) => r.text());
+  const { p50, p99 } = await latency(create, track.nextStart);
+  await app.close();
+  await pool.end();
+  return { jobsPerSecond, latencyP50: p50, latencyP99: p99 };
+}
+
+try {
+  const ours = await stageEngine();
+  const graphile = await graphileWorker();
+  const boss = await pgBoss();
+  const f = (n: number, digits = 0) => n.toFixed(digits);
+  console.log(`\nthe stage engine beside Postgres job queues (${JOBS} jobs, ${WORKERS} workers, one row update each; ${os.cpus().length} CPUs)`);
+  console.table({
+    "stage engine": { "jobs/s": f(ours.jobsPerSecond), "add-to-start p50 (ms)": f(ours.latencyP50, 2), "p99 (ms)": f(ours.latencyP99, 2) },
+    "graphile-worker 0.18": { "jobs/s": f(graphile.jobsPerSecond), "add-to-start p50 (ms)": f(graphile.latencyP50, 2), "p99 (ms)": f(graphile.latencyP99, 2) },
+    "pg-boss 12": { "jobs/s": f(boss.jobsPerSecond), "add-to-start p50 (ms)": f(boss.latencyP50, 2), "p99 (ms)": f(boss.latencyP99, 2) },
+  });
+  console.log(
+    `stage engine / graphile-worker: ${f(ours.jobsPerSecond / graphile.jobsPerSecond, 2)}x (goal >= 0.50); ` +
+      `stage engine / pg-boss: ${f(ours.jobsPerSecond / boss.jobsPerSecond, 2)}x (goal >= 1.00)`,
+  );
+} finally {
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  for (const name of dropped) await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+  await client.end();
+}
