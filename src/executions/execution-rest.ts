@@ -56,7 +56,8 @@ export function executionRoutes(router: RestRouter, rpc: RestRpc, download?: Pla
       sendJson(exchange.res, 200, restJson(methods.getExecution.output, message));
       return;
     }
-    const { message } = await rpc.call(exchange, methods.listExecutions, () => create(ListExecutionsRequestSchema));
+    const before = exchange.url.searchParams.get("before") ?? "";
+    const { message } = await rpc.call(exchange, methods.listExecutions, () => create(ListExecutionsRequestSchema, { before }));
     sendJson(exchange.res, 200, restJson(methods.listExecutions.output, message));
   });
 

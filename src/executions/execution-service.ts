@@ -24,7 +24,7 @@ import { invalidRequest, notFound, ServiceError } from "../server/errors.js";
 import { limitReachedHeaders, rateLimitHeaders, readGenerationUsage } from "./generation-limit.js";
 import { validGoal } from "./goal.js";
 import { PlanInserter } from "./plan-inserter.js";
-import { listRecentPlans, loadPlan, savePlan, type GenerationWindow } from "./plan-repository.js";
+import { listRecentPlans, loadPlan, isOwnPlan, savePlan, type GenerationWindow } from "./plan-repository.js";
 import { toPlanMessage } from "./plan-message.js";
 import { IdempotencyStore } from "../chat/idempotency.js";
 import { runIdempotently } from "../chat/idempotent-completion.js";
@@ -139,9 +139,12 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       return { plan: toPlanMessage(plan) };
     },
 
-    async listExecutions(_request, context: HandlerContext) {
+    async listExecutions(request, context: HandlerContext) {
       const { accountId } = requirePrincipal(context);
-      const plans = await listRecentPlans(db, accountId, LIST_LIMIT);
+      // `before` pages back: the ten plans older than one of the caller's own.
+      const before = request.before === "" ? undefined : request.before;
+      if (before !== undefined && !(await isOwnPlan(db, accountId, before))) throw invalidRequest("before must be the id of one of your plans", "before");
+      const plans = await listRecentPlans(db, accountId, LIST_LIMIT, before);
       return { plans: plans.map(toPlanMessage) };
     },
 

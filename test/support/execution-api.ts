@@ -26,7 +26,8 @@ export interface ExecutionApi {
   create(credential: Credential, body: { goal?: string; outcome?: string }, headers?: Record<string, string>): Promise<ApiAnswer>;
   resume(credential: Credential, body: { planId: string; approve?: string[] }): Promise<ApiAnswer>;
   get(credential: Credential, id: string): Promise<ApiAnswer>;
-  list(credential: Credential): Promise<ApiAnswer>;
+  /** `before` pages back: `?before=` over REST, the `before` field over RPC. */
+  list(credential: Credential, before?: string): Promise<ApiAnswer>;
 }
 
 /** `POST` / `GET /api/execution`. */
@@ -48,7 +49,10 @@ export function restApi(baseUrl: string): ExecutionApi {
     create: async (credential, body, headers) => answer(await postExecution(baseUrl, credential, body, { headers })),
     resume: async (credential, body) => answer(await postExecution(baseUrl, credential, body)),
     get: async (credential, id) => answer(await getExecution(baseUrl, credential, id)),
-    list: async (credential) => answer(await getExecution(baseUrl, credential)),
+    list: async (credential, before) =>
+      answer(
+        before === undefined ? await getExecution(baseUrl, credential) : await getExecution(baseUrl, credential, undefined, new URLSearchParams({ before })),
+      ),
   };
 }
 
@@ -99,6 +103,6 @@ export function rpcApi(baseUrl: string, protocol: "connect" | "grpc"): Execution
     create: (credential, body, headers = {}) => call(202, (o) => client.createExecution(body, { ...o, headers: { ...o.headers, ...headers } }), credential),
     resume: (credential, body) => call(202, (o) => client.resumeExecution(body, o), credential),
     get: (credential, id) => call(200, (o) => client.getExecution({ id }, o), credential),
-    list: (credential) => call(200, (o) => client.listExecutions({}, o), credential),
+    list: (credential, before) => call(200, (o) => client.listExecutions(before === undefined ? {} : { before }, o), credential),
   };
 }
