@@ -87,7 +87,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     capabilitiesPart(config),
     consolePart({ publicUrl: config.publicUrl, logger }),
     chat,
-    executionsPart({ config, store, logger, instanceId, metrics, tracing, stageWork: options.stageWork ?? outcomes.stageWork }),
+    executionsPart({ config, store, logger, instanceId, metrics, tracing, stageWork: options.stageWork ?? outcomes.stageWork, download: outcomes.download }),
     outcomes,
   ];
 

@@ -6,9 +6,11 @@ import {
   ListExecutionsRequestSchema,
   ResumeExecutionRequestSchema,
 } from "../../gen/zero/v1/execution_pb.js";
-import { invalidRequest } from "../server/errors.js";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { invalidRequest, ServiceError } from "../server/errors.js";
 import { restJson } from "../server/json.js";
-import { decodeRequest, readJsonBody, sendJson, type RestRouter } from "../server/rest.js";
+import { decodeRequest, readJsonBody, sendJson, type RestHandler, type RestRouter } from "../server/rest.js";
 import type { RestRpc } from "../server/rpc-pipeline.js";
 
 /**
@@ -16,7 +18,7 @@ import type { RestRpc } from "../server/rpc-pipeline.js";
  * ExecutionService. The body picks the RPC (a `planId` means a resume); the
  * same pipeline runs as for the RPCs.
  */
-export function executionRoutes(router: RestRouter, rpc: RestRpc): void {
+export function executionRoutes(router: RestRouter, rpc: RestRpc, download?: PlanDownloader): void {
   const methods = ExecutionService.method;
 
   router.add("POST", "/api/execution", async (exchange) => {
@@ -54,9 +56,48 @@ export function executionRoutes(router: RestRouter, rpc: RestRpc): void {
       sendJson(exchange.res, 200, restJson(methods.getExecution.output, message));
       return;
     }
-    const { message } = await rpc.call(exchange, methods.listExecutions, () => create(ListExecutionsRequestSchema));
+    const before = exchange.url.searchParams.get("before") ?? "";
+    const { message } = await rpc.call(exchange, methods.listExecutions, () => create(ListExecutionsRequestSchema, { before }));
     sendJson(exchange.res, 200, restJson(methods.listExecutions.output, message));
   });
+
+  if (download) router.add("GET", "/api/execution/download", downloadHandler(rpc, download));
+}
+
+/** A plan's newest build as one file; undefined when nothing is built. */
+export type PlanDownloader = (plan: {
+  id: string;
+  outcome: string;
+}) => Promise<{ filename: string; contentType: string; body: AsyncIterable<Uint8Array> } | undefined>;
+
+/** The stage whose success makes a plan downloadable. */
+const BUILT_BY: Record<string, string> = { website: "build", ebook: "assemble" };
+
+/**
+ * `GET /api/execution/download?id=`: the plan is read through GetExecution,
+ * so the caller needs `read` and another account's plan is a 404 like a
+ * missing one; the file is streamed, never held whole.
+ */
+function downloadHandler(rpc: RestRpc, download: PlanDownloader): RestHandler {
+  const method = ExecutionService.method.getExecution;
+  return async (exchange) => {
+    const { message } = await rpc.call(exchange, method, () => {
+      const id = exchange.url.searchParams.get("id");
+      if (!id) throw invalidRequest("give the plan's id: /api/execution/download?id=pln_…");
+      return create(GetExecutionRequestSchema, { id });
+    });
+    const plan = message.plan!;
+    const built = plan.stages.find((stage) => stage.id === BUILT_BY[plan.outcome]);
+    const file = built?.state === "succeeded" ? await download(plan) : undefined;
+    if (!file) throw new ServiceError("not_found", `plan ${plan.id} has nothing to download until its ${BUILT_BY[plan.outcome] ?? "build"} stage succeeds`);
+    const { res, req } = exchange;
+    res.statusCode = 200;
+    res.setHeader("content-type", file.contentType);
+    res.setHeader("content-disposition", `attachment; filename="${file.filename}"`);
+    res.setHeader("cache-control", "no-store");
+    if (req.method === "HEAD") return void res.end();
+    await pipeline(Readable.from(file.body), res as unknown as NodeJS.WritableStream);
+  };
 }
 
 /** A create reads `goal` and `outcome`; an outcome that is not a known string falls back to the default, never an error. */

@@ -24,8 +24,10 @@ import { invalidRequest, notFound, ServiceError } from "../server/errors.js";
 import { limitReachedHeaders, rateLimitHeaders, readGenerationUsage } from "./generation-limit.js";
 import { validGoal } from "./goal.js";
 import { PlanInserter } from "./plan-inserter.js";
-import { listRecentPlans, loadPlan, savePlan, type GenerationWindow } from "./plan-repository.js";
+import { listRecentPlans, loadPlan, isOwnPlan, savePlan, type GenerationWindow } from "./plan-repository.js";
 import { toPlanMessage } from "./plan-message.js";
+import { IdempotencyStore } from "../chat/idempotency.js";
+import { runIdempotently } from "../chat/idempotent-completion.js";
 
 export interface ExecutionServiceDeps {
   store: Store;
@@ -55,6 +57,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
   const window: GenerationWindow = { limit: config.generationLimit, windowSeconds: config.generationWindowSeconds };
   const inserter = new PlanInserter(db, window);
   const watchPollMs = deps.watchPollMs ?? 1000;
+  const idempotency = new IdempotencyStore(db);
 
   /** Refuses an outcome this deployment cannot run, naming outcomes only. */
   const requireAvailable = (outcome: OutcomeId, unavailable: string[]) => {
@@ -63,31 +66,51 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
     }
   };
 
+  /** Creates a plan, spending one unit of the generation limit. */
+  const create = async (request: CreateExecutionRequest, context: HandlerContext): Promise<PlanAccepted> => {
+    const { accountId } = requirePrincipal(context);
+    const goal = validGoal(request.goal);
+    const outcome: OutcomeId = isOutcomeId(request.outcome) ? request.outcome : DEFAULT_OUTCOME;
+    const unavailable = unavailableOutcomes(config);
+    requireAvailable(outcome, unavailable);
+
+    const stages = initialStages(outcome);
+    const id = newId("pln");
+    const inserted = await inserter.insert({ id, accountId, goal, outcome, stages });
+    const usage = { limit: window.limit, used: inserted.used, resetSeconds: inserted.resetSeconds };
+    if (!inserted.createdAt) {
+      throw new ServiceError(
+        "rate_limited",
+        `the generation limit of ${window.limit} new executions per ${window.windowSeconds} s is reached; try again later`,
+        {
+          headers: limitReachedHeaders(usage),
+        },
+      );
+    }
+    notifier.stageReady();
+    setHeaders(context, rateLimitHeaders(usage));
+    const plan = newPlanState({ id, accountId, goal, outcome, createdAt: inserted.createdAt });
+    return { plan: toPlanMessage(plan), unavailable };
+  };
+
   return {
     async createExecution(request: CreateExecutionRequest, context: HandlerContext): Promise<PlanAccepted> {
+      const key = context.requestHeader.get("idempotency-key");
+      if (key === null) return create(request, context);
+      // The chat gateway's rules, in one place: a retry replays the same plan and spends nothing.
       const { accountId } = requirePrincipal(context);
-      const goal = validGoal(request.goal);
-      const outcome: OutcomeId = isOutcomeId(request.outcome) ? request.outcome : DEFAULT_OUTCOME;
-      const unavailable = unavailableOutcomes(config);
-      requireAvailable(outcome, unavailable);
-
-      const stages = initialStages(outcome);
-      const id = newId("pln");
-      const inserted = await inserter.insert({ id, accountId, goal, outcome, stages });
-      const usage = { limit: window.limit, used: inserted.used, resetSeconds: inserted.resetSeconds };
-      if (!inserted.createdAt) {
-        throw new ServiceError(
-          "rate_limited",
-          `the generation limit of ${window.limit} new executions per ${window.windowSeconds} s is reached; try again later`,
-          {
-            headers: limitReachedHeaders(usage),
-          },
-        );
-      }
-      notifier.stageReady();
-      setHeaders(context, rateLimitHeaders(usage));
-      const plan = newPlanState({ id, accountId, goal, outcome, createdAt: inserted.createdAt });
-      return { plan: toPlanMessage(plan), unavailable };
+      const call = { accountId, key, request: { createExecution: { goal: request.goal, outcome: request.outcome } } };
+      let first: PlanAccepted | undefined;
+      const result = await runIdempotently(idempotency, call, async () => {
+        first = await create(request, context);
+        return first.plan.id!;
+      });
+      if (first) return first;
+      context.responseHeader.set("idempotent-replayed", "true");
+      setHeaders(context, rateLimitHeaders(await readGenerationUsage(db, accountId, window)));
+      const plan = await loadPlan(db, result.json, { accountId });
+      if (!plan) throw notFound(PLAN_NOT_FOUND);
+      return { plan: toPlanMessage(plan), unavailable: unavailableOutcomes(config) };
     },
 
     async resumeExecution(request: ResumeExecutionRequest, context: HandlerContext): Promise<PlanAccepted> {
@@ -116,9 +139,12 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       return { plan: toPlanMessage(plan) };
     },
 
-    async listExecutions(_request, context: HandlerContext) {
+    async listExecutions(request, context: HandlerContext) {
       const { accountId } = requirePrincipal(context);
-      const plans = await listRecentPlans(db, accountId, LIST_LIMIT);
+      // `before` pages back: the ten plans older than one of the caller's own.
+      const before = request.before === "" ? undefined : request.before;
+      if (before !== undefined && !(await isOwnPlan(db, accountId, before))) throw invalidRequest("before must be the id of one of your plans", "before");
+      const plans = await listRecentPlans(db, accountId, LIST_LIMIT, before);
       return { plans: plans.map(toPlanMessage) };
     },
 

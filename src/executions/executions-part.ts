@@ -10,7 +10,7 @@ import type { Metrics } from "../observability/metrics.js";
 import type { Tracing } from "../observability/tracing.js";
 import type { StageWorkResolver } from "../engine/stage-work.js";
 import type { Logger } from "../observability/logger.js";
-import { executionRoutes } from "./execution-rest.js";
+import { executionRoutes, type PlanDownloader } from "./execution-rest.js";
 import { executionService } from "./execution-service.js";
 import { PlanStageStore } from "./plan-stage-store.js";
 import { observeStageEngine } from "./stage-telemetry.js";
@@ -24,6 +24,8 @@ export interface ExecutionsPartDeps {
   stageWork: StageWorkResolver;
   metrics: Metrics;
   tracing?: Tracing;
+  /** A plan's newest build as one file; the outcomes own where it is stored. */
+  download?: PlanDownloader;
 }
 
 /**
@@ -57,7 +59,7 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
   const impl = executionService({ store, config, events, notifier });
   return {
     services: [bindService(ExecutionService, impl)],
-    routes: executionRoutes,
+    routes: (router, rpc) => executionRoutes(router, rpc, deps.download),
     start: () => engine.start(),
     stop: async () => {
       await engine.stop();

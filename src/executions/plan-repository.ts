@@ -61,13 +61,12 @@ export async function loadPlan(db: Executor, id: string, options: { accountId?: 
 }
 
 /** The account's most recent plans, newest first. */
-export async function listRecentPlans(db: Executor, accountId: string, limit: number): Promise<PlanState[]> {
-  const rows = await selectPlansWithStages(db)
-    .where("p.account_id", "=", accountId)
-    .orderBy("p.created_at", "desc")
-    .orderBy("p.id", "desc")
-    .limit(limit)
-    .execute();
+export async function listRecentPlans(db: Executor, accountId: string, limit: number, beforeId?: string): Promise<PlanState[]> {
+  let query = selectPlansWithStages(db).where("p.account_id", "=", accountId);
+  // Older than the cursor plan, in the list's (created_at, id) order; compared in SQL, as a
+  // JavaScript Date would drop the microseconds Postgres keeps and skip plans of the same millisecond.
+  if (beforeId !== undefined) query = query.where(sql<boolean>`(p.created_at, p.id) < (select c.created_at, c.id from plans c where c.id = ${beforeId})`);
+  const rows = await query.orderBy("p.created_at", "desc").orderBy("p.id", "desc").limit(limit).execute();
   return rows.map(toPlanState);
 }
 
@@ -361,4 +360,10 @@ function sameStage(a: StageRecord, b: StageRecord): boolean {
     a.progress === b.progress &&
     a.leaseToken === b.leaseToken
   );
+}
+
+/** True when `id` is one of the account's plans, so a page of the list can start after it. */
+export async function isOwnPlan(db: Executor, accountId: string, id: string): Promise<boolean> {
+  const row = await db.selectFrom("plans").select("id").where("id", "=", id).where("account_id", "=", accountId).executeTakeFirst();
+  return row !== undefined;
 }

@@ -5,6 +5,7 @@ import type { AppPart } from "../server/app-part.js";
 import { StageFailure, type StageWork, type StageWorkResolver } from "../engine/stage-work.js";
 import { registerArtifactRoutes } from "./artifact-routes.js";
 import { createFileArtifactStore } from "./artifact-store.js";
+import { planDownload, type Download } from "./downloads.js";
 import type { OutcomeId } from "../api/outcomes.js";
 import { ebookStages } from "./ebook/ebook-stages.js";
 import type { OutcomeDeps } from "./stage-support.js";
@@ -34,6 +35,8 @@ export function createStageWork(deps: OutcomeDeps): StageWorkResolver {
 /** The outcomes as the app mounts them, plus the work of their stages for the engine. */
 export interface OutcomesPart extends AppPart {
   stageWork: StageWorkResolver;
+  /** A plan's newest build as one file (zip or EPUB), for `GET /api/execution/download`. */
+  download(plan: { id: string; outcome: string }): Promise<Download | undefined>;
 }
 
 /**
@@ -46,5 +49,6 @@ export function outcomesPart(deps: { config: OutcomeDeps["config"]; chat: ChatCo
   return {
     stageWork: createStageWork({ config: deps.config, chat: deps.chat, artifacts, logger: deps.logger.child({ component: "outcomes" }) }),
     routes: (router) => registerArtifactRoutes(router, artifacts),
+    download: (plan) => planDownload(artifacts, plan),
   };
 }

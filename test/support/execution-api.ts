@@ -22,10 +22,12 @@ export interface ApiAnswer {
 /** The executions API through one transport; tests run the same scenarios through each. */
 export interface ExecutionApi {
   name: string;
-  create(credential: Credential, body: { goal?: string; outcome?: string }): Promise<ApiAnswer>;
+  /** `headers` go with the request: the REST header or the RPC metadata of the same name. */
+  create(credential: Credential, body: { goal?: string; outcome?: string }, headers?: Record<string, string>): Promise<ApiAnswer>;
   resume(credential: Credential, body: { planId: string; approve?: string[] }): Promise<ApiAnswer>;
   get(credential: Credential, id: string): Promise<ApiAnswer>;
-  list(credential: Credential): Promise<ApiAnswer>;
+  /** `before` pages back: `?before=` over REST, the `before` field over RPC. */
+  list(credential: Credential, before?: string): Promise<ApiAnswer>;
 }
 
 /** `POST` / `GET /api/execution`. */
@@ -44,10 +46,13 @@ export function restApi(baseUrl: string): ExecutionApi {
   };
   return {
     name: "REST",
-    create: async (credential, body) => answer(await postExecution(baseUrl, credential, body)),
+    create: async (credential, body, headers) => answer(await postExecution(baseUrl, credential, body, { headers })),
     resume: async (credential, body) => answer(await postExecution(baseUrl, credential, body)),
     get: async (credential, id) => answer(await getExecution(baseUrl, credential, id)),
-    list: async (credential) => answer(await getExecution(baseUrl, credential)),
+    list: async (credential, before) =>
+      answer(
+        before === undefined ? await getExecution(baseUrl, credential) : await getExecution(baseUrl, credential, undefined, new URLSearchParams({ before })),
+      ),
   };
 }
 
@@ -56,6 +61,8 @@ const STATUS_BY_TYPE: Record<string, number> = {
   unauthenticated: 401,
   permission_denied: 403,
   not_found: 404,
+  idempotency_key_in_progress: 409,
+  idempotency_key_reused: 422,
   rate_limited: 429,
   outcome_unavailable: 503,
 };
@@ -93,9 +100,9 @@ export function rpcApi(baseUrl: string, protocol: "connect" | "grpc"): Execution
   };
   return {
     name: protocol === "connect" ? "Connect RPC" : "gRPC",
-    create: (credential, body) => call(202, (o) => client.createExecution(body, o), credential),
+    create: (credential, body, headers = {}) => call(202, (o) => client.createExecution(body, { ...o, headers: { ...o.headers, ...headers } }), credential),
     resume: (credential, body) => call(202, (o) => client.resumeExecution(body, o), credential),
     get: (credential, id) => call(200, (o) => client.getExecution({ id }, o), credential),
-    list: (credential) => call(200, (o) => client.listExecutions({}, o), credential),
+    list: (credential, before) => call(200, (o) => client.listExecutions(before === undefined ? {} : { before }, o), credential),
   };
 }

@@ -47,9 +47,16 @@ export async function postExecution<T = Record<string, unknown>>(
   return { status: res.status, headers: res.headers, body: (await res.json()) as T };
 }
 
-/** GET /api/execution, with `?id=` when given. */
-export async function getExecution<T = Record<string, unknown>>(baseUrl: string, credential: Credential, id?: string): Promise<RestAnswer<T>> {
-  const url = id === undefined ? `${baseUrl}/api/execution` : `${baseUrl}/api/execution?id=${encodeURIComponent(id)}`;
+/** GET /api/execution, with `?id=` when given, or other query parameters (`before`). */
+export async function getExecution<T = Record<string, unknown>>(
+  baseUrl: string,
+  credential: Credential,
+  id?: string,
+  query?: URLSearchParams,
+): Promise<RestAnswer<T>> {
+  const params = new URLSearchParams(query);
+  if (id !== undefined) params.set("id", id);
+  const url = params.size === 0 ? `${baseUrl}/api/execution` : `${baseUrl}/api/execution?${params}`;
   const res = await fetch(url, { headers: authHeaders(baseUrl, credential) });
   return { status: res.status, headers: res.headers, body: (await res.json()) as T };
 }

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { BookContent, Chapter, EbookBrief } from "../content.js";
 import { documentStart, html, join, languageTag, type Html } from "../html.js";
-import { zip } from "./zip.js";
+import { zip } from "../zip.js";
 
 export interface BookMeta {
   /** Seeds the book's stable identifier, so a rebuilt book is the same publication. */
