@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { ServiceError } from "../server/errors.js";
 import { sendError, type RestHandler, type RestRouter } from "../server/rest.js";
 import { isValidKey, type ArtifactStore } from "./artifact-store.js";
@@ -61,18 +62,61 @@ function artifactHandler(store: ArtifactStore, mount: ArtifactMount): RestHandle
     if (segments.at(-1) === "") segments[segments.length - 1] = "index.html";
     const key = [mount, ...segments].join("/");
     const body = isValidKey(key) ? await store.get(key) : undefined;
-    if (!body) return sendError(res, new ServiceError("not_found", "no such page"));
+    if (!body) {
+      // A visitor's mistyped address gets the site's own page, not the API's JSON error.
+      const page = await notFoundPage(store, mount, segments[0]!);
+      if (!page) return sendError(res, new ServiceError("not_found", "no such page"));
+      res.statusCode = 404;
+      res.setHeader("content-type", CONTENT_TYPES.html!);
+      res.setHeader("content-length", page.byteLength);
+      res.setHeader("cache-control", "no-store");
+      if (req.method === "HEAD") res.end();
+      else (res as { end(chunk: Uint8Array): void }).end(page);
+      return;
+    }
 
     const name = segments.at(-1)!;
     const ext = name.includes(".") ? name.slice(name.lastIndexOf(".") + 1).toLowerCase() : "";
+    // A strong validator from the bytes: a republished site changes it, an unchanged one answers 304.
+    const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`;
+    res.setHeader("etag", etag);
+    res.setHeader("cache-control", mount === "preview" ? "no-cache" : "public, max-age=60");
+    if (matchesEtag(req.headers["if-none-match"], etag)) {
+      res.statusCode = 304;
+      res.end();
+      return;
+    }
     res.statusCode = 200;
     res.setHeader("content-type", CONTENT_TYPES[ext] ?? "application/octet-stream");
     res.setHeader("content-length", body.byteLength);
-    res.setHeader("cache-control", mount === "preview" ? "no-store" : "public, max-age=60");
     if (ext === "epub") res.setHeader("content-disposition", `attachment; filename="${name}"`);
     if (req.method === "HEAD") res.end();
     else (res as { end(chunk: Uint8Array): void }).end(body);
   };
+}
+
+/** True when an `If-None-Match` header names `etag` (or is `*`); weak comparison, as RFC 9110 asks for GET. */
+function matchesEtag(header: string | string[] | undefined, etag: string): boolean {
+  const value = Array.isArray(header) ? header.join(",") : header;
+  if (!value) return false;
+  return value.split(",").some((tag) => {
+    const t = tag.trim();
+    return t === "*" || (t.startsWith("W/") ? t.slice(2) : t) === etag;
+  });
+}
+
+/**
+ * The site's generated `404.html`, with its relative links made absolute
+ * under `/{mount}/{slug}/`, since it answers at any depth (`/sites/x/a/b`).
+ * Undefined when the tree has none (books, or sites built before it existed).
+ */
+async function notFoundPage(store: ArtifactStore, mount: ArtifactMount, slug: string): Promise<Uint8Array | undefined> {
+  const key = `${mount}/${slug}/404.html`;
+  const page = isValidKey(key) ? await store.get(key) : undefined;
+  if (!page) return undefined;
+  const base = `/${mount}/${encodeURIComponent(slug)}/`;
+  const text = new TextDecoder().decode(page).replace(/(href)="(?![#/]|[a-z][a-z0-9+.-]*:)/g, `$1="${base}`);
+  return new TextEncoder().encode(text);
 }
 
 /** Percent-decoded path segments, or undefined when the encoding is broken. */

@@ -8,6 +8,10 @@ import { createStageWork } from "../../src/outcomes/outcomes-part.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { CHROMIUM, CHROMIUM_ARGS, haveChromium, outcomeDeps, readTree } from "./support/outcome-kit.js";
 import { failureOf, runStages } from "./support/run-stages.js";
+import { replaceTree } from "../../src/outcomes/artifact-store.js";
+import { renderSite } from "../../src/outcomes/website/render-site.js";
+import { normalizeBrief, normalizeOutline } from "../../src/outcomes/website/website-stages.js";
+import { createOfflineWriter } from "../../src/outcomes/writers/offline-writer.js";
 
 const EVIL = `<!DOCTYPE html><html lang="en"><head><title>original</title></head><body>
 <p id="said">nothing ran</p>
@@ -99,6 +103,68 @@ describe("serving generated content", () => {
         await browser.close();
       }
     }, 120_000);
+  });
+});
+
+describe("a visitor's wrong address and a browser's cache", () => {
+  beforeAll(async () => {
+    const writer = createOfflineWriter();
+    const context = { accountId: "acc_test", signal: new AbortController().signal };
+    const goal = "Build a landing page for Maison Dupont, a family-run florist in Bordeaux";
+    const brief = normalizeBrief(await writer.websiteBrief(goal, context));
+    const outline = normalizeOutline(brief, await writer.siteOutline(goal, brief, context));
+    const pages = [];
+    for (const page of outline.pages) pages.push(await writer.page(goal, brief, outline, page.slug, context));
+    const site = renderSite(brief, outline, pages);
+    await replaceTree(store, "sites/maison-dupont/", site);
+    await replaceTree(store, "preview/pln_dupont/", site);
+  });
+
+  it("gets the site's own HTML 404 page, themed, linking home, at any depth", async () => {
+    for (const path of ["/sites/maison-dupont/contcat.html", "/sites/maison-dupont/a/b/c", "/preview/pln_dupont/nope.html"]) {
+      const res = await fetch(`${app.url}${path}`);
+      expect(res.status, path).toBe(404);
+      expect(res.headers.get("content-type"), path).toBe("text/html; charset=utf-8");
+      expect(res.headers.get("content-security-policy"), path).toContain("sandbox");
+      const body = await res.text();
+      expect(body).toContain('<h1 id="section-1">This page does not exist</h1>');
+      expect(body).toContain("Maison Dupont");
+      const base = path.split("/").slice(0, 3).join("/");
+      // Links resolve from any depth: the stylesheet and the home page, absolute under the site.
+      expect(body).toContain(`href="${base}/style.css"`);
+      expect(body).toContain(`href="${base}/index.html"`);
+      expect((await fetch(`${app.url}${base}${body.match(/href="[^"]*(\/style\.css)"/)![1]}`)).status).toBe(200);
+    }
+    // A site without a 404 page (built before it existed) and an unknown site keep the documented JSON error.
+    for (const path of ["/sites/evil-site/nope.html", "/sites/no-such-site/index.html", "/books/no-such-book/x.html"]) {
+      const res = await fetch(`${app.url}${path}`);
+      expect(res.status, path).toBe(404);
+      expect(res.headers.get("content-type"), path).toContain("application/json");
+    }
+  });
+
+  it("sends an ETag and Cache-Control, and answers 304 to a matching If-None-Match", async () => {
+    const first = await fetch(`${app.url}/sites/maison-dupont/index.html`);
+    expect(first.status).toBe(200);
+    const etag = first.headers.get("etag")!;
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
+    expect(first.headers.get("cache-control")).toBe("public, max-age=60");
+    const again = await fetch(`${app.url}/sites/maison-dupont/index.html`, { headers: { "if-none-match": etag } });
+    expect(again.status).toBe(304);
+    expect(await again.text()).toBe("");
+    expect((await fetch(`${app.url}/sites/maison-dupont/index.html`, { headers: { "if-none-match": `W/${etag}, "other"` } })).status).toBe(304);
+    expect((await fetch(`${app.url}/sites/maison-dupont/index.html`, { headers: { "if-none-match": '"stale"' } })).status).toBe(200);
+    // Another file has another validator; a republished file gets a new one.
+    const style = await fetch(`${app.url}/sites/maison-dupont/style.css`);
+    expect(style.headers.get("etag")).not.toBe(etag);
+    await store.put("sites/maison-dupont/index.html", "<!DOCTYPE html><title>changed</title>");
+    const changed = await fetch(`${app.url}/sites/maison-dupont/index.html`, { headers: { "if-none-match": etag } });
+    expect(changed.status).toBe(200);
+    expect(changed.headers.get("etag")).not.toBe(etag);
+    // Previews are revalidated every time.
+    const preview = await fetch(`${app.url}/preview/pln_dupont/index.html`);
+    expect(preview.headers.get("cache-control")).toBe("no-cache");
+    expect((await fetch(`${app.url}/preview/pln_dupont/index.html`, { headers: { "if-none-match": preview.headers.get("etag")! } })).status).toBe(304);
   });
 });
 

@@ -48,7 +48,46 @@ ${join(sections, "\n")}
 `;
     files.set(fileFor(page.slug), document.value);
   });
+  files.set(NOT_FOUND_PAGE, notFoundPage(brief, lang, outline).value);
   return files;
+}
+
+/** The page a visitor gets for a URL the site does not have; the route serves it with status 404. */
+export const NOT_FOUND_PAGE = "404.html";
+
+/**
+ * The site's own 404 page: same header, theme and footer, a link home. Its
+ * words are English whatever the site's language, so the main landmark says so.
+ */
+function notFoundPage(brief: WebsiteBrief, lang: string, outline: SiteOutline): Html {
+  const nav = outline.pages.map((p) => html`<li><a href="${fileFor(p.slug)}">${p.navLabel}</a></li>`);
+  const english = lang.toLowerCase().startsWith("en") ? html`` : html` lang="en" dir="ltr"`;
+  return html`${documentStart(lang, pageTitle(["Not found", brief.name]), `This page is not part of ${brief.name}.`)}
+<header class="site-header">
+<div class="wrap">
+<a class="brand" href="index.html">${brief.name}</a>
+<nav class="site-nav" aria-label="Main">
+<ul>${nav}</ul>
+</nav>
+</div>
+</header>
+<main id="main"${english}>
+<section class="hero" aria-labelledby="section-1">
+<div class="wrap">
+<h1 id="section-1">This page does not exist</h1>
+<p class="lead">There is no page at this address. It may have moved, or the link may be mistyped.</p>
+<p class="more"><a class="button" href="index.html">Go to the home page</a></p>
+</div>
+</section>
+</main>
+<footer class="site-footer">
+<div class="wrap">
+<p>${brief.name} \u00B7 ${brief.tagline}</p>
+</div>
+</footer>
+</body>
+</html>
+`;
 }
 
 /** "Page – Site" when it fits in a tab and a search result (70 characters), else the first part, shortened. */
