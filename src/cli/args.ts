@@ -5,7 +5,9 @@ export const USAGE = `Usage: project-zero <command> [options]
 Commands:
   run "<goal>" [--outcome website|ebook] [--approve] [--json]
                         start an execution and follow it live to the end
-  plans [--json]        your ten most recent plans
+  plans [--before <id> | --all] [--json]
+                        your ten most recent plans; --before <id> the ten
+                        older than plan <id>; --all every plan, ten at a time
   show <id> [--follow] [--json]
                         one plan; --follow follows it live like run
   resume <id> [--approve review] [--json]
@@ -39,7 +41,7 @@ interface Common {
 
 export type Command =
   | ({ name: "run"; goal: string; outcome: string | undefined; approve: boolean } & Common)
-  | ({ name: "plans" } & Common)
+  | ({ name: "plans"; before: string | undefined; all: boolean } & Common)
   | ({ name: "show"; id: string; follow: boolean } & Common)
   | ({ name: "resume"; id: string; approve: string[] } & Common)
   | ({ name: "chat"; prompt: string; system: string | undefined } & Common)
@@ -54,7 +56,7 @@ const COMMON = {
 
 const OPTIONS = {
   run: { ...COMMON, outcome: { type: "string" }, approve: { type: "boolean", default: false } },
-  plans: COMMON,
+  plans: { ...COMMON, before: { type: "string" }, all: { type: "boolean", default: false } },
   show: { ...COMMON, follow: { type: "boolean", short: "f", default: false } },
   resume: { ...COMMON, approve: { type: "string", multiple: true } },
   chat: { ...COMMON, system: { type: "string" } },
@@ -92,7 +94,7 @@ export function parseCommand(argv: readonly string[]): Command {
       const { values, positionals } = parse(rest, OPTIONS.plans);
       if (values.help) return help(values);
       noPositionals(name, positionals);
-      return { name, url: values.url, json: values.json };
+      return { name, before: values.before, all: values.all, url: values.url, json: values.json };
     }
     case "show": {
       const { values, positionals } = parse(rest, OPTIONS.show);

@@ -41,7 +41,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       case "run":
         return await runCommand(ctx, command);
       case "plans":
-        return await plansCommand(ctx);
+        return await plansCommand(ctx, command);
       case "show":
         return await showCommand(ctx, command);
       case "resume":

@@ -95,8 +95,8 @@ export interface ZeroClient {
     /** Resumes a plan at the gate (with `approve: ["review"]`), after a failure or a crash. */
     resume(input: ResumeExecutionInput, options?: CallOptions): Promise<PlanAccepted>;
     get(id: string, options?: CallOptions): Promise<Plan>;
-    /** The caller's ten most recent plans, newest first. */
-    list(options?: CallOptions): Promise<Plan[]>;
+    /** The caller's ten most recent plans, newest first; with `before` (a plan id), the ten older than it. */
+    list(options?: CallOptions & { before?: string }): Promise<Plan[]>;
     /**
      * The plan now and each time it changes, until it rests (succeeded,
      * failed, interrupted, or waiting at the gate). Leaving the loop early
@@ -150,7 +150,7 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
       resume: (input, callOptions) =>
         wrap(async () => accepted(await executions.resumeExecution({ planId: input.planId, approve: input.approve ?? [] }, call(callOptions)))),
       get: (id, callOptions) => wrap(async () => required((await executions.getExecution({ id }, call(callOptions))).plan)),
-      list: (callOptions) => wrap(async () => (await executions.listExecutions({}, call(callOptions))).plans),
+      list: ({ before = "", ...callOptions } = {}) => wrap(async () => (await executions.listExecutions({ before }, call(callOptions))).plans),
       watch: (id, callOptions) =>
         mapStream(
           () => executions.watchExecution({ id }, call(callOptions)),

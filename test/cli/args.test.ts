@@ -17,7 +17,9 @@ describe("command line", () => {
       json: true,
     });
     expect(parseCommand(["run", "A", "site", "for", "my", "bakery"])).toMatchObject({ goal: "A site for my bakery", approve: false });
-    expect(parseCommand(["plans", "--url", "http://x:1"])).toEqual({ name: "plans", url: "http://x:1", json: false });
+    expect(parseCommand(["plans", "--url", "http://x:1"])).toEqual({ name: "plans", before: undefined, all: false, url: "http://x:1", json: false });
+    expect(parseCommand(["plans", "--before", "pln_1"])).toMatchObject({ name: "plans", before: "pln_1", all: false });
+    expect(parseCommand(["plans", "--all"])).toMatchObject({ name: "plans", all: true });
     expect(parseCommand(["show", "pln_1", "--follow"])).toMatchObject({ name: "show", id: "pln_1", follow: true });
     expect(parseCommand(["resume", "pln_1", "--approve", "review"])).toMatchObject({ name: "resume", id: "pln_1", approve: ["review"] });
     expect(parseCommand(["resume", "pln_1"])).toMatchObject({ approve: [] });

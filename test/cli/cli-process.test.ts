@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { runCli, startCli } from "../support/cli.js";
-import { getExecution, type RestPlan } from "../support/executions.js";
+import { getExecution, postExecution, type RestPlan } from "../support/executions.js";
 import { HeldWork, StageFailure } from "../support/stage-work.js";
 import { unusedPort } from "../support/ports.js";
 
@@ -83,6 +83,29 @@ describe("project-zero against a running service", () => {
     expect(listed.code).toBe(0);
     const { plans: recent } = JSON.parse(listed.stdout) as { plans: RestPlan[] };
     expect(recent[0]!.id).toBe(last.id);
+  });
+
+  it("pages back through plans with --before and lists every one with --all", async () => {
+    const account = await createAccountWithKey(app, ["read", "build"]);
+    const own = { ZERO_URL: app.url, ZERO_API_KEY: account.apiKey };
+    const created: string[] = [];
+    for (let i = 1; i <= 12; i++) {
+      const answer = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: account.apiKey }, { goal: `A website for stall ${i} at the market` });
+      created.unshift(answer.body.plan.id);
+    }
+    const idsOf = (stdout: string) => (JSON.parse(stdout) as { plans: RestPlan[] }).plans.map((p) => p.id);
+    const first = await runCli(["plans", "--json"], own);
+    expect(idsOf(first.stdout)).toEqual(created.slice(0, 10));
+    const older = await runCli(["plans", "--before", created[9]!, "--json"], own);
+    expect(older.code).toBe(0);
+    expect(idsOf(older.stdout)).toEqual(created.slice(10));
+    const all = await runCli(["plans", "--all", "--json"], own);
+    expect(idsOf(all.stdout)).toEqual(created);
+    const none = await runCli(["plans", "--before", created[11]!], own);
+    expect(none.stdout).toContain(`No plans older than ${created[11]}.`);
+    const bad = await runCli(["plans", "--before", "pln_notmine"], own);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/before must be the id of one of your plans/);
   });
 
   it("shows a failed stage with its error and attempts, exits 1, and resume retries it", async () => {

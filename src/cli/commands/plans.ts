@@ -4,16 +4,26 @@ import { ExitCode } from "../exit-codes.js";
 import { progressBar, toneOf } from "../plan-view.js";
 import { line } from "../terminal.js";
 
-/** `plans`: the caller's ten most recent plans, newest first. */
-export async function plansCommand(ctx: CliContext): Promise<ExitCode> {
-  let plans: Plan[];
+/** `plans`: the caller's ten most recent plans, newest first; `--before <id>` pages back, `--all` pages to the end. */
+export async function plansCommand(ctx: CliContext, page: { before?: string; all?: boolean } = {}): Promise<ExitCode> {
+  const plans: Plan[] = [];
   try {
-    plans = await ctx.client().executions.list();
+    let before = page.before;
+    for (;;) {
+      const batch = await ctx.client().executions.list({ before });
+      plans.push(...batch);
+      if (!page.all || batch.length === 0) break;
+      before = batch.at(-1)!.id;
+    }
   } catch (error) {
     return ctx.fail(error);
   }
   if (ctx.json) {
     ctx.emit({ plans: plans.map((plan) => ctx.planJson(plan)) });
+    return ExitCode.ok;
+  }
+  if (plans.length === 0 && page.before !== undefined) {
+    ctx.say(`No plans older than ${page.before}.`);
     return ExitCode.ok;
   }
   if (plans.length === 0) {
