@@ -61,7 +61,7 @@ export function textDirection(tag: string): "ltr" | "rtl" {
 }
 
 /** Everything a generated page has before its own header: one stylesheet, no script, a skip link. */
-export function documentStart(lang: string, title: string | Html, description: string): Html {
+export function documentStart(lang: string, title: string | Html, description: string, head: Html = html``): Html {
   return html`<!DOCTYPE html>
 <html lang="${lang}" dir="${textDirection(lang)}">
 <head>
@@ -69,7 +69,7 @@ export function documentStart(lang: string, title: string | Html, description: s
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title}</title>
 <meta name="description" content="${description}">
-<link rel="stylesheet" href="style.css">
+${head}<link rel="stylesheet" href="style.css">
 </head>
 <body>
 <a class="skip-link" href="#main">Skip to content</a>`;

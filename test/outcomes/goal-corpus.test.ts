@@ -3,6 +3,7 @@ import { createStageWork } from "../../src/outcomes/outcomes-part.js";
 import { websiteBriefSchema } from "../../src/outcomes/content.js";
 import { validate } from "../../src/outcomes/json-schema.js";
 import { htmlProblems, outcomeDeps, readTree } from "./support/outcome-kit.js";
+import { readProject } from "../../src/outcomes/projects.js";
 import { runStages } from "./support/run-stages.js";
 
 /**
@@ -203,5 +204,24 @@ describe("the offline writer on a corpus of goals in many languages and scripts"
     else expect(warning).toContain(`in English: the offline writer has no phrasing for ${new Intl.DisplayNames(["en"], { type: "language" }).of(lang)}`);
 
     expect(await htmlProblems(site)).toEqual([]);
+
+    // Publish-ready: canonical on ZERO_PUBLIC_URL, a sitemap with every page, robots.txt naming it, a favicon, a 404 page.
+    const project = (await readProject(deps.artifacts, "pln_corpus"))!;
+    const siteUrl = `${deps.config.publicUrl}/sites/${project.slug}/`;
+    const sitePages = pages.map(([file]) => file).filter((file) => file !== "404.html");
+    expect(site.has("404.html")).toBe(true);
+    expect(site.get("favicon.svg")).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    expect(site.get("robots.txt")).toContain(`Sitemap: ${siteUrl}sitemap.xml`);
+    const listed = [...site.get("sitemap.xml")!.matchAll(/<loc>([^<]+)<\/loc>/g)].map((m) => m[1]);
+    expect(listed.sort()).toEqual(sitePages.map((file) => (file === "index.html" ? siteUrl : `${siteUrl}${file}`)).sort());
+    for (const [file, page] of pages) {
+      expect(page, file).toContain('<link rel="icon" href="favicon.svg" type="image/svg+xml">');
+      if (file === "404.html") continue;
+      const url = file === "index.html" ? siteUrl : `${siteUrl}${file}`;
+      expect(page, file).toContain(`<link rel="canonical" href="${url}">`);
+      expect(page, file).toContain(`<meta property="og:url" content="${url}">`);
+      expect(page, file).toMatch(/<meta property="og:title" content="[^"]+">/);
+      expect(page, file).toMatch(/<meta name="twitter:card" content="summary">/);
+    }
   });
 });

@@ -48,7 +48,7 @@ describe("upstream writer at the stage level", () => {
 
     const site = await readTree(deps.artifacts, "sites/harbour-lights-kayaks/");
     // The model's "Trips" slug became a file name; links and nav agree on it.
-    expect([...site.keys()].sort()).toEqual(["404.html", "contact.html", "index.html", "style.css", "trips.html"]);
+    expect([...site.keys()].sort()).toEqual(["404.html", "contact.html", "favicon.svg", "index.html", "robots.txt", "sitemap.xml", "style.css", "trips.html"]);
     const home = site.get("index.html")!;
     expect(home).toContain('href="trips.html"');
     // Model text is text: the script arrives escaped, never as markup.

@@ -1,6 +1,6 @@
 import type { PageContent, Section, SiteOutline, WebsiteBrief } from "../content.js";
 import { documentStart, html, join, languageTag, type Html } from "../html.js";
-import { stylesheet, THEMES } from "./themes.js";
+import { stylesheet, THEMES, type Theme } from "./themes.js";
 import { trimOf } from "../../strings.js";
 import { cutSlug } from "../projects.js";
 
@@ -12,11 +12,25 @@ export type SiteFiles = Map<string, string>;
  * landmarks, a skip link, one h1 per page, headings in order, `aria-current`
  * in the navigation, no script, no external request of any kind.
  */
-export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: readonly PageContent[]): SiteFiles {
+export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: readonly PageContent[], siteUrl?: string): SiteFiles {
   const theme = THEMES[brief.tone] ?? THEMES.professional;
   const lang = languageTag(brief.language);
   const slugs = new Set(outline.pages.map((p) => p.slug));
-  const files: SiteFiles = new Map([["style.css", stylesheet(theme)]]);
+  const files: SiteFiles = new Map([
+    ["style.css", stylesheet(theme)],
+    ["favicon.svg", favicon(brief.name, theme)],
+  ]);
+  const rendered = outline.pages.filter((_, index) => pages[index]);
+  if (siteUrl) {
+    files.set(
+      "sitemap.xml",
+      sitemap(
+        siteUrl,
+        rendered.map((p) => p.slug),
+      ),
+    );
+    files.set("robots.txt", `User-agent: *\nAllow: /\nSitemap: ${siteUrl}sitemap.xml\n`);
+  }
   outline.pages.forEach((page, index) => {
     const content = pages[index];
     if (!content) return;
@@ -26,7 +40,7 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
     const sections = content.sections.map((section, i) => renderSection(section, i, slugs, monogram(brief.name)));
     const title = pageTitle(page.slug === "index" ? [brief.name, brief.tagline] : [page.title, brief.name]);
     // The footer's \u00B7 is a middle dot, escaped so the server bundle stays ASCII (see src/build.ts).
-    const document = html`${documentStart(lang, title, page.description)}
+    const document = html`${documentStart(lang, title, page.description, shareMeta(brief.name, lang, title, page.description, siteUrl && pageUrl(siteUrl, page.slug)))}
 <header class="site-header">
 <div class="wrap">
 <a class="brand" href="index.html">${brief.name}</a>
@@ -62,7 +76,7 @@ export const NOT_FOUND_PAGE = "404.html";
 function notFoundPage(brief: WebsiteBrief, lang: string, outline: SiteOutline): Html {
   const nav = outline.pages.map((p) => html`<li><a href="${fileFor(p.slug)}">${p.navLabel}</a></li>`);
   const english = lang.toLowerCase().startsWith("en") ? html`` : html` lang="en" dir="ltr"`;
-  return html`${documentStart(lang, pageTitle(["Not found", brief.name]), `This page is not part of ${brief.name}.`)}
+  return html`${documentStart(lang, pageTitle(["Not found", brief.name]), `This page is not part of ${brief.name}.`, html`<link rel="icon" href="favicon.svg" type="image/svg+xml">\n`)}
 <header class="site-header">
 <div class="wrap">
 <a class="brand" href="index.html">${brief.name}</a>
@@ -88,6 +102,49 @@ function notFoundPage(brief: WebsiteBrief, lang: string, outline: SiteOutline): 
 </body>
 </html>
 `;
+}
+
+/** The address a page is published at: the home page is the site's root. */
+function pageUrl(siteUrl: string, slug: string): string {
+  return slug === "index" ? siteUrl : `${siteUrl}${fileFor(slug)}`;
+}
+
+/** Favicon, canonical address, and the Open Graph and Twitter card fields a link preview reads. */
+function shareMeta(siteName: string, lang: string, title: string, description: string, url: string | undefined): Html {
+  const locale = lang.replace("-", "_");
+  return html`<link rel="icon" href="favicon.svg" type="image/svg+xml">
+${url ? html`<link rel="canonical" href="${url}">\n<meta property="og:url" content="${url}">\n` : html``}<meta property="og:type" content="website">
+<meta property="og:site_name" content="${siteName}">
+<meta property="og:title" content="${title}">
+<meta property="og:description" content="${description}">
+<meta property="og:locale" content="${locale}">
+<meta name="twitter:card" content="summary">
+<meta name="twitter:title" content="${title}">
+<meta name="twitter:description" content="${description}">
+`;
+}
+
+/** Every page of the site, for search engines (sitemaps.org 0.9). */
+function sitemap(siteUrl: string, slugs: readonly string[]): string {
+  const urls = slugs.map((slug) => html`<url><loc>${pageUrl(siteUrl, slug)}</loc></url>`);
+  return html`<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+${join(urls, "\n")}
+</urlset>
+`.value;
+}
+
+/**
+ * The site's icon: its first letter (or a dot) on the theme's accent, in a
+ * rounded square. Text in SVG, so any script's letter works without a font file.
+ */
+function favicon(name: string, theme: Theme): string {
+  const letter = [...name.trim()].find((c) => /[\p{L}\p{N}]/u.test(c)) ?? "\u00B7";
+  return html`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64">
+<rect width="64" height="64" rx="14" fill="${theme.colors.accent}"/>
+<text x="32" y="44" text-anchor="middle" font-size="36" font-family="${theme.headingFont}" fill="${theme.colors.onAccent}">${letter.toUpperCase()}</text>
+</svg>
+`.value;
 }
 
 /** "Page – Site" when it fits in a tab and a search result (70 characters), else the first part, shortened. */

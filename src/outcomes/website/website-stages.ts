@@ -57,7 +57,10 @@ export function websiteStages(deps: OutcomeDeps) {
       const { writer: kind, brief } = understanding(input);
       const outline = previousOutput(input, "outline", siteOutlineSchema);
       const content = previousOutput(input, "write", siteContentSchema);
-      const files = renderSite(brief, outline, content.pages);
+      // Built with the address it will be published at, so canonical links and the sitemap are right once it is.
+      const project = await readProject(deps.artifacts, planKey(input.planId));
+      const siteUrl = project ? `${deps.config.publicUrl}/sites/${project.slug}/` : undefined;
+      const files = renderSite(brief, outline, content.pages, siteUrl);
       await replaceTree(deps.artifacts, `preview/${planKey(input.planId)}/`, files);
       return {
         output: asJson({ files: [...files.keys()].sort(), theme: brief.tone }),
