@@ -2,6 +2,7 @@ import { create, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import {
   CreateExecutionRequestSchema,
   ExecutionService,
+  GetExecutionHistoryRequestSchema,
   GetExecutionRequestSchema,
   ListExecutionsRequestSchema,
   ResumeExecutionRequestSchema,
@@ -56,6 +57,13 @@ export function executionRoutes(router: RestRouter, rpc: RestRpc): void {
     }
     const { message } = await rpc.call(exchange, methods.listExecutions, () => create(ListExecutionsRequestSchema));
     sendJson(exchange.res, 200, restJson(methods.listExecutions.output, message));
+  });
+
+  router.add("GET", "/api/execution/history", async (exchange) => {
+    const method = methods.getExecutionHistory;
+    const id = exchange.url.searchParams.get("id") ?? "";
+    const { message } = await rpc.call(exchange, method, () => create(GetExecutionHistoryRequestSchema, { id }));
+    sendJson(exchange.res, 200, restJson(method.output, message));
   });
 }
 
