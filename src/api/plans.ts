@@ -13,3 +13,19 @@ export const RESTING_STATUSES: ReadonlySet<PlanStatus> = new Set(["awaiting_appr
 export function isResting(status: string): boolean {
   return (RESTING_STATUSES as ReadonlySet<string>).has(status);
 }
+
+/** What a plan's history records, one type per kind of change (`GET /api/execution/history`). */
+export const PLAN_EVENT_TYPES = [
+  "created",
+  "stage_started",
+  "stage_succeeded",
+  "stage_failed",
+  "stage_retrying",
+  "stage_interrupted",
+  "awaiting_approval",
+  "approved",
+  "revision_requested",
+  "resumed",
+  "cancelled",
+] as const;
+export type PlanEventType = (typeof PLAN_EVENT_TYPES)[number];

@@ -10,6 +10,7 @@ Commands:
                         older than plan <id>; --all every plan, ten at a time
   show <id> [--follow] [--json]
                         one plan; --follow follows it live like run
+  history <id> [--json]  what happened to a plan, oldest first
   resume <id> [--approve review] [--json]
                         resume a plan (past the gate with --approve review) and follow it
   chat "<prompt>" [--system "<text>"] [--json]
@@ -43,6 +44,7 @@ export type Command =
   | ({ name: "run"; goal: string; outcome: string | undefined; approve: boolean } & Common)
   | ({ name: "plans"; before: string | undefined; all: boolean } & Common)
   | ({ name: "show"; id: string; follow: boolean } & Common)
+  | ({ name: "history"; id: string } & Common)
   | ({ name: "resume"; id: string; approve: string[] } & Common)
   | ({ name: "chat"; prompt: string; system: string | undefined } & Common)
   | ({ name: "serve"; port: string | undefined; host: string | undefined } & Common)
@@ -58,6 +60,7 @@ const OPTIONS = {
   run: { ...COMMON, outcome: { type: "string" }, approve: { type: "boolean", default: false } },
   plans: { ...COMMON, before: { type: "string" }, all: { type: "boolean", default: false } },
   show: { ...COMMON, follow: { type: "boolean", short: "f", default: false } },
+  history: COMMON,
   resume: { ...COMMON, approve: { type: "string", multiple: true } },
   chat: { ...COMMON, system: { type: "string" } },
   serve: { ...COMMON, port: { type: "string" }, host: { type: "string" } },
@@ -100,6 +103,11 @@ export function parseCommand(argv: readonly string[]): Command {
       const { values, positionals } = parse(rest, OPTIONS.show);
       if (values.help) return help(values);
       return { name, id: onePlanId(name, positionals), follow: values.follow, url: values.url, json: values.json };
+    }
+    case "history": {
+      const { values, positionals } = parse(rest, OPTIONS.history);
+      if (values.help) return help(values);
+      return { name, id: onePlanId(name, positionals), url: values.url, json: values.json };
     }
     case "resume": {
       const { values, positionals } = parse(rest, OPTIONS.resume);

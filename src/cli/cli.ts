@@ -5,6 +5,7 @@ import { resumeCommand } from "./commands/resume.js";
 import { runCommand } from "./commands/run.js";
 import { serveCommand } from "./commands/serve.js";
 import { showCommand } from "./commands/show.js";
+import { historyCommand } from "./commands/history.js";
 import { CliContext, CommandStop, type CliIo } from "./context.js";
 import { ExitCode } from "./exit-codes.js";
 
@@ -14,6 +15,7 @@ const SCOPES: Record<Command["name"], string> = {
   resume: "build",
   plans: "read",
   show: "read",
+  history: "read",
   chat: "chat",
   serve: "",
   help: "",
@@ -44,6 +46,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         return await plansCommand(ctx, command);
       case "show":
         return await showCommand(ctx, command);
+      case "history":
+        return await historyCommand(ctx, command);
       case "resume":
         return await resumeCommand(ctx, command);
       case "chat":

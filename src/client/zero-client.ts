@@ -9,7 +9,7 @@ import {
   type ChatCompletionChunk,
   type ChatCompletionParams,
 } from "../../gen/zero/v1/chat_pb.js";
-import { ExecutionService, type Plan } from "../../gen/zero/v1/execution_pb.js";
+import { ExecutionService, type Plan, type PlanEvent } from "../../gen/zero/v1/execution_pb.js";
 import { ZeroError } from "./zero-error.js";
 import { withoutTrailingSlashes } from "../strings.js";
 
@@ -20,7 +20,7 @@ import { withoutTrailingSlashes } from "../strings.js";
 import { CHAT_ALIAS } from "../api/model.js";
 import { isResting as isRestingStatus, RESTING_STATUSES } from "../api/plans.js";
 export { ZeroError, type ZeroErrorType } from "./zero-error.js";
-export type { Plan, Project, Stage, StageError } from "../../gen/zero/v1/execution_pb.js";
+export type { Plan, PlanEvent, Project, Stage, StageError } from "../../gen/zero/v1/execution_pb.js";
 export { PlanSchema } from "../../gen/zero/v1/execution_pb.js";
 export type { ChatCompletion, ChatCompletionChunk } from "../../gen/zero/v1/chat_pb.js";
 export { ChatCompletionSchema, ChatCompletionChunkSchema } from "../../gen/zero/v1/chat_pb.js";
@@ -103,6 +103,8 @@ export interface ZeroClient {
      * (`break`, or aborting `options.signal`) hangs up; the plan keeps running.
      */
     watch(id: string, options?: CallOptions): AsyncIterable<Plan>;
+    /** The plan's history, oldest first: what changed, when, on which stage and attempt. */
+    history(id: string, options?: CallOptions): Promise<PlanEvent[]>;
   };
   chat: {
     complete(input: ChatInput, options?: CallOptions & { idempotencyKey?: string }): Promise<ChatCompletion>;
@@ -156,6 +158,7 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
           () => executions.watchExecution({ id }, call(callOptions)),
           (response) => response.plan,
         ),
+      history: (id, callOptions) => wrap(async () => (await executions.getExecutionHistory({ id }, call(callOptions))).events),
     },
     chat: {
       complete: (input, callOptions) =>

@@ -2,6 +2,7 @@ import { create, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import {
   CreateExecutionRequestSchema,
   ExecutionService,
+  GetExecutionHistoryRequestSchema,
   GetExecutionRequestSchema,
   ListExecutionsRequestSchema,
   ResumeExecutionRequestSchema,
@@ -61,6 +62,12 @@ export function executionRoutes(router: RestRouter, rpc: RestRpc, download?: Pla
     sendJson(exchange.res, 200, restJson(methods.listExecutions.output, message));
   });
 
+  router.add("GET", "/api/execution/history", async (exchange) => {
+    const method = methods.getExecutionHistory;
+    const id = exchange.url.searchParams.get("id") ?? "";
+    const { message } = await rpc.call(exchange, method, () => create(GetExecutionHistoryRequestSchema, { id }));
+    sendJson(exchange.res, 200, restJson(method.output, message));
+  });
   if (download) router.add("GET", "/api/execution/download", downloadHandler(rpc, download));
 }
 

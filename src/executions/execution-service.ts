@@ -1,8 +1,10 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type {
   CreateExecutionRequest,
   ExecutionService,
+  GetExecutionHistoryRequest,
   GetExecutionRequest,
   PlanSchema,
   ResumeExecutionRequest,
@@ -24,7 +26,7 @@ import { invalidRequest, notFound, ServiceError } from "../server/errors.js";
 import { limitReachedHeaders, rateLimitHeaders, readGenerationUsage } from "./generation-limit.js";
 import { validGoal } from "./goal.js";
 import { PlanInserter } from "./plan-inserter.js";
-import { listRecentPlans, loadPlan, isOwnPlan, savePlan, type GenerationWindow } from "./plan-repository.js";
+import { isOwnPlan, listRecentPlans, loadPlan, loadPlanHistory, savePlan, type GenerationWindow } from "./plan-repository.js";
 import { toPlanMessage } from "./plan-message.js";
 import { IdempotencyStore } from "../chat/idempotency.js";
 import { runIdempotently } from "../chat/idempotent-completion.js";
@@ -137,6 +139,22 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       const plan = await loadPlan(db, request.id, { accountId });
       if (!plan) throw notFound(PLAN_NOT_FOUND);
       return { plan: toPlanMessage(plan) };
+    },
+
+    async getExecutionHistory(request: GetExecutionHistoryRequest, context: HandlerContext) {
+      const { accountId } = requirePrincipal(context);
+      if (request.id === "") throw invalidRequest("id is required", "id");
+      const events = await loadPlanHistory(db, request.id, accountId);
+      if (!events) throw notFound(PLAN_NOT_FOUND);
+      return {
+        events: events.map((event) => ({
+          at: timestampFromDate(event.at),
+          type: event.type,
+          stage: event.stage ?? undefined,
+          attempt: event.attempt ?? undefined,
+          detail: event.detail === null ? undefined : (event.detail as JsonObject),
+        })),
+      };
     },
 
     async listExecutions(request, context: HandlerContext) {

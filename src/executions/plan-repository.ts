@@ -4,7 +4,7 @@ import { jsonArrayFrom } from "kysely/helpers/postgres";
 import type { Database } from "../db/schema.js";
 import type { PlanRow, PlanStageRow } from "../db/tables/executions.table.js";
 import { isOutcomeId, DEFAULT_OUTCOME } from "../api/outcomes.js";
-import type { PlanState, PlanStatus, StageRecord, StageState } from "./plan-transitions.js";
+import { creationEvents, transitionEvents, type PlanEvent, type PlanState, type PlanStatus, type StageRecord, type StageState } from "./plan-transitions.js";
 
 /** NOTIFY channel: a plan changed; the payload is its id. Watchers listen. */
 export const PLAN_CHANGED_CHANNEL = "zero_plan_changed";
@@ -180,8 +180,11 @@ export async function savePlan(db: Executor, before: PlanState, after: PlanState
         RETURNING s.position, s.lease_token, v.claim
       )`;
 
+  const events = transitionEvents(before, after);
+  const eventsCte = events.length === 0 ? sql`` : sql`, events AS (${insertEvents(after.id, events, guarded)})`;
+
   const { rows: result } = await sql<{ version: number; updated_at: Date; stage_rows: number; claimed_token: number | null }>`
-    WITH ${guard} ${stagesCte}
+    WITH ${guard} ${stagesCte} ${eventsCte}
     UPDATE plans SET
       status = ${after.status}, progress = ${after.progress}, resumable = ${after.resumable}, warning = ${after.warning},
       preview_url = ${after.previewUrl}, published_url = ${after.publishedUrl},
@@ -199,6 +202,21 @@ export async function savePlan(db: Executor, before: PlanState, after: PlanState
   const claimed = claimPosition !== undefined && row.claimed_token !== null ? { position: claimPosition, leaseToken: Number(row.claimed_token) } : undefined;
   const stages = claimed ? after.stages.map((s) => (s.position === claimed.position ? { ...s, leaseToken: claimed.leaseToken } : s)) : after.stages;
   return { plan: { ...after, stages, version: Number(row.version), updatedAt: new Date(row.updated_at) }, claimed, wake };
+}
+
+/**
+ * The INSERT of a plan's history entries, kept in their order; part of the
+ * statement that writes the change they record, so both land or neither.
+ */
+function insertEvents(planId: string, events: readonly PlanEvent[], guarded = sql``) {
+  return sql`INSERT INTO plan_events (plan_id, type, stage, attempt, detail)
+    SELECT ${planId}::text, e.type, e.stage, e.attempt, e.detail::jsonb
+    FROM unnest(
+      ${events.map((e) => e.type)}::text[], ${events.map((e) => e.stage)}::text[], ${events.map((e) => e.attempt)}::int[],
+      ${events.map((e) => (e.detail === null ? null : JSON.stringify(e.detail)))}::text[]
+    ) WITH ORDINALITY AS e(type, stage, attempt, detail, n)
+    WHERE true ${guarded}
+    ORDER BY e.n`;
 }
 
 function isNewRun(old: StageRecord, stage: StageRecord): boolean {
@@ -247,6 +265,7 @@ export async function insertPlanWithinLimit(db: Executor, plan: NewPlan, window:
  */
 export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPlan[], window: GenerationWindow): Promise<InsertResult[]> {
   const stages = plans.flatMap((p) => p.stages.map((stage) => ({ planId: p.id, ...stage })));
+  const events = plans.flatMap((p) => creationEvents({ stages: p.stages }).map((event) => ({ planId: p.id, ...event })));
   // `wanted`: how many each account asks for. The counter row grants
   // min(wanted, what is left); `granted` keeps that beside the new count
   // (an upsert's RETURNING sees only the new row; SET sees the old one).
@@ -288,6 +307,16 @@ export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPl
         ${stages.map((s) => s.title)}::text[], ${stages.map((s) => s.state)}::text[], ${stages.map((s) => s.attempts)}::int[]
       ) AS s(plan_id, position, stage_id, title, state, attempts)
       JOIN plan ON plan.id = s.plan_id
+    ),
+    events AS (
+      INSERT INTO plan_events (plan_id, type, stage, attempt, detail)
+      SELECT e.plan_id, e.type, e.stage, e.attempt, NULL
+      FROM unnest(
+        ${events.map((e) => e.planId)}::text[], ${events.map((e) => e.type)}::text[], ${events.map((e) => e.stage)}::text[],
+        ${events.map((e) => e.attempt)}::int[]
+      ) WITH ORDINALITY AS e(plan_id, type, stage, attempt, n)
+      JOIN plan ON plan.id = e.plan_id
+      ORDER BY e.n
     )
     SELECT
       input.id,
@@ -366,4 +395,16 @@ function sameStage(a: StageRecord, b: StageRecord): boolean {
 export async function isOwnPlan(db: Executor, accountId: string, id: string): Promise<boolean> {
   const row = await db.selectFrom("plans").select("id").where("id", "=", id).where("account_id", "=", accountId).executeTakeFirst();
   return row !== undefined;
+}
+
+/** A plan's history, oldest first; undefined when the plan is missing or another account's. */
+export async function loadPlanHistory(
+  db: Executor,
+  planId: string,
+  accountId: string,
+): Promise<{ at: Date; type: string; stage: string | null; attempt: number | null; detail: unknown }[] | undefined> {
+  const plan = await db.selectFrom("plans").select("id").where("id", "=", planId).where("account_id", "=", accountId).executeTakeFirst();
+  if (!plan) return undefined;
+  const rows = await db.selectFrom("plan_events").select(["at", "type", "stage", "attempt", "detail"]).where("plan_id", "=", planId).orderBy("id").execute();
+  return rows.map((row) => ({ ...row, at: new Date(row.at) }));
 }

@@ -2,7 +2,7 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import { APPROVAL_STAGE, OUTCOME_STAGES, type OutcomeId } from "../api/outcomes.js";
 import type { StageErrorInfo, StageOutcome } from "../engine/stage-work.js";
 
-import type { PlanStatus, StageState } from "../api/plans.js";
+import type { PlanEventType, PlanStatus, StageState } from "../api/plans.js";
 
 export type { PlanStatus, StageState };
 
@@ -214,4 +214,58 @@ function settle(plan: PlanState): PlanState {
 
 function replaceStage(stages: readonly StageRecord[], position: number, patch: Partial<StageRecord>): StageRecord[] {
   return stages.map((stage) => (stage.position === position ? { ...stage, ...patch } : stage));
+}
+
+/** One history entry a transition records; the time is the database's, at the write. */
+export interface PlanEvent {
+  type: PlanEventType;
+  stage: string | null;
+  attempt: number | null;
+  detail: JsonValue | null;
+}
+
+/** The history entries of a new plan: created, and its first stage started. */
+export function creationEvents(plan: Pick<PlanState, "stages">): PlanEvent[] {
+  return [{ type: "created", stage: null, attempt: null, detail: null }, ...stageEvents(plan, undefined)];
+}
+
+/** The history entries for the change from `before` to `after`, in the order they happened. */
+export function transitionEvents(before: PlanState, after: PlanState): PlanEvent[] {
+  const events: PlanEvent[] = [];
+  if ((before.status === "failed" || before.status === "interrupted") && after.status === "running") {
+    events.push({ type: "resumed", stage: null, attempt: null, detail: null });
+  }
+  events.push(...stageEvents(after, before));
+  return events;
+}
+
+function stageEvents(after: Pick<PlanState, "stages">, before: PlanState | undefined): PlanEvent[] {
+  const events: PlanEvent[] = [];
+  for (const stage of after.stages) {
+    const old = before?.stages[stage.position];
+    if (old && old.state === stage.state && old.attempts === stage.attempts) continue;
+    const at = { stage: stage.id, attempt: stage.attempts };
+    switch (stage.state) {
+      case "running":
+        events.push({ type: "stage_started", ...at, detail: null });
+        break;
+      case "succeeded":
+        if (old?.state === "awaiting_approval" || (stage.id === APPROVAL_STAGE && old?.state === "pending")) {
+          events.push({ type: "approved", ...at, detail: null });
+        } else events.push({ type: "stage_succeeded", ...at, detail: null });
+        break;
+      case "failed": {
+        const error = stage.error ? { type: stage.error.type, message: stage.error.message } : null;
+        const type = stage.error?.type === INTERRUPTED_ERROR.type ? "stage_interrupted" : "stage_failed";
+        events.push({ type, ...at, detail: error === null ? null : { error } });
+        break;
+      }
+      case "awaiting_approval":
+        events.push({ type: "awaiting_approval", ...at, detail: null });
+        break;
+      case "pending":
+        break;
+    }
+  }
+  return events;
 }

@@ -53,6 +53,24 @@ describe("project-zero against a running service", () => {
     expect((await planOf(id)).status).toBe("succeeded");
   });
 
+  it("history prints what happened to the plan, one event a line, oldest first; --json as one object", async () => {
+    const first = await runCli(["run", "A website for a model railway club", "--approve"], env);
+    expect(first.code).toBe(0);
+    const id = planIdIn(first.stderr + first.stdout);
+    const text = await runCli(["history", id], env);
+    expect(text.code).toBe(0);
+    const lines = text.stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\S+Z {2}created$/);
+    expect(lines[1]).toMatch(/ {2}stage_started {2}understand \(attempt 1\)$/);
+    expect(lines.at(-1)).toMatch(/ {2}stage_succeeded {2}publish \(attempt 1\)$/);
+    const json = await runCli(["history", id, "--json"], env);
+    const { events } = JSON.parse(json.stdout) as { events: { type: string; stage: string | null; attempt: number | null }[] };
+    expect(events.map((e) => e.type)).toHaveLength(lines.length);
+    expect(events[0]).toMatchObject({ type: "created", stage: null, attempt: null });
+    const missing = await runCli(["history", "pln_doesNotExist000000"], env);
+    expect(missing.code).toBe(4);
+  });
+
   it("stops at the gate without --approve when nobody can be asked, then resume passes it", async () => {
     const first = await runCli(["run", "A website for a community choir"], env);
     expect(first.code).toBe(6);

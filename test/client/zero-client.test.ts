@@ -98,6 +98,14 @@ describe("createZeroClient", () => {
 
       expect(await client.executions.get(plan.id)).toMatchObject({ id: plan.id, status: "succeeded" });
       expect((await client.executions.list()).map((p) => p.id)).toContain(plan.id);
+      const history = await client.executions.history(plan.id);
+      expect([history[0]?.type, history[0]?.stage, history[0]?.attempt]).toEqual(["created", undefined, undefined]);
+      expect(history.slice(-4).map((e) => [e.type, e.stage])).toEqual([
+        ["awaiting_approval", "review"],
+        ["approved", "review"],
+        ["stage_started", "publish"],
+        ["stage_succeeded", "publish"],
+      ]);
     });
 
     it("leaving the loop early hangs up without stopping the plan", async () => {
@@ -146,6 +154,8 @@ describe("createZeroClient", () => {
 
       const missing = await caught(connect(app.url, keys.all).executions.get("pln_doesNotExist000000"));
       expect(missing).toMatchObject({ type: "not_found", code: Code.NotFound, message: "no plan with that id" });
+      const historyMissing = await caught(connect(app.url, keys.all).executions.history("pln_doesNotExist000000"));
+      expect(historyMissing).toMatchObject({ type: "not_found", code: Code.NotFound });
 
       const watchMissing = await caught(
         (async () => {

@@ -79,6 +79,18 @@ describe.runIf(onRealPostgres)("a server process that dies mid-stage", () => {
     const done = await waitForPlan(survivor.url, cred, planId, (p) => p.status !== "running");
     expect(done).toMatchObject({ status: "succeeded", progress: 100, resumable: false });
     expect(done.stages.map((s) => s.attempts)).toEqual([2, 1, 1, 1, 1, 1]);
+    // The history agrees with the state: the crash shows as an interruption, the resume as a second attempt.
+    const history = await fetch(`${survivor.url}/api/execution/history?id=${planId}`, { headers: { authorization: `Bearer ${account.apiKey}` } });
+    const { events } = (await history.json()) as { events: { type: string; stage: string | null; attempt: number | null; detail: unknown }[] };
+    expect(events.slice(0, 5).map((e) => [e.type, e.stage, e.attempt])).toEqual([
+      ["created", null, null],
+      ["stage_started", "understand", 1],
+      ["stage_interrupted", "understand", 1],
+      ["resumed", null, null],
+      ["stage_started", "understand", 2],
+    ]);
+    expect(events[2]!.detail).toEqual({ error: { type: "interrupted", message: expect.any(String) } });
+    expect(events.filter((e) => e.type === "stage_succeeded").map((e) => e.stage)).toEqual(["understand", "outline", "write", "build", "publish"]);
     await survivor.close();
   });
 

@@ -5,15 +5,15 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import { file_zero_v1_access } from "./access_pb.js";
-import type { Message } from "@bufbuild/protobuf";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file zero/v1/execution.proto.
  */
 export const file_zero_v1_execution: GenFile = /*@__PURE__*/
-  fileDesc("Chd6ZXJvL3YxL2V4ZWN1dGlvbi5wcm90bxIHemVyby52MSKDAwoEUGxhbhIKCgJpZBgBIAEoCRIMCgRnb2FsGAIgASgJEiEKB3Byb2plY3QYAyABKAsyEC56ZXJvLnYxLlByb2plY3QSDgoGc3RhdHVzGAQgASgJEhAKCHByb2dyZXNzGAUgASgFEhEKCXJlc3VtYWJsZRgGIAEoCBIUCgd3YXJuaW5nGAcgASgJSACIAQESGAoLcHJldmlld191cmwYCCABKAlIAYgBARIaCg1wdWJsaXNoZWRfdXJsGAkgASgJSAKIAQESHgoGc3RhZ2VzGAogAygLMg4uemVyby52MS5TdGFnZRIPCgdvdXRjb21lGAsgASgJEi4KCmNyZWF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgoKCF93YXJuaW5nQg4KDF9wcmV2aWV3X3VybEIQCg5fcHVibGlzaGVkX3VybCIxCgdQcm9qZWN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEc2x1ZxgDIAEoCSJnCgVTdGFnZRIKCgJpZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVzdGF0ZRgDIAEoCRIQCghhdHRlbXB0cxgEIAEoBRIiCgVlcnJvchgFIAEoCzITLnplcm8udjEuU3RhZ2VFcnJvciIrCgpTdGFnZUVycm9yEgwKBHR5cGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCSI3ChZDcmVhdGVFeGVjdXRpb25SZXF1ZXN0EgwKBGdvYWwYASABKAkSDwoHb3V0Y29tZRgCIAEoCSJLChdDcmVhdGVFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuEhMKC3VuYXZhaWxhYmxlGAIgAygJIjoKFlJlc3VtZUV4ZWN1dGlvblJlcXVlc3QSDwoHcGxhbl9pZBgBIAEoCRIPCgdhcHByb3ZlGAIgAygJIksKF1Jlc3VtZUV4ZWN1dGlvblJlc3BvbnNlEhsKBHBsYW4YASABKAsyDS56ZXJvLnYxLlBsYW4SEwoLdW5hdmFpbGFibGUYAiADKAkiIQoTR2V0RXhlY3V0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIzChRHZXRFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuIicKFUxpc3RFeGVjdXRpb25zUmVxdWVzdBIOCgZiZWZvcmUYASABKAkiNgoWTGlzdEV4ZWN1dGlvbnNSZXNwb25zZRIcCgVwbGFucxgBIAMoCzINLnplcm8udjEuUGxhbiIjChVXYXRjaEV4ZWN1dGlvblJlcXVlc3QSCgoCaWQYASABKAkiNQoWV2F0Y2hFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuMqcEChBFeGVjdXRpb25TZXJ2aWNlEmoKD0NyZWF0ZUV4ZWN1dGlvbhIfLnplcm8udjEuQ3JlYXRlRXhlY3V0aW9uUmVxdWVzdBogLnplcm8udjEuQ3JlYXRlRXhlY3V0aW9uUmVzcG9uc2UiFKK7GBAKB2FjY291bnQSBWJ1aWxkEmoKD1Jlc3VtZUV4ZWN1dGlvbhIfLnplcm8udjEuUmVzdW1lRXhlY3V0aW9uUmVxdWVzdBogLnplcm8udjEuUmVzdW1lRXhlY3V0aW9uUmVzcG9uc2UiFKK7GBAKB2FjY291bnQSBWJ1aWxkEmMKDEdldEV4ZWN1dGlvbhIcLnplcm8udjEuR2V0RXhlY3V0aW9uUmVxdWVzdBodLnplcm8udjEuR2V0RXhlY3V0aW9uUmVzcG9uc2UiFpACAaK7GA8KB2FjY291bnQSBHJlYWQSaQoOTGlzdEV4ZWN1dGlvbnMSHi56ZXJvLnYxLkxpc3RFeGVjdXRpb25zUmVxdWVzdBofLnplcm8udjEuTGlzdEV4ZWN1dGlvbnNSZXNwb25zZSIWkAIBorsYDwoHYWNjb3VudBIEcmVhZBJrCg5XYXRjaEV4ZWN1dGlvbhIeLnplcm8udjEuV2F0Y2hFeGVjdXRpb25SZXF1ZXN0Gh8uemVyby52MS5XYXRjaEV4ZWN1dGlvblJlc3BvbnNlIhaQAgGiuxgPCgdhY2NvdW50EgRyZWFkMAFiBnByb3RvMw", [file_google_protobuf_timestamp, file_zero_v1_access]);
+  fileDesc("Chd6ZXJvL3YxL2V4ZWN1dGlvbi5wcm90bxIHemVyby52MSKDAwoEUGxhbhIKCgJpZBgBIAEoCRIMCgRnb2FsGAIgASgJEiEKB3Byb2plY3QYAyABKAsyEC56ZXJvLnYxLlByb2plY3QSDgoGc3RhdHVzGAQgASgJEhAKCHByb2dyZXNzGAUgASgFEhEKCXJlc3VtYWJsZRgGIAEoCBIUCgd3YXJuaW5nGAcgASgJSACIAQESGAoLcHJldmlld191cmwYCCABKAlIAYgBARIaCg1wdWJsaXNoZWRfdXJsGAkgASgJSAKIAQESHgoGc3RhZ2VzGAogAygLMg4uemVyby52MS5TdGFnZRIPCgdvdXRjb21lGAsgASgJEi4KCmNyZWF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgoKCF93YXJuaW5nQg4KDF9wcmV2aWV3X3VybEIQCg5fcHVibGlzaGVkX3VybCIxCgdQcm9qZWN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEc2x1ZxgDIAEoCSJnCgVTdGFnZRIKCgJpZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVzdGF0ZRgDIAEoCRIQCghhdHRlbXB0cxgEIAEoBRIiCgVlcnJvchgFIAEoCzITLnplcm8udjEuU3RhZ2VFcnJvciIrCgpTdGFnZUVycm9yEgwKBHR5cGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCSI3ChZDcmVhdGVFeGVjdXRpb25SZXF1ZXN0EgwKBGdvYWwYASABKAkSDwoHb3V0Y29tZRgCIAEoCSJLChdDcmVhdGVFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuEhMKC3VuYXZhaWxhYmxlGAIgAygJIjoKFlJlc3VtZUV4ZWN1dGlvblJlcXVlc3QSDwoHcGxhbl9pZBgBIAEoCRIPCgdhcHByb3ZlGAIgAygJIksKF1Jlc3VtZUV4ZWN1dGlvblJlc3BvbnNlEhsKBHBsYW4YASABKAsyDS56ZXJvLnYxLlBsYW4SEwoLdW5hdmFpbGFibGUYAiADKAkiIQoTR2V0RXhlY3V0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIzChRHZXRFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuIicKFUxpc3RFeGVjdXRpb25zUmVxdWVzdBIOCgZiZWZvcmUYASABKAkiNgoWTGlzdEV4ZWN1dGlvbnNSZXNwb25zZRIcCgVwbGFucxgBIAMoCzINLnplcm8udjEuUGxhbiIjChVXYXRjaEV4ZWN1dGlvblJlcXVlc3QSCgoCaWQYASABKAkiNQoWV2F0Y2hFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuIigKGkdldEV4ZWN1dGlvbkhpc3RvcnlSZXF1ZXN0EgoKAmlkGAEgASgJIkEKG0dldEV4ZWN1dGlvbkhpc3RvcnlSZXNwb25zZRIiCgZldmVudHMYASADKAsyEi56ZXJvLnYxLlBsYW5FdmVudCKqAQoJUGxhbkV2ZW50EiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR0eXBlGAIgASgJEhIKBXN0YWdlGAMgASgJSACIAQESFAoHYXR0ZW1wdBgEIAEoBUgBiAEBEicKBmRldGFpbBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCCAoGX3N0YWdlQgoKCF9hdHRlbXB0MqEFChBFeGVjdXRpb25TZXJ2aWNlEmoKD0NyZWF0ZUV4ZWN1dGlvbhIfLnplcm8udjEuQ3JlYXRlRXhlY3V0aW9uUmVxdWVzdBogLnplcm8udjEuQ3JlYXRlRXhlY3V0aW9uUmVzcG9uc2UiFKK7GBAKB2FjY291bnQSBWJ1aWxkEmoKD1Jlc3VtZUV4ZWN1dGlvbhIfLnplcm8udjEuUmVzdW1lRXhlY3V0aW9uUmVxdWVzdBogLnplcm8udjEuUmVzdW1lRXhlY3V0aW9uUmVzcG9uc2UiFKK7GBAKB2FjY291bnQSBWJ1aWxkEmMKDEdldEV4ZWN1dGlvbhIcLnplcm8udjEuR2V0RXhlY3V0aW9uUmVxdWVzdBodLnplcm8udjEuR2V0RXhlY3V0aW9uUmVzcG9uc2UiFpACAaK7GA8KB2FjY291bnQSBHJlYWQSaQoOTGlzdEV4ZWN1dGlvbnMSHi56ZXJvLnYxLkxpc3RFeGVjdXRpb25zUmVxdWVzdBofLnplcm8udjEuTGlzdEV4ZWN1dGlvbnNSZXNwb25zZSIWkAIBorsYDwoHYWNjb3VudBIEcmVhZBJ4ChNHZXRFeGVjdXRpb25IaXN0b3J5EiMuemVyby52MS5HZXRFeGVjdXRpb25IaXN0b3J5UmVxdWVzdBokLnplcm8udjEuR2V0RXhlY3V0aW9uSGlzdG9yeVJlc3BvbnNlIhaQAgGiuxgPCgdhY2NvdW50EgRyZWFkEmsKDldhdGNoRXhlY3V0aW9uEh4uemVyby52MS5XYXRjaEV4ZWN1dGlvblJlcXVlc3QaHy56ZXJvLnYxLldhdGNoRXhlY3V0aW9uUmVzcG9uc2UiFpACAaK7GA8KB2FjY291bnQSBHJlYWQwAWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_zero_v1_access]);
 
 /**
  * @generated from message zero.v1.Plan
@@ -400,6 +400,84 @@ export const WatchExecutionResponseSchema: GenMessage<WatchExecutionResponse> = 
   messageDesc(file_zero_v1_execution, 13);
 
 /**
+ * @generated from message zero.v1.GetExecutionHistoryRequest
+ */
+export type GetExecutionHistoryRequest = Message<"zero.v1.GetExecutionHistoryRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message zero.v1.GetExecutionHistoryRequest.
+ * Use `create(GetExecutionHistoryRequestSchema)` to create a new message.
+ */
+export const GetExecutionHistoryRequestSchema: GenMessage<GetExecutionHistoryRequest> = /*@__PURE__*/
+  messageDesc(file_zero_v1_execution, 14);
+
+/**
+ * @generated from message zero.v1.GetExecutionHistoryResponse
+ */
+export type GetExecutionHistoryResponse = Message<"zero.v1.GetExecutionHistoryResponse"> & {
+  /**
+   * @generated from field: repeated zero.v1.PlanEvent events = 1;
+   */
+  events: PlanEvent[];
+};
+
+/**
+ * Describes the message zero.v1.GetExecutionHistoryResponse.
+ * Use `create(GetExecutionHistoryResponseSchema)` to create a new message.
+ */
+export const GetExecutionHistoryResponseSchema: GenMessage<GetExecutionHistoryResponse> = /*@__PURE__*/
+  messageDesc(file_zero_v1_execution, 15);
+
+/**
+ * @generated from message zero.v1.PlanEvent
+ */
+export type PlanEvent = Message<"zero.v1.PlanEvent"> & {
+  /**
+   * @generated from field: google.protobuf.Timestamp at = 1;
+   */
+  at?: Timestamp | undefined;
+
+  /**
+   * "created", "stage_started", "stage_succeeded", "stage_failed", "stage_retrying",
+   * "stage_interrupted", "awaiting_approval", "approved", "revision_requested", "resumed" or "cancelled".
+   *
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * The stage id, or unset for an event of the whole plan.
+   *
+   * @generated from field: optional string stage = 3;
+   */
+  stage?: string | undefined;
+
+  /**
+   * @generated from field: optional int32 attempt = 4;
+   */
+  attempt?: number | undefined;
+
+  /**
+   * What else is known: the error of a failed stage.
+   *
+   * @generated from field: google.protobuf.Struct detail = 5;
+   */
+  detail?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message zero.v1.PlanEvent.
+ * Use `create(PlanEventSchema)` to create a new message.
+ */
+export const PlanEventSchema: GenMessage<PlanEvent> = /*@__PURE__*/
+  messageDesc(file_zero_v1_execution, 16);
+
+/**
  * Executions: a plain-language goal turned into a durable plan of stages.
  *
  * @generated from service zero.v1.ExecutionService
@@ -442,6 +520,16 @@ export const ExecutionService: GenService<{
     methodKind: "unary";
     input: typeof ListExecutionsRequestSchema;
     output: typeof ListExecutionsResponseSchema;
+  },
+  /**
+   * The plan's history, oldest first: each event was written with the change it records.
+   *
+   * @generated from rpc zero.v1.ExecutionService.GetExecutionHistory
+   */
+  getExecutionHistory: {
+    methodKind: "unary";
+    input: typeof GetExecutionHistoryRequestSchema;
+    output: typeof GetExecutionHistoryResponseSchema;
   },
   /**
    * Sends the plan now and again each time it changes, until it ends

@@ -6,6 +6,7 @@ import * as chat from "./2026-11-22T01-20_chat.js";
 import * as authHardening from "./2026-11-24T00-00_auth-hardening.js";
 import * as chatAccountDays from "./2026-11-24T00-10_chat-account-days.js";
 import * as chatResponses from "./2026-11-25T00-00_chat-responses.js";
+import * as planEvents from "./2026-11-26T02-00_plan-events.js";
 import * as generationGranted from "./2026-11-26T05-00_generation-granted.js";
 
 /**
@@ -20,5 +21,6 @@ export const migrations: Record<string, Migration> = {
   "2026-11-24T00-00_auth-hardening": authHardening,
   "2026-11-24T00-10_chat-account-days": chatAccountDays,
   "2026-11-25T00-00_chat-responses": chatResponses,
+  "2026-11-26T02-00_plan-events": planEvents,
   "2026-11-26T05-00_generation-granted": generationGranted,
 };

@@ -71,6 +71,18 @@ export interface GenerationCountTable {
   granted: ColumnType<number, number | undefined, number>;
 }
 
+/** One entry of a plan's history, written in the same statement as the change it records. */
+export interface PlanEventTable {
+  id: Generated<string>;
+  plan_id: string;
+  at: CreatedAt;
+  /** One of `PLAN_EVENT_TYPES`. */
+  type: string;
+  stage: string | null;
+  attempt: number | null;
+  detail: NullableJson<unknown>;
+}
+
 export type PlanRow = Selectable<PlanTable>;
 export type NewPlanRow = Insertable<PlanTable>;
 export type PlanStageRow = Selectable<PlanStageTable>;
@@ -80,4 +92,5 @@ export interface ExecutionTables {
   plans: PlanTable;
   plan_stages: PlanStageTable;
   generation_counts: GenerationCountTable;
+  plan_events: PlanEventTable;
 }
