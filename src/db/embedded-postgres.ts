@@ -1,7 +1,8 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import type { Logger } from "../observability/logger.js";
@@ -82,20 +83,21 @@ export async function embeddedPostgresUnavailableReason(dataDir: string): Promis
   if (process.getuid?.() !== 0) return undefined;
   const runAs = postgresUser();
   if (!runAs) return undefined; // created at start
-  return (await unreachableAncestor(path.resolve(dataDir), runAs)) ?? (await unreachableAncestor(binaries.postgres, runAs));
+  return unreachableAncestor(path.resolve(dataDir), runAs);
 }
 
 export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Promise<EmbeddedPostgres> {
-  const binaries = await loadBinaries();
+  let binaries = await loadBinaries();
   if (!binaries) throw new EmbeddedPostgresUnavailable(`no Postgres binaries for ${process.platform}-${process.arch} are installed`);
   const runAs = process.getuid?.() === 0 ? ensurePostgresUser() : undefined;
   const root = path.resolve(dataDir);
   const cluster = path.join(root, CLUSTER_DIR);
   if (runAs) {
-    const blocked = (await unreachableAncestor(root, runAs)) ?? (await unreachableAncestor(binaries.postgres, runAs));
+    const blocked = await unreachableAncestor(root, runAs);
     if (blocked) throw new EmbeddedPostgresUnavailable(blocked);
     await letPostgresEnter(root);
   }
+  if (runAs && (await unreachableAncestor(binaries.postgres, runAs))) binaries = await copyWherePostgresCanRun(binaries);
   const password = await clusterPassword(root, cluster, binaries, runAs);
   await stopOrphan(cluster, logger);
   const port = await freePort();
@@ -282,6 +284,27 @@ function ensurePostgresUser(): RunAs {
   const created = postgresUser();
   if (!created) throw new EmbeddedPostgresUnavailable("Postgres does not run as root, and no postgres user could be made");
   return created;
+}
+
+/**
+ * As root with node_modules where the postgres user cannot go (a checkout
+ * under /root, or in a 0700 temporary directory), the binaries, libraries
+ * and share files are copied once to a directory under the system temp dir
+ * that it can reach, named by where they came from.
+ */
+async function copyWherePostgresCanRun(binaries: Binaries): Promise<Binaries> {
+  const native = path.dirname(path.dirname(binaries.postgres));
+  const target = path.join(os.tmpdir(), `project-zero-postgres-${createHash("sha256").update(native).digest("hex").slice(0, 12)}`);
+  if (!(await exists(path.join(target, "bin", "postgres")))) {
+    const staging = `${target}.${process.pid}`;
+    await fs.rm(staging, { recursive: true, force: true });
+    await fs.cp(native, staging, { recursive: true, verbatimSymlinks: true });
+    await fs.chmod(staging, 0o755);
+    await fs.rm(target, { recursive: true, force: true });
+    await fs.rename(staging, target);
+  }
+  const relocate = (file: string) => path.join(target, path.relative(native, file));
+  return { initdb: relocate(binaries.initdb), postgres: relocate(binaries.postgres) };
 }
 
 /**
