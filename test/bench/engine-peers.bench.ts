@@ -87,6 +87,12 @@ function tracker(expected: number) {
     },
     drained,
     rate: () => expected / ((lastEnd - firstStart) / 1000),
+    /** Runs one job's work between a start and an end. */
+    async run(work: () => Promise<void>) {
+      this.started();
+      await work();
+      this.ended();
+    },
     /** Resolves at the next handler start. */
     nextStart: () => new Promise<void>((resolve) => (onStart = resolve)),
   };
@@ -123,9 +129,7 @@ async function graphileWorker(): Promise<Figures> {
     logger: new GraphileLogger(() => () => {}),
     taskList: {
       bump: async () => {
-        track.started();
-        await bump();
-        track.ended();
+        await track.run(bump);
       },
     },
   });
@@ -158,9 +162,7 @@ async function pgBoss(): Promise<Figures> {
   await boss.work("bump", { batchSize: 4, burstWhenBatchFull: true, localConcurrency: WORKERS / 4, pollingIntervalSeconds: 0.5 }, async (jobs) => {
     await Promise.all(
       jobs.map(async () => {
-        track.started();
-        await bump();
-        track.ended();
+        await track.run(bump);
       }),
     );
   });
@@ -213,9 +215,7 @@ async function stageEngine(): Promise<Figures> {
   const app = await startApp(config, {
     logger: createLogger("silent"),
     stageWork: () => async () => {
-      track.started();
-      await bump();
-      track.ended();
+      await track.run(bump);
       return { output: { ok: true } };
     },
   });

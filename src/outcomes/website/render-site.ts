@@ -34,29 +34,14 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
   outline.pages.forEach((page, index) => {
     const content = pages[index];
     if (!content) return;
-    const nav = outline.pages.map(
-      (p) => html`<li><a href="${fileFor(p.slug)}"${p.slug === page.slug ? html` aria-current="page"` : html``}>${p.navLabel}</a></li>`,
-    );
     const sections = content.sections.map((section, i) => renderSection(section, i, slugs, monogram(brief.name)));
     const title = pageTitle(page.slug === "index" ? [brief.name, brief.tagline] : [page.title, brief.name]);
-    // The footer's \u00B7 is a middle dot, escaped so the server bundle stays ASCII (see src/build.ts).
     const document = html`${documentStart(lang, title, page.description, shareMeta(brief.name, lang, title, page.description, siteUrl && pageUrl(siteUrl, page.slug)))}
-<header class="site-header">
-<div class="wrap">
-<a class="brand" href="index.html">${brief.name}</a>
-<nav class="site-nav" aria-label="Main">
-<ul>${nav}</ul>
-</nav>
-</div>
-</header>
+${siteHeader(brief, outline, page.slug)}
 <main id="main">
 ${join(sections, "\n")}
 </main>
-<footer class="site-footer">
-<div class="wrap">
-<p>${brief.name} \u00B7 ${brief.tagline}</p>
-</div>
-</footer>
+${siteFooter(brief)}
 </body>
 </html>
 `;
@@ -74,17 +59,9 @@ export const NOT_FOUND_PAGE = "404.html";
  * words are English whatever the site's language, so the main landmark says so.
  */
 function notFoundPage(brief: WebsiteBrief, lang: string, outline: SiteOutline): Html {
-  const nav = outline.pages.map((p) => html`<li><a href="${fileFor(p.slug)}">${p.navLabel}</a></li>`);
   const english = lang.toLowerCase().startsWith("en") ? html`` : html` lang="en" dir="ltr"`;
   return html`${documentStart(lang, pageTitle(["Not found", brief.name]), `This page is not part of ${brief.name}.`, html`<link rel="icon" href="favicon.svg" type="image/svg+xml">\n`)}
-<header class="site-header">
-<div class="wrap">
-<a class="brand" href="index.html">${brief.name}</a>
-<nav class="site-nav" aria-label="Main">
-<ul>${nav}</ul>
-</nav>
-</div>
-</header>
+${siteHeader(brief, outline, undefined)}
 <main id="main"${english}>
 <section class="hero" aria-labelledby="section-1">
 <div class="wrap">
@@ -94,14 +71,34 @@ function notFoundPage(brief: WebsiteBrief, lang: string, outline: SiteOutline): 
 </div>
 </section>
 </main>
-<footer class="site-footer">
-<div class="wrap">
-<p>${brief.name} \u00B7 ${brief.tagline}</p>
-</div>
-</footer>
+${siteFooter(brief)}
 </body>
 </html>
 `;
+}
+
+/** The header every page shares, the current page marked in its navigation. */
+function siteHeader(brief: WebsiteBrief, outline: SiteOutline, current: string | undefined): Html {
+  const nav = outline.pages.map(
+    (p) => html`<li><a href="${fileFor(p.slug)}"${p.slug === current ? html` aria-current="page"` : html``}>${p.navLabel}</a></li>`,
+  );
+  return html`<header class="site-header">
+<div class="wrap">
+<a class="brand" href="index.html">${brief.name}</a>
+<nav class="site-nav" aria-label="Main">
+<ul>${nav}</ul>
+</nav>
+</div>
+</header>`;
+}
+
+/** The footer every page shares. The \u00B7 is a middle dot, escaped so the server bundle stays ASCII (see src/build.ts). */
+function siteFooter(brief: WebsiteBrief): Html {
+  return html`<footer class="site-footer">
+<div class="wrap">
+<p>${brief.name} \u00B7 ${brief.tagline}</p>
+</div>
+</footer>`;
 }
 
 /** The address a page is published at: the home page is the site's root. */
