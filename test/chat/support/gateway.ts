@@ -1,6 +1,8 @@
 import OpenAI from "openai";
+import { afterAll, beforeAll, beforeEach } from "vitest";
+import { createAccountWithKey } from "../../support/accounts.js";
 import { startTestApp, type TestApp } from "../../support/app.js";
-import { UPSTREAM_MODEL, type FakeUpstream } from "./fake-upstream.js";
+import { FakeUpstream, UPSTREAM_MODEL } from "./fake-upstream.js";
 
 /** The upstream key the gateway holds; it must reach upstreams and nothing else. */
 export const UPSTREAM_KEY = "sk-upstream-SECRET-key";
@@ -8,9 +10,9 @@ export const UPSTREAM_KEY = "sk-upstream-SECRET-key";
 /** A port nothing listens on: a connect error on every attempt. */
 export const DEAD_UPSTREAM = "http://127.0.0.1:9/v1";
 
-/** ZERO_UPSTREAMS for these base URLs, in order, named so a leak would be visible. */
-export function upstreamsEnv(baseUrls: string[]): string {
-  return JSON.stringify(baseUrls.map((baseUrl, i) => ({ name: `SecretCo-${i}`, baseUrl, apiKey: UPSTREAM_KEY, model: UPSTREAM_MODEL })));
+/** ZERO_UPSTREAMS for these base URLs, in order, named so a leak would be visible; `fields` are added to each entry. */
+export function upstreamsEnv(baseUrls: string[], fields: Record<string, unknown> = {}): string {
+  return JSON.stringify(baseUrls.map((baseUrl, i) => ({ name: `SecretCo-${i}`, baseUrl, apiKey: UPSTREAM_KEY, model: UPSTREAM_MODEL, ...fields })));
 }
 
 /** The real service with these fakes as its upstreams and short upstream timeouts. */
@@ -80,4 +82,41 @@ export function recordingFetch(paths: string[]): typeof fetch {
     paths.push(new URL(input instanceof Request ? input.url : String(input)).pathname);
     return fetch(input, init);
   };
+}
+
+/** What `useSdkGateway` hands a suite; filled in by its `beforeAll`. */
+export interface SdkGateway {
+  upstream: FakeUpstream;
+  app: TestApp;
+  /** A key with the `chat` scope. */
+  apiKey: string;
+  /** The gateway paths an SDK called through `fetch` (cleared before each test). */
+  called: string[];
+  /** A fetch that records into `called`, for the SDK under test. */
+  fetch: typeof fetch;
+}
+
+/**
+ * The gateway over one fake upstream, for a suite that drives a real SDK:
+ * started once, the upstream's queue and the called paths cleared before
+ * each test, everything closed after. `upstreamFields` are added to the
+ * upstream's ZERO_UPSTREAMS entry (e.g. its `embeddingModel`).
+ */
+export function useSdkGateway(upstreamFields: Record<string, unknown> = {}): SdkGateway {
+  const called: string[] = [];
+  const gateway = { called, fetch: recordingFetch(called) } as SdkGateway;
+  beforeAll(async () => {
+    gateway.upstream = await FakeUpstream.start();
+    gateway.app = await startGateway([gateway.upstream], { ZERO_UPSTREAMS: upstreamsEnv([gateway.upstream.url], upstreamFields) });
+    gateway.apiKey = (await createAccountWithKey(gateway.app, ["chat"])).apiKey;
+  });
+  afterAll(async () => {
+    await gateway.app?.close();
+    await gateway.upstream?.close();
+  });
+  beforeEach(() => {
+    gateway.upstream.reset();
+    called.length = 0;
+  });
+  return gateway;
 }
