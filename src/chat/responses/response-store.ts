@@ -1,23 +1,33 @@
-import { sql, type Kysely } from "kysely";
+import { type Insertable, type Kysely, sql } from "kysely";
 import type { Database } from "../../db/schema.js";
+import type { ChatResponseTable } from "../../db/tables/chat-responses.table.js";
+import { StatementBatcher } from "../../db/statement-batcher.js";
 import type { ChatMessage } from "./responses-request.js";
 
 /** How long a stored response can be read or continued. */
 export const RESPONSE_TTL_MS = 30 * 24 * 3600 * 1000;
 
-/** Stored Responses API answers, per account: another account's id reads exactly like a missing one. */
+/**
+ * Stored Responses API answers, per account: another account's id reads
+ * exactly like a missing one. A response is stored before it is answered
+ * (a client told it is stored can always continue it); concurrent saves are
+ * group-committed, one INSERT for all that arrive while others run, which is
+ * what keeps `store: true` (the default) near the gateway's chat throughput.
+ */
 export class ResponseStore {
   readonly #db: Kysely<Database>;
+  readonly #saves: StatementBatcher<Insertable<ChatResponseTable>, undefined>;
 
   constructor(db: Kysely<Database>) {
     this.#db = db;
+    this.#saves = new StatementBatcher(async (rows) => {
+      await db.insertInto("chat_responses").values(rows).execute();
+      return rows.map(() => undefined);
+    });
   }
 
-  async save(accountId: string, id: string, response: string, messages: readonly ChatMessage[]): Promise<void> {
-    await this.#db
-      .insertInto("chat_responses")
-      .values({ id, account_id: accountId, response, messages: JSON.stringify(messages), expires_at: new Date(Date.now() + RESPONSE_TTL_MS) })
-      .execute();
+  save(accountId: string, id: string, response: string, messages: readonly ChatMessage[]): Promise<void> {
+    return this.#saves.submit({ id, account_id: accountId, response, messages: JSON.stringify(messages), expires_at: new Date(Date.now() + RESPONSE_TTL_MS) });
   }
 
   /** The response object as first sent, or undefined. */
