@@ -1,10 +1,13 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
 import pg from "pg";
 import { Client, Pool } from "undici";
 import { benchDatabaseUrl } from "./support/postgres.js";
+import { profileOf, topSelfTime } from "./support/cpu-profile.js";
 import { peakRssMb, resetPeakRss } from "./support/rss.js";
 import { serverCommand, type ServerCommand } from "../support/server-process.js";
 import { unusedPort } from "../support/ports.js";
@@ -24,6 +27,13 @@ import { unusedPort } from "../support/ports.js";
  *   byte (the first SSE event; response heads do not count);
  * - peak RSS (VmHWM) of each proxy process from its first request on (so
  *   the gateway's setup, a scrypt sign-up, is not counted).
+ *
+ * Then the same comparison for the Responses API (`/v1/responses`): the
+ * gateway translates it to chat completions, Portkey forwards it to the
+ * upstream's own `/v1/responses`, and "direct" calls that route.
+ *
+ * With BENCH_PROFILE=1 the gateway runs under `--cpu-prof`, and its hottest
+ * functions by self time are printed at the end.
  */
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -31,6 +41,7 @@ const CONCURRENCY = 64;
 const THROUGHPUT_MS = Number(process.env.BENCH_THROUGHPUT_MS ?? 4000);
 const LATENCY_MS = Number(process.env.BENCH_LATENCY_MS ?? 2500);
 const WARMUP_MS = 1500;
+const PROFILE_DIR = process.env.BENCH_PROFILE ? fs.mkdtempSync(path.join(os.tmpdir(), "zero-bench-prof-")) : undefined;
 const UPSTREAM_MODEL = "bench-upstream-model";
 const UPSTREAM_KEY = "sk-bench-upstream";
 
@@ -40,11 +51,49 @@ const children: ChildProcess[] = [];
 interface Target {
   name: "direct" | "node-proxy" | "gateway" | "portkey";
   origin: string;
-  path: string;
   headers: Record<string, string>;
   model: string;
   pid?: number;
 }
+
+/** One OpenAI API as the benchmark calls it. */
+interface Api {
+  name: "chat completions" | "responses";
+  path: string;
+  body(model: string, stream: boolean): string;
+  /** True when a plain answer carries the upstream's words. */
+  answered(json: unknown): boolean;
+  /** How a complete stream ends. */
+  streamEnd: string;
+}
+
+const CHAT: Api = {
+  name: "chat completions",
+  path: "/v1/chat/completions",
+  body: (model, stream) =>
+    // `stream` first: the instant upstream spots it without parsing.
+    JSON.stringify({
+      ...(stream ? { stream: true } : {}),
+      model,
+      messages: [
+        { role: "system", content: "You are a helpful assistant." },
+        { role: "user", content: "Hello!" },
+      ],
+      temperature: 0.7,
+    }),
+  answered: (json) => Boolean((json as { choices?: { message?: { content?: string } }[] }).choices?.[0]?.message?.content),
+  streamEnd: "data: [DONE]\n\n",
+};
+
+const RESPONSES: Api = {
+  name: "responses",
+  path: "/v1/responses",
+  body: (model, stream) =>
+    JSON.stringify({ ...(stream ? { stream: true } : {}), model, instructions: "You are a helpful assistant.", input: "Hello!", temperature: 0.7 }),
+  answered: (json) => (json as { output?: { content?: { text?: string }[] }[] }).output?.[0]?.content?.[0]?.text?.includes("Hello") === true,
+  // The last event is response.completed: its data line, then the blank line.
+  streamEnd: "}\n\n",
+};
 
 interface RoundResult {
   rps: number;
@@ -54,19 +103,6 @@ interface RoundResult {
   ttfbP50: number;
   ttfbP99: number;
   errors: number;
-}
-
-function body(model: string, stream: boolean): string {
-  // `stream` first: the instant upstream spots it without parsing.
-  return JSON.stringify({
-    ...(stream ? { stream: true } : {}),
-    model,
-    messages: [
-      { role: "system", content: "You are a helpful assistant." },
-      { role: "user", content: "Hello!" },
-    ],
-    temperature: 0.7,
-  });
 }
 
 /** Starts a child and resolves with the first JSON line it prints. */
@@ -97,7 +133,6 @@ async function startPortkey(upstreamOrigin: string): Promise<Target> {
   const target: Target = {
     name: "portkey",
     origin: `http://127.0.0.1:${port}`,
-    path: "/v1/chat/completions",
     headers: {
       "content-type": "application/json",
       authorization: `Bearer ${UPSTREAM_KEY}`,
@@ -109,7 +144,7 @@ async function startPortkey(upstreamOrigin: string): Promise<Target> {
   };
   for (let i = 0; i < 200; i++) {
     try {
-      const response = await fetch(target.origin + target.path, { method: "POST", headers: target.headers, body: body(UPSTREAM_MODEL, false) });
+      const response = await fetch(target.origin + CHAT.path, { method: "POST", headers: target.headers, body: CHAT.body(UPSTREAM_MODEL, false) });
       if (response.ok) {
         await response.text();
         return target;
@@ -141,18 +176,19 @@ async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void>
 }
 
 /** Checks a target answers correctly before it is timed: a wrong answer fast is no result. */
-async function verify(target: Target): Promise<void> {
-  const plain = await fetch(target.origin + target.path, { method: "POST", headers: target.headers, body: body(target.model, false) });
-  const json = (await plain.json()) as { choices?: { message?: { content?: string } }[] };
-  if (plain.status !== 200 || !json.choices?.[0]?.message?.content) throw new Error(`${target.name}: bad answer ${JSON.stringify(json)}`);
-  const streamed = await fetch(target.origin + target.path, { method: "POST", headers: target.headers, body: body(target.model, true) });
+async function verify(api: Api, target: Target): Promise<void> {
+  const plain = await fetch(target.origin + api.path, { method: "POST", headers: target.headers, body: api.body(target.model, false) });
+  const json: unknown = await plain.json();
+  if (plain.status !== 200 || !api.answered(json)) throw new Error(`${target.name} ${api.name}: bad answer ${JSON.stringify(json)}`);
+  const streamed = await fetch(target.origin + api.path, { method: "POST", headers: target.headers, body: api.body(target.model, true) });
   const text = await streamed.text();
-  if (streamed.status !== 200 || !text.includes("data: [DONE]") || !text.includes("Hello")) throw new Error(`${target.name}: bad stream ${text}`);
+  const complete = api === CHAT ? text.includes("data: [DONE]") : text.includes("event: response.completed");
+  if (streamed.status !== 200 || !complete || !text.includes("Hello")) throw new Error(`${target.name} ${api.name}: bad stream ${text}`);
 }
 
-async function throughput(target: Target, stream: boolean, ms: number): Promise<{ rps: number; errors: number }> {
+async function throughput(api: Api, target: Target, stream: boolean, ms: number): Promise<{ rps: number; errors: number }> {
   const pool = new Pool(target.origin, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 });
-  const payload = body(target.model, stream);
+  const payload = api.body(target.model, stream);
   let done = 0;
   let errors = 0;
   const started = performance.now();
@@ -161,9 +197,9 @@ async function throughput(target: Target, stream: boolean, ms: number): Promise<
     Array.from({ length: CONCURRENCY }, async () => {
       while (performance.now() < end) {
         try {
-          const response = await pool.request({ method: "POST", path: target.path, headers: target.headers, body: payload });
+          const response = await pool.request({ method: "POST", path: api.path, headers: target.headers, body: payload });
           const text = await response.body.text();
-          if (response.statusCode === 200 && (!stream || text.endsWith("data: [DONE]\n\n"))) done++;
+          if (response.statusCode === 200 && (!stream || text.endsWith(api.streamEnd))) done++;
           else errors++;
         } catch {
           errors++;
@@ -181,14 +217,14 @@ function percentile(sorted: number[], p: number): number {
 }
 
 /** One connection, back to back: per-request time, and for streams the time to the first body byte. */
-async function latency(target: Target, stream: boolean, ms: number): Promise<{ p50: number; p99: number }> {
+async function latency(api: Api, target: Target, stream: boolean, ms: number): Promise<{ p50: number; p99: number }> {
   const client = new Client(target.origin, { pipelining: 1, keepAliveTimeout: 60_000 });
-  const payload = body(target.model, stream);
+  const payload = api.body(target.model, stream);
   const samples: number[] = [];
   const end = performance.now() + ms;
   while (performance.now() < end) {
     const t0 = performance.now();
-    const response = await client.request({ method: "POST", path: target.path, headers: target.headers, body: payload });
+    const response = await client.request({ method: "POST", path: api.path, headers: target.headers, body: payload });
     let first = 0;
     for await (const _ of response.body) {
       if (first === 0) first = performance.now();
@@ -203,12 +239,116 @@ async function latency(target: Target, stream: boolean, ms: number): Promise<{ p
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const f = (n: number, digits = 2) => n.toFixed(digits);
 
+/** Times one API through each target in interleaved rounds, then prints the medians and the goals. */
+async function compare(api: Api, targets: Target[]): Promise<void> {
+  console.log(`\n--- ${api.name} (${api.path}) ---`);
+  for (const target of targets) {
+    if (target.pid) resetPeakRss(target.pid);
+    await verify(api, target);
+    await throughput(api, target, false, WARMUP_MS);
+    await throughput(api, target, true, WARMUP_MS / 2);
+  }
+
+  const results = new Map<Target["name"], RoundResult[]>(targets.map((t) => [t.name, []]));
+  for (let round = 1; round <= ROUNDS; round++) {
+    // Each round in another order, so no target always follows the same one.
+    const order = round % 2 === 1 ? targets : [...targets].reverse();
+    for (const target of order) {
+      const plain = await throughput(api, target, false, THROUGHPUT_MS);
+      const streamed = await throughput(api, target, true, THROUGHPUT_MS / 2);
+      const lat = await latency(api, target, false, LATENCY_MS);
+      const ttfb = await latency(api, target, true, LATENCY_MS);
+      const result = {
+        rps: plain.rps,
+        streamRps: streamed.rps,
+        p50: lat.p50,
+        p99: lat.p99,
+        ttfbP50: ttfb.p50,
+        ttfbP99: ttfb.p99,
+        errors: plain.errors + streamed.errors,
+      };
+      results.get(target.name)!.push(result);
+      console.log(
+        `round ${round} ${target.name.padEnd(10)} ${f(result.rps, 0).padStart(6)} req/s  ${f(result.streamRps, 0).padStart(6)} streams/s  ` +
+          `p50 ${f(result.p50, 3)} ms  p99 ${f(result.p99, 3)} ms  ttfb p50 ${f(result.ttfbP50, 3)} ms  p99 ${f(result.ttfbP99, 3)} ms  errors ${result.errors}`,
+      );
+    }
+  }
+
+  const summary = (name: Target["name"]) => {
+    const rows = results.get(name)!;
+    return {
+      rps: median(rows.map((r) => r.rps)),
+      streamRps: median(rows.map((r) => r.streamRps)),
+      p50: median(rows.map((r) => r.p50)),
+      p99: median(rows.map((r) => r.p99)),
+      ttfbP50: median(rows.map((r) => r.ttfbP50)),
+      ttfbP99: median(rows.map((r) => r.ttfbP99)),
+      errors: rows.reduce((n, r) => n + r.errors, 0),
+    };
+  };
+  const direct = summary("direct");
+  const gateway = summary("gateway");
+  const portkey = summary("portkey");
+  const hasNodeProxy = results.has("node-proxy");
+  const nodeProxy = hasNodeProxy ? summary("node-proxy") : undefined;
+  const rssOf = (name: Target["name"]) => peakRssMb(targets.find((t) => t.name === name)!.pid!);
+  const nodeProxyRss = hasNodeProxy ? rssOf("node-proxy") : undefined;
+  const gatewayRss = rssOf("gateway");
+  const portkeyRss = rssOf("portkey");
+
+  console.log(`\nmedians of ${ROUNDS} interleaved rounds; ${CONCURRENCY} connections for throughput, one for latency and first byte`);
+  console.log("target       req/s   streams/s  p50 ms   p99 ms   ttfb p50  ttfb p99  peak RSS MB  errors");
+  const rows: [string, ReturnType<typeof summary>, number | undefined][] = [["direct", direct, undefined]];
+  if (nodeProxy) rows.push(["node-proxy", nodeProxy, nodeProxyRss]);
+  rows.push(["gateway", gateway, gatewayRss], ["portkey", portkey, portkeyRss]);
+  for (const [name, s, rss] of rows) {
+    console.log(
+      `${name.padEnd(11)} ${f(s.rps, 0).padStart(6)}  ${f(s.streamRps, 0).padStart(9)}  ${f(s.p50, 3).padStart(7)}  ${f(s.p99, 3).padStart(7)}  ${f(s.ttfbP50, 3).padStart(8)}  ${f(s.ttfbP99, 3).padStart(8)}  ${rss ? f(rss, 1).padStart(11) : "          -"}  ${s.errors}`,
+    );
+  }
+  // Paired within each round, so a burst of load from elsewhere on the machine weighs on both sides.
+  const perRound = (peer: Target["name"]) => results.get("gateway")!.map((g, i) => g.rps / results.get(peer)![i]!.rps);
+  const ratios = perRound("portkey");
+  const addedP50 = results.get("gateway")!.map((g, i) => g.p50 - results.get("direct")![i]!.p50);
+  console.log(
+    `\nper round: gateway/Portkey throughput ${ratios.map((r) => `${f(r)}×`).join(", ")}; gateway added p50 ${addedP50.map((a) => `${f(a, 3)} ms`).join(", ")}`,
+  );
+  /** [label, met, what was measured] */
+  const goals: [string, boolean, string][] = [
+    [`throughput ≥ 4× Portkey's`, median(ratios) >= 4, `${f(median(ratios))}× (median of per-round ratios)`],
+    [`added p50 < 0.3 ms`, gateway.p50 - direct.p50 < 0.3, `${f(gateway.p50 - direct.p50, 3)} ms`],
+    [`added p99 < 1 ms`, gateway.p99 - direct.p99 < 1, `${f(gateway.p99 - direct.p99, 3)} ms`],
+    [`first-byte overhead < 1 ms`, gateway.ttfbP50 - direct.ttfbP50 < 1, `${f(gateway.ttfbP50 - direct.ttfbP50, 3)} ms`],
+    [`peak RSS < 100 MB`, gatewayRss < 100, `${f(gatewayRss, 1)} MB`],
+  ];
+  if (nodeProxy && nodeProxyRss !== undefined) {
+    const floor = perRound("node-proxy");
+    goals.push(
+      [`throughput ≥ 0.8× the least Node proxy's`, median(floor) >= 0.8, `${f(median(floor))}× (per round ${floor.map((r) => `${f(r)}×`).join(", ")})`],
+      [
+        `peak RSS within 15 MB of the least Node proxy`,
+        gatewayRss - nodeProxyRss <= 15,
+        `${f(gatewayRss - nodeProxyRss, 1)} MB above its ${f(nodeProxyRss, 1)} MB`,
+      ],
+    );
+  }
+  console.log("\ngoals");
+  for (const [label, met, shown] of goals) console.log(`  ${met ? "met " : "MISS"}  ${label}: ${shown}`);
+  console.log(
+    `  (Portkey: added p50 ${f(portkey.p50 - direct.p50, 3)} ms, p99 ${f(portkey.p99 - direct.p99, 3)} ms, first byte +${f(portkey.ttfbP50 - direct.ttfbP50, 3)} ms, peak RSS ${f(portkeyRss, 1)} MB; streams/s gateway ${f(gateway.streamRps / portkey.streamRps)}× Portkey)`,
+  );
+}
+
 async function main(): Promise<void> {
   const { info: upstreamInfo } = await startChild({ argv: [process.execPath, "--import", "tsx", "test/bench/support/chat-instant-upstream.ts"], env: {} });
   const upstreamOrigin = `http://127.0.0.1:${upstreamInfo.port as number}`;
   const database = await freshDatabase();
+  let gatewayPid: number | undefined;
   try {
-    const { child: gatewayChild, info: gatewayInfo } = await startChild(await serverCommand("test/bench/support/chat-gateway-server.ts"), {
+    const gatewayCommand = await serverCommand("test/bench/support/chat-gateway-server.ts");
+    if (PROFILE_DIR) gatewayCommand.argv.splice(1, 0, "--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`);
+    const { child: gatewayChild, info: gatewayInfo } = await startChild(gatewayCommand, {
       DATABASE_URL: database.url,
       ZERO_UPSTREAMS: JSON.stringify([{ name: "bench", baseUrl: `${upstreamOrigin}/v1`, apiKey: UPSTREAM_KEY, model: UPSTREAM_MODEL }]),
       ZERO_FREE_POOL_DAILY_REQUESTS: "1000000000",
@@ -216,6 +356,7 @@ async function main(): Promise<void> {
       LOG_LEVEL: "warn",
       ZERO_WORKER_CONCURRENCY: "0",
     });
+    gatewayPid = gatewayChild.pid;
     const gatewayUrl = new URL(gatewayInfo.url as string);
     const { child: nodeProxyChild, info: nodeProxyInfo } = await startChild(await serverCommand("test/bench/support/chat-node-proxy.ts"), {
       UPSTREAM_ORIGIN: upstreamOrigin,
@@ -225,14 +366,12 @@ async function main(): Promise<void> {
       {
         name: "direct",
         origin: upstreamOrigin,
-        path: "/v1/chat/completions",
         headers: { "content-type": "application/json", authorization: `Bearer ${UPSTREAM_KEY}` },
         model: UPSTREAM_MODEL,
       },
       {
         name: "node-proxy",
         origin: new URL(nodeProxyInfo.url as string).origin,
-        path: "/v1/chat/completions",
         headers: { "content-type": "application/json" },
         model: "project-zero",
         pid: nodeProxyChild.pid,
@@ -240,108 +379,25 @@ async function main(): Promise<void> {
       {
         name: "gateway",
         origin: gatewayUrl.origin,
-        path: "/v1/chat/completions",
         headers: { "content-type": "application/json", authorization: `Bearer ${gatewayInfo.apiKey as string}` },
         model: "project-zero",
         pid: gatewayChild.pid,
       },
       await startPortkey(upstreamOrigin),
     ];
-    for (const target of targets) {
-      if (target.pid) resetPeakRss(target.pid);
-      await verify(target);
-      await throughput(target, false, WARMUP_MS);
-      await throughput(target, true, WARMUP_MS / 2);
-    }
-
-    const results = new Map<Target["name"], RoundResult[]>(targets.map((t) => [t.name, []]));
-    for (let round = 1; round <= ROUNDS; round++) {
-      // Each round in another order, so no target always follows the same one.
-      const order = round % 2 === 1 ? targets : [...targets].reverse();
-      for (const target of order) {
-        const plain = await throughput(target, false, THROUGHPUT_MS);
-        const streamed = await throughput(target, true, THROUGHPUT_MS / 2);
-        const lat = await latency(target, false, LATENCY_MS);
-        const ttfb = await latency(target, true, LATENCY_MS);
-        const result = {
-          rps: plain.rps,
-          streamRps: streamed.rps,
-          p50: lat.p50,
-          p99: lat.p99,
-          ttfbP50: ttfb.p50,
-          ttfbP99: ttfb.p99,
-          errors: plain.errors + streamed.errors,
-        };
-        results.get(target.name)!.push(result);
-        console.log(
-          `round ${round} ${target.name.padEnd(10)} ${f(result.rps, 0).padStart(6)} req/s  ${f(result.streamRps, 0).padStart(6)} streams/s  ` +
-            `p50 ${f(result.p50, 3)} ms  p99 ${f(result.p99, 3)} ms  ttfb p50 ${f(result.ttfbP50, 3)} ms  p99 ${f(result.ttfbP99, 3)} ms  errors ${result.errors}`,
-        );
-      }
-    }
-
-    const summary = (name: Target["name"]) => {
-      const rows = results.get(name)!;
-      return {
-        rps: median(rows.map((r) => r.rps)),
-        streamRps: median(rows.map((r) => r.streamRps)),
-        p50: median(rows.map((r) => r.p50)),
-        p99: median(rows.map((r) => r.p99)),
-        ttfbP50: median(rows.map((r) => r.ttfbP50)),
-        ttfbP99: median(rows.map((r) => r.ttfbP99)),
-        errors: rows.reduce((n, r) => n + r.errors, 0),
-      };
-    };
-    const direct = summary("direct");
-    const nodeProxy = summary("node-proxy");
-    const gateway = summary("gateway");
-    const portkey = summary("portkey");
-    const rssOf = (name: Target["name"]) => peakRssMb(targets.find((t) => t.name === name)!.pid!);
-    const nodeProxyRss = rssOf("node-proxy");
-    const gatewayRss = rssOf("gateway");
-    const portkeyRss = rssOf("portkey");
-
-    console.log(`\nmedians of ${ROUNDS} interleaved rounds; ${CONCURRENCY} connections for throughput, one for latency and first byte`);
-    console.log("target       req/s   streams/s  p50 ms   p99 ms   ttfb p50  ttfb p99  peak RSS MB  errors");
-    for (const [name, s, rss] of [
-      ["direct", direct, undefined],
-      ["node-proxy", nodeProxy, nodeProxyRss],
-      ["gateway", gateway, gatewayRss],
-      ["portkey", portkey, portkeyRss],
-    ] as const) {
-      console.log(
-        `${name.padEnd(11)} ${f(s.rps, 0).padStart(6)}  ${f(s.streamRps, 0).padStart(9)}  ${f(s.p50, 3).padStart(7)}  ${f(s.p99, 3).padStart(7)}  ${f(s.ttfbP50, 3).padStart(8)}  ${f(s.ttfbP99, 3).padStart(8)}  ${rss ? f(rss, 1).padStart(11) : "          -"}  ${s.errors}`,
-      );
-    }
-    // Paired within each round, so a burst of load from elsewhere on the machine weighs on both sides.
-    const ratios = results.get("gateway")!.map((g, i) => g.rps / results.get("portkey")![i]!.rps);
-    const addedP50 = results.get("gateway")!.map((g, i) => g.p50 - results.get("direct")![i]!.p50);
-    console.log(
-      `\nper round: gateway/Portkey throughput ${ratios.map((r) => `${f(r)}×`).join(", ")}; gateway added p50 ${addedP50.map((a) => `${f(a, 3)} ms`).join(", ")}`,
-    );
-    const goals = [
-      [`throughput ≥ 4× Portkey's`, median(ratios), 4, `${f(median(ratios))}× (median of per-round ratios)`],
-      [`added p50 < 0.3 ms`, gateway.p50 - direct.p50, 0.3, `${f(gateway.p50 - direct.p50, 3)} ms`],
-      [`added p99 < 1 ms`, gateway.p99 - direct.p99, 1, `${f(gateway.p99 - direct.p99, 3)} ms`],
-      [`first-byte overhead < 1 ms`, gateway.ttfbP50 - direct.ttfbP50, 1, `${f(gateway.ttfbP50 - direct.ttfbP50, 3)} ms`],
-      [
-        `peak RSS < 100 MB`,
-        gatewayRss,
-        100,
-        `${f(gatewayRss, 1)} MB (the least Node proxy: ${f(nodeProxyRss, 1)} MB; ${f(gatewayRss - nodeProxyRss, 1)} MB is the gateway's own)`,
-      ],
-    ] as const;
-    console.log("\ngoals");
-    for (const [label, value, bound, shown] of goals) {
-      const met = label.startsWith("throughput") ? value >= bound : value < bound;
-      console.log(`  ${met ? "met " : "MISS"}  ${label}: ${shown}`);
-    }
-    console.log(
-      `  (Portkey: added p50 ${f(portkey.p50 - direct.p50, 3)} ms, p99 ${f(portkey.p99 - direct.p99, 3)} ms, first byte +${f(portkey.ttfbP50 - direct.ttfbP50, 3)} ms, peak RSS ${f(portkeyRss, 1)} MB; streams/s gateway ${f(gateway.streamRps / portkey.streamRps)}× Portkey)`,
+    await compare(CHAT, targets);
+    await compare(
+      RESPONSES,
+      targets.filter((target) => target.name !== "node-proxy"),
     );
   } finally {
     for (const child of children) child.kill("SIGTERM");
     await new Promise((resolve) => setTimeout(resolve, 500));
+    if (PROFILE_DIR && gatewayPid) {
+      for (let waited = 0; !profileOf(PROFILE_DIR, gatewayPid) && waited < 10_000; waited += 200) await new Promise((resolve) => setTimeout(resolve, 200));
+      const file = profileOf(PROFILE_DIR, gatewayPid);
+      console.log(file ? `\ngateway CPU profile (${file}), self time:\n${topSelfTime(file).join("\n")}` : "\nthe gateway wrote no CPU profile");
+    }
     await database.drop().catch(() => {});
   }
 }

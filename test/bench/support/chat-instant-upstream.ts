@@ -3,7 +3,9 @@ import type { AddressInfo } from "node:net";
 
 /**
  * The benchmark's upstream: an OpenAI-compatible server that answers at once,
- * so what is measured is the gateway in front of it. Run as its own process;
+ * so what is measured is the gateway in front of it. It serves chat
+ * completions and, for peers that forward the Responses API as it is (Portkey,
+ * and "direct"), `/v1/responses` with the same words. Run as its own process;
  * prints `{"port": n}` when listening.
  */
 const completion = JSON.stringify({
@@ -16,6 +18,8 @@ const completion = JSON.stringify({
   usage: { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 },
 });
 
+const words = ["Hello", "!", " How", " can", " I", " help", "?"];
+
 const chunk = (delta: object, finish: string | null) =>
   `data: ${JSON.stringify({
     id: "chatcmpl-upstream",
@@ -27,12 +31,49 @@ const chunk = (delta: object, finish: string | null) =>
   })}\n\n`;
 const streamBody = [
   chunk({ role: "assistant", content: "" }, null),
-  ...["Hello", "!", " How", " can", " I", " help", "?"].map((content) => chunk({ content }, null)),
+  ...words.map((content) => chunk({ content }, null)),
   chunk({}, "stop"),
   "data: [DONE]\n\n",
 ];
 
+const message = {
+  id: "msg_upstream",
+  type: "message",
+  status: "completed",
+  role: "assistant",
+  content: [{ type: "output_text", text: words.join(""), annotations: [] }],
+};
+const response = (status: string, output: object[]) => ({
+  id: "resp_upstream",
+  object: "response",
+  created_at: 1_763_000_000,
+  status,
+  model: "bench-upstream-model",
+  output,
+  usage: status === "completed" ? { input_tokens: 12, output_tokens: 9, total_tokens: 21 } : null,
+});
+const responseJson = JSON.stringify(response("completed", [message]));
+let sequence = 0;
+const event = (type: string, fields: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...fields, sequence_number: sequence++ })}\n\n`;
+const part = { type: "output_text", text: "", annotations: [] };
+function responseStream(): string[] {
+  sequence = 0;
+  const at = { item_id: message.id, output_index: 0, content_index: 0 };
+  return [
+    event("response.created", { response: response("in_progress", []) }),
+    event("response.in_progress", { response: response("in_progress", []) }),
+    event("response.output_item.added", { output_index: 0, item: { ...message, status: "in_progress", content: [] } }),
+    event("response.content_part.added", { ...at, part }),
+    ...words.map((delta) => event("response.output_text.delta", { ...at, delta })),
+    event("response.output_text.done", { ...at, text: words.join("") }),
+    event("response.content_part.done", { ...at, part: message.content[0]! }),
+    event("response.output_item.done", { output_index: 0, item: message }),
+    event("response.completed", { response: response("completed", [message]) }),
+  ];
+}
+
 const server = http.createServer((req, res) => {
+  const responsesApi = req.url === "/v1/responses";
   let size = 0;
   let streaming = false;
   req.on("data", (piece: Buffer) => {
@@ -44,11 +85,12 @@ const server = http.createServer((req, res) => {
     if (streaming) {
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
       // One write per event, as a model server sends them.
-      for (const event of streamBody) res.write(event);
+      for (const piece of responsesApi ? responseStream() : streamBody) res.write(piece);
       res.end();
     } else {
-      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(completion) });
-      res.end(completion);
+      const answer = responsesApi ? responseJson : completion;
+      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(answer) });
+      res.end(answer);
     }
   });
 });
