@@ -43,18 +43,16 @@ export function parseChatRequest(json: unknown): ChatRequest {
 
 /** Walks the value with a stack of its own, so any depth is measured without recursion. */
 export function nestedDeeperThan(value: object, limit: number): boolean {
-  const values: unknown[] = [value];
-  const depths: number[] = [1];
-  while (values.length > 0) {
-    const current = values.pop() as object;
-    const depth = depths.pop()!;
+  // One stack of (value, depth) pairs; Object.values rather than for…in, which walks the prototype chain.
+  const stack: unknown[] = [value, 1];
+  while (stack.length > 0) {
+    const depth = stack.pop() as number;
+    const current = stack.pop() as object;
     if (depth > limit) return true;
-    for (const key in current) {
-      const child = (current as Record<string, unknown>)[key];
-      if (typeof child === "object" && child !== null) {
-        values.push(child);
-        depths.push(depth + 1);
-      }
+    const children: unknown[] = Array.isArray(current) ? current : Object.values(current);
+    for (let i = 0; i < children.length; i++) {
+      const child = children[i];
+      if (typeof child === "object" && child !== null) stack.push(child, depth + 1);
     }
   }
   return false;

@@ -6,7 +6,7 @@ import { parseChatRequest } from "./chat-request.js";
 import type { ChatRouter } from "./chat-router.js";
 import type { ChatRequest } from "./chat-types.js";
 import { completeIdempotently } from "./idempotent-completion.js";
-import { abortedOnHangUp, asHttp1, authenticateBearer, drained, MAX_BODY_BYTES, SSE_HEADERS } from "./openai-http.js";
+import { abortedOnHangUp, asHttp1, authenticateBearer, drained, MAX_BODY_BYTES, SSE_HEADERS, writeEvent } from "./openai-http.js";
 import type { IdempotencyStore } from "./idempotency.js";
 
 export interface ChatRestDeps {
@@ -97,18 +97,17 @@ async function streamCompletion(
   res: NodeResponse,
 ): Promise<void> {
   const out = asHttp1(res);
+  // The head leaves with the first event (one write, not two); either way the status is 200 from here on.
   out.writeHead(200, SSE_HEADERS);
-  // Commits the 200 now (HTTP/2 sends the head on writeHead already).
-  if (typeof out.flushHeaders === "function") out.flushHeaders();
   try {
     const chunks = await router.stream(request, { accountId, signal, fromClient: true });
     for await (const chunk of chunks) {
-      if (!out.write(`data: ${JSON.stringify(chunk)}\n\n`)) await drained(res);
+      if (!writeEvent(res, `data: ${JSON.stringify(chunk)}\n\n`)) await drained(res);
       if (signal.aborted) break;
     }
   } catch (error) {
     if (signal.aborted) return;
-    out.write(`data: ${JSON.stringify(renderError(error, req).body)}\n\n`);
+    writeEvent(res, `data: ${JSON.stringify(renderError(error, req).body)}\n\n`);
   }
   if (!signal.aborted) out.end("data: [DONE]\n\n");
 }

@@ -1,4 +1,4 @@
-import type http from "node:http";
+import http from "node:http";
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { accessRule, type Authenticator } from "../server/access.js";
 import type { Principal } from "../server/context.js";
@@ -17,10 +17,6 @@ export const SSE_HEADERS = {
   "x-accel-buffering": "no",
 };
 
-/**
- * HTTP/1.1 and HTTP/2 compatibility responses share writeHead/write/end, but
- * TypeScript cannot call a method through their union.
- */
 /** A signal aborted when the client hangs up before the answer is finished: its upstream request stops at once. */
 export function abortedOnHangUp(res: NodeResponse): AbortSignal {
   const abort = new AbortController();
@@ -30,8 +26,28 @@ export function abortedOnHangUp(res: NodeResponse): AbortSignal {
   return abort.signal;
 }
 
+/**
+ * HTTP/1.1 and HTTP/2 compatibility responses share writeHead/write/end, but
+ * TypeScript cannot call a method through their union.
+ */
 export function asHttp1(res: NodeResponse): http.ServerResponse {
   return res as http.ServerResponse;
+}
+
+/**
+ * Writes one SSE event; false when the client should be let drain first.
+ * The events written in one tick (those an upstream read carried together)
+ * leave in one socket write: an HTTP/1.1 response is corked until the next
+ * tick, so a ten-event answer is not ten system calls.
+ */
+export function writeEvent(res: NodeResponse, event: string): boolean {
+  // The socket, not the response: corking a chunked ServerResponse loses what is written after its first uncork (Node 24).
+  const socket = res instanceof http.ServerResponse ? res.socket : null;
+  if (socket && socket.writableCorked === 0) {
+    socket.cork();
+    process.nextTick(() => socket.uncork());
+  }
+  return asHttp1(res).write(event);
 }
 
 /** Waits until the client has taken what was written, or has gone. */

@@ -2,7 +2,7 @@ import type { Authenticator } from "../../server/access.js";
 import { ServiceError } from "../../server/errors.js";
 import { requestInfo } from "../../server/request-info.js";
 import { readJsonBody, sendJson, type RestExchange, type RestRouter } from "../../server/rest.js";
-import { abortedOnHangUp, asHttp1, authenticateBearer, drained, MAX_BODY_BYTES, SSE_HEADERS } from "../openai-http.js";
+import { abortedOnHangUp, asHttp1, authenticateBearer, drained, MAX_BODY_BYTES, SSE_HEADERS, writeEvent } from "../openai-http.js";
 import type { ResponsesGateway } from "./responses-gateway.js";
 
 const PREFIX = "/v1/responses/";
@@ -45,15 +45,14 @@ export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGate
   });
 }
 
-/** The events as SSE, each `event: <type>` then its `data:`; the 200 is committed with the first. */
+/** The events as SSE, each `event: <type>` then its `data:`; the head leaves with the first. */
 async function sendEvents(exchange: RestExchange, events: AsyncIterable<Record<string, unknown> & { type: string }>, signal: AbortSignal): Promise<void> {
   const { res } = exchange;
   const out = asHttp1(res);
   out.writeHead(200, SSE_HEADERS);
-  if (typeof out.flushHeaders === "function") out.flushHeaders();
   for await (const event of events) {
     if (signal.aborted) break;
-    if (!out.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)) await drained(res);
+    if (!writeEvent(res, `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)) await drained(res);
   }
   if (!signal.aborted) out.end();
 }
