@@ -1,8 +1,10 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { completion, FakeUpstream, reply } from "../chat/support/fake-upstream.js";
+import { schemaNameOf } from "./support/model-answers.js";
 import { createStageWork } from "../../src/outcomes/outcomes-part.js";
 import { websiteBriefSchema } from "../../src/outcomes/content.js";
 import { validate } from "../../src/outcomes/json-schema.js";
-import { htmlProblems, outcomeDeps, readTree } from "./support/outcome-kit.js";
+import { htmlProblems, httpCompleter, outcomeDeps, readTree } from "./support/outcome-kit.js";
 import { readProject } from "../../src/outcomes/projects.js";
 import { runStages } from "./support/run-stages.js";
 
@@ -223,5 +225,118 @@ describe("the offline writer on a corpus of goals in many languages and scripts"
       expect(page, file).toMatch(/<meta property="og:title" content="[^"]+">/);
       expect(page, file).toMatch(/<meta name="twitter:card" content="summary">/);
     }
+  });
+});
+
+/** The first `max` code points of `text`, so a fake answer stays within the schema's limits in any script. */
+const upTo = (text: string, max: number) => [...text].slice(0, max).join("");
+
+/**
+ * A model that writes in the goal's language: its copy is the goal's own
+ * words, its name the goal's name, its `language` the goal's. What the test
+ * then checks is everything of ours between the model and the page.
+ */
+function modelWritingIn(c: Case & { name: string }) {
+  const sentence = upTo(c.goal, 400);
+  return (schema: string, prompt: string): unknown => {
+    switch (schema) {
+      case "website_brief":
+        return {
+          name: c.name,
+          tagline: upTo(c.goal, 140),
+          audience: sentence,
+          purpose: sentence,
+          tone: "warm",
+          language: c.lang,
+          pages: [
+            { slug: "index", title: upTo(c.name, 60), purpose: sentence },
+            { slug: "about", title: upTo(c.goal, 30), purpose: sentence },
+          ],
+          callToAction: { label: upTo(c.name, 40), page: "about" },
+        };
+      case "site_outline":
+        return {
+          pages: ["index", "about"].map((slug) => ({
+            slug,
+            title: upTo(slug === "index" ? c.name : c.goal, 60),
+            navLabel: upTo(slug === "index" ? c.name : c.goal, 12),
+            description: upTo(c.goal, 200),
+            sections: [
+              { kind: "hero", heading: upTo(c.name, 90), summary: sentence },
+              { kind: "features", heading: upTo(c.goal, 40), summary: sentence },
+            ],
+          })),
+        };
+      case "page_content": {
+        const slug = /Write the page \\"([a-z0-9-]+)\\"/.exec(prompt)?.[1] ?? "index";
+        return {
+          slug,
+          sections: [
+            { kind: "hero", heading: upTo(c.name, 90), paragraphs: [sentence], items: [], link: { label: "", page: "" } },
+            {
+              kind: "features",
+              heading: upTo(c.goal, 40),
+              paragraphs: [],
+              items: [1, 2, 3].map((n) => ({ title: `${upTo(c.name, 60)} ${n}`, text: sentence })),
+              link: { label: "", page: "" },
+            },
+          ],
+        };
+      }
+      default:
+        throw new Error(`no answer for ${schema}`);
+    }
+  };
+}
+
+/** The font families a site in this language must name before the theme's Latin ones. */
+const SCRIPT_FONT: Record<string, RegExp> = {
+  ar: /"Noto (?:Naskh|Sans) Arabic"/,
+  he: /"Noto Sans Hebrew"/,
+  zh: /"Noto Sans CJK SC"/,
+  ja: /"Noto Sans CJK JP"/,
+  hi: /"Noto Sans Devanagari"/,
+};
+
+describe("the upstream writer on the same corpus, through a fake model that answers in the goal's language", () => {
+  let upstream: FakeUpstream;
+  beforeAll(async () => {
+    upstream = await FakeUpstream.start();
+  });
+  afterAll(() => upstream.close());
+  const named = CASES.filter((c): c is Case & { name: string } => c.name !== undefined);
+
+  it.each(named)("$label", async (c) => {
+    const write = modelWritingIn(c);
+    upstream.reset();
+    upstream.otherwise((exchange) => reply(completion(JSON.stringify(write(schemaNameOf(exchange.body), JSON.stringify(exchange.body.messages)))))(exchange));
+    const deps = await outcomeDeps({ chat: httpCompleter(upstream.url), upstream: true });
+    const run = await runStages(createStageWork(deps), { planId: "pln_upcorpus", outcome: "website", goal: c.goal }, { until: "build" });
+
+    // The writer asked for the goal's language and its names as written.
+    const system = (upstream.requests[0]!.body.messages as { role: string; content: string }[])[0]!.content;
+    expect(system).toContain("in the language the goal is written in");
+    expect(system).toContain("names the goal gives exactly as written");
+
+    const { brief } = run.previous.understand as { brief: { name: string; language: string } };
+    expect(brief).toMatchObject({ name: c.name, language: c.lang });
+    const site = await readTree(deps.artifacts, "preview/pln_upcorpus/");
+    const pages = [...site].filter(([file]) => file.endsWith(".html") && file !== "404.html");
+    expect(pages.map(([file]) => file).sort()).toEqual(["about.html", "index.html"]);
+    for (const [file, page] of pages) {
+      expect(page, file).toContain(`<html lang="${c.lang}" dir="${c.dir}">`);
+      // The model's words reach the page as written: nothing cut, re-cased or glued to English.
+      expect(textOf(page), file).toContain(upTo(c.goal, 400).replace(/\s+/g, " ").trim());
+    }
+    expect(site.get("index.html")).toContain(`<h1 id="section-1">${c.name}</h1>`);
+    // A model that wrote in the goal's language leaves no warning about English copy.
+    expect(run.outcomes.build?.warning ?? "").not.toMatch(/in English/);
+
+    // Type for the script: the stylesheet names a family that carries it, for this language.
+    const css = site.get("style.css")!;
+    const fonts = SCRIPT_FONT[c.lang];
+    if (fonts) expect(new RegExp(`html:lang\\(${c.lang}\\) \\{ --heading: [^}]*${fonts.source}`).test(css), css).toBe(true);
+
+    expect(await htmlProblems(site)).toEqual([]);
   });
 });

@@ -1,5 +1,6 @@
 import type { PageContent, Section, SiteOutline, WebsiteBrief } from "../content.js";
-import { documentStart, html, join, languageTag, type Html } from "../html.js";
+import { documentStart, escapeHtml, html, join, languageTag, type Html } from "../html.js";
+import { shorten } from "../json-schema.js";
 import { stylesheet, THEMES, type Theme } from "./themes.js";
 import { trimOf } from "../../strings.js";
 import { cutSlug } from "../projects.js";
@@ -147,10 +148,17 @@ function favicon(name: string, theme: Theme): string {
 /** "Page – Site" when it fits in a tab and a search result (70 characters), else the first part, shortened. */
 function pageTitle(parts: [string, string]): string {
   const full = parts.join(" – ");
-  if ([...full].length <= 70) return full;
-  const first = [...parts[0]];
-  return first.length <= 70 ? parts[0] : `${first.slice(0, 69).join("").trimEnd()}…`;
+  if (titleLength(full) <= MAX_TITLE) return full;
+  if (titleLength(parts[0]) <= MAX_TITLE) return parts[0];
+  // Whole words within the limit, their escapes included.
+  let title = parts[0];
+  for (let max = MAX_TITLE; titleLength(title) > MAX_TITLE && max > 1; max--) title = shorten(parts[0], max);
+  return title;
 }
+
+/** Most characters of a `<title>`, as html-validate counts them: escaped, so `"` is the six of `&quot;`. */
+const MAX_TITLE = 70;
+const titleLength = (text: string) => [...escapeHtml(text)].length;
 
 /** Lowercase, hyphenated, safe as a file name, at most 40 characters and never cut mid-word. */
 export function pageSlug(raw: string): string {

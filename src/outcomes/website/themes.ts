@@ -1,4 +1,5 @@
 import type { Tone } from "../content.js";
+import { scriptFontsCss } from "../script-fonts.js";
 
 /** A small theme: colours and type that suit a tone. All pairs meet WCAG AA contrast. */
 export interface Theme {
@@ -113,7 +114,7 @@ export function stylesheet(theme: Theme): string {
   --heading: ${theme.headingFont}; --body: ${theme.bodyFont};
   --wrap: 68rem;
 }
-*, *::before, *::after { box-sizing: border-box; }
+${scriptFontsCss(theme)}*, *::before, *::after { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; }
 body { margin: 0; background: var(--bg); color: var(--text); font: 1.0625rem/1.65 var(--body); }
 h1, h2, h3 { font-family: var(--heading); line-height: 1.2; margin: 0 0 .6em; }

@@ -1,0 +1,60 @@
+/**
+ * Type for the scripts the generic stacks of a theme leave to chance. A
+ * theme's fonts are Latin (Georgia, system-ui); on a page in Arabic, Chinese
+ * or Devanagari the browser then falls back glyph by glyph, to whatever font
+ * it finds first, which mixes faces and can miss shaping. Each language gets
+ * families that carry its script, the ones the common systems ship first
+ * (macOS and iOS, Windows, Android and Debian's Noto), ahead of the theme's
+ * generic family. Used by both the site and the book stylesheets, keyed by the
+ * `lang` of the document, so nothing else has to know the script.
+ */
+const FAMILIES: Record<string, { serif: string; sans: string }> = {
+  ar: {
+    serif: '"Noto Naskh Arabic", "Geeza Pro", "Traditional Arabic", "Noto Sans Arabic", Tahoma',
+    sans: '"Noto Sans Arabic", "Geeza Pro", "Segoe UI", Tahoma, "Noto Naskh Arabic"',
+  },
+  fa: {
+    serif: '"Noto Naskh Arabic", "Geeza Pro", "Noto Sans Arabic", Tahoma',
+    sans: '"Noto Sans Arabic", "Geeza Pro", "Segoe UI", Tahoma',
+  },
+  ur: {
+    serif: '"Noto Nastaliq Urdu", "Noto Naskh Arabic", "Geeza Pro", Tahoma',
+    sans: '"Noto Sans Arabic", "Noto Nastaliq Urdu", "Segoe UI", Tahoma',
+  },
+  he: { serif: '"Noto Serif Hebrew", "Times New Roman", "Noto Sans Hebrew"', sans: '"Noto Sans Hebrew", "Arial Hebrew", "Segoe UI", Arial' },
+  zh: {
+    serif: '"Noto Serif CJK SC", "Songti SC", SimSun, "Noto Sans CJK SC"',
+    sans: '"Noto Sans CJK SC", "PingFang SC", "Hiragino Sans GB", "Microsoft YaHei"',
+  },
+  ja: {
+    serif: '"Noto Serif CJK JP", "Hiragino Mincho ProN", "Yu Mincho", "Noto Sans CJK JP"',
+    sans: '"Noto Sans CJK JP", "Hiragino Sans", "Hiragino Kaku Gothic ProN", "Yu Gothic", Meiryo',
+  },
+  ko: {
+    serif: '"Noto Serif CJK KR", "AppleMyungjo", Batang, "Noto Sans CJK KR"',
+    sans: '"Noto Sans CJK KR", "Apple SD Gothic Neo", "Malgun Gothic"',
+  },
+  hi: {
+    serif: '"Noto Serif Devanagari", "Kohinoor Devanagari", Mangal, "Noto Sans Devanagari"',
+    sans: '"Noto Sans Devanagari", "Kohinoor Devanagari", Mangal, Nirmala UI',
+  },
+  th: { serif: '"Noto Serif Thai", Thonburi, Tahoma, "Noto Sans Thai"', sans: '"Noto Sans Thai", Thonburi, Leelawadee UI, Tahoma' },
+};
+
+/** Languages whose letters join (Arabic script) or have no word gaps to widen (CJK, Thai): never letter-spaced. */
+const NO_LETTER_SPACING = ["ar", "fa", "ur", "zh", "ja", "ko", "th"];
+
+/**
+ * CSS that sets `--heading` and `--body` for a document in one of these
+ * languages, to be placed after the rule that sets the theme's. `serifHeading`
+ * and the rest name the theme's own stacks, whose generic family ends the list.
+ */
+export function scriptFontsCss(theme: { headingFont: string; bodyFont: string }): string {
+  const stackOf = (families: { serif: string; sans: string }, themeStack: string) =>
+    `${/\bserif\s*$/.test(themeStack) && !/sans-serif\s*$/.test(themeStack) ? families.serif : families.sans}, ${themeStack}`;
+  const rules = Object.entries(FAMILIES).map(
+    ([lang, families]) => `html:lang(${lang}) { --heading: ${stackOf(families, theme.headingFont)}; --body: ${stackOf(families, theme.bodyFont)}; }`,
+  );
+  const unspaced = NO_LETTER_SPACING.map((lang) => `html:lang(${lang}) *`).join(", ");
+  return `${rules.join("\n")}\n${unspaced} { letter-spacing: normal !important; }\n`;
+}
