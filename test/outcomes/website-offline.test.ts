@@ -2,7 +2,6 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser } from "playwright-core";
-import { createRequire } from "node:module";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
@@ -11,7 +10,7 @@ import { TONES } from "../../src/outcomes/content.js";
 import { renderSite } from "../../src/outcomes/website/render-site.js";
 import { normalizeBrief, normalizeOutline } from "../../src/outcomes/website/website-stages.js";
 import { createOfflineWriter } from "../../src/outcomes/writers/offline-writer.js";
-import { CHROMIUM, CHROMIUM_ARGS, haveChromium, htmlProblems, TEST_ARTIFACTS } from "./support/outcome-kit.js";
+import { CHROMIUM, CHROMIUM_ARGS, haveChromium, htmlProblems, seriousViolations, TEST_ARTIFACTS } from "./support/outcome-kit.js";
 
 const GOAL =
   "A website for my small bakery in Lyon that sells sourdough bread, croissants and birthday cakes, with opening hours and a way to order cakes ahead.";
@@ -153,26 +152,3 @@ describe.runIf(haveChromium)("the built site in headless Chromium", () => {
     }
   }, 180_000);
 });
-
-/**
- * Serious and critical axe-core findings on a page. axe is injected through
- * the DevTools protocol with CSP bypassed; the page's own scripts stay off.
- */
-async function seriousViolations(browser: Browser, url: string): Promise<{ id: string; impact: string | null; nodes: number }[]> {
-  const axeSource = await fs.readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-  const audit = await browser.newContext({ bypassCSP: true });
-  try {
-    const page = await audit.newPage();
-    await page.goto(url);
-    await page.addScriptTag({ content: axeSource });
-    const violations = await page.evaluate(async () => {
-      const result = await (
-        window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string | null; nodes: unknown[] }[] }> } }
-      ).axe.run();
-      return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
-    });
-    return violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-  } finally {
-    await audit.close();
-  }
-}

@@ -125,8 +125,8 @@ p { margin: 0 0 1em; max-width: 42rem; }
 a { color: var(--accent); text-underline-offset: .2em; }
 a:focus-visible, summary:focus-visible { outline: 3px solid var(--accent); outline-offset: 3px; border-radius: 4px; }
 .wrap { width: min(100% - 2.5rem, var(--wrap)); margin-inline: auto; }
-.skip-link { position: absolute; left: -999px; top: .5rem; background: var(--text); color: var(--bg); padding: .5rem 1rem; border-radius: var(--radius); z-index: 10; }
-.skip-link:focus { left: .5rem; }
+.skip-link { position: absolute; inset-inline-start: .5rem; top: -10rem; background: var(--text); color: var(--bg); padding: .5rem 1rem; border-radius: var(--radius); z-index: 10; }
+.skip-link:focus { top: .5rem; }
 .site-header { border-bottom: 1px solid var(--border); background: var(--bg); }
 .site-header .wrap { display: flex; flex-wrap: wrap; align-items: center; justify-content: space-between; gap: .75rem 2rem; padding-block: 1rem; }
 .brand { font-family: var(--heading); font-weight: 700; font-size: 1.3rem; color: var(--text); text-decoration: none; }
@@ -148,7 +148,7 @@ ${darkHero ? ".hero .button { background: #fb923c; color: #111827; }\n" : ""}.se
 .card p { margin: 0; color: var(--muted); }
 .steps { list-style: none; counter-reset: step; padding: 0; margin: 1.5rem 0 0; display: grid; gap: 1.25rem; grid-template-columns: repeat(auto-fit, minmax(14rem, 1fr)); }
 .steps li { counter-increment: step; position: relative; padding-top: 3.2rem; }
-.steps li::before { content: counter(step); position: absolute; top: 0; left: 0; width: 2.4rem; height: 2.4rem; border-radius: 50%; display: grid; place-items: center; background: var(--accent); color: var(--on-accent); font-weight: 700; }
+.steps li::before { content: counter(step); position: absolute; top: 0; inset-inline-start: 0; width: 2.4rem; height: 2.4rem; border-radius: 50%; display: grid; place-items: center; background: var(--accent); color: var(--on-accent); font-weight: 700; }
 .steps p { margin: 0; color: var(--muted); }
 .faq details { border: 1px solid var(--border); border-radius: var(--radius); padding: 1rem 1.25rem; margin-top: .75rem; background: var(--bg); max-width: 48rem; }
 .faq summary { cursor: pointer; font-weight: 700; }

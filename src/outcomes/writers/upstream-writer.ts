@@ -15,7 +15,7 @@ import type { Writer } from "./writer.js";
 const HONESTY =
   "Write every word in the language the goal is written in (an Arabic goal gets an Arabic site, a Chinese goal a Chinese site), " +
   "and give that language's BCP 47 tag wherever a language is asked for. Keep the names the goal gives exactly as written, " +
-  "in their own script; where the goal gives no name, use a plain description (\"Bakery in Cairo\", in the goal's language), never an invented brand. " +
+  'in their own script; where the goal gives no name, use a plain description ("Bakery in Cairo", in the goal\'s language), never an invented brand. ' +
   "Write real, specific copy from the goal. Never invent facts the goal does not give: no addresses, phone numbers, " +
   "e-mail addresses, prices, dates, statistics, awards, customer names or testimonials. Where the goal says nothing, " +
   "write honest general copy that stays true, and never refer to something the site or book does not have (a contact page, " +

@@ -2,6 +2,8 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import type { Browser } from "playwright-core";
 import { HtmlValidate, type Report } from "html-validate";
 import type { ChatCompleter, ChatCompletionJson } from "../../../src/chat/chat-types.js";
 import { ServiceError } from "../../../src/server/errors.js";
@@ -90,3 +92,26 @@ export const CHROMIUM_ARGS = [
 
 /** Where screenshots go; gitignored, kept by CI as artifacts. */
 export const TEST_ARTIFACTS = path.resolve("test-artifacts");
+
+/**
+ * Serious and critical axe-core findings on a page. axe is injected through
+ * the DevTools protocol with CSP bypassed; the page's own scripts stay off.
+ */
+export async function seriousViolations(browser: Browser, url: string): Promise<{ id: string; impact: string | null; nodes: number }[]> {
+  const axeSource = await fs.readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+  const audit = await browser.newContext({ bypassCSP: true });
+  try {
+    const page = await audit.newPage();
+    await page.goto(url);
+    await page.addScriptTag({ content: axeSource });
+    const violations = await page.evaluate(async () => {
+      const result = await (
+        globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string | null; nodes: unknown[] }[] }> } }
+      ).axe.run();
+      return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
+    });
+    return violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  } finally {
+    await audit.close();
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * Goals as newcomers type them, in many languages and scripts: the corpus
+ * both writers are checked on (goal-corpus.test.ts) and whose worst cases are
+ * looked at in a browser (corpus-browser.test.ts).
+ */
+export interface Case {
+  label: string;
+  goal: string;
+  lang: string;
+  dir: "ltr" | "rtl";
+  /** The name the goal gives, exactly; absent when the goal gives none. */
+  name?: string;
+  /** Words from the goal that must reach the pages verbatim. */
+  words?: string[];
+  /** True when the offline writer has phrasing for the goal's language. */
+  phrased: boolean;
+}
+
+export const LONG_NAME = "The Extraordinarily Long Named Neighbourhood Association Of Upper Riverside";
+/** 2,000 characters of a person thinking aloud, "we want" after "we want" (the goal that gave "We want" cards). */
+export const LONG_GOAL = (
+  "We want a website for our community garden in Leeds where neighbours grow vegetables and herbs together, and we want people to join us. " +
+  "We grow tomatoes, beans and squash, and we want to share what we learn, and we want. " +
+  "Ideally the site has a page about volunteering, and we want it to feel friendly, and we need. "
+)
+  .repeat(8)
+  .slice(0, 2000);
+
+export const CASES: Case[] = [
+  {
+    label: "Arabic (RTL), a quoted name",
+    goal: "موقع إلكتروني لـ«مخبز الأمل»، مخبز صغير في القاهرة يبيع الخبز البلدي والكعك",
+    lang: "ar",
+    dir: "rtl",
+    name: "مخبز الأمل",
+    phrased: false,
+  },
+  {
+    label: "Arabic (RTL), no name (the goal that gave 'Project')",
+    goal: "موقع لمخبز صغير في القاهرة يبيع الخبز البلدي والكعك",
+    lang: "ar",
+    dir: "rtl",
+    phrased: false,
+  },
+  { label: "Hebrew (RTL)", goal: 'אתר למאפייה "לחם ושמש" בתל אביב שמוכרת חלות ועוגות', lang: "he", dir: "rtl", name: "לחם ושמש", phrased: false },
+  {
+    label: "Chinese, a quoted name",
+    goal: "为我在上海的小咖啡馆“晨光咖啡”做一个网站，出售手冲咖啡和蛋糕",
+    lang: "zh",
+    dir: "ltr",
+    name: "晨光咖啡",
+    phrased: false,
+  },
+  {
+    label: "Chinese, no name (the goal that became the name)",
+    goal: "为我在上海的小咖啡馆做一个网站，出售手冲咖啡和蛋糕",
+    lang: "zh",
+    dir: "ltr",
+    phrased: false,
+  },
+  {
+    label: "Japanese",
+    goal: "京都の和菓子屋「さくら堂」のウェブサイトを作ってください。営業時間と地図も載せてください。",
+    lang: "ja",
+    dir: "ltr",
+    name: "さくら堂",
+    phrased: false,
+  },
+  { label: "Russian", goal: "Сайт для пекарни «Колосок» в Москве: продаём хлеб, пироги и торты.", lang: "ru", dir: "ltr", name: "Колосок", phrased: false },
+  {
+    label: "Hindi",
+    goal: 'दिल्ली में मेरी छोटी बेकरी "मीठा घर" के लिए एक वेबसाइट, जो ब्रेड और केक बेचती है',
+    lang: "hi",
+    dir: "ltr",
+    name: "मीठा घर",
+    phrased: false,
+  },
+  {
+    label: "French",
+    goal: "Un site pour la boulangerie « Au Bon Pain » à Lyon, qui vend du pain au levain et des croissants.",
+    lang: "fr",
+    dir: "ltr",
+    name: "Au Bon Pain",
+    phrased: false,
+  },
+  {
+    label: "Spanish",
+    goal: 'Un sitio web para mi panadería "La Espiga" en Madrid que vende pan y pasteles',
+    lang: "es",
+    dir: "ltr",
+    name: "La Espiga",
+    phrased: false,
+  },
+  {
+    label: "English with emoji and accents",
+    goal: "🥐 A website for Café Ñandú 🍩 in Buenos Aires selling pain au chocolat, alfajores and medialunas, with opening hours",
+    lang: "en",
+    dir: "ltr",
+    name: "Café Ñandú",
+    words: ["Buenos Aires", "Pain au chocolat", "Alfajores", "Medialunas"],
+    phrased: true,
+  },
+  { label: "a 2,000-character English goal", goal: LONG_GOAL, lang: "en", dir: "ltr", words: ["Leeds"], phrased: true },
+  {
+    label: "a 75-character business name",
+    goal: `We need a site for ${LONG_NAME}, a community group that runs a garden and a repair cafe.`,
+    lang: "en",
+    dir: "ltr",
+    name: LONG_NAME,
+    phrased: true,
+  },
+  {
+    label: "English, no contact details",
+    goal: "A website for my small bakery in Lyon that sells sourdough bread and croissants",
+    lang: "en",
+    dir: "ltr",
+    words: ["Lyon", "Sourdough bread", "Croissants"],
+    phrased: true,
+  },
+];
