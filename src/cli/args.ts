@@ -11,6 +11,8 @@ Commands:
   show <id> [--follow] [--json]
                         one plan; --follow follows it live like run
   history <id> [--json]  what happened to a plan, oldest first
+  download <id> [-o <file>|-o -] [--json]
+                        save the plan's site (a zip) or book (an EPUB)
   resume <id> [--approve review] [--json]
                         resume a plan (past the gate with --approve review) and follow it
   chat "<prompt>" [--system "<text>"] [--json]
@@ -45,6 +47,7 @@ export type Command =
   | ({ name: "plans"; before: string | undefined; all: boolean } & Common)
   | ({ name: "show"; id: string; follow: boolean } & Common)
   | ({ name: "history"; id: string } & Common)
+  | ({ name: "download"; id: string; output: string | undefined } & Common)
   | ({ name: "resume"; id: string; approve: string[] } & Common)
   | ({ name: "chat"; prompt: string; system: string | undefined } & Common)
   | ({ name: "serve"; port: string | undefined; host: string | undefined } & Common)
@@ -61,6 +64,7 @@ const OPTIONS = {
   plans: { ...COMMON, before: { type: "string" }, all: { type: "boolean", default: false } },
   show: { ...COMMON, follow: { type: "boolean", short: "f", default: false } },
   history: COMMON,
+  download: { ...COMMON, output: { type: "string", short: "o" } },
   resume: { ...COMMON, approve: { type: "string", multiple: true } },
   chat: { ...COMMON, system: { type: "string" } },
   serve: { ...COMMON, port: { type: "string" }, host: { type: "string" } },
@@ -108,6 +112,11 @@ export function parseCommand(argv: readonly string[]): Command {
       const { values, positionals } = parse(rest, OPTIONS.history);
       if (values.help) return help(values);
       return { name, id: onePlanId(name, positionals), url: values.url, json: values.json };
+    }
+    case "download": {
+      const { values, positionals } = parse(rest, OPTIONS.download);
+      if (values.help) return help(values);
+      return { name, id: onePlanId(name, positionals), output: values.output, url: values.url, json: values.json };
     }
     case "resume": {
       const { values, positionals } = parse(rest, OPTIONS.resume);

@@ -6,6 +6,7 @@ import { runCommand } from "./commands/run.js";
 import { serveCommand } from "./commands/serve.js";
 import { showCommand } from "./commands/show.js";
 import { historyCommand } from "./commands/history.js";
+import { downloadCommand } from "./commands/download.js";
 import { CliContext, CommandStop, type CliIo } from "./context.js";
 import { ExitCode } from "./exit-codes.js";
 
@@ -16,6 +17,7 @@ const SCOPES: Record<Command["name"], string> = {
   plans: "read",
   show: "read",
   history: "read",
+  download: "read",
   chat: "chat",
   serve: "",
   help: "",
@@ -48,6 +50,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         return await showCommand(ctx, command);
       case "history":
         return await historyCommand(ctx, command);
+      case "download":
+        return await downloadCommand(ctx, command);
       case "resume":
         return await resumeCommand(ctx, command);
       case "chat":

@@ -11,6 +11,8 @@ import {
 } from "../../gen/zero/v1/chat_pb.js";
 import { ExecutionService, type Plan, type PlanEvent } from "../../gen/zero/v1/execution_pb.js";
 import { ZeroError } from "./zero-error.js";
+import { ErrorDetailSchema } from "../../gen/zero/v1/error_pb.js";
+import { ERROR_TYPES, type ErrorType, typeForCode } from "../api/errors.js";
 import { withoutTrailingSlashes } from "../strings.js";
 
 // This module is the browser-safe entry: it imports nothing from `node:` and
@@ -50,6 +52,15 @@ export interface ZeroClientOptions {
   transport?: TransportFactory | Transport;
   /** More interceptors (logging, tracing), run after the one that sets the key. */
   interceptors?: Interceptor[];
+}
+
+/** A plan's result as a file: its name as the service suggests it, its type, and the bytes as they arrive. */
+export interface PlanDownload {
+  /** `<project slug>.zip` or `<project slug>.epub`. */
+  filename: string;
+  /** `application/zip` or `application/epub+zip`. */
+  contentType: string;
+  body: ReadableStream<Uint8Array>;
 }
 
 /** `{plan, unavailable}`: what a create or a resume answers. */
@@ -105,6 +116,12 @@ export interface ZeroClient {
     watch(id: string, options?: CallOptions): AsyncIterable<Plan>;
     /** The plan's history, oldest first: what changed, when, on which stage and attempt. */
     history(id: string, options?: CallOptions): Promise<PlanEvent[]>;
+    /**
+     * The plan's newest build as one file, streamed: a website as a zip of
+     * every file, a book as its EPUB (`GET /api/execution/download`). A
+     * `not_found` ZeroError until the build (or assemble) stage succeeded.
+     */
+    download(id: string, options?: { signal?: AbortSignal }): Promise<PlanDownload>;
   };
   chat: {
     complete(input: ChatInput, options?: CallOptions & { idempotencyKey?: string }): Promise<ChatCompletion>;
@@ -159,6 +176,17 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
           (response) => response.plan,
         ),
       history: (id, callOptions) => wrap(async () => (await executions.getExecutionHistory({ id }, call(callOptions))).events),
+      download: (id, { signal } = {}) =>
+        wrap(async () => {
+          // A file, not a message: the REST route serves it, with the same key and the same errors.
+          const response = await fetch(`${baseUrl}/api/execution/download?id=${encodeURIComponent(id)}`, { headers: keyHeader, signal });
+          if (!response.ok || !response.body) throw await restError(response);
+          return {
+            filename: /filename="([^"]+)"/.exec(response.headers.get("content-disposition") ?? "")?.[1] ?? `${id}.zip`,
+            contentType: response.headers.get("content-type") ?? "application/octet-stream",
+            body: response.body,
+          };
+        }),
     },
     chat: {
       complete: (input, callOptions) =>
@@ -211,6 +239,21 @@ function required<T>(value: T | undefined): T {
   // The service always fills these; an empty one means a server that does not speak this API.
   if (value === undefined) throw new ZeroError(new ConnectError("the service answered without the expected message", Code.Internal));
   return value;
+}
+
+/** A REST error answer (`{"error": {"type", "message", …}}`) as the ConnectError an RPC would have thrown, its detail attached. */
+async function restError(response: Response): Promise<ConnectError> {
+  const body = (await response.json().catch(() => ({}))) as { error?: { type?: string; message?: string; unavailable?: string[] } };
+  const type = body.error?.type ?? "";
+  const message = body.error?.message ?? `the service answered ${response.status}`;
+  const code = type in ERROR_TYPES ? ERROR_TYPES[type as ErrorType].code : codeForStatus(response.status);
+  const detail = { type: type || typeForCode(code), message, unavailable: body.error?.unavailable ?? [] };
+  return new ConnectError(message, code, response.headers, [{ desc: ErrorDetailSchema, value: detail }]);
+}
+
+function codeForStatus(status: number): Code {
+  const known = Object.values(ERROR_TYPES).find((entry) => entry.status === status);
+  return known?.code ?? (status >= 500 ? Code.Unavailable : Code.Unknown);
 }
 
 async function wrap<T>(run: () => Promise<T>): Promise<T> {

@@ -3,7 +3,10 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createZeroClient, ZeroError } from "../../src/client/zero-client.js";
+import { runCli } from "../support/cli.js";
 import { FakeUpstream } from "../chat/support/fake-upstream.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
@@ -108,5 +111,45 @@ describe("GET /api/execution/download", () => {
     const noId = await fetch(`${app.url}/api/execution/download`, { headers: { authorization: `Bearer ${account.apiKey}` } });
     expect(noId.status).toBe(400);
     expect(((await noId.json()) as { error: { type: string } }).error.type).toBe("invalid_request");
+  });
+});
+
+describe("downloads in the typed client and the CLI", () => {
+  const served = async (plan: RestPlan, name: string) => Buffer.from(await (await fetch(new URL(name, plan.previewUrl!))).arrayBuffer());
+
+  it("client.executions.download streams the file with its name and type; errors are ZeroErrors", async () => {
+    const client = createZeroClient({ baseUrl: app.url, apiKey: account.apiKey });
+    const file = await client.executions.download(book.id);
+    const name = `${book.project!.slug}.epub`;
+    expect(file).toMatchObject({ filename: name, contentType: "application/epub+zip" });
+    expect(Buffer.from(await new Response(file.body).arrayBuffer()).equals(await served(book, name))).toBe(true);
+
+    const notBuilt = await client.executions.download(failed.id).catch((error: unknown) => error);
+    expect(notBuilt).toBeInstanceOf(ZeroError);
+    expect(notBuilt).toMatchObject({ type: "not_found", code: Code.NotFound, fromServer: true });
+    const stranger = createZeroClient({ baseUrl: app.url, apiKey: (await createAccountWithKey(app, ["read"])).apiKey });
+    await expect(stranger.executions.download(site.id)).rejects.toMatchObject({ type: "not_found" });
+  });
+
+  it("project-zero download saves the file whole under the service's name, or -o; nothing on a failure", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-cli-download-"));
+    const env = { ZERO_URL: app.url, ZERO_API_KEY: account.apiKey };
+    const target = path.join(dir, "guide.epub");
+    const saved = await runCli(["download", book.id, "-o", target], env);
+    expect(saved.code).toBe(0);
+    expect(saved.stdout).toMatch(/^Saved .*guide\.epub \([\d,]+ bytes, application\/epub\+zip\)\n$/);
+    expect((await fs.readFile(target)).equals(await served(book, `${book.project!.slug}.epub`))).toBe(true);
+
+    const json = await runCli(["download", site.id, "-o", path.join(dir, "site.zip"), "--json"], env);
+    expect(JSON.parse(json.stdout)).toEqual({
+      file: path.join(dir, "site.zip"),
+      bytes: (await fs.stat(path.join(dir, "site.zip"))).size,
+      contentType: "application/zip",
+    });
+
+    const missing = await runCli(["download", failed.id, "-o", path.join(dir, "never.zip")], env);
+    expect(missing.code).toBe(4);
+    expect(missing.stderr).toContain("nothing to download");
+    expect((await fs.readdir(dir)).sort()).toEqual(["guide.epub", "site.zip"]);
   });
 });
