@@ -30,10 +30,14 @@ import { unusedPort } from "../support/ports.js";
  *
  * Then the same comparison for the Responses API (`/v1/responses`): the
  * gateway translates it to chat completions, Portkey forwards it to the
- * upstream's own `/v1/responses`, and "direct" calls that route.
+ * upstream's own `/v1/responses`, and "direct" calls that route. Twice: as
+ * clients send it (`store` defaults to true, so the gateway commits each
+ * answer to Postgres before it answers), and with `store: false`, which is
+ * translation alone, like Portkey's forwarding.
  *
  * With BENCH_PROFILE=1 the gateway runs under `--cpu-prof`, and its hottest
- * functions by self time are printed at the end.
+ * functions by self time are printed at the end; BENCH_APIS=chat (or
+ * responses, responses-unstored) runs those comparisons only.
  */
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -41,6 +45,7 @@ const CONCURRENCY = 64;
 const THROUGHPUT_MS = Number(process.env.BENCH_THROUGHPUT_MS ?? 4000);
 const LATENCY_MS = Number(process.env.BENCH_LATENCY_MS ?? 2500);
 const WARMUP_MS = 1500;
+const APIS = (process.env.BENCH_APIS ?? "chat,responses,responses-unstored").split(",");
 const PROFILE_DIR = process.env.BENCH_PROFILE ? fs.mkdtempSync(path.join(os.tmpdir(), "zero-bench-prof-")) : undefined;
 const UPSTREAM_MODEL = "bench-upstream-model";
 const UPSTREAM_KEY = "sk-bench-upstream";
@@ -58,7 +63,7 @@ interface Target {
 
 /** One OpenAI API as the benchmark calls it. */
 interface Api {
-  name: "chat completions" | "responses";
+  name: "chat completions" | "responses" | "responses, store: false";
   path: string;
   body(model: string, stream: boolean): string;
   /** True when a plain answer carries the upstream's words. */
@@ -88,11 +93,27 @@ const CHAT: Api = {
 const RESPONSES: Api = {
   name: "responses",
   path: "/v1/responses",
+  // `store` is left to its default (true): the gateway keeps each answer, Portkey forwards and keeps nothing.
   body: (model, stream) =>
     JSON.stringify({ ...(stream ? { stream: true } : {}), model, instructions: "You are a helpful assistant.", input: "Hello!", temperature: 0.7 }),
   answered: (json) => (json as { output?: { content?: { text?: string }[] }[] }).output?.[0]?.content?.[0]?.text?.includes("Hello") === true,
   // The last event is response.completed: its data line, then the blank line.
   streamEnd: "}\n\n",
+};
+
+/** The same requests with `store: false`: translation alone, as Portkey's forwarding does no storing either. */
+const RESPONSES_UNSTORED: Api = {
+  ...RESPONSES,
+  name: "responses, store: false",
+  body: (model, stream) =>
+    JSON.stringify({
+      ...(stream ? { stream: true } : {}),
+      model,
+      instructions: "You are a helpful assistant.",
+      input: "Hello!",
+      temperature: 0.7,
+      store: false,
+    }),
 };
 
 interface RoundResult {
@@ -182,7 +203,7 @@ async function verify(api: Api, target: Target): Promise<void> {
   if (plain.status !== 200 || !api.answered(json)) throw new Error(`${target.name} ${api.name}: bad answer ${JSON.stringify(json)}`);
   const streamed = await fetch(target.origin + api.path, { method: "POST", headers: target.headers, body: api.body(target.model, true) });
   const text = await streamed.text();
-  const complete = api === CHAT ? text.includes("data: [DONE]") : text.includes("event: response.completed");
+  const complete = api.path === CHAT.path ? text.includes("data: [DONE]") : text.includes("event: response.completed");
   if (streamed.status !== 200 || !complete || !text.includes("Hello")) throw new Error(`${target.name} ${api.name}: bad stream ${text}`);
 }
 
@@ -385,11 +406,10 @@ async function main(): Promise<void> {
       },
       await startPortkey(upstreamOrigin),
     ];
-    await compare(CHAT, targets);
-    await compare(
-      RESPONSES,
-      targets.filter((target) => target.name !== "node-proxy"),
-    );
+    if (APIS.includes("chat")) await compare(CHAT, targets);
+    const withoutNodeProxy = targets.filter((target) => target.name !== "node-proxy");
+    if (APIS.includes("responses")) await compare(RESPONSES, withoutNodeProxy);
+    if (APIS.includes("responses-unstored")) await compare(RESPONSES_UNSTORED, withoutNodeProxy);
   } finally {
     for (const child of children) child.kill("SIGTERM");
     await new Promise((resolve) => setTimeout(resolve, 500));

@@ -1,11 +1,18 @@
-import { type Insertable, type Kysely, sql } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Database } from "../../db/schema.js";
-import type { ChatResponseTable } from "../../db/tables/chat-responses.table.js";
 import { StatementBatcher } from "../../db/statement-batcher.js";
 import type { ChatMessage } from "./responses-request.js";
 
 /** How long a stored response can be read or continued. */
 export const RESPONSE_TTL_MS = 30 * 24 * 3600 * 1000;
+
+interface NewResponse {
+  id: string;
+  account_id: string;
+  response: string;
+  messages: string;
+  expires_at: Date;
+}
 
 /**
  * Stored Responses API answers, per account: another account's id reads
@@ -16,17 +23,21 @@ export const RESPONSE_TTL_MS = 30 * 24 * 3600 * 1000;
  */
 export class ResponseStore {
   readonly #db: Kysely<Database>;
-  readonly #saves: StatementBatcher<Insertable<ChatResponseTable>, undefined>;
+  readonly #saves: StatementBatcher<NewResponse, undefined>;
 
   constructor(db: Kysely<Database>) {
     this.#db = db;
+    // One statement text for any number of rows (arrays, not a VALUES list), so it is prepared once per connection.
     this.#saves = new StatementBatcher(async (rows) => {
-      await db.insertInto("chat_responses").values(rows).execute();
+      const column = <K extends keyof NewResponse>(key: K) => rows.map((row) => row[key]);
+      await sql`INSERT INTO chat_responses (id, account_id, response, messages, expires_at)
+        SELECT * FROM unnest(${column("id")}::text[], ${column("account_id")}::text[], ${column("response")}::text[],
+                             ${column("messages")}::text[], ${column("expires_at")}::timestamptz[])`.execute(db);
       return rows.map(() => undefined);
     });
   }
 
-  save(accountId: string, id: string, response: string, messages: readonly ChatMessage[]): Promise<void> {
+  save(accountId: string, id: string, response: string, messages: readonly ChatMessage[]): Promise<undefined> {
     return this.#saves.submit({ id, account_id: accountId, response, messages: JSON.stringify(messages), expires_at: new Date(Date.now() + RESPONSE_TTL_MS) });
   }
 

@@ -1,6 +1,6 @@
-import { randomBytes } from "node:crypto";
 import { CHAT_ALIAS } from "../../api/model.js";
 import type { ChatChunkJson, ChatCompletionJson } from "../chat-types.js";
+import { randomHex } from "../completion-rewrite.js";
 import { type ChatMessage, isObject, type ResponsesRequest } from "./responses-request.js";
 
 /** A `response` object as OpenAI's Responses API answers it. */
@@ -8,11 +8,11 @@ export type ResponseObject = Record<string, unknown> & { id: string; output: Out
 export type OutputItem = Record<string, unknown> & { type: string; id: string };
 
 export function newResponseId(): string {
-  return `resp_${randomBytes(24).toString("hex")}`;
+  return `resp_${randomHex()}`;
 }
 
 function itemId(prefix: "msg" | "fc"): string {
-  return `${prefix}_${randomBytes(24).toString("hex")}`;
+  return `${prefix}_${randomHex()}`;
 }
 
 /** What the chat answer said, gathered from a completion or from a stream's chunks. */
@@ -186,7 +186,7 @@ export async function* responseEvents(
         let call = answer.toolCalls[index];
         if (!call) {
           call = {
-            id: typeof part.id === "string" ? part.id : `call_${randomBytes(12).toString("hex")}`,
+            id: typeof part.id === "string" ? part.id : `call_${randomHex()}`,
             name: typeof fn.name === "string" ? fn.name : "",
             arguments: "",
           };
