@@ -255,8 +255,27 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     expect(await published.getAttribute("href")).toMatch(/\/sites\/pln_/);
     expect(await published.getAttribute("rel")).toBe("noopener noreferrer");
 
+    // Its file to download, and its history on demand: each stage with its attempt and how long it ran.
+    const download = card.getByRole("link", { name: "Download site (.zip)" });
+    expect(await download.getAttribute("href")).toMatch(/^\/api\/execution\/download\?id=pln_\w+$/);
+    await card.locator(".history summary").click();
+    const timeline = card.locator(".timeline");
+    await poll(() => timeline.locator(".event").count()).toBeGreaterThan(10);
+    const events = await timeline.locator(".event").allTextContents();
+    expect(events[0]).toContain("Created");
+    expect(events.some((text) => /Done.*write · attempt 1.*\d+(\.\d)? (ms|s)/.test(text))).toBe(true);
+    expect(events.some((text) => text.includes("Approved"))).toBe(true);
+    expect(events.at(-1)).toMatch(/Done.*publish/);
+
     expect(await accessibilityViolations(page)).toEqual([]);
     await screenshot(page, "console-executions.png");
+    await page.emulateMedia({ colorScheme: "dark" });
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await screenshot(page, "console-executions-dark.png");
+    await page.setViewportSize({ width: 390, height: 844 });
+    await screenshot(page, "console-executions-mobile.png");
+    await page.setViewportSize({ width: 1280, height: 860 });
+    await page.emulateMedia({ colorScheme: "light" });
   });
 
   it("signs out, after which the session no longer works", async () => {

@@ -2,6 +2,7 @@ import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
 import { h } from "./dom.js";
 import { timeElement } from "./format.js";
 import { outcomeLabel, stageStateLabel, statusLabel } from "./labels.js";
+import { historyDisclosure } from "./plan-history.js";
 
 /** What a card's buttons do; the view carries them out. */
 export interface PlanActions {
@@ -28,6 +29,7 @@ export function planCard(plan: Plan, actions: PlanActions): HTMLElement {
       plan.warning ? h("p", { class: "notice notice-warn" }, plan.warning) : null,
       failureNotice(plan),
       planActions(plan, actions),
+      historyDisclosure(plan),
     ),
   );
 }
@@ -104,8 +106,23 @@ function planActions(plan: Plan, actions: PlanActions): HTMLElement | null {
   const published = safeUrl(plan.publishedUrl);
   if (preview) buttons.push(externalLink(preview, "Open preview", "preview"));
   if (published) buttons.push(externalLink(published, plan.outcome === "ebook" ? "Open published ebook" : "Open published site", "published"));
+  if (isBuilt(plan)) {
+    buttons.push(
+      h(
+        "a",
+        { class: "button small", href: `/api/execution/download?id=${encodeURIComponent(plan.id)}`, download: "", "data-focus-key": "download" },
+        plan.outcome === "ebook" ? "Download EPUB" : "Download site (.zip)",
+      ),
+    );
+  }
   if (buttons.length === 0) return null;
   return h("div", { class: "execution-actions" }, h("div", { class: "actions" }, ...buttons), error);
+}
+
+/** True once the stage that makes the plan's file (a site's build, a book's assembly) has succeeded. */
+function isBuilt(plan: Plan): boolean {
+  const maker = plan.outcome === "ebook" ? "assemble" : "build";
+  return plan.stages.some((stage) => stage.id === maker && stage.state === "succeeded");
 }
 
 /** Only web links from the service become links: never `javascript:` or other schemes. */

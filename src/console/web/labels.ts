@@ -1,5 +1,5 @@
 import type { OutcomeId } from "../../api/outcomes.js";
-import type { PlanStatus, StageState } from "../../api/plans.js";
+import type { PlanEventType, PlanStatus, StageState } from "../../api/plans.js";
 
 /** Every status, state and outcome has its words here: adding one to the contract fails the type check until it does. */
 const STATUS_LABELS: Readonly<Record<PlanStatus, string>> = {
@@ -18,6 +18,20 @@ const STATE_LABELS: Readonly<Record<StageState, string>> = {
   failed: "failed",
 };
 
+const EVENT_LABELS: Readonly<Record<PlanEventType, string>> = {
+  created: "Created",
+  stage_started: "Started",
+  stage_succeeded: "Done",
+  stage_failed: "Failed",
+  stage_retrying: "Retrying",
+  stage_interrupted: "Interrupted",
+  awaiting_approval: "Waiting for approval",
+  approved: "Approved",
+  revision_requested: "Changes asked for",
+  resumed: "Resumed",
+  cancelled: "Cancelled",
+};
+
 const OUTCOME_LABELS: Readonly<Record<OutcomeId, string>> = { website: "Website", ebook: "Ebook" };
 
 /** A newer server may send values this Console does not know: those show as sent. */
@@ -28,3 +42,4 @@ function lookup(labels: Readonly<Record<string, string>>, value: string): string
 export const statusLabel = (status: string): string => lookup(STATUS_LABELS, status);
 export const stageStateLabel = (state: string): string => lookup(STATE_LABELS, state);
 export const outcomeLabel = (outcome: string): string => lookup(OUTCOME_LABELS, outcome);
+export const eventLabel = (type: string): string => lookup(EVENT_LABELS, type);
