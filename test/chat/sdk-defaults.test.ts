@@ -1,5 +1,5 @@
 import { createOpenAI } from "@ai-sdk/openai";
-import { embed, embedMany, generateObject, generateText, stepCountIs, streamText, tool } from "ai";
+import { embed, embedMany, generateText, Output, stepCountIs, streamText, tool } from "ai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { completion, reply, stream, textChunks, toolCallCompletion } from "./support/fake-upstream.js";
@@ -49,15 +49,15 @@ describe("the AI SDK with its defaults", () => {
     expect(JSON.parse(String(second.at(-1)!.content))).toEqual({ city: "Paris", sky: "sunny" });
   });
 
-  it("generateObject", async () => {
+  it("structured output (Output.object, which replaces generateObject)", async () => {
     gateway.upstream.next(reply(completion('{"name":"Ada","born":1815}')));
-    const { object } = await generateObject({
+    const { output } = await generateText({
       model: openai("project-zero"),
-      schema: z.object({ name: z.string(), born: z.number() }),
+      output: Output.object({ schema: z.object({ name: z.string(), born: z.number() }) }),
       prompt: "A pioneer",
       maxRetries: 0,
     });
-    expect(object).toEqual({ name: "Ada", born: 1815 });
+    expect(output).toEqual({ name: "Ada", born: 1815 });
     expect(gateway.upstream.requests[0]!.body.response_format).toMatchObject({ type: "json_schema" });
   });
 

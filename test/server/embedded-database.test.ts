@@ -11,6 +11,7 @@ import { createAccountWithKey } from "../support/accounts.js";
 import { testDatabaseKind } from "../support/database.js";
 import { getExecution, postExecution } from "../support/executions.js";
 import { unusedPort } from "../support/ports.js";
+import { removeDataDir } from "../support/server-process.js";
 import { serverCommand, type ServerCommand } from "../support/server-process.js";
 
 /**
@@ -27,7 +28,7 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
     return dir;
   };
   afterAll(async () => {
-    for (const dir of dirs) await fs.rm(dir, { recursive: true, force: true });
+    for (const dir of dirs) await removeDataDir(dir);
   });
 
   const start = (dataDir: string, env: Record<string, string> = {}) =>

@@ -3,7 +3,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { serverCommand, type ServerCommand } from "../support/server-process.js";
+import { removeDataDir, serverCommand, type ServerCommand } from "../support/server-process.js";
 import { unusedPort } from "../support/ports.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -98,7 +98,7 @@ describe("the server process, built as npm start builds it", () => {
     } finally {
       third.child.kill("SIGKILL");
       await third.exit;
-      await fs.rm(dataDir, { recursive: true, force: true });
+      await removeDataDir(dataDir);
     }
   }, 180_000);
 
@@ -130,7 +130,8 @@ describe("the server process, built as npm start builds it", () => {
       expect(run.stdout()).toContain('"msg":"stopped"');
     } finally {
       run.child.kill("SIGKILL");
-      await fs.rm(dataDir, { recursive: true, force: true });
+      await run.exit;
+      await removeDataDir(dataDir);
     }
   }, 120_000);
   it("in a terminal, says one thing at start: the URL to open", async () => {

@@ -38,3 +38,15 @@ function startScript(): { env: Record<string, string>; nodeFlags: string[] } {
   if (words[0] !== "node") throw new Error(`the start script no longer runs node directly: ${scripts.start}`);
   return { env, nodeFlags: words.slice(1).filter((word) => word.startsWith("--")) };
 }
+
+/**
+ * Removes a service's data dir once its embedded Postgres has let go of it.
+ * A service killed with SIGKILL takes its postmaster down through the parent-death
+ * signal, but that postmaster still writes while it shuts down: removing the dir
+ * under it fails with ENOTEMPTY. Its pid file goes last, so wait for that first.
+ */
+export async function removeDataDir(dataDir: string): Promise<void> {
+  const pidFile = path.join(dataDir, "postgres", "postmaster.pid");
+  for (let waited = 0; fs.existsSync(pidFile) && waited < 15_000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+  await fs.promises.rm(dataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+}
