@@ -11,6 +11,8 @@ Commands:
   show <id> [--follow] [--json]
                         one plan; --follow follows it live like run
   history <id> [--json]  what happened to a plan, oldest first
+  cancel <id> [--json]   cancel a plan; a running stage stops
+  delete <id>           cancel a plan, then remove it, its history and its files
   resume <id> [--approve review] [--json]
                         resume a plan (past the gate with --approve review) and follow it
   chat "<prompt>" [--system "<text>"] [--json]
@@ -45,6 +47,8 @@ export type Command =
   | ({ name: "plans"; before: string | undefined; all: boolean } & Common)
   | ({ name: "show"; id: string; follow: boolean } & Common)
   | ({ name: "history"; id: string } & Common)
+  | ({ name: "cancel"; id: string } & Common)
+  | ({ name: "delete"; id: string } & Common)
   | ({ name: "resume"; id: string; approve: string[] } & Common)
   | ({ name: "chat"; prompt: string; system: string | undefined } & Common)
   | ({ name: "serve"; port: string | undefined; host: string | undefined } & Common)
@@ -61,6 +65,8 @@ const OPTIONS = {
   plans: { ...COMMON, before: { type: "string" }, all: { type: "boolean", default: false } },
   show: { ...COMMON, follow: { type: "boolean", short: "f", default: false } },
   history: COMMON,
+  cancel: COMMON,
+  delete: COMMON,
   resume: { ...COMMON, approve: { type: "string", multiple: true } },
   chat: { ...COMMON, system: { type: "string" } },
   serve: { ...COMMON, port: { type: "string" }, host: { type: "string" } },
@@ -104,8 +110,10 @@ export function parseCommand(argv: readonly string[]): Command {
       if (values.help) return help(values);
       return { name, id: onePlanId(name, positionals), follow: values.follow, url: values.url, json: values.json };
     }
-    case "history": {
-      const { values, positionals } = parse(rest, OPTIONS.history);
+    case "history":
+    case "cancel":
+    case "delete": {
+      const { values, positionals } = parse(rest, OPTIONS[name]);
       if (values.help) return help(values);
       return { name, id: onePlanId(name, positionals), url: values.url, json: values.json };
     }

@@ -6,6 +6,7 @@ import { runCommand } from "./commands/run.js";
 import { serveCommand } from "./commands/serve.js";
 import { showCommand } from "./commands/show.js";
 import { historyCommand } from "./commands/history.js";
+import { cancelCommand, deleteCommand } from "./commands/cancel.js";
 import { CliContext, CommandStop, type CliIo } from "./context.js";
 import { ExitCode } from "./exit-codes.js";
 
@@ -16,6 +17,8 @@ const SCOPES: Record<Command["name"], string> = {
   plans: "read",
   show: "read",
   history: "read",
+  cancel: "build",
+  delete: "build",
   chat: "chat",
   serve: "",
   help: "",
@@ -48,6 +51,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         return await showCommand(ctx, command);
       case "history":
         return await historyCommand(ctx, command);
+      case "cancel":
+        return await cancelCommand(ctx, command);
+      case "delete":
+        return await deleteCommand(ctx, command);
       case "resume":
         return await resumeCommand(ctx, command);
       case "chat":

@@ -105,6 +105,13 @@ export interface ZeroClient {
     watch(id: string, options?: CallOptions): AsyncIterable<Plan>;
     /** The plan's history, oldest first: what changed, when, on which stage and attempt. */
     history(id: string, options?: CallOptions): Promise<PlanEvent[]>;
+    /**
+     * Cancels a plan and answers it `cancelled`; a running stage stops within one lease
+     * heartbeat. An already cancelled plan is answered as it is; a succeeded one is a `conflict`.
+     */
+    cancel(id: string, options?: CallOptions): Promise<Plan>;
+    /** Cancels, then removes the plan, its history and its preview and published files. */
+    delete(id: string, options?: CallOptions): Promise<void>;
   };
   chat: {
     complete(input: ChatInput, options?: CallOptions & { idempotencyKey?: string }): Promise<ChatCompletion>;
@@ -159,6 +166,11 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
           (response) => response.plan,
         ),
       history: (id, callOptions) => wrap(async () => (await executions.getExecutionHistory({ id }, call(callOptions))).events),
+      cancel: (id, callOptions) => wrap(async () => required((await executions.cancelExecution({ id }, call(callOptions))).plan)),
+      delete: (id, callOptions) =>
+        wrap(async () => {
+          await executions.deleteExecution({ id }, call(callOptions));
+        }),
     },
     chat: {
       complete: (input, callOptions) =>
