@@ -16,6 +16,7 @@ import type {
 import { newId } from "../auth/secrets.js";
 import { LIST_LIMIT } from "../api/limits.js";
 import type { Config } from "../config.js";
+import type { Logger } from "../observability/logger.js";
 import type { Store } from "../db/database.js";
 import type { Notifier } from "./notifier.js";
 import type { PlanEvents } from "./plan-events.js";
@@ -41,7 +42,8 @@ export interface ExecutionServiceDeps {
   /** How often a watcher re-reads its plan when no notification came. */
   watchPollMs?: number;
   /** Removes a deleted plan's artifact files (previews, published site or book); the outcomes own where they are. */
-  deleteArtifacts?: (planId: string) => Promise<void>;
+  deleteArtifacts?: (planId: string, slug?: string) => Promise<void>;
+  logger?: Logger;
 }
 
 /** `{plan, unavailable}`: the answer of a create and of a resume, over REST and RPC alike. */
@@ -148,7 +150,20 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       if (revoked.length > 0) notifier.stageRevoked(revoked);
       // Files are removed only after the commit: a crash in between leaves orphan files that nothing
       // links to any more (the plan is gone), never a plan whose files are missing.
-      await deps.deleteArtifacts?.(deleted.id);
+      const removeFiles = deps.deleteArtifacts;
+      if (removeFiles) {
+        const slug = deleted.project?.slug;
+        await removeFiles(deleted.id, slug);
+        // A stage that was running may still be writing files (a build, a publish) until it notices;
+        // it has stopped, or its lease has run out, within one lease: sweep once more then.
+        if (revoked.length > 0) {
+          const sweep = () =>
+            removeFiles(deleted.id, slug).catch((error: unknown) =>
+              deps.logger?.warn({ err: error, planId: deleted.id }, "could not remove a deleted plan's files"),
+            );
+          setTimeout(() => void sweep(), config.stageLeaseMs).unref();
+        }
+      }
       return {};
     },
 

@@ -27,7 +27,7 @@ export interface ExecutionsPartDeps {
   /** A plan's newest build as one file; the outcomes own where it is stored. */
   download?: PlanDownloader;
   /** Removes a deleted plan's artifact files; the outcomes own where they are. */
-  deleteArtifacts?: (planId: string) => Promise<void>;
+  deleteArtifacts?: (planId: string, slug?: string) => Promise<void>;
 }
 
 /**
@@ -58,7 +58,7 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
       .executeTakeFirstOrThrow();
     deps.metrics.queueDepth.set(Number(row.waiting));
   });
-  const impl = executionService({ store, config, events, notifier, deleteArtifacts: deps.deleteArtifacts });
+  const impl = executionService({ store, config, events, notifier, deleteArtifacts: deps.deleteArtifacts, logger });
   return {
     services: [bindService(ExecutionService, impl)],
     routes: (router, rpc) => executionRoutes(router, rpc, deps.download),

@@ -39,7 +39,7 @@ export interface OutcomesPart extends AppPart {
   /** A plan's newest build as one file (zip or EPUB), for `GET /api/execution/download`. */
   download(plan: { id: string; outcome: string }): Promise<Download | undefined>;
   /** Removes every artifact file of a deleted plan: its preview, work files, project record and published site or book. */
-  deleteArtifacts(planId: string): Promise<void>;
+  deleteArtifacts(planId: string, slug?: string): Promise<void>;
 }
 
 /**
@@ -53,6 +53,6 @@ export function outcomesPart(deps: { config: OutcomeDeps["config"]; chat: ChatCo
     stageWork: createStageWork({ config: deps.config, chat: deps.chat, artifacts, logger: deps.logger.child({ component: "outcomes" }) }),
     routes: (router) => registerArtifactRoutes(router, artifacts),
     download: (plan) => planDownload(artifacts, plan),
-    deleteArtifacts: (planId) => deletePlanArtifacts(artifacts, planId),
+    deleteArtifacts: (planId, slug) => deletePlanArtifacts(artifacts, planId, slug),
   };
 }

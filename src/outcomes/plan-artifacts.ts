@@ -2,19 +2,21 @@ import { isValidKey, removeTree, type ArtifactStore } from "./artifact-store.js"
 import { readProject, slugOwner } from "./projects.js";
 
 /**
- * Removes everything a plan left in the store: its preview, its work files,
- * its published site or book (only if the plan owns that slug, so another
- * plan's site is never touched), then its slug claim and project record.
- * The record goes last, so a run cut short can be repeated and still finds
- * the slug to clean up.
+ * Removes everything a deleted plan left in the store: its published site or
+ * book (only if the plan owns that slug, so another plan's site is never
+ * touched), its preview, its work files and its project record. `slug` is
+ * the one the plan showed, for a second sweep after the record is gone.
+ *
+ * The slug's claim (`index/slugs/{slug}`) stays, naming the deleted plan: an
+ * address that was public is not handed to another plan, and a repeated
+ * sweep still proves the slug was this plan's.
  */
-export async function deletePlanArtifacts(store: ArtifactStore, planId: string): Promise<void> {
+export async function deletePlanArtifacts(store: ArtifactStore, planId: string, slug?: string): Promise<void> {
   if (!isValidKey(planId)) return;
-  const project = await readProject(store, planId);
-  if (project && isValidKey(project.slug) && (await slugOwner(store, project.slug)) === planId) {
-    await removeTree(store, `sites/${project.slug}/`);
-    await removeTree(store, `books/${project.slug}/`);
-    await store.remove(`index/slugs/${project.slug}`);
+  const owned = (await readProject(store, planId))?.slug ?? slug;
+  if (owned !== undefined && isValidKey(owned) && (await slugOwner(store, owned)) === planId) {
+    await removeTree(store, `sites/${owned}/`);
+    await removeTree(store, `books/${owned}/`);
   }
   await removeTree(store, `preview/${planId}/`);
   await removeTree(store, `work/${planId}/`);
