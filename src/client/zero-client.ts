@@ -99,7 +99,7 @@ export interface ZeroClient {
     list(options?: CallOptions & { before?: string }): Promise<Plan[]>;
     /**
      * The plan now and each time it changes, until it rests (succeeded,
-     * failed, interrupted, or waiting at the gate). Leaving the loop early
+     * failed, interrupted, cancelled, or waiting at the gate). Leaving the loop early
      * (`break`, or aborting `options.signal`) hangs up; the plan keeps running.
      */
     watch(id: string, options?: CallOptions): AsyncIterable<Plan>;
