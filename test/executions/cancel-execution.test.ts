@@ -1,5 +1,5 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
 import type { StageInput, StageOutcome, StageWorkResolver } from "../../src/engine/stage-work.js";
@@ -156,6 +156,7 @@ describe("cancelling a plan: POST /api/execution {planId, cancel: true} and Canc
   for (const [name, transport] of [
     ["Connect", (url: string) => createConnectTransport({ baseUrl: url, httpVersion: "1.1" })],
     ["gRPC", (url: string) => createGrpcTransport({ baseUrl: url })],
+    ["gRPC-Web", (url: string) => createGrpcWebTransport({ baseUrl: url, httpVersion: "1.1" })],
   ] as const) {
     it(`answers CancelExecution over ${name}, and WatchExecution ends at cancelled`, async () => {
       const client = createClient(ExecutionService, transport(app.url));
