@@ -87,7 +87,17 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     capabilitiesPart(config),
     consolePart({ publicUrl: config.publicUrl, logger }),
     chat,
-    executionsPart({ config, store, logger, instanceId, metrics, tracing, stageWork: options.stageWork ?? outcomes.stageWork, download: outcomes.download }),
+    executionsPart({
+      config,
+      store,
+      logger,
+      instanceId,
+      metrics,
+      tracing,
+      stageWork: options.stageWork ?? outcomes.stageWork,
+      download: outcomes.download,
+      deleteArtifacts: outcomes.deleteArtifacts,
+    }),
     outcomes,
   ];
 

@@ -1,13 +1,14 @@
 /** Where a plan stands. */
-export const PLAN_STATUSES = ["running", "awaiting_approval", "interrupted", "failed", "succeeded"] as const;
+export const PLAN_STATUSES = ["running", "awaiting_approval", "interrupted", "failed", "succeeded", "cancelled"] as const;
 export type PlanStatus = (typeof PLAN_STATUSES)[number];
 
 /** Where one stage of a plan stands. */
-export const STAGE_STATES = ["pending", "running", "awaiting_approval", "succeeded", "failed"] as const;
+/** `cancelled`: the stage had not finished when its plan was cancelled. */
+export const STAGE_STATES = ["pending", "running", "awaiting_approval", "succeeded", "failed", "cancelled"] as const;
 export type StageState = (typeof STAGE_STATES)[number];
 
 /** Statuses a plan stays in until someone acts: a watch ends, a follower stops waiting. */
-export const RESTING_STATUSES: ReadonlySet<PlanStatus> = new Set(["awaiting_approval", "interrupted", "failed", "succeeded"]);
+export const RESTING_STATUSES: ReadonlySet<PlanStatus> = new Set(["awaiting_approval", "interrupted", "failed", "succeeded", "cancelled"]);
 
 /** True when a plan with this status does nothing until someone acts. */
 export function isResting(status: string): boolean {

@@ -13,6 +13,8 @@ Commands:
   history <id> [--json]  what happened to a plan, oldest first
   download <id> [-o <file>|-o -] [--json]
                         save the plan's site (a zip) or book (an EPUB)
+  cancel <id> [--json]   cancel a plan; a running stage stops
+  delete <id>           cancel a plan, then remove it, its history and its files
   resume <id> [--approve review] [--json]
                         resume a plan (past the gate with --approve review) and follow it
   chat "<prompt>" [--system "<text>"] [--json]
@@ -48,6 +50,8 @@ export type Command =
   | ({ name: "show"; id: string; follow: boolean } & Common)
   | ({ name: "history"; id: string } & Common)
   | ({ name: "download"; id: string; output: string | undefined } & Common)
+  | ({ name: "cancel"; id: string } & Common)
+  | ({ name: "delete"; id: string } & Common)
   | ({ name: "resume"; id: string; approve: string[] } & Common)
   | ({ name: "chat"; prompt: string; system: string | undefined } & Common)
   | ({ name: "serve"; port: string | undefined; host: string | undefined } & Common)
@@ -65,6 +69,8 @@ const OPTIONS = {
   show: { ...COMMON, follow: { type: "boolean", short: "f", default: false } },
   history: COMMON,
   download: { ...COMMON, output: { type: "string", short: "o" } },
+  cancel: COMMON,
+  delete: COMMON,
   resume: { ...COMMON, approve: { type: "string", multiple: true } },
   chat: { ...COMMON, system: { type: "string" } },
   serve: { ...COMMON, port: { type: "string" }, host: { type: "string" } },
@@ -108,8 +114,10 @@ export function parseCommand(argv: readonly string[]): Command {
       if (values.help) return help(values);
       return { name, id: onePlanId(name, positionals), follow: values.follow, url: values.url, json: values.json };
     }
-    case "history": {
-      const { values, positionals } = parse(rest, OPTIONS.history);
+    case "history":
+    case "cancel":
+    case "delete": {
+      const { values, positionals } = parse(rest, OPTIONS[name]);
       if (values.help) return help(values);
       return { name, id: onePlanId(name, positionals), url: values.url, json: values.json };
     }

@@ -7,6 +7,7 @@ import { serveCommand } from "./commands/serve.js";
 import { showCommand } from "./commands/show.js";
 import { historyCommand } from "./commands/history.js";
 import { downloadCommand } from "./commands/download.js";
+import { cancelCommand, deleteCommand } from "./commands/cancel.js";
 import { CliContext, CommandStop, type CliIo } from "./context.js";
 import { ExitCode } from "./exit-codes.js";
 
@@ -18,6 +19,8 @@ const SCOPES: Record<Command["name"], string> = {
   show: "read",
   history: "read",
   download: "read",
+  cancel: "build",
+  delete: "build",
   chat: "chat",
   serve: "",
   help: "",
@@ -52,6 +55,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         return await historyCommand(ctx, command);
       case "download":
         return await downloadCommand(ctx, command);
+      case "cancel":
+        return await cancelCommand(ctx, command);
+      case "delete":
+        return await deleteCommand(ctx, command);
       case "resume":
         return await resumeCommand(ctx, command);
       case "chat":

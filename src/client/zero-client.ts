@@ -110,7 +110,7 @@ export interface ZeroClient {
     list(options?: CallOptions & { before?: string }): Promise<Plan[]>;
     /**
      * The plan now and each time it changes, until it rests (succeeded,
-     * failed, interrupted, or waiting at the gate). Leaving the loop early
+     * failed, interrupted, cancelled, or waiting at the gate). Leaving the loop early
      * (`break`, or aborting `options.signal`) hangs up; the plan keeps running.
      */
     watch(id: string, options?: CallOptions): AsyncIterable<Plan>;
@@ -122,6 +122,13 @@ export interface ZeroClient {
      * `not_found` ZeroError until the build (or assemble) stage succeeded.
      */
     download(id: string, options?: { signal?: AbortSignal }): Promise<PlanDownload>;
+    /**
+     * Cancels a plan and answers it `cancelled`; a running stage stops within one lease
+     * heartbeat. An already cancelled plan is answered as it is; a succeeded one is a `conflict`.
+     */
+    cancel(id: string, options?: CallOptions): Promise<Plan>;
+    /** Cancels, then removes the plan, its history and its preview and published files. */
+    delete(id: string, options?: CallOptions): Promise<void>;
   };
   chat: {
     complete(input: ChatInput, options?: CallOptions & { idempotencyKey?: string }): Promise<ChatCompletion>;
@@ -186,6 +193,11 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
             contentType: response.headers.get("content-type") ?? "application/octet-stream",
             body: response.body,
           };
+        }),
+      cancel: (id, callOptions) => wrap(async () => required((await executions.cancelExecution({ id }, call(callOptions))).plan)),
+      delete: (id, callOptions) =>
+        wrap(async () => {
+          await executions.deleteExecution({ id }, call(callOptions));
         }),
     },
     chat: {

@@ -36,7 +36,7 @@ export interface StageEngineEvents {
 }
 
 /** Why a run's signal was aborted. */
-type StopReason = "lost" | "shutdown";
+type StopReason = "lost" | "revoked" | "shutdown";
 
 interface Run {
   claim: StageClaim;
@@ -71,6 +71,7 @@ export class StageEngine {
   #renewing: Promise<void> | undefined;
   #timers: NodeJS.Timeout[] = [];
   #unlisten: (() => Promise<void>) | undefined;
+  #unlistenRevoked: (() => Promise<void>) | undefined;
   #stopping = false;
 
   constructor(options: StageEngineOptions) {
@@ -87,7 +88,11 @@ export class StageEngine {
   async start(): Promise<void> {
     const { pollMs, leaseMs, concurrency } = this.#options;
     // An instance that runs no stages (API only) still reaps expired leases, but has nothing to wake.
-    if (concurrency > 0) this.#unlisten = await this.#store.listenForReady(() => this.#wake());
+    if (concurrency > 0) {
+      this.#unlisten = await this.#store.listenForReady(() => this.#wake());
+      // A revoked run stops at once; without the wake-up, at its next heartbeat (renew no longer answers its token).
+      this.#unlistenRevoked = await this.#store.listenForRevoked?.((tokens) => this.#revoke(tokens));
+    }
     this.#timers.push(
       setInterval(() => {
         this.#wake();
@@ -111,6 +116,7 @@ export class StageEngine {
     this.#stopping = true;
     for (const timer of this.#timers) clearInterval(timer);
     await this.#unlisten?.().catch(() => {});
+    await this.#unlistenRevoked?.().catch(() => {});
     await this.#filling;
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), this.#options.stopGraceMs)));
@@ -203,8 +209,8 @@ export class StageEngine {
     }
     await run.writes.catch(() => {});
 
-    if (run.stopReason === "lost") {
-      this.#log.warn({ planId: claim.planId, stage: claim.stageId }, "lease lost; the stage's result is discarded");
+    if (run.stopReason === "lost" || run.stopReason === "revoked") {
+      this.#log.warn({ planId: claim.planId, stage: claim.stageId, reason: run.stopReason }, "lease lost; the stage's result is discarded");
       ended("lost");
       return;
     }
@@ -240,7 +246,7 @@ export class StageEngine {
         return await this.#write(run, change, chain);
       } catch (error) {
         if (!this.#store.isUnavailable(error)) throw error;
-        if (run.stopReason === "lost") return "lost";
+        if (run.stopReason === "lost" || run.stopReason === "revoked") return "lost";
         await new Promise((resolve) => setTimeout(resolve, delay));
       }
     }
@@ -248,7 +254,7 @@ export class StageEngine {
 
   #progress(run: Run, fraction: number): Promise<void> {
     const write = run.writes.then(async () => {
-      if (run.stopReason === "lost") throw new LeaseLostError();
+      if (run.stopReason === "lost" || run.stopReason === "revoked") throw new LeaseLostError();
       let written: StageWrite;
       try {
         written = await this.#write(run, { kind: "progress", fraction });
@@ -295,6 +301,14 @@ export class StageEngine {
       .finally(() => (this.#renewing = undefined));
   }
 
+  /** The store took these tokens away: their runs stop, and whatever they still write is refused by the fence. */
+  #revoke(tokens: readonly number[]): void {
+    for (const token of tokens) {
+      const run = this.#runs.get(token);
+      if (run) abort(run, "revoked");
+    }
+  }
+
   /** Has the store interrupt the stages whose lease expired: their worker died. */
   #reap(): void {
     if (this.#reaping || this.#stopping) return;
@@ -319,10 +333,16 @@ class LeaseLostError extends Error {
   }
 }
 
+const STOP_MESSAGES: Record<StopReason, string> = {
+  lost: "the lease on this stage was lost",
+  revoked: "the store revoked this run (its work was cancelled)",
+  shutdown: "the service is shutting down",
+};
+
 function abort(run: Run, reason: StopReason): void {
   if (run.stopReason) return;
   run.stopReason = reason;
-  run.controller.abort(new Error(reason === "lost" ? "the lease on this stage was lost" : "the service is shutting down"));
+  run.controller.abort(new Error(STOP_MESSAGES[reason]));
 }
 
 /** What a failed stage shows: a StageFailure's own words, otherwise a generic message. */

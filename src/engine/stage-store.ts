@@ -49,6 +49,13 @@ export interface InterruptedStage {
 export interface StageStore {
   /** Calls `onReady` when a stage may be waiting; answers a function that stops listening. */
   listenForReady(onReady: () => void): Promise<() => Promise<void>>;
+  /**
+   * Calls `onRevoked` with fencing tokens the store took away from their runs
+   * (the work is no longer wanted); answers a function that stops listening.
+   * Optional: without it, a revoked run learns at its next heartbeat, when
+   * `renew` no longer answers its token.
+   */
+  listenForRevoked?(onRevoked: (leaseTokens: readonly number[]) => void): Promise<() => Promise<void>>;
   /** Leases up to `limit` waiting stages to `owner`, oldest first, never one another owner holds. */
   claim(owner: string, limit: number, leaseMs: number): Promise<StageClaim[]>;
   /** Extends the live leases among `tokens`; answers the tokens still held. An expired lease is never extended. */

@@ -1,6 +1,8 @@
 import { create, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import {
+  CancelExecutionRequestSchema,
   CreateExecutionRequestSchema,
+  DeleteExecutionRequestSchema,
   ExecutionService,
   GetExecutionHistoryRequestSchema,
   GetExecutionRequestSchema,
@@ -35,6 +37,17 @@ export function executionRoutes(router: RestRouter, rpc: RestRpc, download?: Pla
     const fields = isObject(body) ? body : undefined;
     const planId = fields?.planId ?? fields?.plan_id;
 
+    if (fields && planId !== undefined && planId !== null && planId !== "" && fields.cancel !== undefined && fields.cancel !== false) {
+      const method = methods.cancelExecution;
+      const { message, responseHeader } = await rpc.call(exchange, method, () => {
+        if (fields.cancel !== true) throw invalidRequest("cancel must be true or false", "cancel");
+        const mixed = RESUME_ONLY_FIELDS.find((name) => fields[name] !== undefined);
+        if (mixed) throw invalidRequest(`cancel cannot be combined with ${mixed}`, mixed);
+        return decodeRequest(CancelExecutionRequestSchema, { id: planId });
+      });
+      sendJson(exchange.res, 202, restJson(method.output, message), responseHeader);
+      return;
+    }
     if (fields && planId !== undefined && planId !== null && planId !== "") {
       const method = methods.resumeExecution;
       const { message, responseHeader } = await rpc.call(exchange, method, () => decodeRequest(ResumeExecutionRequestSchema, resumeFields(fields)));
@@ -48,6 +61,18 @@ export function executionRoutes(router: RestRouter, rpc: RestRpc, download?: Pla
       return decodeRequest(CreateExecutionRequestSchema, createFields(fields));
     });
     sendJson(exchange.res, 202, restJson(method.output, message), responseHeader);
+  });
+
+  router.add("DELETE", "/api/execution", async (exchange) => {
+    const method = methods.deleteExecution;
+    const { responseHeader } = await rpc.call(exchange, method, () => {
+      const id = exchange.url.searchParams.get("id");
+      if (!id) throw invalidRequest("give the plan's id: DELETE /api/execution?id=pln_…", "id");
+      return create(DeleteExecutionRequestSchema, { id });
+    });
+    for (const [name, value] of responseHeader) exchange.res.setHeader(name, value);
+    exchange.res.statusCode = 204;
+    exchange.res.end();
   });
 
   router.add("GET", "/api/execution", async (exchange) => {
@@ -106,6 +131,9 @@ function downloadHandler(rpc: RestRpc, download: PlanDownloader): RestHandler {
     await pipeline(Readable.from(file.body), res as unknown as NodeJS.WritableStream);
   };
 }
+
+/** Fields that ask a resume for something, which a cancel cannot also do. */
+const RESUME_ONLY_FIELDS = ["approve", "feedback"] as const;
 
 /** A create reads `goal` and `outcome`; an outcome that is not a known string falls back to the default, never an error. */
 function createFields(body: JsonObject): JsonObject {

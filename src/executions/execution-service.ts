@@ -2,7 +2,9 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type {
+  CancelExecutionRequest,
   CreateExecutionRequest,
+  DeleteExecutionRequest,
   ExecutionService,
   GetExecutionHistoryRequest,
   GetExecutionRequest,
@@ -14,11 +16,12 @@ import type {
 import { newId } from "../auth/secrets.js";
 import { LIST_LIMIT } from "../api/limits.js";
 import type { Config } from "../config.js";
+import type { Logger } from "../observability/logger.js";
 import type { Store } from "../db/database.js";
 import type { Notifier } from "./notifier.js";
 import type { PlanEvents } from "./plan-events.js";
 import { RESTING_STATUSES } from "../api/plans.js";
-import { initialStages, newPlanState, resumePlan, startsWork } from "./plan-transitions.js";
+import { cancelPlan, initialStages, newPlanState, resumePlan, startsWork, type PlanState } from "./plan-transitions.js";
 import { DEFAULT_OUTCOME, isOutcomeId, type OutcomeId } from "../api/outcomes.js";
 import { unavailableOutcomes } from "../outcomes/availability.js";
 import { requirePrincipal } from "../server/access.js";
@@ -26,7 +29,7 @@ import { invalidRequest, notFound, ServiceError } from "../server/errors.js";
 import { limitReachedHeaders, rateLimitHeaders, readGenerationUsage } from "./generation-limit.js";
 import { validGoal } from "./goal.js";
 import { PlanInserter } from "./plan-inserter.js";
-import { isOwnPlan, listRecentPlans, loadPlan, loadPlanHistory, savePlan, type GenerationWindow } from "./plan-repository.js";
+import { deletePlan, isOwnPlan, LeaseLostError, listRecentPlans, loadPlan, loadPlanHistory, savePlan, type GenerationWindow } from "./plan-repository.js";
 import { toPlanMessage } from "./plan-message.js";
 import { IdempotencyStore } from "../chat/idempotency.js";
 import { runIdempotently } from "../chat/idempotent-completion.js";
@@ -38,6 +41,9 @@ export interface ExecutionServiceDeps {
   notifier: Notifier;
   /** How often a watcher re-reads its plan when no notification came. */
   watchPollMs?: number;
+  /** Removes a deleted plan's artifact files (previews, published site or book); the outcomes own where they are. */
+  deleteArtifacts?: (planId: string, slug?: string) => Promise<void>;
+  logger?: Logger;
 }
 
 /** `{plan, unavailable}`: the answer of a create and of a resume, over REST and RPC alike. */
@@ -95,7 +101,72 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
     return { plan: toPlanMessage(plan), unavailable };
   };
 
+  /** The lease tokens of the runs a change takes away: their engines stop them (Notifier.stageRevoked). */
+  const revokedTokens = (before: PlanState, after: PlanState | undefined): number[] =>
+    before.stages.filter((stage) => stage.leaseToken !== null && after?.stages[stage.position]?.leaseToken !== stage.leaseToken).map((s) => s.leaseToken!);
+
   return {
+    async cancelExecution(request: CancelExecutionRequest, context: HandlerContext) {
+      const { accountId } = requirePrincipal(context);
+      if (request.id === "") throw invalidRequest("id is required", "id");
+      // Again when a worker's claim took a waiting stage's lease between the locked read and the
+      // write: claims do not take the plan's lock, so savePlan refuses and the transaction rolls back.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const { plan, changed, revoked } = await db.transaction().execute(async (trx) => {
+            const before = await loadPlan(trx, request.id, { accountId, forUpdate: true });
+            if (!before) throw notFound(PLAN_NOT_FOUND);
+            if (before.status === "succeeded") throw new ServiceError("conflict", `plan ${before.id} has already succeeded; there is nothing to cancel`);
+            const after = cancelPlan(before);
+            if (after === before) return { plan: before, changed: false, revoked: [] };
+            // The `cancelled` event is part of this statement (savePlan), so history and state agree.
+            const saved = await savePlan(trx, before, after);
+            return { plan: saved.plan, changed: true, revoked: revokedTokens(before, saved.plan) };
+          });
+          if (changed) notifier.planChanged(plan.id);
+          if (revoked.length > 0) notifier.stageRevoked(revoked);
+          return { plan: toPlanMessage(plan) };
+        } catch (error) {
+          if (!(error instanceof LeaseLostError) || attempt >= 5) throw error;
+        }
+      }
+    },
+
+    async deleteExecution(request: DeleteExecutionRequest, context: HandlerContext) {
+      const { accountId } = requirePrincipal(context);
+      if (request.id === "") throw invalidRequest("id is required", "id");
+      // One transaction: the plan row is locked (so no stage write of it interleaves), then deleted
+      // with its stages and history (ON DELETE CASCADE). Dropping the stage rows is the cancel: a
+      // worker still running one finds its lease gone at its next write or heartbeat, or at once
+      // through the revocation sent below.
+      const deleted = await db.transaction().execute(async (trx) => {
+        const plan = await loadPlan(trx, request.id, { accountId, forUpdate: true });
+        if (!plan) throw notFound(PLAN_NOT_FOUND);
+        await deletePlan(trx, plan.id);
+        return plan;
+      });
+      notifier.planChanged(deleted.id);
+      const revoked = revokedTokens(deleted, undefined);
+      if (revoked.length > 0) notifier.stageRevoked(revoked);
+      // Files are removed only after the commit: a crash in between leaves orphan files that nothing
+      // links to any more (the plan is gone), never a plan whose files are missing.
+      const removeFiles = deps.deleteArtifacts;
+      if (removeFiles) {
+        const slug = deleted.project?.slug;
+        await removeFiles(deleted.id, slug);
+        // A stage that was running may still be writing files (a build, a publish) until it notices;
+        // it has stopped, or its lease has run out, within one lease: sweep once more then.
+        if (revoked.length > 0) {
+          const sweep = () =>
+            removeFiles(deleted.id, slug).catch((error: unknown) =>
+              deps.logger?.warn({ err: error, planId: deleted.id }, "could not remove a deleted plan's files"),
+            );
+          setTimeout(() => void sweep(), config.stageLeaseMs).unref();
+        }
+      }
+      return {};
+    },
+
     async createExecution(request: CreateExecutionRequest, context: HandlerContext): Promise<PlanAccepted> {
       const key = context.requestHeader.get("idempotency-key");
       if (key === null) return create(request, context);

@@ -26,6 +26,8 @@ export interface ExecutionsPartDeps {
   tracing?: Tracing;
   /** A plan's newest build as one file; the outcomes own where it is stored. */
   download?: PlanDownloader;
+  /** Removes a deleted plan's artifact files; the outcomes own where they are. */
+  deleteArtifacts?: (planId: string, slug?: string) => Promise<void>;
 }
 
 /**
@@ -56,7 +58,7 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
       .executeTakeFirstOrThrow();
     deps.metrics.queueDepth.set(Number(row.waiting));
   });
-  const impl = executionService({ store, config, events, notifier });
+  const impl = executionService({ store, config, events, notifier, deleteArtifacts: deps.deleteArtifacts, logger });
   return {
     services: [bindService(ExecutionService, impl)],
     routes: (router, rpc) => executionRoutes(router, rpc, deps.download),

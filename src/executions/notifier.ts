@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import { sql } from "kysely";
 import type { Database } from "../db/schema.js";
 import type { Logger } from "../observability/logger.js";
-import { PLAN_CHANGED_CHANNEL, STAGE_READY_CHANNEL } from "./plan-repository.js";
+import { PLAN_CHANGED_CHANNEL, STAGE_READY_CHANNEL, STAGE_REVOKED_CHANNEL } from "./plan-repository.js";
 
 /**
  * Sends the engine's NOTIFYs after the writes they announce have committed,
@@ -52,6 +52,11 @@ export class Notifier {
   #queueStageReady(): void {
     this.#stageReadySentAt = performance.now();
     this.#add(STAGE_READY_CHANNEL, "");
+  }
+
+  /** The runs holding these fencing tokens lost their stage (a cancel): engines stop them. */
+  stageRevoked(leaseTokens: readonly number[]): void {
+    for (const token of leaseTokens) this.#add(STAGE_REVOKED_CHANNEL, String(token));
   }
 
   /** Plan `planId` changed. */

@@ -10,6 +10,8 @@ import { creationEvents, transitionEvents, type PlanEvent, type PlanState, type 
 export const PLAN_CHANGED_CHANNEL = "zero_plan_changed";
 /** NOTIFY channel: a stage is waiting for a worker. Engines listen. */
 export const STAGE_READY_CHANNEL = "zero_stage_ready";
+/** NOTIFY channel: a run's lease was taken away (its plan was cancelled); the payload is the fencing token. Engines listen. */
+export const STAGE_REVOKED_CHANNEL = "zero_stage_revoked";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -407,4 +409,9 @@ export async function loadPlanHistory(
   if (!plan) return undefined;
   const rows = await db.selectFrom("plan_events").select(["at", "type", "stage", "attempt", "detail"]).where("plan_id", "=", planId).orderBy("id").execute();
   return rows.map((row) => ({ ...row, at: new Date(row.at) }));
+}
+
+/** Removes a plan; its stages and history go with it (ON DELETE CASCADE). Call with the plan locked. */
+export async function deletePlan(trx: Transaction<Database>, planId: string): Promise<void> {
+  await trx.deleteFrom("plans").where("id", "=", planId).execute();
 }

@@ -5,7 +5,7 @@ import { isDatabaseDown } from "../db/errors.js";
 import type { Database } from "../db/schema.js";
 import type { InterruptedStage, StageChange, StageClaim, StageStore, StageWrite } from "../engine/stage-store.js";
 import type { Notifier } from "./notifier.js";
-import { LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL, type SaveResult } from "./plan-repository.js";
+import { LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL, STAGE_REVOKED_CHANNEL, type SaveResult } from "./plan-repository.js";
 import { stageFailed, stageInterrupted, stageProgressed, stageReleased, stageSucceeded, type PlanState } from "./plan-transitions.js";
 import { claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases } from "./stage-queue.js";
 
@@ -34,6 +34,14 @@ export class PlanStageStore implements StageStore {
 
   listenForReady(onReady: () => void): Promise<() => Promise<void>> {
     return this.#store.listen(STAGE_READY_CHANNEL, onReady);
+  }
+
+  /** A cancel drops a running stage's lease and announces its token (Notifier.stageRevoked) once committed. */
+  listenForRevoked(onRevoked: (leaseTokens: readonly number[]) => void): Promise<() => Promise<void>> {
+    return this.#store.listen(STAGE_REVOKED_CHANNEL, (payload) => {
+      const token = Number(payload);
+      if (Number.isSafeInteger(token)) onRevoked([token]);
+    });
   }
 
   async claim(owner: string, limit: number, leaseMs: number): Promise<StageClaim[]> {

@@ -159,7 +159,7 @@ export function stageReleased(plan: PlanState, position: number): PlanState {
  * stage again with attempts + 1; a running or succeeded plan is unchanged.
  */
 export function resumePlan(plan: PlanState, approve: readonly string[]): PlanState {
-  if (plan.status === "succeeded") return plan;
+  if (plan.status === "succeeded" || plan.status === "cancelled") return plan;
   const gates = new Set(plan.stages.filter((s) => s.id === APPROVAL_STAGE).map((s) => s.id));
   const approved = [...new Set([...plan.approved, ...approve.filter((id) => gates.has(id))])];
   const next: PlanState = approved.length === plan.approved.length ? plan : { ...plan, approved };
@@ -175,6 +175,18 @@ export function resumePlan(plan: PlanState, approve: readonly string[]): PlanSta
     return settle({ ...next, status: "running", resumable: false, stages: replaceStage(next.stages, failed.position, startRun(failed)) });
   }
   return next;
+}
+
+/**
+ * A cancel: the plan stops for good (not resumable) and every stage that had
+ * not succeeded is `cancelled`, its lease dropped, so the worker running one
+ * is fenced out: its next write or heartbeat finds the token gone. A
+ * succeeded or already cancelled plan is unchanged; the caller tells them apart.
+ */
+export function cancelPlan(plan: PlanState): PlanState {
+  if (plan.status === "succeeded" || plan.status === "cancelled") return plan;
+  const stages = plan.stages.map((stage) => (stage.state === "succeeded" ? stage : { ...stage, state: "cancelled" as const, progress: 0, leaseToken: null }));
+  return settle({ ...plan, status: "cancelled", resumable: false, stages });
 }
 
 /** True when `after` asks a worker to run a stage that was not waiting before. */
@@ -235,6 +247,11 @@ export function transitionEvents(before: PlanState, after: PlanState): PlanEvent
   if ((before.status === "failed" || before.status === "interrupted") && after.status === "running") {
     events.push({ type: "resumed", stage: null, attempt: null, detail: null });
   }
+  // A cancel is one event for the whole plan, not one per stage it stopped.
+  if (after.status === "cancelled") {
+    if (before.status !== "cancelled") events.push({ type: "cancelled", stage: null, attempt: null, detail: { from: before.status } });
+    return events;
+  }
   events.push(...stageEvents(after, before));
   return events;
 }
@@ -264,6 +281,7 @@ function stageEvents(after: Pick<PlanState, "stages">, before: PlanState | undef
         events.push({ type: "awaiting_approval", ...at, detail: null });
         break;
       case "pending":
+      case "cancelled":
         break;
     }
   }

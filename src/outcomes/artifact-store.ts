@@ -131,3 +131,9 @@ export async function copyTree(store: ArtifactStore, from: string, to: string): 
   await replaceTree(store, to, files);
   return files.size;
 }
+
+/** Removes every key under `prefix`. */
+export async function removeTree(store: ArtifactStore, prefix: string): Promise<void> {
+  const base = prefix.endsWith("/") ? prefix : `${prefix}/`;
+  for (const key of await store.list(base)) await store.remove(key);
+}

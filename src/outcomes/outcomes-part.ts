@@ -5,6 +5,7 @@ import type { AppPart } from "../server/app-part.js";
 import { StageFailure, type StageWork, type StageWorkResolver } from "../engine/stage-work.js";
 import { registerArtifactRoutes } from "./artifact-routes.js";
 import { createFileArtifactStore } from "./artifact-store.js";
+import { deletePlanArtifacts } from "./plan-artifacts.js";
 import { planDownload, type Download } from "./downloads.js";
 import type { OutcomeId } from "../api/outcomes.js";
 import { ebookStages } from "./ebook/ebook-stages.js";
@@ -37,6 +38,8 @@ export interface OutcomesPart extends AppPart {
   stageWork: StageWorkResolver;
   /** A plan's newest build as one file (zip or EPUB), for `GET /api/execution/download`. */
   download(plan: { id: string; outcome: string }): Promise<Download | undefined>;
+  /** Removes every artifact file of a deleted plan: its preview, work files, project record and published site or book. */
+  deleteArtifacts(planId: string, slug?: string): Promise<void>;
 }
 
 /**
@@ -50,5 +53,6 @@ export function outcomesPart(deps: { config: OutcomeDeps["config"]; chat: ChatCo
     stageWork: createStageWork({ config: deps.config, chat: deps.chat, artifacts, logger: deps.logger.child({ component: "outcomes" }) }),
     routes: (router) => registerArtifactRoutes(router, artifacts),
     download: (plan) => planDownload(artifacts, plan),
+    deleteArtifacts: (planId, slug) => deletePlanArtifacts(artifacts, planId, slug),
   };
 }

@@ -71,6 +71,40 @@ describe("project-zero against a running service", () => {
     expect(missing.code).toBe(4);
   });
 
+  it("cancel stops a running plan and prints it cancelled; delete removes it (show is then 4)", async () => {
+    work.instant = new Set(["understand", "outline"]);
+    const created = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: key }, { goal: "A website for a village bell ringers' society" });
+    const id = created.body.plan.id;
+    const held = await work.next();
+    expect(held.input.planId).toBe(id);
+
+    const cancelled = await runCli(["cancel", id], env);
+    expect(cancelled.code).toBe(0);
+    expect(cancelled.stdout).toContain(`plan ${id}`);
+    expect(cancelled.stdout).toMatch(/write\s+cancelled/);
+    expect((await planOf(id)).status).toBe("cancelled");
+    const json = await runCli(["cancel", id, "--json"], env);
+    expect(json.code).toBe(0);
+    expect((JSON.parse(json.stdout) as { plan: { status: string } }).plan.status).toBe("cancelled");
+
+    const deleted = await runCli(["delete", id], env);
+    expect(deleted.code).toBe(0);
+    expect(deleted.stdout).toContain(`Deleted ${id}.`);
+    expect((await runCli(["show", id], env)).code).toBe(4);
+    expect((await runCli(["delete", id], env)).code).toBe(4);
+    expect((await runCli(["cancel", id], env)).code).toBe(4);
+  });
+
+  it("cancel of a succeeded plan fails with the service's conflict", async () => {
+    const first = await runCli(["run", "A website for a seed library", "--approve"], env);
+    expect(first.code).toBe(0);
+    const id = planIdIn(first.stderr + first.stdout);
+    const refused = await runCli(["cancel", id], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("already succeeded");
+    expect((await planOf(id)).status).toBe("succeeded");
+  });
+
   it("stops at the gate without --approve when nobody can be asked, then resume passes it", async () => {
     const first = await runCli(["run", "A website for a community choir"], env);
     expect(first.code).toBe(6);

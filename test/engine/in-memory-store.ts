@@ -2,7 +2,7 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import type { InterruptedStage, StageChange, StageClaim, StageStore, StageWrite } from "../../src/engine/stage-store.js";
 
 /** Where a stage stands in the in-memory store. */
-export type MemoryStageState = "pending" | "waiting" | "leased" | "succeeded" | "failed" | "interrupted";
+export type MemoryStageState = "pending" | "waiting" | "leased" | "succeeded" | "failed" | "interrupted" | "cancelled";
 
 interface MemoryStage {
   position: number;
@@ -38,6 +38,7 @@ export class StoreDownError extends Error {
 export class InMemoryStageStore implements StageStore {
   readonly plans = new Map<string, MemoryPlan>();
   readonly #listeners = new Set<() => void>();
+  readonly #revokedListeners = new Set<(tokens: readonly number[]) => void>();
   #nextToken = 1;
   #tick = 0;
   /** While above zero, every call fails with StoreDownError and this counts down. */
@@ -70,6 +71,26 @@ export class InMemoryStageStore implements StageStore {
   /** Ends every live lease now, as if their workers froze past them. */
   expireLeases(): void {
     for (const plan of this.plans.values()) for (const stage of plan.stages) if (stage.state === "leased") stage.leaseExpiresAt = 0;
+  }
+
+  /**
+   * Cancels the plan's unfinished stages, taking their leases away, as a
+   * cancel does; with `announce`, tells listeners which tokens it took.
+   */
+  revoke(planId: string, options: { announce: boolean }): void {
+    const tokens: number[] = [];
+    for (const stage of this.#plan(planId).stages) {
+      if (stage.state === "succeeded") continue;
+      if (stage.leaseToken !== null) tokens.push(stage.leaseToken);
+      Object.assign(stage, { state: "cancelled", leaseToken: null });
+    }
+    if (options.announce) for (const listener of this.#revokedListeners) queueMicrotask(() => listener(tokens));
+  }
+
+  async listenForRevoked(onRevoked: (tokens: readonly number[]) => void): Promise<() => Promise<void>> {
+    this.#check();
+    this.#revokedListeners.add(onRevoked);
+    return async () => void this.#revokedListeners.delete(onRevoked);
   }
 
   async listenForReady(onReady: () => void): Promise<() => Promise<void>> {

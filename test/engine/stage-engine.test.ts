@@ -12,7 +12,7 @@ import { HeldWork, instantWork } from "../support/stage-work.js";
 import { InMemoryStageStore } from "./in-memory-store.js";
 
 /** The states these tests tell apart, whichever store holds the stages. */
-type Seen = "pending" | "waiting" | "leased" | "succeeded" | "failed" | "interrupted" | "other";
+type Seen = "pending" | "waiting" | "leased" | "succeeded" | "failed" | "interrupted" | "cancelled" | "other";
 
 /** One store under test, with what the tests need to set it up and look inside. */
 interface Harness {
@@ -197,6 +197,52 @@ describe("stage engine, store outages (in memory)", () => {
       expect(held.input.signal.aborted).toBe(false);
       const next = await work.next();
       expect(next.input.stageId).toBe("outline");
+    } finally {
+      await engine.stop();
+    }
+  });
+});
+
+describe("stage engine, revoked runs (in memory)", () => {
+  async function setUp(leaseMs: number) {
+    const harness = memoryHarness();
+    const work = new HeldWork();
+    const engine = new StageEngine({
+      store: harness.store(),
+      logger,
+      instanceId: "ins_revoke",
+      resolveWork: work.resolver,
+      concurrency: 1,
+      leaseMs,
+      pollMs: 50,
+    });
+    await engine.start();
+    return { harness, work, engine };
+  }
+  const abortReason = (signal: AbortSignal) =>
+    new Promise<string>((resolve) => {
+      if (signal.aborted) resolve(String((signal.reason as Error).message));
+      else signal.addEventListener("abort", () => resolve(String((signal.reason as Error).message)), { once: true });
+    });
+
+  // A lease of a minute when announced: its heartbeat (every 20 s) cannot be what stops the run.
+  it.each([
+    { how: "as soon as the store announces its token revoked", announce: true, leaseMs: 60_000, reason: "revoked" },
+    {
+      how: "at the next heartbeat, which finds the lease gone, without the announcement",
+      announce: false,
+      leaseMs: 300,
+      reason: "lease on this stage was lost",
+    },
+  ])("aborts a revoked run $how, and writes nothing for it", async ({ announce, leaseMs, reason }) => {
+    const { harness, work, engine } = await setUp(leaseMs);
+    try {
+      const planId = await harness.addPlan();
+      const held = await work.next();
+      harness.memory.revoke(planId, { announce });
+      expect(await abortReason(held.input.signal)).toContain(reason);
+      await waitFor(async () => engine.activeCount === 0);
+      expect(harness.memory.states(planId)).toEqual(["cancelled", "cancelled", "cancelled", "cancelled"]);
     } finally {
       await engine.stop();
     }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  cancelPlan,
   newPlanState,
   planProgress,
   resumePlan,
@@ -9,6 +10,7 @@ import {
   stageReleased,
   stageSucceeded,
   startsWork,
+  transitionEvents,
   type PlanState,
 } from "../../src/executions/plan-transitions.js";
 
@@ -29,6 +31,27 @@ describe("plan transitions (SPEC.md)", () => {
       "publish:pending:0",
     ]);
     expect(newPlan("ebook").stages.map((s) => s.id)).toEqual(["understand", "outline", "write", "assemble", "review", "publish"]);
+  });
+
+  it("cancels: unfinished stages cancelled with their leases dropped, one plan event; succeeded and cancelled plans unchanged", () => {
+    let plan = stageSucceeded(newPlan(), 0, {});
+    plan = { ...plan, stages: plan.stages.map((s) => (s.position === 1 ? { ...s, leaseToken: 42 } : s)) };
+    const cancelled = cancelPlan(plan);
+    expect(cancelled).toMatchObject({ status: "cancelled", resumable: false });
+    expect(states(cancelled)).toEqual([
+      "understand:succeeded:1",
+      "outline:cancelled:1",
+      "write:cancelled:0",
+      "build:cancelled:0",
+      "review:cancelled:0",
+      "publish:cancelled:0",
+    ]);
+    expect(cancelled.stages.every((s) => s.leaseToken === null)).toBe(true);
+    expect(transitionEvents(plan, cancelled)).toEqual([{ type: "cancelled", stage: null, attempt: null, detail: { from: "running" } }]);
+    expect(cancelPlan(cancelled)).toBe(cancelled);
+    expect(resumePlan(cancelled, ["review"])).toBe(cancelled);
+    const succeeded = { ...plan, status: "succeeded" as const };
+    expect(cancelPlan(succeeded)).toBe(succeeded);
   });
 
   it("runs stage after stage to the gate, where it waits, resumable", () => {

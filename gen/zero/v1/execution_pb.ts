@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file zero/v1/execution.proto.
  */
 export const file_zero_v1_execution: GenFile = /*@__PURE__*/
-  fileDesc("Chd6ZXJvL3YxL2V4ZWN1dGlvbi5wcm90bxIHemVyby52MSKDAwoEUGxhbhIKCgJpZBgBIAEoCRIMCgRnb2FsGAIgASgJEiEKB3Byb2plY3QYAyABKAsyEC56ZXJvLnYxLlByb2plY3QSDgoGc3RhdHVzGAQgASgJEhAKCHByb2dyZXNzGAUgASgFEhEKCXJlc3VtYWJsZRgGIAEoCBIUCgd3YXJuaW5nGAcgASgJSACIAQESGAoLcHJldmlld191cmwYCCABKAlIAYgBARIaCg1wdWJsaXNoZWRfdXJsGAkgASgJSAKIAQESHgoGc3RhZ2VzGAogAygLMg4uemVyby52MS5TdGFnZRIPCgdvdXRjb21lGAsgASgJEi4KCmNyZWF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgoKCF93YXJuaW5nQg4KDF9wcmV2aWV3X3VybEIQCg5fcHVibGlzaGVkX3VybCIxCgdQcm9qZWN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEc2x1ZxgDIAEoCSJnCgVTdGFnZRIKCgJpZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVzdGF0ZRgDIAEoCRIQCghhdHRlbXB0cxgEIAEoBRIiCgVlcnJvchgFIAEoCzITLnplcm8udjEuU3RhZ2VFcnJvciIrCgpTdGFnZUVycm9yEgwKBHR5cGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCSI3ChZDcmVhdGVFeGVjdXRpb25SZXF1ZXN0EgwKBGdvYWwYASABKAkSDwoHb3V0Y29tZRgCIAEoCSJLChdDcmVhdGVFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuEhMKC3VuYXZhaWxhYmxlGAIgAygJIjoKFlJlc3VtZUV4ZWN1dGlvblJlcXVlc3QSDwoHcGxhbl9pZBgBIAEoCRIPCgdhcHByb3ZlGAIgAygJIksKF1Jlc3VtZUV4ZWN1dGlvblJlc3BvbnNlEhsKBHBsYW4YASABKAsyDS56ZXJvLnYxLlBsYW4SEwoLdW5hdmFpbGFibGUYAiADKAkiIQoTR2V0RXhlY3V0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIzChRHZXRFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuIicKFUxpc3RFeGVjdXRpb25zUmVxdWVzdBIOCgZiZWZvcmUYASABKAkiNgoWTGlzdEV4ZWN1dGlvbnNSZXNwb25zZRIcCgVwbGFucxgBIAMoCzINLnplcm8udjEuUGxhbiIjChVXYXRjaEV4ZWN1dGlvblJlcXVlc3QSCgoCaWQYASABKAkiNQoWV2F0Y2hFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuIigKGkdldEV4ZWN1dGlvbkhpc3RvcnlSZXF1ZXN0EgoKAmlkGAEgASgJIkEKG0dldEV4ZWN1dGlvbkhpc3RvcnlSZXNwb25zZRIiCgZldmVudHMYASADKAsyEi56ZXJvLnYxLlBsYW5FdmVudCKqAQoJUGxhbkV2ZW50EiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR0eXBlGAIgASgJEhIKBXN0YWdlGAMgASgJSACIAQESFAoHYXR0ZW1wdBgEIAEoBUgBiAEBEicKBmRldGFpbBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCCAoGX3N0YWdlQgoKCF9hdHRlbXB0MqEFChBFeGVjdXRpb25TZXJ2aWNlEmoKD0NyZWF0ZUV4ZWN1dGlvbhIfLnplcm8udjEuQ3JlYXRlRXhlY3V0aW9uUmVxdWVzdBogLnplcm8udjEuQ3JlYXRlRXhlY3V0aW9uUmVzcG9uc2UiFKK7GBAKB2FjY291bnQSBWJ1aWxkEmoKD1Jlc3VtZUV4ZWN1dGlvbhIfLnplcm8udjEuUmVzdW1lRXhlY3V0aW9uUmVxdWVzdBogLnplcm8udjEuUmVzdW1lRXhlY3V0aW9uUmVzcG9uc2UiFKK7GBAKB2FjY291bnQSBWJ1aWxkEmMKDEdldEV4ZWN1dGlvbhIcLnplcm8udjEuR2V0RXhlY3V0aW9uUmVxdWVzdBodLnplcm8udjEuR2V0RXhlY3V0aW9uUmVzcG9uc2UiFpACAaK7GA8KB2FjY291bnQSBHJlYWQSaQoOTGlzdEV4ZWN1dGlvbnMSHi56ZXJvLnYxLkxpc3RFeGVjdXRpb25zUmVxdWVzdBofLnplcm8udjEuTGlzdEV4ZWN1dGlvbnNSZXNwb25zZSIWkAIBorsYDwoHYWNjb3VudBIEcmVhZBJ4ChNHZXRFeGVjdXRpb25IaXN0b3J5EiMuemVyby52MS5HZXRFeGVjdXRpb25IaXN0b3J5UmVxdWVzdBokLnplcm8udjEuR2V0RXhlY3V0aW9uSGlzdG9yeVJlc3BvbnNlIhaQAgGiuxgPCgdhY2NvdW50EgRyZWFkEmsKDldhdGNoRXhlY3V0aW9uEh4uemVyby52MS5XYXRjaEV4ZWN1dGlvblJlcXVlc3QaHy56ZXJvLnYxLldhdGNoRXhlY3V0aW9uUmVzcG9uc2UiFpACAaK7GA8KB2FjY291bnQSBHJlYWQwAWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_zero_v1_access]);
+  fileDesc("Chd6ZXJvL3YxL2V4ZWN1dGlvbi5wcm90bxIHemVyby52MSKDAwoEUGxhbhIKCgJpZBgBIAEoCRIMCgRnb2FsGAIgASgJEiEKB3Byb2plY3QYAyABKAsyEC56ZXJvLnYxLlByb2plY3QSDgoGc3RhdHVzGAQgASgJEhAKCHByb2dyZXNzGAUgASgFEhEKCXJlc3VtYWJsZRgGIAEoCBIUCgd3YXJuaW5nGAcgASgJSACIAQESGAoLcHJldmlld191cmwYCCABKAlIAYgBARIaCg1wdWJsaXNoZWRfdXJsGAkgASgJSAKIAQESHgoGc3RhZ2VzGAogAygLMg4uemVyby52MS5TdGFnZRIPCgdvdXRjb21lGAsgASgJEi4KCmNyZWF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgoKCF93YXJuaW5nQg4KDF9wcmV2aWV3X3VybEIQCg5fcHVibGlzaGVkX3VybCIxCgdQcm9qZWN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEc2x1ZxgDIAEoCSJnCgVTdGFnZRIKCgJpZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVzdGF0ZRgDIAEoCRIQCghhdHRlbXB0cxgEIAEoBRIiCgVlcnJvchgFIAEoCzITLnplcm8udjEuU3RhZ2VFcnJvciIrCgpTdGFnZUVycm9yEgwKBHR5cGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCSI3ChZDcmVhdGVFeGVjdXRpb25SZXF1ZXN0EgwKBGdvYWwYASABKAkSDwoHb3V0Y29tZRgCIAEoCSJLChdDcmVhdGVFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuEhMKC3VuYXZhaWxhYmxlGAIgAygJIjoKFlJlc3VtZUV4ZWN1dGlvblJlcXVlc3QSDwoHcGxhbl9pZBgBIAEoCRIPCgdhcHByb3ZlGAIgAygJIksKF1Jlc3VtZUV4ZWN1dGlvblJlc3BvbnNlEhsKBHBsYW4YASABKAsyDS56ZXJvLnYxLlBsYW4SEwoLdW5hdmFpbGFibGUYAiADKAkiJAoWQ2FuY2VsRXhlY3V0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSI2ChdDYW5jZWxFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuIiQKFkRlbGV0ZUV4ZWN1dGlvblJlcXVlc3QSCgoCaWQYASABKAkiGQoXRGVsZXRlRXhlY3V0aW9uUmVzcG9uc2UiIQoTR2V0RXhlY3V0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIzChRHZXRFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuIicKFUxpc3RFeGVjdXRpb25zUmVxdWVzdBIOCgZiZWZvcmUYASABKAkiNgoWTGlzdEV4ZWN1dGlvbnNSZXNwb25zZRIcCgVwbGFucxgBIAMoCzINLnplcm8udjEuUGxhbiIjChVXYXRjaEV4ZWN1dGlvblJlcXVlc3QSCgoCaWQYASABKAkiNQoWV2F0Y2hFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuIigKGkdldEV4ZWN1dGlvbkhpc3RvcnlSZXF1ZXN0EgoKAmlkGAEgASgJIkEKG0dldEV4ZWN1dGlvbkhpc3RvcnlSZXNwb25zZRIiCgZldmVudHMYASADKAsyEi56ZXJvLnYxLlBsYW5FdmVudCKqAQoJUGxhbkV2ZW50EiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR0eXBlGAIgASgJEhIKBXN0YWdlGAMgASgJSACIAQESFAoHYXR0ZW1wdBgEIAEoBUgBiAEBEicKBmRldGFpbBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCCAoGX3N0YWdlQgoKCF9hdHRlbXB0Mv8GChBFeGVjdXRpb25TZXJ2aWNlEmoKD0NyZWF0ZUV4ZWN1dGlvbhIfLnplcm8udjEuQ3JlYXRlRXhlY3V0aW9uUmVxdWVzdBogLnplcm8udjEuQ3JlYXRlRXhlY3V0aW9uUmVzcG9uc2UiFKK7GBAKB2FjY291bnQSBWJ1aWxkEmoKD1Jlc3VtZUV4ZWN1dGlvbhIfLnplcm8udjEuUmVzdW1lRXhlY3V0aW9uUmVxdWVzdBogLnplcm8udjEuUmVzdW1lRXhlY3V0aW9uUmVzcG9uc2UiFKK7GBAKB2FjY291bnQSBWJ1aWxkEm0KD0NhbmNlbEV4ZWN1dGlvbhIfLnplcm8udjEuQ2FuY2VsRXhlY3V0aW9uUmVxdWVzdBogLnplcm8udjEuQ2FuY2VsRXhlY3V0aW9uUmVzcG9uc2UiF5ACAqK7GBAKB2FjY291bnQSBWJ1aWxkEm0KD0RlbGV0ZUV4ZWN1dGlvbhIfLnplcm8udjEuRGVsZXRlRXhlY3V0aW9uUmVxdWVzdBogLnplcm8udjEuRGVsZXRlRXhlY3V0aW9uUmVzcG9uc2UiF5ACAqK7GBAKB2FjY291bnQSBWJ1aWxkEmMKDEdldEV4ZWN1dGlvbhIcLnplcm8udjEuR2V0RXhlY3V0aW9uUmVxdWVzdBodLnplcm8udjEuR2V0RXhlY3V0aW9uUmVzcG9uc2UiFpACAaK7GA8KB2FjY291bnQSBHJlYWQSaQoOTGlzdEV4ZWN1dGlvbnMSHi56ZXJvLnYxLkxpc3RFeGVjdXRpb25zUmVxdWVzdBofLnplcm8udjEuTGlzdEV4ZWN1dGlvbnNSZXNwb25zZSIWkAIBorsYDwoHYWNjb3VudBIEcmVhZBJ4ChNHZXRFeGVjdXRpb25IaXN0b3J5EiMuemVyby52MS5HZXRFeGVjdXRpb25IaXN0b3J5UmVxdWVzdBokLnplcm8udjEuR2V0RXhlY3V0aW9uSGlzdG9yeVJlc3BvbnNlIhaQAgGiuxgPCgdhY2NvdW50EgRyZWFkEmsKDldhdGNoRXhlY3V0aW9uEh4uemVyby52MS5XYXRjaEV4ZWN1dGlvblJlcXVlc3QaHy56ZXJvLnYxLldhdGNoRXhlY3V0aW9uUmVzcG9uc2UiFpACAaK7GA8KB2FjY291bnQSBHJlYWQwAWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_zero_v1_access]);
 
 /**
  * @generated from message zero.v1.Plan
@@ -39,7 +39,7 @@ export type Plan = Message<"zero.v1.Plan"> & {
   project?: Project | undefined;
 
   /**
-   * "running", "awaiting_approval", "interrupted", "failed" or "succeeded".
+   * "running", "awaiting_approval", "interrupted", "failed", "succeeded" or "cancelled".
    *
    * @generated from field: string status = 4;
    */
@@ -148,7 +148,7 @@ export type Stage = Message<"zero.v1.Stage"> & {
   title: string;
 
   /**
-   * "pending", "running", "awaiting_approval", "succeeded" or "failed".
+   * "pending", "running", "awaiting_approval", "succeeded", "failed" or "cancelled".
    *
    * @generated from field: string state = 3;
    */
@@ -295,6 +295,70 @@ export const ResumeExecutionResponseSchema: GenMessage<ResumeExecutionResponse> 
   messageDesc(file_zero_v1_execution, 7);
 
 /**
+ * @generated from message zero.v1.CancelExecutionRequest
+ */
+export type CancelExecutionRequest = Message<"zero.v1.CancelExecutionRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message zero.v1.CancelExecutionRequest.
+ * Use `create(CancelExecutionRequestSchema)` to create a new message.
+ */
+export const CancelExecutionRequestSchema: GenMessage<CancelExecutionRequest> = /*@__PURE__*/
+  messageDesc(file_zero_v1_execution, 8);
+
+/**
+ * @generated from message zero.v1.CancelExecutionResponse
+ */
+export type CancelExecutionResponse = Message<"zero.v1.CancelExecutionResponse"> & {
+  /**
+   * @generated from field: zero.v1.Plan plan = 1;
+   */
+  plan?: Plan | undefined;
+};
+
+/**
+ * Describes the message zero.v1.CancelExecutionResponse.
+ * Use `create(CancelExecutionResponseSchema)` to create a new message.
+ */
+export const CancelExecutionResponseSchema: GenMessage<CancelExecutionResponse> = /*@__PURE__*/
+  messageDesc(file_zero_v1_execution, 9);
+
+/**
+ * @generated from message zero.v1.DeleteExecutionRequest
+ */
+export type DeleteExecutionRequest = Message<"zero.v1.DeleteExecutionRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message zero.v1.DeleteExecutionRequest.
+ * Use `create(DeleteExecutionRequestSchema)` to create a new message.
+ */
+export const DeleteExecutionRequestSchema: GenMessage<DeleteExecutionRequest> = /*@__PURE__*/
+  messageDesc(file_zero_v1_execution, 10);
+
+/**
+ * @generated from message zero.v1.DeleteExecutionResponse
+ */
+export type DeleteExecutionResponse = Message<"zero.v1.DeleteExecutionResponse"> & {
+};
+
+/**
+ * Describes the message zero.v1.DeleteExecutionResponse.
+ * Use `create(DeleteExecutionResponseSchema)` to create a new message.
+ */
+export const DeleteExecutionResponseSchema: GenMessage<DeleteExecutionResponse> = /*@__PURE__*/
+  messageDesc(file_zero_v1_execution, 11);
+
+/**
  * @generated from message zero.v1.GetExecutionRequest
  */
 export type GetExecutionRequest = Message<"zero.v1.GetExecutionRequest"> & {
@@ -309,7 +373,7 @@ export type GetExecutionRequest = Message<"zero.v1.GetExecutionRequest"> & {
  * Use `create(GetExecutionRequestSchema)` to create a new message.
  */
 export const GetExecutionRequestSchema: GenMessage<GetExecutionRequest> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 8);
+  messageDesc(file_zero_v1_execution, 12);
 
 /**
  * @generated from message zero.v1.GetExecutionResponse
@@ -326,7 +390,7 @@ export type GetExecutionResponse = Message<"zero.v1.GetExecutionResponse"> & {
  * Use `create(GetExecutionResponseSchema)` to create a new message.
  */
 export const GetExecutionResponseSchema: GenMessage<GetExecutionResponse> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 9);
+  messageDesc(file_zero_v1_execution, 13);
 
 /**
  * @generated from message zero.v1.ListExecutionsRequest
@@ -346,7 +410,7 @@ export type ListExecutionsRequest = Message<"zero.v1.ListExecutionsRequest"> & {
  * Use `create(ListExecutionsRequestSchema)` to create a new message.
  */
 export const ListExecutionsRequestSchema: GenMessage<ListExecutionsRequest> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 10);
+  messageDesc(file_zero_v1_execution, 14);
 
 /**
  * @generated from message zero.v1.ListExecutionsResponse
@@ -363,7 +427,7 @@ export type ListExecutionsResponse = Message<"zero.v1.ListExecutionsResponse"> &
  * Use `create(ListExecutionsResponseSchema)` to create a new message.
  */
 export const ListExecutionsResponseSchema: GenMessage<ListExecutionsResponse> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 11);
+  messageDesc(file_zero_v1_execution, 15);
 
 /**
  * @generated from message zero.v1.WatchExecutionRequest
@@ -380,7 +444,7 @@ export type WatchExecutionRequest = Message<"zero.v1.WatchExecutionRequest"> & {
  * Use `create(WatchExecutionRequestSchema)` to create a new message.
  */
 export const WatchExecutionRequestSchema: GenMessage<WatchExecutionRequest> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 12);
+  messageDesc(file_zero_v1_execution, 16);
 
 /**
  * @generated from message zero.v1.WatchExecutionResponse
@@ -397,7 +461,7 @@ export type WatchExecutionResponse = Message<"zero.v1.WatchExecutionResponse"> &
  * Use `create(WatchExecutionResponseSchema)` to create a new message.
  */
 export const WatchExecutionResponseSchema: GenMessage<WatchExecutionResponse> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 13);
+  messageDesc(file_zero_v1_execution, 17);
 
 /**
  * @generated from message zero.v1.GetExecutionHistoryRequest
@@ -414,7 +478,7 @@ export type GetExecutionHistoryRequest = Message<"zero.v1.GetExecutionHistoryReq
  * Use `create(GetExecutionHistoryRequestSchema)` to create a new message.
  */
 export const GetExecutionHistoryRequestSchema: GenMessage<GetExecutionHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 14);
+  messageDesc(file_zero_v1_execution, 18);
 
 /**
  * @generated from message zero.v1.GetExecutionHistoryResponse
@@ -431,7 +495,7 @@ export type GetExecutionHistoryResponse = Message<"zero.v1.GetExecutionHistoryRe
  * Use `create(GetExecutionHistoryResponseSchema)` to create a new message.
  */
 export const GetExecutionHistoryResponseSchema: GenMessage<GetExecutionHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 15);
+  messageDesc(file_zero_v1_execution, 19);
 
 /**
  * @generated from message zero.v1.PlanEvent
@@ -475,7 +539,7 @@ export type PlanEvent = Message<"zero.v1.PlanEvent"> & {
  * Use `create(PlanEventSchema)` to create a new message.
  */
 export const PlanEventSchema: GenMessage<PlanEvent> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 16);
+  messageDesc(file_zero_v1_execution, 20);
 
 /**
  * Executions: a plain-language goal turned into a durable plan of stages.
@@ -502,6 +566,28 @@ export const ExecutionService: GenService<{
     methodKind: "unary";
     input: typeof ResumeExecutionRequestSchema;
     output: typeof ResumeExecutionResponseSchema;
+  },
+  /**
+   * Cancels a plan: status "cancelled", its unfinished stages "cancelled"; a running stage
+   * stops within one lease heartbeat and nothing it writes afterwards is kept. A cancelled
+   * plan is answered as it is; a succeeded one is ALREADY_EXISTS (`conflict`).
+   *
+   * @generated from rpc zero.v1.ExecutionService.CancelExecution
+   */
+  cancelExecution: {
+    methodKind: "unary";
+    input: typeof CancelExecutionRequestSchema;
+    output: typeof CancelExecutionResponseSchema;
+  },
+  /**
+   * Cancels, then removes the plan, its history, its stages and its preview and published files.
+   *
+   * @generated from rpc zero.v1.ExecutionService.DeleteExecution
+   */
+  deleteExecution: {
+    methodKind: "unary";
+    input: typeof DeleteExecutionRequestSchema;
+    output: typeof DeleteExecutionResponseSchema;
   },
   /**
    * @generated from rpc zero.v1.ExecutionService.GetExecution
@@ -533,7 +619,7 @@ export const ExecutionService: GenService<{
   },
   /**
    * Sends the plan now and again each time it changes, until it ends
-   * (succeeded or failed), stops at the gate, or the caller hangs up.
+   * (succeeded, failed or cancelled), stops at the gate, or the caller hangs up.
    *
    * @generated from rpc zero.v1.ExecutionService.WatchExecution
    */

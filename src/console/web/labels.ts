@@ -8,6 +8,7 @@ const STATUS_LABELS: Readonly<Record<PlanStatus, string>> = {
   interrupted: "Interrupted",
   failed: "Failed",
   succeeded: "Succeeded",
+  cancelled: "Cancelled",
 };
 
 const STATE_LABELS: Readonly<Record<StageState, string>> = {
@@ -16,6 +17,7 @@ const STATE_LABELS: Readonly<Record<StageState, string>> = {
   awaiting_approval: "waiting for approval",
   succeeded: "done",
   failed: "failed",
+  cancelled: "cancelled",
 };
 
 const EVENT_LABELS: Readonly<Record<PlanEventType, string>> = {

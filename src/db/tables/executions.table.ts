@@ -14,7 +14,7 @@ export interface PlanTable {
   goal: string;
   /** "website" or "ebook". */
   outcome: string;
-  /** "running", "awaiting_approval", "interrupted", "failed" or "succeeded". */
+  /** "running", "awaiting_approval", "interrupted", "failed", "succeeded" or "cancelled". */
   status: string;
   /** 0–100. */
   progress: number;
@@ -43,7 +43,7 @@ export interface PlanStageTable {
   position: number;
   stage_id: string;
   title: string;
-  /** "pending", "running", "awaiting_approval", "succeeded" or "failed". */
+  /** "pending", "running", "awaiting_approval", "succeeded", "failed" or "cancelled". */
   state: string;
   attempts: number;
   error_type: string | null;

@@ -1,0 +1,24 @@
+import { isValidKey, removeTree, type ArtifactStore } from "./artifact-store.js";
+import { readProject, slugOwner } from "./projects.js";
+
+/**
+ * Removes everything a deleted plan left in the store: its published site or
+ * book (only if the plan owns that slug, so another plan's site is never
+ * touched), its preview, its work files and its project record. `slug` is
+ * the one the plan showed, for a second sweep after the record is gone.
+ *
+ * The slug's claim (`index/slugs/{slug}`) stays, naming the deleted plan: an
+ * address that was public is not handed to another plan, and a repeated
+ * sweep still proves the slug was this plan's.
+ */
+export async function deletePlanArtifacts(store: ArtifactStore, planId: string, slug?: string): Promise<void> {
+  if (!isValidKey(planId)) return;
+  const owned = (await readProject(store, planId))?.slug ?? slug;
+  if (owned !== undefined && isValidKey(owned) && (await slugOwner(store, owned)) === planId) {
+    await removeTree(store, `sites/${owned}/`);
+    await removeTree(store, `books/${owned}/`);
+  }
+  await removeTree(store, `preview/${planId}/`);
+  await removeTree(store, `work/${planId}/`);
+  await removeTree(store, `index/plans/${planId}/`);
+}

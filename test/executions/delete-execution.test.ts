@@ -1,0 +1,123 @@
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import fs from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
+import { FakeUpstream, type UpstreamRequest } from "../chat/support/fake-upstream.js";
+import { schemaNameOf, writerModel } from "../outcomes/support/model-answers.js";
+import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+import { authHeaders, getExecution, postExecution, waitForPlan, type Credential, type RestPlan } from "../support/executions.js";
+
+// The real outcomes writing real files, with a fake upstream writer behind the chat router.
+
+const HANG = "hang-the-outline";
+
+let upstream: FakeUpstream;
+let app: TestApp;
+let account: TestAccount;
+let other: TestAccount;
+const hanging: UpstreamRequest[] = [];
+
+beforeAll(async () => {
+  upstream = await FakeUpstream.start();
+  upstream.otherwise((exchange) => {
+    // A writer request that never answers: only a cancel ends it.
+    if (schemaNameOf(exchange.body) === "site_outline" && JSON.stringify(exchange.body).includes(HANG)) {
+      hanging.push(exchange.record);
+      return;
+    }
+    return writerModel(exchange);
+  });
+  app = await startTestApp({ env: { ZERO_UPSTREAMS: JSON.stringify([{ name: "fake", baseUrl: upstream.url, apiKey: "sk-fake", model: "fake-model" }]) } });
+  [account, other] = await Promise.all([createAccountWithKey(app, ["build", "read"]), createAccountWithKey(app, ["build", "read"])]);
+}, 120_000);
+
+afterAll(async () => {
+  await app?.close();
+  await upstream?.close();
+});
+
+const cred = () => ({ apiKey: account.apiKey });
+
+async function deleteExecution(credential: Credential, id: string): Promise<Response> {
+  return fetch(`${app.url}/api/execution?id=${encodeURIComponent(id)}`, { method: "DELETE", headers: authHeaders(app.url, credential) });
+}
+
+async function statusOf(url: string, credential: Credential = cred()): Promise<number> {
+  const res = await fetch(url, { headers: authHeaders(app.url, credential) });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+async function filesUnder(dir: string): Promise<string[]> {
+  return (await fs.readdir(dir, { recursive: true }).catch(() => [] as string[])).map(String);
+}
+
+describe("cancel aborts the stage's upstream writer request", () => {
+  it("a website stuck in its outline request: the cancel hangs the request up", async () => {
+    const created = await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: `A website for a sea kayaking school ${HANG}` });
+    const planId = created.body.plan.id;
+    await waitForPlan(app.url, cred(), planId, (p) => p.stages.find((s) => s.id === "outline")?.state === "running" && hanging.length > 0);
+    const request = hanging.at(-1)!;
+    expect(request.abortedAt).toBeUndefined();
+    const answer = await postExecution<{ plan: RestPlan }>(app.url, cred(), { planId, cancel: true });
+    expect(answer.body.plan.status).toBe("cancelled");
+    // Resolves only when the service closed the upstream request.
+    await request.aborted;
+    expect(request.abortedAt).toBeDefined();
+    const plan = (await getExecution<{ plan: RestPlan }>(app.url, cred(), planId)).body.plan;
+    expect(plan.stages.find((s) => s.id === "outline")?.state).toBe("cancelled");
+  });
+});
+
+describe("DELETE /api/execution?id= and DeleteExecution", () => {
+  it("removes a published plan, its history, download, preview and published site; the URLs are 404", async () => {
+    const created = await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: "A website for a harbour-side kayak rental" });
+    const planId = created.body.plan.id;
+    await waitForPlan(app.url, cred(), planId, (p) => p.status === "awaiting_approval");
+    await postExecution(app.url, cred(), { planId, approve: ["review"] });
+    const done = await waitForPlan(app.url, cred(), planId, (p) => p.status === "succeeded");
+    const urls = [done.previewUrl!, done.publishedUrl!, `${app.url}/api/execution/history?id=${planId}`, `${app.url}/api/execution/download?id=${planId}`];
+    for (const url of urls) expect(await statusOf(url)).toBe(200);
+    const artifacts = path.join(app.dataDir, "artifacts");
+    const slug = done.project!.slug;
+    expect(await filesUnder(path.join(artifacts, "sites", slug))).toContain("index.html");
+
+    // Another account's plan is a 404 like a missing one, and stays.
+    const theirs = await deleteExecution({ apiKey: other.apiKey }, planId);
+    const missing = await deleteExecution(cred(), "pln_missing");
+    expect(theirs.status).toBe(404);
+    expect(await theirs.json()).toEqual(await missing.json());
+    expect(await statusOf(done.publishedUrl!)).toBe(200);
+
+    const res = await deleteExecution(cred(), planId);
+    expect(res.status).toBe(204);
+    expect(await res.text()).toBe("");
+    expect((await getExecution(app.url, cred(), planId)).status).toBe(404);
+    for (const url of urls) expect(await statusOf(url)).toBe(404);
+    for (const dir of [path.join("sites", slug), path.join("preview", planId), path.join("index", "plans", planId)]) {
+      expect(await filesUnder(path.join(artifacts, dir))).toEqual([]);
+    }
+    // The plan is gone from the list, and a second delete is a 404.
+    const list = await getExecution<{ plans: RestPlan[] }>(app.url, cred());
+    expect(list.body.plans.map((p) => p.id)).not.toContain(planId);
+    expect((await deleteExecution(cred(), planId)).status).toBe(404);
+  });
+
+  it("cancels a running plan first, over Connect, answering an empty message", async () => {
+    const created = await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: `A website for a rowing club ${HANG}` });
+    const planId = created.body.plan.id;
+    const before = hanging.length;
+    await waitForPlan(app.url, cred(), planId, () => hanging.length > before);
+    const request = hanging.at(-1)!;
+    const client = createClient(ExecutionService, createConnectTransport({ baseUrl: app.url, httpVersion: "1.1" }));
+    const answer = await client.deleteExecution({ id: planId }, { headers: { authorization: `Bearer ${account.apiKey}` } });
+    expect(answer.$typeName).toBe("zero.v1.DeleteExecutionResponse");
+    await request.aborted;
+    expect((await getExecution(app.url, cred(), planId)).status).toBe(404);
+    expect((await fetch(`${app.url}/api/execution?id=`, { method: "DELETE", headers: authHeaders(app.url, cred()) })).status).toBe(400);
+    expect((await deleteExecution(undefined, planId)).status).toBe(401);
+  });
+});

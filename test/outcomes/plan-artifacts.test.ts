@@ -1,0 +1,49 @@
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createFileArtifactStore, type ArtifactStore } from "../../src/outcomes/artifact-store.js";
+import { deletePlanArtifacts } from "../../src/outcomes/plan-artifacts.js";
+import { ensureProject } from "../../src/outcomes/projects.js";
+
+describe("deletePlanArtifacts", () => {
+  let dir: string;
+  let store: ArtifactStore;
+  beforeEach(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-artifacts-"));
+    store = createFileArtifactStore(dir);
+  });
+  afterEach(() => fs.rm(dir, { recursive: true, force: true }));
+
+  async function planWithSite(planId: string): Promise<string> {
+    const { slug } = await ensureProject(store, planId, "Bakery");
+    await store.put(`preview/${planId}/index.html`, "preview");
+    await store.put(`work/${planId}/chapters/a.json`, "{}");
+    await store.put(`sites/${slug}/index.html`, "site");
+    return slug;
+  }
+
+  it("removes the plan's preview, work files, record and published site, and leaves another plan's alone", async () => {
+    const mine = await planWithSite("pln_mine");
+    const theirs = await planWithSite("pln_theirs");
+    expect([mine, theirs]).toEqual(["bakery", "bakery-2"]);
+
+    await deletePlanArtifacts(store, "pln_mine");
+    for (const prefix of ["preview/pln_mine/", "work/pln_mine/", "index/plans/pln_mine/", "sites/bakery/"]) expect(await store.list(prefix)).toEqual([]);
+    expect(await store.list("sites/bakery-2/")).toEqual(["sites/bakery-2/index.html"]);
+    expect(await store.list("preview/pln_theirs/")).toEqual(["preview/pln_theirs/index.html"]);
+    // The address stays claimed by the deleted plan: never handed to another one.
+    expect(await ensureProject(store, "pln_new", "Bakery")).toMatchObject({ slug: "bakery-3" });
+  });
+
+  it("a second sweep, given the slug, removes what a late publish wrote; a slug of another plan is never touched", async () => {
+    await planWithSite("pln_mine");
+    await planWithSite("pln_theirs");
+    await deletePlanArtifacts(store, "pln_mine", "bakery");
+    await store.put("sites/bakery/index.html", "written by a stage that had not stopped yet");
+    await deletePlanArtifacts(store, "pln_mine", "bakery");
+    expect(await store.list("sites/bakery/")).toEqual([]);
+    await deletePlanArtifacts(store, "pln_mine", "bakery-2");
+    expect(await store.list("sites/bakery-2/")).toEqual(["sites/bakery-2/index.html"]);
+  });
+});
