@@ -196,7 +196,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     await dialog.waitFor({ state: "visible" });
     expect(await dialog.textContent()).toContain("Revoke “Deploy pipeline”?");
     // The safe choice has focus; Escape cancels.
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Cancel");
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Keep it");
     await page.keyboard.press("Escape");
     await dialog.waitFor({ state: "hidden" });
     expect(await row.locator("[data-label='Status']").textContent()).toBe("Active");
@@ -276,6 +276,43 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     await screenshot(page, "console-executions-mobile.png");
     await page.setViewportSize({ width: 1280, height: 860 });
     await page.emulateMedia({ colorScheme: "light" });
+  });
+
+  it("cancels a running plan and deletes a plan, each after asking", async () => {
+    await page.getByLabel("Goal").fill("A site for a chess club that meets on Tuesdays");
+    await page.getByLabel("Goal").press("Control+Enter");
+    const card = page.locator(".execution", { hasText: "chess club" });
+    await card.waitFor();
+    const held = await work.next();
+    await poll(() => card.locator(".stage-running").textContent()).toContain("Write");
+    const id = (await card.getAttribute("data-plan-id"))!;
+
+    await card.getByRole("button", { name: "Cancel plan" }).click();
+    const dialog = page.getByRole("dialog");
+    await dialog.waitFor({ state: "visible" });
+    expect(await dialog.textContent()).toContain("Cancel “A site for a chess club that meets on Tuesdays”?");
+    // The safe choice has focus.
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Keep it");
+    await dialog.getByRole("button", { name: "Cancel plan" }).click();
+    await dialog.waitFor({ state: "hidden" });
+    await poll(() => card.locator(".status").textContent()).toBe("Cancelled");
+    // The stage that was running was told to stop.
+    expect(held.input.signal.aborted).toBe(true);
+    expect(await card.getByRole("button", { name: "Cancel plan" }).count()).toBe(0);
+    expect(await card.locator(".stage-cancelled").count()).toBeGreaterThan(0);
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await screenshot(page, "console-cancelled.png");
+
+    await card.getByRole("button", { name: "Delete" }).click();
+    await dialog.waitFor({ state: "visible" });
+    expect(await dialog.textContent()).toContain("cannot be undone");
+    await dialog.getByRole("button", { name: "Delete plan" }).click();
+    await dialog.waitFor({ state: "hidden" });
+    await poll(() => card.count()).toBe(0);
+    // Focus stays on the list, not lost to the page.
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("executions-title");
+    const gone = await page.evaluate((planId) => fetch(`/api/execution?id=${planId}`).then((r) => r.status), id);
+    expect(gone).toBe(404);
   });
 
   it("signs out, after which the session no longer works", async () => {

@@ -10,6 +10,10 @@ export interface PlanActions {
   approve(plan: Plan, gateId: string | undefined, button: HTMLButtonElement, error: HTMLElement): void;
   /** Resumes a failed or interrupted plan. */
   resume(plan: Plan, button: HTMLButtonElement, error: HTMLElement): void;
+  /** Asks, then cancels a plan that has not finished. */
+  cancel(plan: Plan, button: HTMLButtonElement): void;
+  /** Asks, then deletes a plan with its history and files. */
+  remove(plan: Plan, button: HTMLButtonElement): void;
 }
 
 /** One plan as a list item: its title, status, progress and stages, and what can be done with it. */
@@ -89,7 +93,7 @@ function failureNotice(plan: Plan): HTMLElement | null {
   return failedStage?.error ? h("p", { class: "notice notice-error" }, `${failedStage.title || failedStage.id} failed: ${failedStage.error.message}`) : null;
 }
 
-function planActions(plan: Plan, actions: PlanActions): HTMLElement | null {
+function planActions(plan: Plan, actions: PlanActions): HTMLElement {
   const error = h("p", { class: "form-error", role: "alert", hidden: true });
   const buttons: HTMLElement[] = [];
   if (plan.status === "awaiting_approval") {
@@ -115,7 +119,14 @@ function planActions(plan: Plan, actions: PlanActions): HTMLElement | null {
       ),
     );
   }
-  if (buttons.length === 0) return null;
+  if (plan.status !== "succeeded" && plan.status !== "cancelled") {
+    const cancel = h("button", { type: "button", class: "button small danger", "data-focus-key": "cancel" }, "Cancel plan");
+    cancel.addEventListener("click", () => actions.cancel(plan, cancel));
+    buttons.push(cancel);
+  }
+  const remove = h("button", { type: "button", class: "button small ghost", "data-focus-key": "delete" }, "Delete");
+  remove.addEventListener("click", () => actions.remove(plan, remove));
+  buttons.push(remove);
   return h("div", { class: "execution-actions" }, h("div", { class: "actions" }, ...buttons), error);
 }
 

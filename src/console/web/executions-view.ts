@@ -1,6 +1,7 @@
 import type { GetCapabilitiesResponse } from "../../../gen/zero/v1/capabilities_pb.js";
 import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
 import { capabilitiesApi, errorMessage, executionsApi, isSignedOut } from "./api.js";
+import { ConfirmDialog } from "./confirm-dialog.js";
 import { h, setBusy, showError } from "./dom.js";
 import { shortGoal } from "./execution-card.js";
 import { ExecutionList } from "./execution-list.js";
@@ -11,6 +12,7 @@ import { pageHeading, type ViewContext } from "./view.js";
 /** What the parts of the Executions view share. */
 interface ExecutionsPage {
   context: ViewContext;
+  dialog: ConfirmDialog;
   list: ExecutionList;
   updates: ExecutionUpdates;
   /** The stage to approve when a plan waiting for approval names none; the capabilities may tell a better one. */
@@ -23,20 +25,27 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
   const list = new ExecutionList(context, {
     approve: (plan, gateId, button, error) => void resume(page, plan, [gateId ?? page.approvalStage], button, error, "Approved"),
     resume: (plan, button, error) => void resume(page, plan, [], button, error, "Resumed"),
+    cancel: (plan, button) => confirmCancel(page, plan, button),
+    remove: (plan, button) => confirmDelete(page, plan, button),
   });
+  const dialog = new ConfirmDialog(context);
   const start = newExecutionForm(context, (plan) => started(page, plan));
   const updates = new ExecutionUpdates(list, context, () => setBusy(start.form, true));
-  const page: ExecutionsPage = { context, list, updates, approvalStage: "review" };
+  const page: ExecutionsPage = { context, dialog, list, updates, approvalStage: "review" };
 
   main.append(
     pageHeading("Executions", "Describe a goal; project-zero plans it, writes and builds it, and waits for your approval before it publishes."),
     h("section", { class: "card", "aria-labelledby": "start-title" }, h("h2", { id: "start-title" }, "Start an execution"), start.form),
     h("section", { class: "card", "aria-labelledby": "executions-title" }, list.title, list.status, list.element),
+    dialog.element,
   );
 
   void loadCapabilities(page, start);
   updates.start();
-  return () => updates.stop();
+  return () => {
+    updates.stop();
+    dialog.element.close();
+  };
 }
 
 async function loadCapabilities(page: ExecutionsPage, start: StartForm): Promise<void> {
@@ -71,4 +80,40 @@ async function resume(page: ExecutionsPage, plan: Plan, approve: string[], butto
     button.disabled = false;
     showError(error, errorMessage(caught));
   }
+}
+
+function confirmCancel(page: ExecutionsPage, plan: Plan, opener: HTMLButtonElement): void {
+  page.dialog.open(
+    {
+      title: `Cancel “${shortGoal(plan)}”?`,
+      body: "A stage that is running stops, and nothing it writes afterwards is kept. A cancelled plan cannot be resumed; its preview stays until you delete it.",
+      confirmLabel: "Cancel plan",
+    },
+    async () => {
+      const { plan: cancelled } = await executionsApi.cancelExecution({ id: plan.id });
+      if (cancelled) page.list.upsert(cancelled);
+      page.context.announce(`Cancelled: ${shortGoal(plan)}`);
+      // The redrawn card's Delete button: the Cancel button that opened the dialog is gone.
+      return page.list.element.querySelector<HTMLElement>(`[data-plan-id="${plan.id}"] [data-focus-key="delete"]`) ?? undefined;
+    },
+    opener,
+  );
+}
+
+function confirmDelete(page: ExecutionsPage, plan: Plan, opener: HTMLButtonElement): void {
+  page.dialog.open(
+    {
+      title: `Delete “${shortGoal(plan)}”?`,
+      body: "The plan, its history, its preview and its published site or book are removed, and their addresses stop working. This cannot be undone.",
+      confirmLabel: "Delete plan",
+    },
+    async () => {
+      await executionsApi.deleteExecution({ id: plan.id });
+      page.list.remove(plan.id);
+      page.context.announce(`Deleted: ${shortGoal(plan)}`);
+      // The card and its button are gone; keep focus on the list rather than lose it to the page body.
+      return page.list.title;
+    },
+    opener,
+  );
 }

@@ -2,7 +2,7 @@ import type { ApiKey } from "../../../gen/zero/v1/console_pb.js";
 import { consoleApi, errorMessage, isSignedOut } from "./api.js";
 import { h, replaceChildren } from "./dom.js";
 import { timeElement } from "./format.js";
-import type { RevokeDialog } from "./revoke-dialog.js";
+import type { ConfirmDialog } from "./confirm-dialog.js";
 import type { ViewContext } from "./view.js";
 
 /** The "Your keys" table, with a Revoke button on each active key. */
@@ -12,10 +12,10 @@ export class KeyList {
   readonly #tbody = h("tbody");
   readonly table = keysTable(this.#tbody);
   readonly #context: ViewContext;
-  readonly #dialog: RevokeDialog;
+  readonly #dialog: ConfirmDialog;
   #stopped = false;
 
-  constructor(context: ViewContext, dialog: RevokeDialog) {
+  constructor(context: ViewContext, dialog: ConfirmDialog) {
     this.#context = context;
     this.#dialog = dialog;
   }
@@ -45,13 +45,17 @@ export class KeyList {
 
   #confirmRevoke(key: ApiKey, opener: HTMLButtonElement): void {
     this.#dialog.open(
-      key,
+      {
+        title: `Revoke “${key.name}”?`,
+        body: `Programs using ${key.prefix}… will be refused from their next request. This cannot be undone.`,
+        confirmLabel: "Revoke key",
+      },
       async () => {
         await consoleApi.revokeApiKey({ id: key.id });
         this.#context.announce(`Key ${key.name} revoked. Requests with it are refused from now on.`);
         await this.refresh();
         // The row's button is gone; keep focus on the list rather than lose it to the page body.
-        this.title.focus();
+        return this.title;
       },
       opener,
     );

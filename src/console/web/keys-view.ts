@@ -1,12 +1,12 @@
 import { h } from "./dom.js";
 import { newKeyForm } from "./key-form.js";
 import { KeyList } from "./key-list.js";
-import { RevokeDialog } from "./revoke-dialog.js";
+import { ConfirmDialog } from "./confirm-dialog.js";
 import { pageHeading, type ViewContext } from "./view.js";
 
 /** API keys: create one (secret shown once), list them, revoke. */
 export function renderKeys(main: HTMLElement, context: ViewContext): () => void {
-  const dialog = new RevokeDialog(context);
+  const dialog = new ConfirmDialog(context);
   const list = new KeyList(context, dialog);
   const create = newKeyForm(context, () => list.refresh());
   main.append(
