@@ -74,11 +74,13 @@ describe("a website goal with no upstream, through the real API", () => {
     expect(pages.get("contact.html")).toContain("Opening hours");
     const all = [...pages.values()].join("\n");
     expect(all).not.toMatch(/lorem|ipsum|TODO|TBD|\[insert/i);
-    // No script, no external request, not even a link out; the only absolute addresses name the page's own published URL.
-    const addresses = [...all.matchAll(/<(?:link rel="canonical" href|meta property="og:url" content)="([^"]+)">/g)].map((m) => m[1]!);
+    // No script, no external request, not even a link out; the only absolute addresses name the page's own published URL and its preview picture.
+    const own = /<(?:link rel="canonical" href|meta property="og:url" content|meta property="og:image" content|meta name="twitter:image" content)="([^"]+)">/g;
+    const addresses = [...all.matchAll(own)].map((m) => m[1]!);
     expect(addresses.length).toBeGreaterThan(0);
     for (const address of addresses) expect(address.startsWith(`${app.url}/sites/`), address).toBe(true);
-    expect(all.replace(/<(?:link rel="canonical"|meta property="og:url")[^>]*>/g, "")).not.toMatch(/<script|https?:\/\//i);
+    expect(addresses.filter((a) => a.endsWith("/og.svg")).length).toBeGreaterThan(0);
+    expect(all.replace(own, "")).not.toMatch(/<script|https?:\/\//i);
     expect(await htmlProblems(pages)).toEqual([]);
     const css = await fetch(new URL("style.css", plan.previewUrl!));
     expect(css.headers.get("content-type")).toBe("text/css; charset=utf-8");
