@@ -76,8 +76,17 @@ describe("upstream writer at the stage level", () => {
     expect(run.outcomes.assemble!.previewUrl).toBe("http://zero.test/preview/pln_book1/");
     expect(run.outcomes.publish!.publishedUrl).toBe("http://zero.test/books/the-patient-gardener/");
     const book = await readTree(deps.artifacts, "books/the-patient-gardener/");
-    expect([...book.keys()].sort()).toEqual(["chapter-01.html", "chapter-02.html", "chapter-03.html", "index.html", "style.css", "the-patient-gardener.epub"]);
+    expect([...book.keys()].sort()).toEqual([
+      "chapter-01.html",
+      "chapter-02.html",
+      "chapter-03.html",
+      "cover.svg",
+      "index.html",
+      "style.css",
+      "the-patient-gardener.epub",
+    ]);
     expect(book.get("index.html")).toContain('href="the-patient-gardener.epub"');
+    expect(book.get("index.html")).toContain('<img class="cover-art" src="cover.svg" alt="" width="600" height="900">');
     expect(book.get("chapter-01.html")).toContain("Watch it for a day &lt;b&gt;before&lt;/b&gt;");
     expect(await htmlProblems(book)).toEqual([]);
 

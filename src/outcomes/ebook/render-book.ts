@@ -171,12 +171,17 @@ ${body}
 </body>
 </html>
 `.value;
-  const files = new Map<string, string>([["style.css", BOOK_CSS + READER_CSS]]);
+  // The EPUB's cover on the contents page too; decorative there, the heading beside it says the same.
+  const files = new Map<string, string>([
+    ["style.css", BOOK_CSS + READER_CSS],
+    ["cover.svg", bookCover(brief)],
+  ]);
   files.set(
     "index.html",
     page(
       brief.title,
       html`<section class="titlepage" aria-labelledby="book-title">
+<img class="cover-art" src="cover.svg" alt="" width="600" height="900">
 <h1 id="book-title">${brief.title}</h1>
 <p class="subtitle">${brief.subtitle}</p>
 ${brief.author.trim() ? html`<p class="author">${brief.author}</p>` : html``}
@@ -260,6 +265,7 @@ a:focus-visible { outline: 3px solid #7c2d12; outline-offset: 3px; }
 .contents { padding-left: 1.4rem; }
 .contents li { margin: .4rem 0; }
 .button { display: inline-block; background: #7c2d12; color: #fff; padding: .7rem 1.3rem; border-radius: 8px; text-decoration: none; font-family: "Helvetica Neue", Arial, sans-serif; font-weight: bold; }
+.cover-art { display: block; width: min(16rem, 70%); height: auto; margin: 2rem auto 0; box-shadow: 0 6px 24px rgba(31, 27, 22, .2); }
 .pager { display: flex; justify-content: space-between; gap: 1rem; flex-wrap: wrap; margin: 3rem 0 1rem; padding-top: 1rem; border-top: 1px solid #e7dccb; }
 .book-footer { margin: 2rem 0; color: #5f5246; font-size: .95rem; }
 `;
