@@ -122,6 +122,9 @@ describe.runIf(haveChromium)("the built site in headless Chromium", () => {
     // The stylesheet applied (the sandbox's opaque origin still loads 'self' styles).
     const background = await page.evaluate(() => getComputedStyle(document.querySelector(".hero")!).backgroundImage);
     expect(background).toContain("gradient");
+    // The generated hero picture loads and draws (an SVG from the site itself, allowed by the sandbox's CSP).
+    expect(requested.some((url) => url.endsWith("/hero.svg"))).toBe(true);
+    expect(await page.evaluate(() => (document.querySelector("img.hero-art") as HTMLImageElement).naturalWidth)).toBeGreaterThan(0);
 
     await fs.mkdir(TEST_ARTIFACTS, { recursive: true });
     await page.screenshot({ path: path.join(TEST_ARTIFACTS, "website-offline-preview.png"), fullPage: true });
@@ -129,6 +132,12 @@ describe.runIf(haveChromium)("the built site in headless Chromium", () => {
     await page.screenshot({ path: path.join(TEST_ARTIFACTS, "website-offline-preview-mobile.png"), fullPage: true });
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     expect(overflow).toBeLessThanOrEqual(0);
+    // The menu and contact pages, to see that they are laid out as a list and a timeline, not the home page's cards again.
+    await page.setViewportSize({ width: 1280, height: 900 });
+    for (const name of ["menu", "contact"]) {
+      await page.goto(new URL(`${name}.html`, plan.previewUrl!).href, { waitUntil: "load" });
+      await page.screenshot({ path: path.join(TEST_ARTIFACTS, `website-offline-${name}.png`), fullPage: true });
+    }
     await context.close();
 
     for (const name of ["index.html", "menu.html", "about.html", "contact.html"]) {
