@@ -14,7 +14,7 @@ export const TONES = ["warm", "professional", "playful", "calm", "bold"] as cons
 export type Tone = (typeof TONES)[number];
 
 /** The kinds of section a page can hold; the renderer has a layout for each. */
-export const SECTION_KINDS = ["hero", "text", "features", "steps", "faq", "cta", "contact"] as const;
+export const SECTION_KINDS = ["hero", "text", "features", "list", "steps", "timeline", "faq", "cta", "contact"] as const;
 
 const pageSlug = {
   type: "string",
@@ -115,7 +115,7 @@ export const pageContentSchema = {
           items: {
             type: "array",
             maxItems: 8,
-            description: "Cards, steps or questions, for features, steps and faq sections; else empty",
+            description: "Cards, list lines, steps, timeline entries or questions, for features, list, steps, timeline and faq sections; else empty",
             items: {
               type: "object",
               properties: { title: text("Item title or question", 120), text: text("Item text or answer", 600) },

@@ -108,7 +108,9 @@ describe("the offline writer on a corpus of goals in many languages and scripts"
       expect(page, file).toContain(`<link rel="canonical" href="${url}">`);
       expect(page, file).toContain(`<meta property="og:url" content="${url}">`);
       expect(page, file).toMatch(/<meta property="og:title" content="[^"]+">/);
-      expect(page, file).toMatch(/<meta name="twitter:card" content="summary">/);
+      // The link preview is the site's generated picture (og.svg), so the card is the large one.
+      expect(page, file).toContain('<meta name="twitter:card" content="summary_large_image">');
+      expect(page, file).toMatch(/<meta property="og:image" content="https?:\/\/[^"]+\/og\.svg">/);
     }
   });
 });

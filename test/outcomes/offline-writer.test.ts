@@ -61,7 +61,7 @@ describe("the offline writer", () => {
     expect(validate(siteContentSchema, { pages })).toEqual([]);
 
     const site = renderSite(brief, outline, pages);
-    expect(site.size).toBe(outline.pages.length + 3); // the pages, the stylesheet, the favicon, the 404 page
+    expect(site.size).toBe(outline.pages.length + 5); // the pages, the stylesheet, the favicon, the hero and preview pictures, the 404 page
     const text = [...site]
       .filter(([name]) => name.endsWith(".html"))
       .map(([, page]) => page)

@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { inflateRawSync } from "node:zlib";
 import { createStageWork } from "../../src/outcomes/outcomes-part.js";
 import { tidyPlainText } from "../../src/outcomes/writers/plain-text.js";
 import { parseJsonAnswer } from "../../src/outcomes/writers/structured-completion.js";
 import { FakeUpstream, fail } from "../chat/support/fake-upstream.js";
 import { answerFor, rawAnswer, schemaNameOf, SCRIPT_PARAGRAPH, writerModel } from "./support/model-answers.js";
 import { failureOf, runStages } from "./support/run-stages.js";
-import { htmlProblems, httpCompleter, outcomeDeps, readTree } from "./support/outcome-kit.js";
+import { htmlProblems, httpCompleter, outcomeDeps, readTree, readZip } from "./support/outcome-kit.js";
 
 let upstream: FakeUpstream;
 beforeAll(async () => {
@@ -48,7 +47,18 @@ describe("upstream writer at the stage level", () => {
 
     const site = await readTree(deps.artifacts, "sites/harbour-lights-kayaks/");
     // The model's "Trips" slug became a file name; links and nav agree on it.
-    expect([...site.keys()].sort()).toEqual(["404.html", "contact.html", "favicon.svg", "index.html", "robots.txt", "sitemap.xml", "style.css", "trips.html"]);
+    expect([...site.keys()].sort()).toEqual([
+      "404.html",
+      "contact.html",
+      "favicon.svg",
+      "hero.svg",
+      "index.html",
+      "og.svg",
+      "robots.txt",
+      "sitemap.xml",
+      "style.css",
+      "trips.html",
+    ]);
     const home = site.get("index.html")!;
     expect(home).toContain('href="trips.html"');
     // Model text is text: the script arrives escaped, never as markup.
@@ -66,8 +76,17 @@ describe("upstream writer at the stage level", () => {
     expect(run.outcomes.assemble!.previewUrl).toBe("http://zero.test/preview/pln_book1/");
     expect(run.outcomes.publish!.publishedUrl).toBe("http://zero.test/books/the-patient-gardener/");
     const book = await readTree(deps.artifacts, "books/the-patient-gardener/");
-    expect([...book.keys()].sort()).toEqual(["chapter-01.html", "chapter-02.html", "chapter-03.html", "index.html", "style.css", "the-patient-gardener.epub"]);
+    expect([...book.keys()].sort()).toEqual([
+      "chapter-01.html",
+      "chapter-02.html",
+      "chapter-03.html",
+      "cover.svg",
+      "index.html",
+      "style.css",
+      "the-patient-gardener.epub",
+    ]);
     expect(book.get("index.html")).toContain('href="the-patient-gardener.epub"');
+    expect(book.get("index.html")).toContain('<img class="cover-art" src="cover.svg" alt="" width="600" height="900">');
     expect(book.get("chapter-01.html")).toContain("Watch it for a day &lt;b&gt;before&lt;/b&gt;");
     expect(await htmlProblems(book)).toEqual([]);
 
@@ -154,26 +173,3 @@ describe("parseJsonAnswer", () => {
     expect(parseJsonAnswer(null)).toEqual({ ok: false, problem: "the answer was empty" });
   });
 });
-
-/** A minimal zip reader for the test: names, methods and inflated text, in archive order. */
-function readZip(bytes: Uint8Array): { name: string; method: number; text: string }[] {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const entries: { name: string; method: number; text: string }[] = [];
-  let at = 0;
-  while (view.getUint32(at, true) === 0x04034b50) {
-    const method = view.getUint16(at + 8, true);
-    const size = view.getUint32(at + 18, true);
-    const nameLength = view.getUint16(at + 26, true);
-    const extra = view.getUint16(at + 28, true);
-    const name = new TextDecoder().decode(bytes.subarray(at + 30, at + 30 + nameLength));
-    const data = bytes.subarray(at + 30 + nameLength + extra, at + 30 + nameLength + extra + size);
-    const raw = method === 0 ? data : inflateRaw(data);
-    entries.push({ name, method, text: new TextDecoder().decode(raw) });
-    at += 30 + nameLength + extra + size;
-  }
-  return entries;
-}
-
-function inflateRaw(data: Uint8Array): Uint8Array {
-  return new Uint8Array(inflateRawSync(data));
-}

@@ -73,11 +73,13 @@ describe("a website goal with no upstream, through the real API", () => {
     expect(pages.get("contact.html")).toContain("Opening hours");
     const all = [...pages.values()].join("\n");
     expect(all).not.toMatch(/lorem|ipsum|TODO|TBD|\[insert/i);
-    // No script, no external request, not even a link out; the only absolute addresses name the page's own published URL.
-    const addresses = [...all.matchAll(/<(?:link rel="canonical" href|meta property="og:url" content)="([^"]+)">/g)].map((m) => m[1]!);
+    // No script, no external request, not even a link out; the only absolute addresses name the page's own published URL and its preview picture.
+    const own = /<(?:link rel="canonical" href|meta property="og:url" content|meta property="og:image" content|meta name="twitter:image" content)="([^"]+)">/g;
+    const addresses = [...all.matchAll(own)].map((m) => m[1]!);
     expect(addresses.length).toBeGreaterThan(0);
     for (const address of addresses) expect(address.startsWith(`${app.url}/sites/`), address).toBe(true);
-    expect(all.replace(/<(?:link rel="canonical"|meta property="og:url")[^>]*>/g, "")).not.toMatch(/<script|https?:\/\//i);
+    expect(addresses.filter((a) => a.endsWith("/og.svg")).length).toBeGreaterThan(0);
+    expect(all.replace(own, "")).not.toMatch(/<script|https?:\/\//i);
     expect(await htmlProblems(pages)).toEqual([]);
     const css = await fetch(new URL("style.css", plan.previewUrl!));
     expect(css.headers.get("content-type")).toBe("text/css; charset=utf-8");
@@ -119,6 +121,9 @@ describe.runIf(haveChromium)("the built site in headless Chromium", () => {
     // The stylesheet applied (the sandbox's opaque origin still loads 'self' styles).
     const background = await page.evaluate(() => getComputedStyle(document.querySelector(".hero")!).backgroundImage);
     expect(background).toContain("gradient");
+    // The generated hero picture loads and draws (an SVG from the site itself, allowed by the sandbox's CSP).
+    expect(requested.some((url) => url.endsWith("/hero.svg"))).toBe(true);
+    expect(await page.evaluate(() => (document.querySelector("img.hero-art") as HTMLImageElement).naturalWidth)).toBeGreaterThan(0);
 
     await fs.mkdir(TEST_ARTIFACTS, { recursive: true });
     await page.screenshot({ path: path.join(TEST_ARTIFACTS, "website-offline-preview.png"), fullPage: true });
@@ -126,6 +131,12 @@ describe.runIf(haveChromium)("the built site in headless Chromium", () => {
     await page.screenshot({ path: path.join(TEST_ARTIFACTS, "website-offline-preview-mobile.png"), fullPage: true });
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     expect(overflow).toBeLessThanOrEqual(0);
+    // The menu and contact pages, to see that they are laid out as a list and a timeline, not the home page's cards again.
+    await page.setViewportSize({ width: 1280, height: 900 });
+    for (const name of ["menu", "contact"]) {
+      await page.goto(new URL(`${name}.html`, plan.previewUrl!).href, { waitUntil: "load" });
+      await page.screenshot({ path: path.join(TEST_ARTIFACTS, `website-offline-${name}.png`), fullPage: true });
+    }
     await context.close();
 
     for (const name of ["index.html", "menu.html", "about.html", "contact.html"]) {

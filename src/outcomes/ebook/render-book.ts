@@ -2,6 +2,8 @@ import { createHash } from "node:crypto";
 import type { BookContent, Chapter, EbookBrief } from "../content.js";
 import { documentStart, html, join, languageTag, type Html } from "../html.js";
 import { zip } from "../zip.js";
+import { generatedArt } from "../website/hero-art.js";
+import { THEMES } from "../website/themes.js";
 
 export interface BookMeta {
   /** Seeds the book's stable identifier, so a rebuilt book is the same publication. */
@@ -12,7 +14,24 @@ export interface BookMeta {
 
 const chapterFile = (index: number, ext: string) => `chapter-${String(index + 1).padStart(2, "0")}.${ext}`;
 
-/** The EPUB 3 file: container, package document, navigation, a title page and one XHTML file per chapter. */
+/** The book's cover: the site hero's generated pattern in the tone's theme, with the title, subtitle and author set on it. */
+export function bookCover(brief: EbookBrief): string {
+  const theme = THEMES[brief.tone] ?? THEMES.warm;
+  const byline = brief.author.trim();
+  return generatedArt(brief.title, theme, {
+    width: 600,
+    height: 900,
+    title: brief.title,
+    subtitle: byline ? `${brief.subtitle} — ${byline}` : brief.subtitle,
+    label: byline ? `Cover of ${brief.title} by ${byline}` : `Cover of ${brief.title}`,
+  });
+}
+
+/**
+ * The EPUB 3 file: container, package document, a cover, navigation (EPUB 3
+ * nav with landmarks, and an NCX for EPUB 2 readers), a title page and one
+ * XHTML file per chapter.
+ */
 export function renderEpub(brief: EbookBrief, content: BookContent, meta: BookMeta): Uint8Array {
   const lang = languageTag(brief.language);
   const chapters = content.chapters;
@@ -44,7 +63,22 @@ ${brief.author.trim() ? html`<p class="author">${brief.author}</p>` : html``}
 <h1>Contents</h1>
 <ol>
 ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "xhtml")}">${c.title}</a></li>\n`)}</ol>
+</nav>
+<nav epub:type="landmarks" id="landmarks" hidden="hidden">
+<h2>Landmarks</h2>
+<ol>
+<li><a epub:type="cover" href="cover.xhtml">Cover</a></li>
+<li><a epub:type="titlepage" href="title.xhtml">Title page</a></li>
+<li><a epub:type="toc" href="nav.xhtml#toc">Contents</a></li>
+<li><a epub:type="bodymatter" href="${chapterFile(0, "xhtml")}">Start of content</a></li>
+</ol>
 </nav>`,
+  );
+  const coverPage = xhtml(
+    brief.title,
+    html`<section epub:type="cover" class="cover">
+<img src="cover.svg" alt="${brief.author.trim() ? `Cover of ${brief.title} by ${brief.author.trim()}` : `Cover of ${brief.title}`}"/>
+</section>`,
   );
   const chapterPages = chapters.map((chapter, _i) =>
     xhtml(
@@ -58,6 +92,22 @@ ${chapterBody(chapter)}
 
   const id = uuidFrom(meta.planId);
   const modified = meta.modified.toISOString().replace(/\.\d{3}Z$/, "Z");
+  // EPUB 2 readers navigate by the NCX; EPUB 3 readers use nav.xhtml and ignore it.
+  const ncx = `<?xml version="1.0" encoding="UTF-8"?>
+<ncx xmlns="http://www.daisy.org/z3986/2005/ncx/" version="2005-1" xml:lang="${lang}">
+<head>
+<meta name="dtb:uid" content="urn:uuid:${id}"/>
+<meta name="dtb:depth" content="1"/>
+<meta name="dtb:totalPageCount" content="0"/>
+<meta name="dtb:maxPageNumber" content="0"/>
+</head>
+<docTitle><text>${html`${brief.title}`}</text></docTitle>
+<navMap>
+<navPoint id="np-title" playOrder="1"><navLabel><text>${html`${brief.title}`}</text></navLabel><content src="title.xhtml"/></navPoint>
+${chapters.map((c, i) => `<navPoint id="np-${i + 1}" playOrder="${i + 2}"><navLabel><text>${html`${c.title}`}</text></navLabel><content src="${chapterFile(i, "xhtml")}"/></navPoint>`).join("\n")}
+</navMap>
+</ncx>
+`;
   const opf = `<?xml version="1.0" encoding="UTF-8"?>
 <package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="pub-id" xml:lang="${lang}">
 <metadata xmlns:dc="http://purl.org/dc/elements/1.1/">
@@ -67,14 +117,19 @@ ${chapterBody(chapter)}
 ${brief.author.trim() ? `<dc:creator>${html`${brief.author}`}</dc:creator>\n` : ""}<dc:description>${html`${brief.description}`}</dc:description>
 <dc:publisher>Project Zero</dc:publisher>
 <meta property="dcterms:modified">${modified}</meta>
+<meta name="cover" content="cover-image"/>
 </metadata>
 <manifest>
 <item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>
+<item id="ncx" href="toc.ncx" media-type="application/x-dtbncx+xml"/>
+<item id="cover-image" href="cover.svg" media-type="image/svg+xml" properties="cover-image"/>
+<item id="cover" href="cover.xhtml" media-type="application/xhtml+xml"/>
 <item id="style" href="style.css" media-type="text/css"/>
 <item id="titlepage" href="title.xhtml" media-type="application/xhtml+xml"/>
 ${chapters.map((_, i) => `<item id="c${i + 1}" href="${chapterFile(i, "xhtml")}" media-type="application/xhtml+xml"/>`).join("\n")}
 </manifest>
-<spine>
+<spine toc="ncx">
+<itemref idref="cover"/>
 <itemref idref="titlepage"/>
 <itemref idref="nav"/>
 ${chapters.map((_, i) => `<itemref idref="c${i + 1}"/>`).join("\n")}
@@ -93,6 +148,9 @@ ${chapters.map((_, i) => `<itemref idref="c${i + 1}"/>`).join("\n")}
     { name: "META-INF/container.xml", data: container },
     { name: "EPUB/package.opf", data: opf },
     { name: "EPUB/nav.xhtml", data: nav },
+    { name: "EPUB/toc.ncx", data: ncx },
+    { name: "EPUB/cover.svg", data: bookCover(brief) },
+    { name: "EPUB/cover.xhtml", data: coverPage },
     { name: "EPUB/title.xhtml", data: titlePage },
     { name: "EPUB/style.css", data: BOOK_CSS },
     ...chapterPages.map((page, i) => ({ name: `EPUB/${chapterFile(i, "xhtml")}`, data: page })),
@@ -113,12 +171,17 @@ ${body}
 </body>
 </html>
 `.value;
-  const files = new Map<string, string>([["style.css", BOOK_CSS + READER_CSS]]);
+  // The EPUB's cover on the contents page too; decorative there, the heading beside it says the same.
+  const files = new Map<string, string>([
+    ["style.css", BOOK_CSS + READER_CSS],
+    ["cover.svg", bookCover(brief)],
+  ]);
   files.set(
     "index.html",
     page(
       brief.title,
       html`<section class="titlepage" aria-labelledby="book-title">
+<img class="cover-art" src="cover.svg" alt="" width="600" height="900">
 <h1 id="book-title">${brief.title}</h1>
 <p class="subtitle">${brief.subtitle}</p>
 ${brief.author.trim() ? html`<p class="author">${brief.author}</p>` : html``}
@@ -186,6 +249,8 @@ p { margin: 0 0 .9em; text-align: left; }
 .subtitle { font-size: 1.2em; font-style: italic; text-align: center; }
 .author { font-weight: bold; text-align: center; }
 .blurb { margin-top: 2em; }
+.cover { text-align: center; margin: 0; }
+.cover img { max-width: 100%; max-height: 95vh; }
 `;
 
 const READER_CSS = `body { max-width: 40rem; margin: 0 auto; padding: 0 1.25rem; background: #fffdf8; font-size: 1.125rem; }
@@ -200,6 +265,7 @@ a:focus-visible { outline: 3px solid #7c2d12; outline-offset: 3px; }
 .contents { padding-left: 1.4rem; }
 .contents li { margin: .4rem 0; }
 .button { display: inline-block; background: #7c2d12; color: #fff; padding: .7rem 1.3rem; border-radius: 8px; text-decoration: none; font-family: "Helvetica Neue", Arial, sans-serif; font-weight: bold; }
+.cover-art { display: block; width: min(16rem, 70%); height: auto; margin: 2rem auto 0; box-shadow: 0 6px 24px rgba(31, 27, 22, .2); }
 .pager { display: flex; justify-content: space-between; gap: 1rem; flex-wrap: wrap; margin: 3rem 0 1rem; padding-top: 1rem; border-top: 1px solid #e7dccb; }
 .book-footer { margin: 2rem 0; color: #5f5246; font-size: .95rem; }
 `;

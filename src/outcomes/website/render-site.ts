@@ -4,6 +4,7 @@ import { shorten } from "../json-schema.js";
 import { stylesheet, THEMES, type Theme } from "./themes.js";
 import { trimOf } from "../../strings.js";
 import { cutSlug } from "../projects.js";
+import { generatedArt } from "./hero-art.js";
 
 /** A built site: file name → contents. Flat, with relative links, so it works under any base path. */
 export type SiteFiles = Map<string, string>;
@@ -20,6 +21,13 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
   const files: SiteFiles = new Map([
     ["style.css", stylesheet(theme)],
     ["favicon.svg", favicon(brief.name, theme)],
+    // The hero's picture: decorative on the page (the heading beside it says the same), named in the file for use on its own.
+    [HERO_ART, generatedArt(brief.name, theme, { width: 480, height: 480, label: `Pattern in the colours of ${brief.name}` })],
+    // The link preview. Many scrapers (Facebook, LinkedIn, X) only show PNG or JPEG; SVG is what we can make without a rasterizer.
+    [
+      SHARE_ART,
+      generatedArt(brief.name, theme, { width: 1200, height: 630, title: brief.name, subtitle: brief.tagline, label: `${brief.name}: ${brief.tagline}` }),
+    ],
   ]);
   const rendered = outline.pages.filter((_, index) => pages[index]);
   if (siteUrl) {
@@ -35,9 +43,9 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
   outline.pages.forEach((page, index) => {
     const content = pages[index];
     if (!content) return;
-    const sections = content.sections.map((section, i) => renderSection(section, i, slugs, monogram(brief.name)));
+    const sections = content.sections.map((section, i) => renderSection(section, i, slugs));
     const title = pageTitle(page.slug === "index" ? [brief.name, brief.tagline] : [page.title, brief.name]);
-    const document = html`${documentStart(lang, title, page.description, shareMeta(brief.name, lang, title, page.description, siteUrl && pageUrl(siteUrl, page.slug)))}
+    const document = html`${documentStart(lang, title, page.description, shareMeta(brief.name, lang, title, page.description, siteUrl && pageUrl(siteUrl, page.slug), siteUrl))}
 ${siteHeader(brief, outline, page.slug)}
 <main id="main">
 ${join(sections, "\n")}
@@ -51,6 +59,10 @@ ${siteFooter(brief)}
   files.set(NOT_FOUND_PAGE, notFoundPage(brief, lang, outline).value);
   return files;
 }
+
+/** The generated hero picture and the link-preview picture every site carries. */
+export const HERO_ART = "hero.svg";
+export const SHARE_ART = "og.svg";
 
 /** The page a visitor gets for a URL the site does not have; the route serves it with status 404. */
 export const NOT_FOUND_PAGE = "404.html";
@@ -108,15 +120,25 @@ function pageUrl(siteUrl: string, slug: string): string {
 }
 
 /** Favicon, canonical address, and the Open Graph and Twitter card fields a link preview reads. */
-function shareMeta(siteName: string, lang: string, title: string, description: string, url: string | undefined): Html {
+function shareMeta(siteName: string, lang: string, title: string, description: string, url: string | undefined, siteUrl: string | undefined): Html {
   const locale = lang.replace("-", "_");
+  // og:image must be an absolute address, so it is only there when the site knows where it is published.
+  const image = siteUrl
+    ? html`<meta property="og:image" content="${siteUrl}${SHARE_ART}">
+<meta property="og:image:type" content="image/svg+xml">
+<meta property="og:image:width" content="1200">
+<meta property="og:image:height" content="630">
+<meta property="og:image:alt" content="${siteName}">
+<meta name="twitter:image" content="${siteUrl}${SHARE_ART}">
+`
+    : html``;
   return html`<link rel="icon" href="favicon.svg" type="image/svg+xml">
 ${url ? html`<link rel="canonical" href="${url}">\n<meta property="og:url" content="${url}">\n` : html``}<meta property="og:type" content="website">
 <meta property="og:site_name" content="${siteName}">
 <meta property="og:title" content="${title}">
 <meta property="og:description" content="${description}">
 <meta property="og:locale" content="${locale}">
-<meta name="twitter:card" content="summary">
+${image}<meta name="twitter:card" content="${siteUrl ? "summary_large_image" : "summary"}">
 <meta name="twitter:title" content="${title}">
 <meta name="twitter:description" content="${description}">
 `;
@@ -180,18 +202,7 @@ function fileFor(slug: string): string {
   return `${slug}.html`;
 }
 
-/** Up to two initials of the site's name, for the hero's decorative mark. */
-function monogram(name: string): string {
-  const words = name.split(/\s+/).filter((w) => /^\p{L}/u.test(w));
-  return (
-    words
-      .slice(0, 2)
-      .map((w) => [...w][0]!.toUpperCase())
-      .join("") || "·"
-  );
-}
-
-function renderSection(section: Section, index: number, slugs: ReadonlySet<string>, mark: string): Html {
+function renderSection(section: Section, index: number, slugs: ReadonlySet<string>): Html {
   // The first section is the page's hero and holds its only h1, whatever kind the writer gave it.
   const kind = index === 0 ? "hero" : section.kind === "hero" ? "text" : section.kind;
   const id = `section-${index + 1}`;
@@ -211,7 +222,7 @@ function renderSection(section: Section, index: number, slugs: ReadonlySet<strin
 ${paragraphs.map((p, i) => (i === 0 ? html`<p class="lead">${p}</p>` : html`<p>${p}</p>`))}
 ${link}
 </div>
-<div class="hero-mark" aria-hidden="true">${mark}</div>
+<img class="hero-art" src="${HERO_ART}" alt="" width="480" height="480">
 </div>
 </section>`;
     case "features":
@@ -223,15 +234,13 @@ ${items.length > 0 ? html`<ul class="cards">${items.map((item) => html`<li class
 ${link}
 </div>
 </section>`;
+    case "list":
+      // A menu or price list: one line per item, its description beneath, no cards.
+      return itemSection(id, section.heading, paragraphs, items, link, { list: "ul", className: "lines" });
+    case "timeline":
+      return itemSection(id, section.heading, paragraphs, items, link, { list: "ol", className: "timeline" });
     case "steps":
-      return html`<section class="section alt" aria-labelledby="${id}">
-<div class="wrap">
-<h2 id="${id}">${section.heading}</h2>
-${paragraphs.map((p) => html`<p>${p}</p>`)}
-${items.length > 0 ? html`<ol class="steps">${items.map((item) => html`<li><h3>${item.title}</h3><p>${item.text}</p></li>`)}</ol>` : html``}
-${link}
-</div>
-</section>`;
+      return itemSection(id, section.heading, paragraphs, items, link, { list: "ol", className: "steps", alt: true });
     case "faq":
       return html`<section class="section faq" aria-labelledby="${id}">
 <div class="wrap">
@@ -270,6 +279,32 @@ ${link}
 </div>
 </section>`;
   }
+}
+
+/** A section whose items are a list of headed lines: a menu ("lines"), a timeline or numbered steps. */
+function itemSection(
+  id: string,
+  heading: string,
+  paragraphs: readonly string[],
+  items: readonly { title: string; text: string }[],
+  link: Html,
+  layout: { list: "ul" | "ol"; className: string; alt?: boolean },
+): Html {
+  const entries = items.map((item) => html`<li><h3>${item.title}</h3><p>${item.text}</p></li>`);
+  const list =
+    items.length === 0
+      ? html``
+      : layout.list === "ul"
+        ? html`<ul class="${layout.className}">${entries}</ul>`
+        : html`<ol class="${layout.className}">${entries}</ol>`;
+  return html`<section class="section${layout.alt ? " alt" : ""}" aria-labelledby="${id}">
+<div class="wrap">
+<h2 id="${id}">${heading}</h2>
+${paragraphs.map((p) => html`<p>${p}</p>`)}
+${list}
+${link}
+</div>
+</section>`;
 }
 
 /** Plain text with e-mail addresses turned into `mailto:` links (text escaped, address checked). */

@@ -135,7 +135,7 @@ a:focus-visible, summary:focus-visible { outline: 3px solid var(--accent); outli
 .site-nav a:hover, .site-nav a[aria-current="page"] { color: var(--text); border-bottom-color: var(--accent); }
 .hero { background: linear-gradient(135deg, ${c.heroFrom}, ${c.heroTo}); ${darkHero ? "color: #f9fafb;" : ""} padding-block: clamp(3rem, 9vw, 6.5rem); }
 .hero-grid { display: grid; grid-template-columns: minmax(0, 1fr) auto; align-items: center; gap: 3rem; }
-.hero-mark { width: clamp(9rem, 20vw, 15rem); aspect-ratio: 1; border-radius: 50%; display: grid; place-items: center; font-family: var(--heading); font-weight: 700; font-size: clamp(3rem, 7vw, 5.5rem); letter-spacing: -0.04em; color: var(--accent); background: var(--bg); border: 6px solid var(--accent); box-shadow: 0 0 0 14px ${darkHero ? "rgba(255,255,255,.08)" : "rgba(255,255,255,.45)"}; }
+.hero-art { display: block; width: clamp(11rem, 26vw, 20rem); height: auto; aspect-ratio: 1; border-radius: var(--radius); box-shadow: 0 0 0 10px ${darkHero ? "rgba(255,255,255,.08)" : "rgba(255,255,255,.45)"}; }
 .hero .lead { font-size: 1.25rem; ${darkHero ? "color: #e5e7eb;" : "color: var(--muted);"} }
 ${darkHero ? ".hero .button { background: #fb923c; color: #111827; }\n" : ""}.section { padding-block: clamp(2.5rem, 6vw, 4.5rem); }
 .section + .section { border-top: 1px solid var(--border); }
@@ -150,6 +150,15 @@ ${darkHero ? ".hero .button { background: #fb923c; color: #111827; }\n" : ""}.se
 .steps li { counter-increment: step; position: relative; padding-top: 3.2rem; }
 .steps li::before { content: counter(step); position: absolute; top: 0; inset-inline-start: 0; width: 2.4rem; height: 2.4rem; border-radius: 50%; display: grid; place-items: center; background: var(--accent); color: var(--on-accent); font-weight: 700; }
 .steps p { margin: 0; color: var(--muted); }
+.lines { list-style: none; padding: 0; margin: 1.5rem 0 0; max-width: 48rem; }
+.lines li { padding: 1rem 0; border-bottom: 1px dashed var(--border); }
+.lines li:first-child { border-top: 1px dashed var(--border); }
+.lines h3 { margin: 0 0 .25rem; }
+.lines p { margin: 0; color: var(--muted); }
+.timeline { list-style: none; padding: 0; padding-inline-start: 1.75rem; margin: 1.5rem 0 0; border-inline-start: 3px solid var(--accent); max-width: 42rem; }
+.timeline li { position: relative; padding-bottom: 1.25rem; }
+.timeline li::before { content: ""; position: absolute; inset-inline-start: -2.35rem; top: .35rem; width: .9rem; height: .9rem; border-radius: 50%; background: var(--bg); border: 3px solid var(--accent); }
+.timeline p { margin: 0; color: var(--muted); }
 .faq details { border: 1px solid var(--border); border-radius: var(--radius); padding: 1rem 1.25rem; margin-top: .75rem; background: var(--bg); max-width: 48rem; }
 .faq summary { cursor: pointer; font-weight: 700; }
 .faq details p { margin: .75rem 0 0; color: var(--muted); }
@@ -165,7 +174,7 @@ ${darkHero ? ".hero .button { background: #fb923c; color: #111827; }\n" : ""}.se
   body { font-size: 1rem; }
   .site-header .wrap { flex-direction: column; align-items: flex-start; }
   .hero-grid { grid-template-columns: 1fr; }
-  .hero-mark { display: none; }
+  .hero-art { width: 100%; max-width: 20rem; aspect-ratio: 2 / 1; object-fit: cover; }
 }
 @media (prefers-reduced-motion: no-preference) { html { scroll-behavior: smooth; } }
 @media print { .site-nav, .skip-link, .cta-band { display: none; } }

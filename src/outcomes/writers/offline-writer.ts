@@ -135,7 +135,8 @@ export function composeSite(goal: string, language = "en"): { brief: WebsiteBrie
     sections: [
       section("hero", `About ${aboutName}`, "Introduction", { paragraphs: [aboutLine(facts, w)] }),
       section("text", "What we set out to do", "Purpose", { paragraphs: [`This site is here to ${lowerFirst(say(profile.purpose, w))}`, audience] }),
-      section("features", "What matters to us", "Values", { items: valueCards }),
+      // Values as headed paragraphs, not cards: the home page's cards may be these same values.
+      section("text", "What matters to us", "Values", { items: valueCards }),
       ctaBand,
     ],
   };
@@ -146,9 +147,10 @@ export function composeSite(goal: string, language = "en"): { brief: WebsiteBrie
     description: named ? `${offer.title} at ${name}.` : `${offer.title}.`,
     sections: [
       section("hero", offer.title, "What is on offer", { paragraphs: [say(offer.intro, w)] }),
-      section("features", say(offer.heading, w), "The offer in detail", { items: offerCards }),
+      // A list, one line per offering, where the home page shows cards; the home page has the steps too.
+      section("list", say(offer.heading, w), "The offer in detail", { items: offerCards }),
       // A page holds at most eight sections: the four of every offer page, and the first requested ones.
-      ...requested.filter((s) => s.kind !== "text" || !/hours|finding us/i.test(s.heading)).slice(0, 4),
+      ...requested.filter((s) => s.kind === "text" && !/hours|finding us/i.test(s.heading)).slice(0, 4),
       section("faq", "Questions", "Common questions", { items: faq }),
       ctaBand,
     ],
@@ -173,7 +175,7 @@ export function composeSite(goal: string, language = "en"): { brief: WebsiteBrie
       ...requested.filter((s) => s.kind === "text" && /hours|finding us/i.test(s.heading)),
       ...(hasContact
         ? [
-            section("steps", "What happens next", "After you write", {
+            section("timeline", "What happens next", "After you write", {
               items: [
                 { title: "We read your message", text: "Every message is read by a person, not filed away." },
                 { title: "We reply", text: "You get an answer to your question, or a suggestion for the next step." },

@@ -60,7 +60,9 @@ export function createUpstreamWriter(chat: ChatCompleter): Writer {
           system: SITE_SYSTEM,
           user:
             `Goal: ${goal}\n\nBrief:\n${JSON.stringify(brief, null, 2)}\n\nOutline every page of the brief, same slugs in the same order. ` +
-            `Each page starts with a "hero" section; then three to six sections using the kinds text, features, steps, faq, cta and contact.`,
+            `Each page starts with a "hero" section; then three to six sections using the kinds text, features, list, steps, timeline, faq, cta and contact. ` +
+            `Pick each page's kinds for its purpose (a menu or price page: list; an about page: text or timeline; a contact page: contact), ` +
+            `so no page repeats the home page's kinds.`,
         },
         context,
       ),
@@ -76,7 +78,7 @@ export function createUpstreamWriter(chat: ChatCompleter): Writer {
           user:
             `Goal: ${goal}\n\nBrief:\n${JSON.stringify(brief, null, 2)}\n\nOutline of the site:\n${JSON.stringify(outline, null, 2)}\n\n` +
             `Write the page "${slug}" in full, one entry per section of its outline, in order. Use paragraphs for hero, text, cta and contact ` +
-            `sections; items (three to six) for features, steps and faq. A link points to another page by its slug, or has an empty label and page.`,
+            `sections; items (three to six) for features, list, steps, timeline and faq. A link points to another page by its slug, or has an empty label and page.`,
         },
         context,
       ),

@@ -4,6 +4,7 @@ import path from "node:path";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Browser } from "playwright-core";
+import { inflateRawSync } from "node:zlib";
 import { HtmlValidate, type Report } from "html-validate";
 import type { ChatCompleter, ChatCompletionJson } from "../../../src/chat/chat-types.js";
 import { ServiceError } from "../../../src/server/errors.js";
@@ -114,4 +115,53 @@ export async function seriousViolations(browser: Browser, url: string): Promise<
   } finally {
     await audit.close();
   }
+}
+
+/** A minimal zip reader for tests: names, methods and inflated text, in archive order. */
+export function readZip(bytes: Uint8Array): { name: string; method: number; text: string }[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const entries: { name: string; method: number; text: string }[] = [];
+  let at = 0;
+  while (view.getUint32(at, true) === 0x04034b50) {
+    const method = view.getUint16(at + 8, true);
+    const size = view.getUint32(at + 18, true);
+    const nameLength = view.getUint16(at + 26, true);
+    const extra = view.getUint16(at + 28, true);
+    const name = new TextDecoder().decode(bytes.subarray(at + 30, at + 30 + nameLength));
+    const data = bytes.subarray(at + 30 + nameLength + extra, at + 30 + nameLength + extra + size);
+    const raw = method === 0 ? data : new Uint8Array(inflateRawSync(data));
+    entries.push({ name, method, text: new TextDecoder().decode(raw) });
+    at += 30 + nameLength + extra + size;
+  }
+  return entries;
+}
+
+/**
+ * Problems that make a document not well-formed XML: unbalanced or crossed
+ * tags, unquoted attributes, a bare "<" or an "&" that starts no entity.
+ * Small on purpose (no XML parser among the dependencies); epubcheck checks books fully.
+ */
+export function xmlProblems(source: string): string[] {
+  const problems: string[] = [];
+  const open: string[] = [];
+  const body = source
+    .replace(/^<\?xml[^>]*\?>\s*/, "")
+    .replace(/<!--[\s\S]*?-->/g, "")
+    .replace(/<!DOCTYPE[^>]*>/, "");
+  const tag = /<(\/?)([A-Za-z][\w:.-]*)((?:\s+[\w:.-]+="[^"<]*")*)\s*(\/?)>/g;
+  let last = 0;
+  for (const match of body.matchAll(tag)) {
+    const text = body.slice(last, match.index);
+    if (/[<>]/.test(text)) problems.push(`markup that is not a well-formed tag near: ${text.slice(0, 60)}`);
+    if (/&(?!(?:amp|lt|gt|quot|apos|#\d+|#x[0-9a-f]+);)/i.test(text + match[3])) problems.push(`a bare & near: ${match[0].slice(0, 60)}`);
+    const [, closing, name, , selfClosing] = match;
+    if (closing) {
+      const expected = open.pop();
+      if (expected !== name) problems.push(`</${name}> closes <${expected}>`);
+    } else if (!selfClosing) open.push(name!);
+    last = match.index + match[0].length;
+  }
+  if (/[<>]/.test(body.slice(last))) problems.push("markup after the last tag");
+  if (open.length > 0) problems.push(`unclosed: ${open.join(", ")}`);
+  return problems;
 }

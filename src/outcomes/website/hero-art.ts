@@ -1,0 +1,181 @@
+import { createHash } from "node:crypto";
+import { html, join, type Html } from "../html.js";
+import type { Theme } from "./themes.js";
+
+/**
+ * Generated art for a site's hero, its social preview and a book's cover:
+ * an SVG pattern drawn from the theme's colours, its motif picked by the
+ * theme (arcs for warm, a grid for professional, dots for playful, waves for
+ * calm, stripes for bold) and its arrangement by a hash of the name. The same
+ * (name, theme) always gives the same picture; two names give two pictures.
+ * No stock photos, no font files, no external requests.
+ */
+export interface ArtOptions {
+  width: number;
+  height: number;
+  /** Text set large over the pattern (a cover's title, a preview's name); none for the hero, whose heading says it already. */
+  title?: string;
+  subtitle?: string;
+  /** The accessible name: the SVG's `<title>` and `aria-label`. */
+  label: string;
+}
+
+/** A deterministic stream of numbers in [0, 1) from the name and theme. */
+function randomFrom(name: string, theme: Theme): () => number {
+  let state = createHash("sha256")
+    .update(`${theme.id}\u0000${name.trim().normalize("NFC")}`)
+    .digest();
+  let at = 0;
+  return () => {
+    if (at + 4 > state.length) {
+      state = createHash("sha256").update(state).digest();
+      at = 0;
+    }
+    const value = state.readUInt32BE(at) / 2 ** 32;
+    at += 4;
+    return value;
+  };
+}
+
+const round = (n: number) => Math.round(n * 10) / 10;
+
+export function generatedArt(name: string, theme: Theme, options: ArtOptions): string {
+  const { width: w, height: h } = options;
+  const random = randomFrom(name, theme);
+  const c = theme.colors;
+  const inks = [c.accent, c.muted, c.border, c.heroTo];
+  const ink = () => inks[Math.floor(random() * inks.length)]!;
+  const shapes: Html[] = [];
+  const motif = theme.id;
+  if (motif === "warm") {
+    // Overlapping suns: concentric arcs rising from the lower edge.
+    const suns = 2 + Math.floor(random() * 3);
+    for (let s = 0; s < suns; s++) {
+      const cx = round(random() * w);
+      const cy = round(h * (0.55 + random() * 0.5));
+      const rings = 3 + Math.floor(random() * 4);
+      const colour = ink();
+      for (let r = rings; r >= 1; r--) {
+        const radius = round((Math.min(w, h) * 0.09 + random() * 8) * r);
+        shapes.push(
+          html`<circle cx="${cx}" cy="${cy}" r="${radius}" fill="none" stroke="${colour}" stroke-width="${round(4 + random() * 10)}" opacity="${round(0.25 + random() * 0.5)}"/>`,
+        );
+      }
+    }
+  } else if (motif === "professional") {
+    // A grid of tiles, some filled, some outlined, a few in the accent.
+    const cols = 5 + Math.floor(random() * 4);
+    const size = w / cols;
+    const rows = Math.ceil(h / size);
+    for (let y = 0; y < rows; y++) {
+      for (let x = 0; x < cols; x++) {
+        const pick = random();
+        if (pick < 0.35) continue;
+        const inset = round(size * 0.12);
+        const fill = pick > 0.85 ? c.accent : pick > 0.6 ? c.heroTo : "none";
+        shapes.push(
+          html`<rect x="${round(x * size + inset)}" y="${round(y * size + inset)}" width="${round(size - 2 * inset)}" height="${round(size - 2 * inset)}" rx="${round(size * 0.08)}" fill="${fill}" stroke="${c.border}" stroke-width="2"/>`,
+        );
+      }
+    }
+  } else if (motif === "playful") {
+    // Confetti: dots and rings of every size.
+    const count = 18 + Math.floor(random() * 14);
+    for (let i = 0; i < count; i++) {
+      const r = round(Math.min(w, h) * (0.02 + random() * 0.1));
+      const filled = random() > 0.4;
+      const colour = ink();
+      shapes.push(
+        html`<circle cx="${round(random() * w)}" cy="${round(random() * h)}" r="${r}" fill="${filled ? colour : "none"}" stroke="${colour}" stroke-width="${filled ? 0 : round(r * 0.3)}" opacity="${round(0.45 + random() * 0.5)}"/>`,
+      );
+    }
+  } else if (motif === "calm") {
+    // Layered waves, each a smooth curve across the picture.
+    const waves = 4 + Math.floor(random() * 4);
+    for (let i = 0; i < waves; i++) {
+      const base = h * (0.25 + (i / waves) * 0.8);
+      const amp = h * (0.03 + random() * 0.08);
+      const phase = random() * w;
+      const segments = 4;
+      let d = `M0 ${round(base)}`;
+      for (let s = 1; s <= segments; s++) {
+        const x = (w / segments) * s;
+        const up = (s + Math.floor(phase)) % 2 === 0 ? -amp : amp;
+        d += ` Q${round(x - w / segments / 2)} ${round(base + up)} ${round(x)} ${round(base)}`;
+      }
+      shapes.push(
+        html`<path d="${`${d} L${w} ${h} L0 ${h} Z`}" fill="${i % 2 === 0 ? c.heroTo : c.surface}" stroke="${ink()}" stroke-width="2" opacity="${round(0.5 + i / (2 * waves))}"/>`,
+      );
+    }
+  } else {
+    // Bold: diagonal bands at an angle of the name's choosing, and one block of accent.
+    const angle = round(-60 + random() * 120);
+    const bands = 6 + Math.floor(random() * 6);
+    const span = Math.hypot(w, h);
+    const band = span / bands;
+    for (let i = 0; i < bands; i++) {
+      if (random() < 0.4) continue;
+      shapes.push(
+        html`<rect x="${round(-span / 2 + i * band)}" y="${round(-span / 2)}" width="${round(band * (0.3 + random() * 0.5))}" height="${round(span)}" fill="${ink()}" opacity="${round(0.35 + random() * 0.55)}"/>`,
+      );
+    }
+    shapes.splice(0, shapes.length, html`<g transform="translate(${round(w / 2)} ${round(h / 2)}) rotate(${angle})">${join(shapes)}</g>`);
+    const s = round(Math.min(w, h) * (0.2 + random() * 0.15));
+    shapes.push(html`<rect x="${round(random() * (w - s))}" y="${round(random() * (h - s))}" width="${s}" height="${s}" fill="${c.accent}"/>`);
+  }
+  const dark = theme.id === "bold";
+  const background = html`<defs><linearGradient id="bg" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="${c.heroFrom}"/><stop offset="1" stop-color="${c.heroTo}"/></linearGradient></defs>
+<rect width="${w}" height="${h}" fill="url(#bg)"/>`;
+  const words = options.title ? lettering(options.title, options.subtitle, w, h, theme, dark) : html``;
+  return html`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}" role="img" aria-label="${options.label}">
+<title>${options.label}</title>
+${background}
+<g>${join(shapes, "\n")}</g>
+${words}
+</svg>
+`.value;
+}
+
+/**
+ * The title set on a plate over the pattern, broken into lines at spaces
+ * (never mid-word; a word too long for a line is set smaller, whole). Text in
+ * SVG, so any script renders with the reader's fonts.
+ */
+function lettering(title: string, subtitle: string | undefined, w: number, h: number, theme: Theme, dark: boolean): Html {
+  const perLine = Math.max(8, Math.floor(w / 42));
+  const lines = wrap(title, perLine).slice(0, 4);
+  const longest = Math.max(...lines.map((l) => [...l].length));
+  const size = round(Math.min(h / 9, (w * 0.8) / Math.max(1, longest * 0.6)));
+  const sub = subtitle ? wrap(subtitle, Math.floor(perLine * 1.6)).slice(0, 3) : [];
+  const subSize = round(size * 0.42);
+  const block = lines.length * size * 1.15 + sub.length * subSize * 1.3 + (sub.length ? size * 0.5 : 0);
+  const top = (h - block) / 2;
+  const plate = html`<rect x="${round(w * 0.06)}" y="${round(top - size * 0.6)}" width="${round(w * 0.88)}" height="${round(block + size * 1.1)}" rx="12" fill="${dark ? "#111827" : theme.colors.bg}" opacity="0.92"/>`;
+  const colour = dark ? "#f9fafb" : theme.colors.text;
+  const titleLines = lines.map(
+    (line, i) =>
+      html`<text x="${round(w / 2)}" y="${round(top + size * (i + 0.85) * 1.15)}" text-anchor="middle" font-family="${theme.headingFont}" font-weight="700" font-size="${size}" fill="${colour}">${line}</text>`,
+  );
+  const subStart = top + lines.length * size * 1.15 + size * 0.5;
+  const subLines = sub.map(
+    (line, i) =>
+      html`<text x="${round(w / 2)}" y="${round(subStart + subSize * (i + 1) * 1.3)}" text-anchor="middle" font-family="${theme.bodyFont}" font-size="${subSize}" fill="${colour}">${line}</text>`,
+  );
+  return html`<g>${plate}
+${join(titleLines, "\n")}
+${join(subLines, "\n")}</g>`;
+}
+
+/** Lines of at most `width` characters, broken at spaces only. */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.trim().split(/\s+/)) {
+    if (line && [...`${line} ${word}`].length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(line);
+  return lines;
+}

@@ -1,0 +1,181 @@
+import { execFile } from "node:child_process";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import type { BookContent, EbookBrief } from "../../src/outcomes/content.js";
+import { renderEpub } from "../../src/outcomes/ebook/render-book.js";
+import { generatedArt } from "../../src/outcomes/website/hero-art.js";
+import { renderSite } from "../../src/outcomes/website/render-site.js";
+import { THEMES } from "../../src/outcomes/website/themes.js";
+import { normalizeBrief, normalizeOutline } from "../../src/outcomes/website/website-stages.js";
+import { createOfflineWriter } from "../../src/outcomes/writers/offline-writer.js";
+import { EPUBCHECK, haveEpubcheck, htmlProblems, readZip, xmlProblems } from "./support/outcome-kit.js";
+
+const context = { accountId: "acc_test", signal: new AbortController().signal };
+
+async function offlineSite(goal: string) {
+  const writer = createOfflineWriter();
+  const brief = normalizeBrief(await writer.websiteBrief(goal, context));
+  const outline = normalizeOutline(brief, await writer.siteOutline(goal, brief, context));
+  const pages = [];
+  for (const page of outline.pages) pages.push(await writer.page(goal, brief, outline, page.slug, context));
+  return { brief, outline, pages, files: renderSite(brief, outline, pages, "https://zero.example/sites/x/") };
+}
+
+/** The kinds of a page's sections, the hero and the closing call to action left out (every page may have those). */
+function bodyKinds(page: { sections: readonly { kind: string }[] }): string[] {
+  return page.sections
+    .slice(1)
+    .map((s) => s.kind)
+    .filter((k) => k !== "cta");
+}
+
+describe("generated art", () => {
+  it("differs by name and by theme, and is the same for the same name and theme", () => {
+    const options = { width: 480, height: 480, label: "Pattern" };
+    const a = generatedArt("Lyon Bakery", THEMES.warm, options);
+    expect(generatedArt("Lyon Bakery", THEMES.warm, options)).toBe(a);
+    expect(generatedArt("Maison Dupont", THEMES.warm, options)).not.toBe(a);
+    const byTheme = new Set(Object.values(THEMES).map((theme) => generatedArt("Lyon Bakery", theme, options)));
+    expect(byTheme.size).toBe(Object.keys(THEMES).length);
+  });
+
+  it("is well-formed SVG with an accessible name, whatever the name's script or characters", () => {
+    for (const name of ["Café Ñandú 🍩", "مخبز القاهرة", "Tom & Jerry's <Diner>", "東京の花屋"]) {
+      for (const theme of Object.values(THEMES)) {
+        const svg = generatedArt(name, theme, { width: 1200, height: 630, title: name, subtitle: "A & B", label: `${name}: a picture` });
+        expect(xmlProblems(svg), `${name} ${theme.id}`).toEqual([]);
+        expect(svg).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg" [^>]*role="img" aria-label="[^"]+"/);
+        expect(svg).toMatch(/<title>[^<]+<\/title>/);
+      }
+    }
+    // The check itself catches what it is for.
+    expect(xmlProblems("<svg><g></svg>")).not.toEqual([]);
+    expect(xmlProblems("<svg><text>a & b</text></svg>")).not.toEqual([]);
+  });
+});
+
+describe("sites from the offline writer", () => {
+  it("get a hero picture and a link preview of their own, decorative on the page", async () => {
+    const bakery = await offlineSite("A website for my small bakery in Lyon that sells sourdough bread and croissants");
+    const yoga = await offlineSite("Website for a yoga studio called Still Water, for busy parents, offering morning classes and weekend retreats");
+    expect(bakery.brief.tone).not.toBe(yoga.brief.tone);
+    expect(bakery.files.get("hero.svg")).not.toBe(yoga.files.get("hero.svg"));
+    expect(bakery.files.get("og.svg")).not.toBe(yoga.files.get("og.svg"));
+    for (const { files, brief } of [bakery, yoga]) {
+      expect(xmlProblems(files.get("hero.svg")!)).toEqual([]);
+      expect(xmlProblems(files.get("og.svg")!)).toEqual([]);
+      expect(files.get("og.svg")).toContain(`>${brief.name}</text>`);
+      const home = files.get("index.html")!;
+      // The heading beside it names the site, so the picture is decorative: empty alt, no initials circle.
+      expect(home).toContain('<img class="hero-art" src="hero.svg" alt="" width="480" height="480">');
+      expect(home).not.toContain("hero-mark");
+      expect(home).toContain('<meta property="og:image" content="https://zero.example/sites/x/og.svg">');
+      expect(home).toContain('<meta name="twitter:card" content="summary_large_image">');
+      expect(await htmlProblems(files)).toEqual([]);
+    }
+  });
+
+  it("give the menu, about and contact pages section kinds of their own, not the home page's cards", async () => {
+    const { outline, pages, files } = await offlineSite(
+      "A website for Café Ñandú in Lyon, selling croissants, sourdough bread and coffee, with online ordering. Contact: hola@nandu.example",
+    );
+    const home = pages[0]!;
+    const homeKinds = new Set(bodyKinds(home));
+    expect(homeKinds).toContain("features");
+    expect(outline.pages.map((p) => p.slug)).toEqual(["index", "menu", "about", "contact"]);
+    for (const page of pages.slice(1)) {
+      const kinds = bodyKinds(page);
+      expect(kinds.length, page.slug).toBeGreaterThan(0);
+      expect(
+        kinds.filter((k) => k === "features" || k === "steps"),
+        page.slug,
+      ).toEqual([]);
+    }
+    expect(bodyKinds(pages[1]!)).toContain("list");
+    expect(bodyKinds(pages[3]!)).toEqual(expect.arrayContaining(["contact", "timeline"]));
+    const menu = files.get("menu.html")!;
+    expect(menu).toContain('<ul class="lines">');
+    expect(menu).not.toContain('class="cards"');
+    expect(files.get("contact.html")).toContain('<ol class="timeline">');
+    expect(files.get("contact.html")).toContain('href="mailto:hola@nandu.example"');
+  });
+});
+
+const BRIEF: EbookBrief = {
+  title: "The Patient Gardener",
+  subtitle: "Vegetables on a balcony, one season at a time",
+  author: "Ada Green",
+  audience: "People with a balcony and no garden",
+  purpose: "Grow food in small spaces",
+  tone: "calm",
+  language: "en-GB",
+  description: "A short guide to growing vegetables in pots & boxes.",
+};
+const CONTENT: BookContent = {
+  chapters: [
+    { title: "Light & Space", sections: [{ heading: "", paragraphs: ["Watch it for a day <b>before</b> you plant."] }] },
+    { title: "Pots", sections: [{ heading: "Sizes", paragraphs: ["Bigger is better."] }] },
+  ],
+};
+
+describe("the EPUB", () => {
+  const epub = renderEpub(BRIEF, CONTENT, { planId: "pln_cover", modified: new Date("2026-11-25T08:00:00.123Z") });
+  const entries = readZip(epub);
+  const file = (name: string) => entries.find((e) => e.name === `EPUB/${name}`)?.text ?? "";
+
+  it("has a generated cover first in the spine, full metadata and navigation for EPUB 3 and EPUB 2 readers", () => {
+    const opf = file("package.opf");
+    expect(opf).toMatch(/<dc:identifier id="pub-id">urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}<\/dc:identifier>/);
+    for (const line of [
+      "<dc:title>The Patient Gardener</dc:title>",
+      "<dc:creator>Ada Green</dc:creator>",
+      "<dc:language>en-GB</dc:language>",
+      "<dc:description>A short guide to growing vegetables in pots &amp; boxes.</dc:description>",
+      '<meta property="dcterms:modified">2026-11-25T08:00:00Z</meta>',
+      '<item id="cover-image" href="cover.svg" media-type="image/svg+xml" properties="cover-image"/>',
+      '<spine toc="ncx">\n<itemref idref="cover"/>',
+    ])
+      expect(opf).toContain(line);
+    const cover = file("cover.svg");
+    expect(xmlProblems(cover)).toEqual([]);
+    expect(cover).toContain('aria-label="Cover of The Patient Gardener by Ada Green"');
+    expect(cover).toContain(">The Patient</text>");
+    expect(file("cover.xhtml")).toContain('<img src="cover.svg" alt="Cover of The Patient Gardener by Ada Green"/>');
+    const nav = file("nav.xhtml");
+    expect(nav).toContain('<nav epub:type="toc" id="toc">');
+    expect(nav).toContain('<a epub:type="cover" href="cover.xhtml">Cover</a>');
+    expect(nav).toContain('<a epub:type="bodymatter" href="chapter-01.xhtml">');
+    const ncx = file("toc.ncx");
+    expect(xmlProblems(ncx)).toEqual([]);
+    expect(ncx).toContain('<navLabel><text>Light &amp; Space</text></navLabel><content src="chapter-01.xhtml"/>');
+    // A different book gets a different cover.
+    const other = readZip(renderEpub({ ...BRIEF, title: "Soup for Everyone", tone: "warm" }, CONTENT, { planId: "pln_other", modified: new Date() }));
+    expect(other.find((e) => e.name === "EPUB/cover.svg")!.text).not.toBe(cover);
+  });
+
+  it.runIf(haveEpubcheck)(
+    "passes epubcheck with no errors or warnings, in a right-to-left language too",
+    async () => {
+      const dir = await fs.mkdtemp(path.join(os.tmpdir(), "pz-epub-"));
+      const arabic = renderEpub({ ...BRIEF, title: "البستاني الصبور", subtitle: "خضروات على الشرفة", author: "", language: "ar", tone: "bold" }, CONTENT, {
+        planId: "pln_ar",
+        modified: new Date(),
+      });
+      for (const [name, bytes] of [
+        ["en.epub", epub],
+        ["ar.epub", arabic],
+      ] as const) {
+        await fs.writeFile(path.join(dir, name), bytes);
+        const { stdout, stderr } = await promisify(execFile)("java", ["-jar", EPUBCHECK, path.join(dir, name)], { timeout: 120_000 }).catch(
+          (error: { stdout: string; stderr: string }) => error,
+        );
+        expect(`${stdout}\n${stderr}`, name).toMatch(/No errors or warnings detected/);
+      }
+      await fs.rm(dir, { recursive: true, force: true });
+    },
+    240_000,
+  );
+});
