@@ -7,6 +7,7 @@ import { StageFailure, type StageWork, type StageWorkResolver } from "../engine/
 import { registerArtifactRoutes } from "./artifact-routes.js";
 import { createFileArtifactStore, type ArtifactStore } from "./artifact-store.js";
 import { planDownload, type Download } from "./downloads.js";
+import { removePlanArtifacts } from "./projects.js";
 import type { OutcomeId } from "../api/outcomes.js";
 import { ebookStages } from "./ebook/ebook-stages.js";
 import type { OutcomeDeps } from "./stage-support.js";
@@ -42,6 +43,8 @@ export interface OutcomesPart extends AppPart {
   download(plan: { id: string; outcome: string }): Promise<Download | undefined>;
   /** Where built sites and books live (`ZERO_ARTIFACTS`). */
   artifacts: ArtifactStore;
+  /** Removes a plan's preview, published files, project and slug from the store (a deleted plan); answers how many keys went. */
+  removeArtifacts(planId: string): Promise<number>;
 }
 
 /** The artifact store `ZERO_ARTIFACTS` names. */
@@ -73,5 +76,6 @@ export function outcomesPart(deps: {
     stageWork: createStageWork({ config: deps.config, chat: deps.chat, artifacts, logger: deps.logger.child({ component: "outcomes" }) }),
     routes: (router) => registerArtifactRoutes(router, artifacts),
     download: (plan) => planDownload(artifacts, plan),
+    removeArtifacts: (planId) => removePlanArtifacts(artifacts, planId),
   };
 }

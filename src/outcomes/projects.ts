@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { ArtifactStore } from "./artifact-store.js";
+import { isValidKey, type ArtifactStore } from "./artifact-store.js";
 import { trimEndOf, trimOf } from "../strings.js";
 
 /** A plan's project, as the plan shows it after `understand`. */
@@ -55,6 +55,26 @@ export async function readProject(store: ArtifactStore, planId: string): Promise
 export async function slugOwner(store: ArtifactStore, slug: string): Promise<string | undefined> {
   const bytes = await store.get(`index/slugs/${slug}`);
   return bytes ? decoder.decode(bytes) : undefined;
+}
+
+/**
+ * Removes everything a plan left in the store: its preview, its published
+ * site or book, its project record and, last, its slug claim (so the slug is
+ * free only once nothing is served under it). Answers how many keys went.
+ * Safe to repeat after a crash part-way.
+ */
+export async function removePlanArtifacts(store: ArtifactStore, planId: string): Promise<number> {
+  if (!isValidKey(planId)) return 0;
+  const project = await readProject(store, planId);
+  let removed = await store.removeAll(`preview/${planId}/`);
+  if (project && (await slugOwner(store, project.slug)) === planId) {
+    removed += await store.removeAll(`sites/${project.slug}/`);
+    removed += await store.removeAll(`books/${project.slug}/`);
+    removed += await store.removeAll(`index/plans/${planId}/`);
+    await store.remove(`index/slugs/${project.slug}`);
+    return removed + 1;
+  }
+  return removed + (await store.removeAll(`index/plans/${planId}/`));
 }
 
 /** "Café Ünïcode & Co." → "cafe-unicode-co"; never empty, at most 60 characters, never cut mid-word. */

@@ -3,7 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import { AwsV4Signer } from "aws4fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createFileArtifactStore, type ArtifactStore } from "../../src/outcomes/artifact-store.js";
+import { copyTree, createFileArtifactStore, replaceTree, type ArtifactStore } from "../../src/outcomes/artifact-store.js";
+import { ensureProject, readProject, removePlanArtifacts, slugOwner } from "../../src/outcomes/projects.js";
 import { createPostgresArtifactStore } from "../../src/outcomes/postgres-artifact-store.js";
 import { createS3ArtifactStore } from "../../src/outcomes/s3-artifact-store.js";
 import type { S3Config } from "../../src/config.js";
@@ -96,6 +97,29 @@ describe.each(backends)("the %s artifact store", (name, open) => {
     expect(text(await store.get(`${mine}-2/index.html`))).toBe("the neighbour");
     expect(text(await store.get(`${mine}0/index.html`))).toBe("the other neighbour");
     expect(await store.removeAll(`${mine}/`)).toBe(0);
+  });
+
+  it("removes everything a deleted plan left, and nothing of another plan's", async () => {
+    const planId = `pln_gone_${name}`;
+    const { slug } = await ensureProject(store, planId, `Gone ${name}`);
+    const other = await ensureProject(store, `pln_kept_${name}`, `Gone ${name}`);
+    expect(other.slug).toBe(`${slug}-2`);
+    await replaceTree(
+      store,
+      `preview/${planId}/`,
+      new Map([
+        ["index.html", "a"],
+        ["style.css", "b"],
+      ]),
+    );
+    await copyTree(store, `preview/${planId}/`, `sites/${slug}/`);
+    await store.put(`sites/${other.slug}/index.html`, "kept");
+    expect(await removePlanArtifacts(store, planId)).toBe(6);
+    for (const prefix of [`preview/${planId}/`, `sites/${slug}/`, `index/plans/${planId}/`]) expect(await store.list(prefix)).toEqual([]);
+    expect(await slugOwner(store, slug)).toBeUndefined();
+    expect(await readProject(store, `pln_kept_${name}`)).toEqual(other);
+    expect(text(await store.get(`sites/${other.slug}/index.html`))).toBe("kept");
+    expect(await removePlanArtifacts(store, planId)).toBe(0);
   });
 });
 
