@@ -51,7 +51,11 @@ export function createPostgresArtifactStore(db: Kysely<Database>): ArtifactStore
                 on conflict (key) do update set sha256 = excluded.sha256, updated_at = now()
                 returning (select sha256 from previous) as old`.execute(db);
           const row = written.rows[0];
-          if (!row) return false;
+          if (!row) {
+            // The key was taken: the blob this statement may have added is nobody's.
+            await collect([hash]);
+            return false;
+          }
           if (row.old && row.old !== hash) await collect([row.old]);
           return true;
         } catch (error) {

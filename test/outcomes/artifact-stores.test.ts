@@ -145,6 +145,10 @@ describe("the postgres artifact store", () => {
     await store.remove("sites/dedup/index.html");
     expect(await blobs()).not.toContain(left);
     expect(await blobs()).toEqual([]);
+    // A refused ifAbsent write leaves no blob behind.
+    expect(await store.put("index/slugs/dedup", "a".repeat(4242), { ifAbsent: true })).toBe(true);
+    expect(await store.put("index/slugs/dedup", "b".repeat(4242), { ifAbsent: true })).toBe(false);
+    expect(await blobs()).toHaveLength(1);
   });
 });
 
