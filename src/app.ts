@@ -12,7 +12,7 @@ import { executionsPart } from "./executions/executions-part.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createMetrics, type Metrics } from "./observability/metrics.js";
 import { createTracing } from "./observability/tracing.js";
-import { outcomesPart } from "./outcomes/outcomes-part.js";
+import { outcomesPart, type ArtifactStore } from "./outcomes/outcomes-part.js";
 import type { AppPart } from "./server/app-part.js";
 import { ServiceError } from "./server/errors.js";
 import { createHttpHandler } from "./server/http-handler.js";
@@ -26,6 +26,8 @@ export interface App {
   store: Store;
   logger: Logger;
   metrics: Metrics;
+  /** Where built sites and books live (`ZERO_ARTIFACTS`). */
+  artifacts: ArtifactStore;
   /** This instance's id in `service_instances`. */
   instanceId: string;
   /** `http://host:port` as bound (port 0 resolved). */
@@ -81,7 +83,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
   const auth = authPart({ config, store, logger });
   // The chat router is also what the stage writers reach the model through.
   const chat = chatPart({ config, store, logger, authenticator: auth.authenticator, metrics, tracing });
-  const outcomes = outcomesPart({ config, chat: chat.chat, logger });
+  const outcomes = outcomesPart({ config, store, chat: chat.chat, logger });
   const parts: AppPart[] = [
     auth,
     capabilitiesPart(config),
@@ -125,6 +127,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     store,
     logger,
     metrics,
+    artifacts: outcomes.artifacts,
     instanceId,
     url,
     port: bound.port,

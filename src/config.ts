@@ -25,6 +25,30 @@ export interface UpstreamTimeouts {
   idleMs: number;
 }
 
+/** Where built sites and books live (`ZERO_ARTIFACTS`). */
+export type ArtifactsConfig =
+  /** A directory of this instance's (`file`: `ZERO_DATA_DIR/artifacts`; `file:<dir>`). */
+  | { kind: "file"; dir: string }
+  /** Tables in the service's own database, shared by every instance on it. */
+  | { kind: "postgres" }
+  /** An S3-compatible bucket (`s3://bucket/prefix`), reached with the standard AWS variables. */
+  | { kind: "s3"; s3: S3Config };
+
+/** An S3-compatible bucket and how to reach it. */
+export interface S3Config {
+  bucket: string;
+  /** Prepended to every key, without leading or trailing `/`; may be empty. */
+  prefix: string;
+  /** `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`, else AWS's own endpoint for the region. */
+  endpoint: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken: string | undefined;
+  /** `ZERO_S3_FORCE_PATH_STYLE`: `endpoint/bucket/key` instead of `bucket.endpoint/key`. */
+  forcePathStyle: boolean;
+}
+
 /** Validated service configuration. Built once at start-up from the environment. */
 export interface Config {
   port: number;
@@ -34,6 +58,8 @@ export interface Config {
   /** The embedded database when `databaseUrl` is undefined; undefined lets the data dir decide (see openStore). */
   embeddedDatabase: "postgres" | "pglite" | undefined;
   dataDir: string;
+  /** `ZERO_ARTIFACTS`: by default the database with `DATABASE_URL`, else files under `dataDir`. */
+  artifacts: ArtifactsConfig;
   /** Base of preview and published URLs; `https` makes cookies Secure. */
   publicUrl: string;
   upstreams: UpstreamConfig[];
@@ -130,6 +156,7 @@ export function loadConfig(env: Env = process.env, options: { terminal?: boolean
   }
   const dataDir = path.resolve(env.ZERO_DATA_DIR?.trim() || "./data");
   const embeddedDatabase = oneOf<"postgres" | "pglite" | "auto">("ZERO_EMBEDDED_DATABASE", ["postgres", "pglite", "auto"], "auto");
+  const artifacts = readArtifacts(env, databaseUrl, dataDir, problems);
   const publicUrl = readPublicUrl(env.ZERO_PUBLIC_URL, host, port, problems);
   const upstreams = readUpstreams(env.ZERO_UPSTREAMS, problems);
   const upstreamTimeouts: UpstreamTimeouts = {
@@ -171,6 +198,7 @@ export function loadConfig(env: Env = process.env, options: { terminal?: boolean
     host,
     databaseUrl,
     dataDir,
+    artifacts,
     publicUrl,
     upstreams,
     upstreamTimeouts,
@@ -196,6 +224,49 @@ export function loadConfig(env: Env = process.env, options: { terminal?: boolean
     corsOrigins,
     otlpEndpoint,
     otelServiceName,
+  };
+}
+
+function readArtifacts(env: Env, databaseUrl: string | undefined, dataDir: string, problems: string[]): ArtifactsConfig {
+  const raw = env.ZERO_ARTIFACTS?.trim() || (databaseUrl ? "postgres" : "file");
+  if (raw === "postgres") return { kind: "postgres" };
+  if (raw === "file") return { kind: "file", dir: path.join(dataDir, "artifacts") };
+  if (raw.startsWith("file:") && raw.length > "file:".length) return { kind: "file", dir: path.resolve(raw.slice("file:".length)) };
+  if (!raw.startsWith("s3://")) {
+    problems.push(`ZERO_ARTIFACTS: expected file, file:<dir>, postgres or s3://bucket/prefix, got "${raw}"`);
+    return { kind: "postgres" };
+  }
+  const [bucket = "", ...rest] = raw.slice("s3://".length).split("/");
+  const prefix = rest.filter((segment) => segment !== "").join("/");
+  // S3's bucket naming rules, lowercase letters, digits, dots and hyphens, which also keeps the bucket safe in a host name.
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) problems.push(`ZERO_ARTIFACTS: "${bucket}" is not an S3 bucket name`);
+  const region = env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim() || "us-east-1";
+  const endpointRaw = env.AWS_ENDPOINT_URL_S3?.trim() || env.AWS_ENDPOINT_URL?.trim() || `https://s3.${region}.amazonaws.com`;
+  let endpoint = endpointRaw;
+  try {
+    const url = new URL(endpointRaw);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error();
+    endpoint = withoutTrailingSlashes(url.href);
+  } catch {
+    problems.push(`AWS_ENDPOINT_URL: expected an http:// or https:// URL, got "${endpointRaw}"`);
+  }
+  const accessKeyId = env.AWS_ACCESS_KEY_ID?.trim() ?? "";
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY?.trim() ?? "";
+  if (!accessKeyId || !secretAccessKey) problems.push("AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY: an s3:// ZERO_ARTIFACTS needs both");
+  const forcePath = env.ZERO_S3_FORCE_PATH_STYLE?.trim() || "false";
+  if (forcePath !== "true" && forcePath !== "false") problems.push(`ZERO_S3_FORCE_PATH_STYLE: expected true or false, got "${forcePath}"`);
+  return {
+    kind: "s3",
+    s3: {
+      bucket,
+      prefix,
+      endpoint,
+      region,
+      accessKeyId,
+      secretAccessKey,
+      sessionToken: env.AWS_SESSION_TOKEN?.trim() || undefined,
+      forcePathStyle: forcePath === "true",
+    },
   };
 }
 

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from "kysely";
+import type { ArtifactTables } from "./tables/artifacts.table.js";
 import type { AuthTables } from "./tables/auth.table.js";
 import type { ChatTables } from "./tables/chat.tables.js";
 import type { ExecutionTables } from "./tables/executions.table.js";
@@ -8,7 +9,7 @@ import type { ExecutionTables } from "./tables/executions.table.js";
  * feature in its own file under `tables/`. Migrations in `migrations/`
  * create exactly these shapes.
  */
-export interface Database extends AuthTables, ExecutionTables, ChatTables {
+export interface Database extends AuthTables, ExecutionTables, ChatTables, ArtifactTables {
   service_instances: ServiceInstanceTable;
 }
 

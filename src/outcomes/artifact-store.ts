@@ -18,6 +18,8 @@ export interface ArtifactStore {
   list(prefix: string): Promise<string[]>;
   /** Removes `key`; removing a missing key is not an error. */
   remove(key: string): Promise<void>;
+  /** Removes every key under `prefix` (which ends with `/`), e.g. a deleted plan's files; answers how many. */
+  removeAll(prefix: string): Promise<number>;
 }
 
 const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
@@ -105,6 +107,14 @@ export function createFileArtifactStore(root: string): ArtifactStore {
     async remove(key) {
       await fs.rm(fileOf(key), { force: true });
     },
+
+    async removeAll(prefix) {
+      const base = withoutTrailingSlashes(prefix);
+      if (!isValidKey(base)) return 0;
+      const count = (await this.list(`${base}/`)).length;
+      await fs.rm(fileOf(base), { recursive: true, force: true });
+      return count;
+    },
   };
 }
 
@@ -130,10 +140,4 @@ export async function copyTree(store: ArtifactStore, from: string, to: string): 
   }
   await replaceTree(store, to, files);
   return files.size;
-}
-
-/** Removes every key under `prefix`. */
-export async function removeTree(store: ArtifactStore, prefix: string): Promise<void> {
-  const base = prefix.endsWith("/") ? prefix : `${prefix}/`;
-  for (const key of await store.list(base)) await store.remove(key);
 }

@@ -1,16 +1,19 @@
-import path from "node:path";
 import type { ChatCompleter } from "../chat/chat-types.js";
+import type { ArtifactsConfig } from "../config.js";
+import type { Store } from "../db/database.js";
 import type { Logger } from "../observability/logger.js";
 import type { AppPart } from "../server/app-part.js";
 import { StageFailure, type StageWork, type StageWorkResolver } from "../engine/stage-work.js";
 import { registerArtifactRoutes } from "./artifact-routes.js";
-import { createFileArtifactStore } from "./artifact-store.js";
+import { createFileArtifactStore, type ArtifactStore } from "./artifact-store.js";
 import { deletePlanArtifacts } from "./plan-artifacts.js";
 import { planDownload, type Download } from "./downloads.js";
 import type { OutcomeId } from "../api/outcomes.js";
 import { ebookStages } from "./ebook/ebook-stages.js";
 import type { OutcomeDeps } from "./stage-support.js";
 import { websiteStages } from "./website/website-stages.js";
+import { createPostgresArtifactStore } from "./postgres-artifact-store.js";
+import { createS3ArtifactStore } from "./s3-artifact-store.js";
 
 export type { ArtifactStore } from "./artifact-store.js";
 export type { OutcomeDeps } from "./stage-support.js";
@@ -40,16 +43,36 @@ export interface OutcomesPart extends AppPart {
   download(plan: { id: string; outcome: string }): Promise<Download | undefined>;
   /** Removes every artifact file of a deleted plan: its preview, work files, project record and published site or book. */
   deleteArtifacts(planId: string, slug?: string): Promise<void>;
+  /** Where built sites and books live (`ZERO_ARTIFACTS`). */
+  artifacts: ArtifactStore;
+}
+
+/** The artifact store `ZERO_ARTIFACTS` names. */
+export function openArtifactStore(config: ArtifactsConfig, store: Pick<Store, "db">): ArtifactStore {
+  switch (config.kind) {
+    case "file":
+      return createFileArtifactStore(config.dir);
+    case "postgres":
+      return createPostgresArtifactStore(store.db);
+    case "s3":
+      return createS3ArtifactStore(config.s3);
+  }
 }
 
 /**
- * Outcomes: the work of each stage, writing artifacts under
- * `ZERO_DATA_DIR/artifacts`, and the routes that serve previews and
- * published sites and books from there (`/preview/`, `/sites/`, `/books/`).
+ * Outcomes: the work of each stage, writing artifacts to the store
+ * `ZERO_ARTIFACTS` names, and the routes that serve previews and published
+ * sites and books from there (`/preview/`, `/sites/`, `/books/`).
  */
-export function outcomesPart(deps: { config: OutcomeDeps["config"]; chat: ChatCompleter; logger: Logger }): OutcomesPart {
-  const artifacts = createFileArtifactStore(path.join(deps.config.dataDir, "artifacts"));
+export function outcomesPart(deps: {
+  config: OutcomeDeps["config"] & { artifacts: ArtifactsConfig };
+  store: Pick<Store, "db">;
+  chat: ChatCompleter;
+  logger: Logger;
+}): OutcomesPart {
+  const artifacts = openArtifactStore(deps.config.artifacts, deps.store);
   return {
+    artifacts,
     stageWork: createStageWork({ config: deps.config, chat: deps.chat, artifacts, logger: deps.logger.child({ component: "outcomes" }) }),
     routes: (router) => registerArtifactRoutes(router, artifacts),
     download: (plan) => planDownload(artifacts, plan),

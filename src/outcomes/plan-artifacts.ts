@@ -1,4 +1,4 @@
-import { isValidKey, removeTree, type ArtifactStore } from "./artifact-store.js";
+import { isValidKey, type ArtifactStore } from "./artifact-store.js";
 import { readProject, slugOwner } from "./projects.js";
 
 /**
@@ -15,10 +15,10 @@ export async function deletePlanArtifacts(store: ArtifactStore, planId: string, 
   if (!isValidKey(planId)) return;
   const owned = (await readProject(store, planId))?.slug ?? slug;
   if (owned !== undefined && isValidKey(owned) && (await slugOwner(store, owned)) === planId) {
-    await removeTree(store, `sites/${owned}/`);
-    await removeTree(store, `books/${owned}/`);
+    await store.removeAll(`sites/${owned}/`);
+    await store.removeAll(`books/${owned}/`);
   }
-  await removeTree(store, `preview/${planId}/`);
-  await removeTree(store, `work/${planId}/`);
-  await removeTree(store, `index/plans/${planId}/`);
+  await store.removeAll(`preview/${planId}/`);
+  await store.removeAll(`work/${planId}/`);
+  await store.removeAll(`index/plans/${planId}/`);
 }

@@ -1,7 +1,5 @@
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import fs from "node:fs/promises";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
 import { FakeUpstream, type UpstreamRequest } from "../chat/support/fake-upstream.js";
@@ -51,10 +49,6 @@ async function statusOf(url: string, credential: Credential = cred()): Promise<n
   return res.status;
 }
 
-async function filesUnder(dir: string): Promise<string[]> {
-  return (await fs.readdir(dir, { recursive: true }).catch(() => [] as string[])).map(String);
-}
-
 describe("cancel aborts the stage's upstream writer request", () => {
   it("a website stuck in its outline request: the cancel hangs the request up", async () => {
     const created = await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: `A website for a sea kayaking school ${HANG}` });
@@ -81,9 +75,9 @@ describe("DELETE /api/execution?id= and DeleteExecution", () => {
     const done = await waitForPlan(app.url, cred(), planId, (p) => p.status === "succeeded");
     const urls = [done.previewUrl!, done.publishedUrl!, `${app.url}/api/execution/history?id=${planId}`, `${app.url}/api/execution/download?id=${planId}`];
     for (const url of urls) expect(await statusOf(url)).toBe(200);
-    const artifacts = path.join(app.dataDir, "artifacts");
     const slug = done.project!.slug;
-    expect(await filesUnder(path.join(artifacts, "sites", slug))).toContain("index.html");
+    // Through the store the service uses (files, or Postgres when DATABASE_URL is set).
+    expect(await app.artifacts.list(`sites/${slug}/`)).toContain(`sites/${slug}/index.html`);
 
     // Another account's plan is a 404 like a missing one, and stays.
     const theirs = await deleteExecution({ apiKey: other.apiKey }, planId);
@@ -97,9 +91,7 @@ describe("DELETE /api/execution?id= and DeleteExecution", () => {
     expect(await res.text()).toBe("");
     expect((await getExecution(app.url, cred(), planId)).status).toBe(404);
     for (const url of urls) expect(await statusOf(url)).toBe(404);
-    for (const dir of [path.join("sites", slug), path.join("preview", planId), path.join("index", "plans", planId)]) {
-      expect(await filesUnder(path.join(artifacts, dir))).toEqual([]);
-    }
+    for (const prefix of [`sites/${slug}/`, `preview/${planId}/`, `index/plans/${planId}/`]) expect(await app.artifacts.list(prefix)).toEqual([]);
     // The plan is gone from the list, and a second delete is a 404.
     const list = await getExecution<{ plans: RestPlan[] }>(app.url, cred());
     expect(list.body.plans.map((p) => p.id)).not.toContain(planId);

@@ -72,7 +72,8 @@ describe("GET /api/execution/download", () => {
     await fs.writeFile(path.join(dir, "site.zip"), new Uint8Array(await res.arrayBuffer()));
     await run("unzip", ["-q", path.join(dir, "site.zip"), "-d", path.join(dir, "out")]);
     const unzipped = await filesUnder(path.join(dir, "out"));
-    expect(unzipped).toEqual(await filesUnder(path.join(app.dataDir, "artifacts", "preview", site.id)));
+    const prefix = `preview/${site.id}/`;
+    expect(unzipped).toEqual((await app.artifacts.list(prefix)).map((key) => key.slice(prefix.length)).sort());
     expect(unzipped).toContain("index.html");
     expect(unzipped).toContain("style.css");
     for (const name of unzipped) {

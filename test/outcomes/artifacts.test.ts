@@ -3,7 +3,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium } from "playwright-core";
-import { createFileArtifactStore, isValidKey, type ArtifactStore } from "../../src/outcomes/artifact-store.js";
+import { isValidKey, type ArtifactStore } from "../../src/outcomes/artifact-store.js";
 import { createStageWork } from "../../src/outcomes/outcomes-part.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { CHROMIUM, CHROMIUM_ARGS, haveChromium, outcomeDeps, readTree } from "./support/outcome-kit.js";
@@ -24,8 +24,8 @@ let store: ArtifactStore;
 
 beforeAll(async () => {
   app = await startTestApp();
-  // The same directory the service serves from.
-  store = createFileArtifactStore(path.join(app.dataDir, "artifacts"));
+  // The same store the service serves from.
+  store = app.artifacts;
   await store.put("preview/pln_evil/index.html", EVIL);
   await store.put("sites/evil-site/index.html", EVIL);
   await fs.writeFile(path.join(app.dataDir, "secret.txt"), "TOP-SECRET");

@@ -5,7 +5,7 @@ import { chromium, type Browser } from "playwright-core";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
-import { createFileArtifactStore, replaceTree } from "../../src/outcomes/artifact-store.js";
+import { replaceTree } from "../../src/outcomes/artifact-store.js";
 import { TONES } from "../../src/outcomes/content.js";
 import { renderSite } from "../../src/outcomes/website/render-site.js";
 import { normalizeBrief, normalizeOutline } from "../../src/outcomes/website/website-stages.js";
@@ -146,7 +146,7 @@ describe.runIf(haveChromium)("the built site in headless Chromium", () => {
 
   it("keeps every theme accessible (contrast included)", async () => {
     // The same pages in each theme, served from the service's own store.
-    const store = createFileArtifactStore(path.join(app.dataDir, "artifacts"));
+    const store = app.artifacts;
     const writer = createOfflineWriter();
     const context = { accountId: "acc_test", signal: new AbortController().signal };
     const base = normalizeBrief(await writer.websiteBrief(GOAL, context));

@@ -20,6 +20,53 @@ describe("configuration from the environment", () => {
     expect(config.dataDir).toMatch(/\/data$/);
   });
 
+  it("keeps artifacts in files on the embedded database and in the database with DATABASE_URL, unless ZERO_ARTIFACTS says", () => {
+    expect(loadConfig({ ZERO_DATA_DIR: "/srv/zero" }).artifacts).toEqual({ kind: "file", dir: "/srv/zero/artifacts" });
+    expect(loadConfig({ DATABASE_URL: "postgres://db/zero" }).artifacts).toEqual({ kind: "postgres" });
+    expect(loadConfig({ DATABASE_URL: "postgres://db/zero", ZERO_ARTIFACTS: "file" }).artifacts.kind).toBe("file");
+    expect(loadConfig({ ZERO_ARTIFACTS: "file:/mnt/shared" }).artifacts).toEqual({ kind: "file", dir: "/mnt/shared" });
+    expect(loadConfig({ ZERO_ARTIFACTS: "postgres" }).artifacts).toEqual({ kind: "postgres" });
+  });
+
+  it("reads an s3:// store with the standard AWS variables", () => {
+    const aws = { AWS_ACCESS_KEY_ID: "AKID", AWS_SECRET_ACCESS_KEY: "secret" };
+    expect(loadConfig({ ZERO_ARTIFACTS: "s3://my-bucket/zero/sites/", AWS_REGION: "eu-west-3", ...aws }).artifacts).toEqual({
+      kind: "s3",
+      s3: {
+        bucket: "my-bucket",
+        prefix: "zero/sites",
+        endpoint: "https://s3.eu-west-3.amazonaws.com",
+        region: "eu-west-3",
+        accessKeyId: "AKID",
+        secretAccessKey: "secret",
+        sessionToken: undefined,
+        forcePathStyle: false,
+      },
+    });
+    const minio = loadConfig({
+      ZERO_ARTIFACTS: "s3://sites",
+      AWS_ENDPOINT_URL: "http://other:1",
+      AWS_ENDPOINT_URL_S3: "http://minio:9000/",
+      ZERO_S3_FORCE_PATH_STYLE: "true",
+      ...aws,
+    }).artifacts;
+    expect(minio).toMatchObject({ s3: { bucket: "sites", prefix: "", endpoint: "http://minio:9000", region: "us-east-1", forcePathStyle: true } });
+    const lines = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return [];
+      } catch (error) {
+        return (error as ConfigError).message.split("\n");
+      }
+    };
+    expect(lines({ ZERO_ARTIFACTS: "s3://Bad_Bucket/x", ...aws })).toEqual(['ZERO_ARTIFACTS: "Bad_Bucket" is not an S3 bucket name']);
+    expect(lines({ ZERO_ARTIFACTS: "s3://ok-bucket" })).toEqual(["AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY: an s3:// ZERO_ARTIFACTS needs both"]);
+    expect(lines({ ZERO_ARTIFACTS: "s3://ok-bucket", ZERO_S3_FORCE_PATH_STYLE: "yes", ...aws })).toEqual([
+      'ZERO_S3_FORCE_PATH_STYLE: expected true or false, got "yes"',
+    ]);
+    expect(lines({ ZERO_ARTIFACTS: "disk" })).toEqual(['ZERO_ARTIFACTS: expected file, file:<dir>, postgres or s3://bucket/prefix, got "disk"']);
+  });
+
   it("reads upstreams as a JSON array", () => {
     const config = loadConfig({
       ZERO_UPSTREAMS: JSON.stringify([{ name: "a", baseUrl: "http://127.0.0.1:9/v1/", apiKey: "k", model: "m" }]),
