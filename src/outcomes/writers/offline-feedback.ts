@@ -32,7 +32,7 @@ const TONE_WORDS: Record<string, Tone> = {
   strong: "bold",
 };
 
-const QUOTED = /["“„«‘']([^"“”„«»‘’']{1,80})["”»’']/u;
+const QUOTED = /(?<!\p{L})["“„«‘']([^"“”„«»‘’']{1,80})["”»’']/u;
 const DROP = /\b(?:drop|remove|delete|lose|without|no)\s+(?:the\s+|an?\s+)?([a-z][a-z-]*)(?:\s+page)?\b/iu;
 
 /**
