@@ -177,10 +177,14 @@ export function stageReleased(plan: PlanState, position: number): PlanState {
  * A resume with the given approvals. Known gate ids are remembered (also
  * before the gate is reached), unknown ones dropped. A plan at the gate passes
  * it when the gate is approved; a failed or interrupted plan runs its failed
- * stage again with attempts + 1; a running or succeeded plan is unchanged.
+ * stage again with attempts + 1; a running or succeeded plan is unchanged
+ * (a running one only remembers the approvals, unless it is writing a revision).
  */
 export function resumePlan(plan: PlanState, approve: readonly string[]): PlanState {
   if (plan.status === "succeeded") return plan;
+  // An approval that arrives while a revision is written was of the draft it replaces: dropped, so a
+  // revise racing an approve ends as one of the two, never as a revision published unseen.
+  if (plan.status === "running" && plan.revisions.length > 0) return plan;
   const gates = new Set(plan.stages.filter((s) => s.id === APPROVAL_STAGE).map((s) => s.id));
   const approved = [...new Set([...plan.approved, ...approve.filter((id) => gates.has(id))])];
   const next: PlanState = approved.length === plan.approved.length ? plan : { ...plan, approved };
