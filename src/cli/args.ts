@@ -17,6 +17,8 @@ Commands:
   delete <id>           cancel a plan, then remove it, its history and its files
   resume <id> [--approve review] [--json]
                         resume a plan (past the gate with --approve review) and follow it
+  revise <id> "<feedback>" [--json]
+                        at the gate: a new draft with your feedback, followed live
   chat "<prompt>" [--system "<text>"] [--json]
                         stream an answer from the project-zero chat model
   serve [--port <n>] [--host <addr>]
@@ -53,6 +55,7 @@ export type Command =
   | ({ name: "cancel"; id: string } & Common)
   | ({ name: "delete"; id: string } & Common)
   | ({ name: "resume"; id: string; approve: string[] } & Common)
+  | ({ name: "revise"; id: string; feedback: string } & Common)
   | ({ name: "chat"; prompt: string; system: string | undefined } & Common)
   | ({ name: "serve"; port: string | undefined; host: string | undefined } & Common)
   | ({ name: "help" } & Common);
@@ -72,6 +75,7 @@ const OPTIONS = {
   cancel: COMMON,
   delete: COMMON,
   resume: { ...COMMON, approve: { type: "string", multiple: true } },
+  revise: COMMON,
   chat: { ...COMMON, system: { type: "string" } },
   serve: { ...COMMON, port: { type: "string" }, host: { type: "string" } },
 } as const satisfies Record<string, ParseArgsConfig["options"]>;
@@ -130,6 +134,16 @@ export function parseCommand(argv: readonly string[]): Command {
       const { values, positionals } = parse(rest, OPTIONS.resume);
       if (values.help) return help(values);
       return { name, id: onePlanId(name, positionals), approve: values.approve ?? [], url: values.url, json: values.json };
+    }
+    case "revise": {
+      const { values, positionals } = parse(rest, OPTIONS.revise);
+      if (values.help) return help(values);
+      const [id, ...words] = positionals;
+      // Quoting the feedback is optional, as for a goal.
+      const feedback = words.join(" ").trim();
+      if (id === undefined || feedback === "")
+        throw new UsageError("revise needs a plan id and feedback, e.g. project-zero revise pln_… \"Call it 'Rosa' and drop the about page\"");
+      return { name, id, feedback, url: values.url, json: values.json };
     }
     case "chat": {
       const { values, positionals } = parse(rest, OPTIONS.chat);

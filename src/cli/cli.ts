@@ -1,7 +1,7 @@
 import { parseCommand, USAGE, UsageError, type Command } from "./args.js";
 import { chatCommand } from "./commands/chat.js";
 import { plansCommand } from "./commands/plans.js";
-import { resumeCommand } from "./commands/resume.js";
+import { resumeCommand, reviseCommand } from "./commands/resume.js";
 import { runCommand } from "./commands/run.js";
 import { serveCommand } from "./commands/serve.js";
 import { showCommand } from "./commands/show.js";
@@ -15,6 +15,7 @@ import { ExitCode } from "./exit-codes.js";
 const SCOPES: Record<Command["name"], string> = {
   run: "build",
   resume: "build",
+  revise: "build",
   plans: "read",
   show: "read",
   history: "read",
@@ -61,6 +62,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         return await deleteCommand(ctx, command);
       case "resume":
         return await resumeCommand(ctx, command);
+      case "revise":
+        return await reviseCommand(ctx, command);
       case "chat":
         return await chatCommand(ctx, command);
       case "serve":

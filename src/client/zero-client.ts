@@ -105,6 +105,12 @@ export interface ZeroClient {
     create(input: CreateExecutionInput, options?: CallOptions): Promise<PlanAccepted>;
     /** Resumes a plan at the gate (with `approve: ["review"]`), after a failure or a crash. */
     resume(input: ResumeExecutionInput, options?: CallOptions): Promise<PlanAccepted>;
+    /**
+     * At the gate: a new draft with `feedback` (1 to 2000 characters). The
+     * draft stages run again and the plan stops at the gate once more; it
+     * counts against the generation limit. Answers at once.
+     */
+    revise(id: string, feedback: string, options?: CallOptions): Promise<PlanAccepted>;
     get(id: string, options?: CallOptions): Promise<Plan>;
     /** The caller's ten most recent plans, newest first; with `before` (a plan id), the ten older than it. */
     list(options?: CallOptions & { before?: string }): Promise<Plan[]>;
@@ -175,6 +181,8 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
         wrap(async () => accepted(await executions.createExecution({ goal: input.goal, outcome: input.outcome ?? "" }, call(callOptions)))),
       resume: (input, callOptions) =>
         wrap(async () => accepted(await executions.resumeExecution({ planId: input.planId, approve: input.approve ?? [] }, call(callOptions)))),
+      revise: (id, feedback, callOptions) =>
+        wrap(async () => accepted(await executions.resumeExecution({ planId: id, approve: [], feedback }, call(callOptions)))),
       get: (id, callOptions) => wrap(async () => required((await executions.getExecution({ id }, call(callOptions))).plan)),
       list: ({ before = "", ...callOptions } = {}) => wrap(async () => (await executions.listExecutions({ before }, call(callOptions))).plans),
       watch: (id, callOptions) =>

@@ -200,6 +200,7 @@ export class StageEngine {
         stageId: claim.stageId,
         attempt: claim.attempts,
         previous: claim.previous,
+        ...(claim.revision ? { revision: claim.revision } : {}),
         signal: controller.signal,
         progress: (fraction) => this.#progress(run, fraction),
       });

@@ -1,5 +1,5 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { StageErrorInfo, StageOutcome } from "./stage-work.js";
+import type { StageErrorInfo, StageOutcome, StageRevision } from "./stage-work.js";
 
 /** A stage an engine holds under a lease, with what its work needs to run. */
 export interface StageClaim {
@@ -16,6 +16,8 @@ export interface StageClaim {
   readonly outcome: string;
   /** Outputs of the plan's succeeded stages, by stage id. */
   readonly previous: Readonly<Record<string, JsonValue>>;
+  /** The plan's newest revision, if any. */
+  readonly revision?: StageRevision;
 }
 
 /** What a run reports about its stage. */

@@ -1,6 +1,15 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { OutcomeId } from "../api/outcomes.js";
 
+/** The newest revision of a plan: what the person asked to change in the draft before it. */
+export interface StageRevision {
+  /** 1 for the first revision. */
+  number: number;
+  feedback: string;
+  /** The outline of the draft being revised, as its stage stored it. */
+  draft: JsonValue | null;
+}
+
 /** What the engine hands a stage function when it runs one stage of a plan. */
 export interface StageInput {
   planId: string;
@@ -11,6 +20,8 @@ export interface StageInput {
   attempt: number;
   /** Outputs of the stages of this plan that already succeeded, by stage id. */
   previous: Readonly<Record<string, JsonValue>>;
+  /** Set once a revision was asked for: later drafts, their preview and what is published follow it. */
+  revision?: StageRevision;
   /** Aborted when the lease is lost or the instance shuts down: stop and throw. */
   signal: AbortSignal;
   /** Partial progress of this stage, 0..1 (e.g. chapters written); moves plan.progress. */

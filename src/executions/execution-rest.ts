@@ -19,7 +19,7 @@ import type { RestRpc } from "../server/rpc-pipeline.js";
 /**
  * `POST /api/execution` and `GET /api/execution`: the REST view of
  * ExecutionService. The body picks the RPC (a `planId` means a resume); the
- * same pipeline runs as for the RPCs.
+ * same pipeline runs as for the RPCs; a resume with `feedback` is a revision.
  */
 export function executionRoutes(router: RestRouter, rpc: RestRpc, download?: PlanDownloader): void {
   const methods = ExecutionService.method;
@@ -100,6 +100,7 @@ export function executionRoutes(router: RestRouter, rpc: RestRpc, download?: Pla
 export type PlanDownloader = (plan: {
   id: string;
   outcome: string;
+  revisions: readonly unknown[];
 }) => Promise<{ filename: string; contentType: string; body: AsyncIterable<Uint8Array> } | undefined>;
 
 /** The stage whose success makes a plan downloadable. */
@@ -144,12 +145,13 @@ function createFields(body: JsonObject): JsonObject {
   };
 }
 
-/** A resume reads `planId` and `approve`; `goal` and `outcome` are ignored, whatever they hold. */
+/** A resume reads `planId`, `approve` and `feedback` (a revision); `goal` and `outcome` are ignored, whatever they hold. */
 function resumeFields(body: JsonObject): JsonObject {
-  const { planId, plan_id, approve } = body;
+  const { planId, plan_id, approve, feedback } = body;
   return {
     planId: planId ?? plan_id ?? null,
     ...(approve === undefined ? {} : { approve }),
+    ...(feedback === undefined ? {} : { feedback }),
   };
 }
 

@@ -21,13 +21,13 @@ import type { Store } from "../db/database.js";
 import type { Notifier } from "./notifier.js";
 import type { PlanEvents } from "./plan-events.js";
 import { RESTING_STATUSES } from "../api/plans.js";
-import { cancelPlan, initialStages, newPlanState, resumePlan, startsWork, type PlanState } from "./plan-transitions.js";
+import { cancelPlan, initialStages, newPlanState, resumePlan, revisePlan, startsWork, type PlanState } from "./plan-transitions.js";
 import { DEFAULT_OUTCOME, isOutcomeId, type OutcomeId } from "../api/outcomes.js";
 import { unavailableOutcomes } from "../outcomes/availability.js";
 import { requirePrincipal } from "../server/access.js";
 import { invalidRequest, notFound, ServiceError } from "../server/errors.js";
-import { limitReachedHeaders, rateLimitHeaders, readGenerationUsage } from "./generation-limit.js";
-import { validGoal } from "./goal.js";
+import { limitReachedHeaders, rateLimitHeaders, readGenerationUsage, spendGeneration, type GenerationUsage } from "./generation-limit.js";
+import { validFeedback, validGoal } from "./goal.js";
 import { PlanInserter } from "./plan-inserter.js";
 import { deletePlan, isOwnPlan, LeaseLostError, listRecentPlans, loadPlan, loadPlanHistory, savePlan, type GenerationWindow } from "./plan-repository.js";
 import { toPlanMessage } from "./plan-message.js";
@@ -42,7 +42,7 @@ export interface ExecutionServiceDeps {
   /** How often a watcher re-reads its plan when no notification came. */
   watchPollMs?: number;
   /** Removes a deleted plan's artifact files (previews, published site or book); the outcomes own where they are. */
-  deleteArtifacts?: (planId: string, slug?: string) => Promise<void>;
+  deleteArtifacts?: (planId: string, known: { slug?: string; revisions: number }) => Promise<void>;
   logger?: Logger;
 }
 
@@ -74,6 +74,38 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
     }
   };
 
+  const limitReached = (usage: GenerationUsage) =>
+    new ServiceError("rate_limited", `the generation limit of ${window.limit} new executions per ${window.windowSeconds} s is reached; try again later`, {
+      headers: limitReachedHeaders(usage),
+    });
+
+  /**
+   * A revision at the gate: the draft stages run again with the feedback,
+   * spending one unit of the generation limit. The revision, its history
+   * event and the unit are written in one transaction under the plan's lock,
+   * so a revise racing an approve ends in exactly one of the two.
+   */
+  const revise = async (planId: string, feedback: string, context: HandlerContext): Promise<PlanAccepted> => {
+    const { accountId } = requirePrincipal(context);
+    const unavailable = unavailableOutcomes(config);
+    const { plan, wake, usage } = await db.transaction().execute(async (trx) => {
+      const before = await loadPlan(trx, planId, { accountId, forUpdate: true });
+      if (!before) throw notFound(PLAN_NOT_FOUND);
+      if (before.status !== "awaiting_approval") {
+        throw new ServiceError("conflict", `plan ${planId} is ${before.status}: feedback is taken only while it waits for approval`);
+      }
+      requireAvailable(before.outcome, unavailable);
+      const spent = await spendGeneration(trx, accountId, window);
+      if (!spent.granted) throw limitReached(spent.usage);
+      const saved = await savePlan(trx, before, revisePlan(before, feedback, new Date()));
+      return { ...saved, usage: spent.usage };
+    });
+    notifier.planChanged(plan.id);
+    if (wake) notifier.stageReady();
+    setHeaders(context, rateLimitHeaders(usage));
+    return { plan: toPlanMessage(plan), unavailable };
+  };
+
   /** Creates a plan, spending one unit of the generation limit. */
   const create = async (request: CreateExecutionRequest, context: HandlerContext): Promise<PlanAccepted> => {
     const { accountId } = requirePrincipal(context);
@@ -86,15 +118,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
     const id = newId("pln");
     const inserted = await inserter.insert({ id, accountId, goal, outcome, stages });
     const usage = { limit: window.limit, used: inserted.used, resetSeconds: inserted.resetSeconds };
-    if (!inserted.createdAt) {
-      throw new ServiceError(
-        "rate_limited",
-        `the generation limit of ${window.limit} new executions per ${window.windowSeconds} s is reached; try again later`,
-        {
-          headers: limitReachedHeaders(usage),
-        },
-      );
-    }
+    if (!inserted.createdAt) throw limitReached(usage);
     notifier.stageReady();
     setHeaders(context, rateLimitHeaders(usage));
     const plan = newPlanState({ id, accountId, goal, outcome, createdAt: inserted.createdAt });
@@ -152,13 +176,13 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       // links to any more (the plan is gone), never a plan whose files are missing.
       const removeFiles = deps.deleteArtifacts;
       if (removeFiles) {
-        const slug = deleted.project?.slug;
-        await removeFiles(deleted.id, slug);
+        const known = { slug: deleted.project?.slug, revisions: deleted.revisions.length };
+        await removeFiles(deleted.id, known);
         // A stage that was running may still be writing files (a build, a publish) until it notices;
         // it has stopped, or its lease has run out, within one lease: sweep once more then.
         if (revoked.length > 0) {
           const sweep = () =>
-            removeFiles(deleted.id, slug).catch((error: unknown) =>
+            removeFiles(deleted.id, known).catch((error: unknown) =>
               deps.logger?.warn({ err: error, planId: deleted.id }, "could not remove a deleted plan's files"),
             );
           setTimeout(() => void sweep(), config.stageLeaseMs).unref();
@@ -189,6 +213,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
     async resumeExecution(request: ResumeExecutionRequest, context: HandlerContext): Promise<PlanAccepted> {
       const { accountId } = requirePrincipal(context);
       if (request.planId === "") throw invalidRequest("planId is required to resume a plan", "planId");
+      if (request.feedback !== undefined) return revise(request.planId, validFeedback(request.feedback, request.approve), context);
       const unavailable = unavailableOutcomes(config);
       const { plan, wake } = await db.transaction().execute(async (trx) => {
         const before = await loadPlan(trx, request.planId, { accountId, forUpdate: true });

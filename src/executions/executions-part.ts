@@ -27,7 +27,7 @@ export interface ExecutionsPartDeps {
   /** A plan's newest build as one file; the outcomes own where it is stored. */
   download?: PlanDownloader;
   /** Removes a deleted plan's artifact files; the outcomes own where they are. */
-  deleteArtifacts?: (planId: string, slug?: string) => Promise<void>;
+  deleteArtifacts?: (planId: string, known: { slug?: string; revisions: number }) => Promise<void>;
 }
 
 /**

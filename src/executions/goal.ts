@@ -1,4 +1,4 @@
-import { GOAL_MAX_LENGTH, GOAL_MIN_LENGTH } from "../api/limits.js";
+import { FEEDBACK_MAX_LENGTH, FEEDBACK_MIN_LENGTH, GOAL_MAX_LENGTH, GOAL_MIN_LENGTH } from "../api/limits.js";
 import { invalidRequest } from "../server/errors.js";
 
 /**
@@ -12,4 +12,18 @@ export function validGoal(raw: string): string {
     throw invalidRequest(`goal must be ${GOAL_MIN_LENGTH} to ${GOAL_MAX_LENGTH} characters after trimming white space (got ${length})`, "goal");
   }
   return goal;
+}
+
+/**
+ * A resume's feedback (a revision), for REST and RPC alike: 1 to 2000 code
+ * points after trimming, and never together with approvals.
+ */
+export function validFeedback(raw: string, approve: readonly string[]): string {
+  if (approve.length > 0) throw invalidRequest("send either feedback (for a new draft) or approve, not both", "feedback");
+  const feedback = raw.trim();
+  const length = [...feedback].length;
+  if (length < FEEDBACK_MIN_LENGTH || length > FEEDBACK_MAX_LENGTH) {
+    throw invalidRequest(`feedback must be ${FEEDBACK_MIN_LENGTH} to ${FEEDBACK_MAX_LENGTH} characters after trimming white space (got ${length})`, "feedback");
+  }
+  return feedback;
 }

@@ -25,5 +25,11 @@ export function toPlanMessage(plan: PlanState): MessageInitShape<typeof PlanSche
     outcome: plan.outcome,
     createdAt: timestampFromDate(plan.createdAt),
     updatedAt: timestampFromDate(plan.updatedAt),
+    revisions: plan.revisions.map((revision) => ({
+      number: revision.number,
+      feedback: revision.feedback,
+      createdAt: timestampFromDate(new Date(revision.createdAt)),
+      previewUrl: revision.previewUrl ?? undefined,
+    })),
   };
 }

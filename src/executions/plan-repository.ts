@@ -4,7 +4,16 @@ import { jsonArrayFrom } from "kysely/helpers/postgres";
 import type { Database } from "../db/schema.js";
 import type { PlanRow, PlanStageRow } from "../db/tables/executions.table.js";
 import { isOutcomeId, DEFAULT_OUTCOME } from "../api/outcomes.js";
-import { creationEvents, transitionEvents, type PlanEvent, type PlanState, type PlanStatus, type StageRecord, type StageState } from "./plan-transitions.js";
+import {
+  creationEvents,
+  transitionEvents,
+  type PlanEvent,
+  type PlanRevision,
+  type PlanState,
+  type PlanStatus,
+  type StageRecord,
+  type StageState,
+} from "./plan-transitions.js";
 
 /** NOTIFY channel: a plan changed; the payload is its id. Watchers listen. */
 export const PLAN_CHANGED_CHANNEL = "zero_plan_changed";
@@ -191,6 +200,7 @@ export async function savePlan(db: Executor, before: PlanState, after: PlanState
       status = ${after.status}, progress = ${after.progress}, resumable = ${after.resumable}, warning = ${after.warning},
       preview_url = ${after.previewUrl}, published_url = ${after.publishedUrl},
       project = ${after.project === null ? null : JSON.stringify(after.project)}::jsonb, approved = ${[...after.approved]}::text[],
+      ${after.revisions === before.revisions ? sql`` : sql`revisions = ${JSON.stringify(after.revisions)}::jsonb,`}
       version = version + 1, updated_at = now()
     WHERE id = ${after.id} ${optimistic ? sql`AND id IN (SELECT id FROM p)` : sql``}
     RETURNING version, updated_at,
@@ -363,6 +373,7 @@ function toPlanState(row: PlanRowWithStages): PlanState {
     publishedUrl: row.published_url,
     project: row.project,
     approved: row.approved,
+    revisions: Array.isArray(row.revisions) ? (row.revisions as PlanRevision[]) : [],
     version: row.version,
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),

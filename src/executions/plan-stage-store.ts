@@ -7,7 +7,7 @@ import type { InterruptedStage, StageChange, StageClaim, StageStore, StageWrite 
 import type { Notifier } from "./notifier.js";
 import { LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL, STAGE_REVOKED_CHANNEL, type SaveResult } from "./plan-repository.js";
 import { stageFailed, stageInterrupted, stageProgressed, stageReleased, stageSucceeded, type PlanState } from "./plan-transitions.js";
-import { claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases } from "./stage-queue.js";
+import { claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases, stageRevision } from "./stage-queue.js";
 
 /**
  * The stage engine's store for plans in Postgres: a stage is claimed with
@@ -170,5 +170,14 @@ function nextClaim(previous: StageClaim, plan: PlanState, claimed: { position: n
   const stage = plan.stages[claimed.position]!;
   const outputs: Record<string, JsonValue> = {};
   for (const s of plan.stages) if (s.state === "succeeded" && s.output !== null) outputs[s.id] = s.output;
-  return { ...previous, position: stage.position, stageId: stage.id, attempts: stage.attempts, leaseToken: claimed.leaseToken, previous: outputs };
+  const revision = plan.revisions.at(-1);
+  return {
+    ...previous,
+    position: stage.position,
+    stageId: stage.id,
+    attempts: stage.attempts,
+    leaseToken: claimed.leaseToken,
+    previous: outputs,
+    ...(revision ? { revision: stageRevision(revision) } : {}),
+  };
 }

@@ -20,10 +20,24 @@ export interface PlanState {
   publishedUrl: string | null;
   project: { id: string; name: string; slug: string } | null;
   approved: readonly string[];
+  /** The revisions asked for at the gate, oldest first. */
+  revisions: readonly PlanRevision[];
   version: number;
   createdAt: Date;
   updatedAt: Date;
   stages: readonly StageRecord[];
+}
+
+/** A new draft asked for at the gate (`revisions` on the plan). */
+export interface PlanRevision {
+  number: number;
+  feedback: string;
+  /** ISO 8601. */
+  createdAt: string;
+  /** This revision's own preview, once built. */
+  previewUrl: string | null;
+  /** The outline of the draft it revises, handed to the writer with the feedback; never shown. */
+  draft: JsonValue | null;
 }
 
 export interface StageRecord {
@@ -76,6 +90,7 @@ export function newPlanState(init: { id: string; accountId: string; goal: string
     publishedUrl: null,
     project: null,
     approved: [],
+    revisions: [],
     version: 0,
     createdAt: init.createdAt,
     updatedAt: init.createdAt,
@@ -108,9 +123,15 @@ export function stageSucceeded(plan: PlanState, position: number, outcome: Stage
     progress: 1,
     leaseToken: null,
   });
+  const newest = plan.revisions.at(-1);
+  const revisions =
+    outcome.previewUrl && newest && newest.previewUrl === null
+      ? [...plan.revisions.slice(0, -1), { ...newest, previewUrl: outcome.previewUrl }]
+      : plan.revisions;
   return advance(
     {
       ...plan,
+      revisions,
       project: outcome.project ? { id: outcome.project.id, name: outcome.project.name, slug: outcome.project.slug } : plan.project,
       previewUrl: outcome.previewUrl ?? plan.previewUrl,
       publishedUrl: outcome.publishedUrl ?? plan.publishedUrl,
@@ -156,10 +177,14 @@ export function stageReleased(plan: PlanState, position: number): PlanState {
  * A resume with the given approvals. Known gate ids are remembered (also
  * before the gate is reached), unknown ones dropped. A plan at the gate passes
  * it when the gate is approved; a failed or interrupted plan runs its failed
- * stage again with attempts + 1; a running or succeeded plan is unchanged.
+ * stage again with attempts + 1; a running or succeeded plan is unchanged
+ * (a running one only remembers the approvals, unless it is writing a revision).
  */
 export function resumePlan(plan: PlanState, approve: readonly string[]): PlanState {
   if (plan.status === "succeeded" || plan.status === "cancelled") return plan;
+  // An approval that arrives while a revision is written was of the draft it replaces: dropped, so a
+  // revise racing an approve ends as one of the two, never as a revision published unseen.
+  if (plan.status === "running" && plan.revisions.length > 0) return plan;
   const gates = new Set(plan.stages.filter((s) => s.id === APPROVAL_STAGE).map((s) => s.id));
   const approved = [...new Set([...plan.approved, ...approve.filter((id) => gates.has(id))])];
   const next: PlanState = approved.length === plan.approved.length ? plan : { ...plan, approved };
@@ -187,6 +212,34 @@ export function cancelPlan(plan: PlanState): PlanState {
   if (plan.status === "succeeded" || plan.status === "cancelled") return plan;
   const stages = plan.stages.map((stage) => (stage.state === "succeeded" ? stage : { ...stage, state: "cancelled" as const, progress: 0, leaseToken: null }));
   return settle({ ...plan, status: "cancelled", resumable: false, stages });
+}
+
+/** The first stage a revision writes again: the one after `understand`. */
+const FIRST_DRAFT_POSITION = 1;
+
+/**
+ * A revision asked for at the gate: the stages after `understand` up to the
+ * gate run again (the first now, attempts + 1; the others when reached), the
+ * gate waits once more, and the revision is listed with the outline of the
+ * draft it revises. Unchanged unless the plan waits at the gate.
+ */
+export function revisePlan(plan: PlanState, feedback: string, at: Date): PlanState {
+  const gate = plan.stages.find((s) => s.state === "awaiting_approval");
+  if (plan.status !== "awaiting_approval" || !gate || gate.position <= FIRST_DRAFT_POSITION) return plan;
+  const outline = plan.stages[FIRST_DRAFT_POSITION]!;
+  const revision: PlanRevision = {
+    number: plan.revisions.length + 1,
+    feedback,
+    createdAt: at.toISOString(),
+    previewUrl: null,
+    draft: outline.output,
+  };
+  const stages = plan.stages.map((stage) => {
+    if (stage.position === FIRST_DRAFT_POSITION) return { ...stage, ...startRun(stage) };
+    if (stage.position > FIRST_DRAFT_POSITION && stage.position <= gate.position) return { ...stage, state: "pending" as const, error: null, progress: 0 };
+    return stage;
+  });
+  return settle({ ...plan, status: "running", resumable: false, revisions: [...plan.revisions, revision], stages });
 }
 
 /** True when `after` asks a worker to run a stage that was not waiting before. */
@@ -252,6 +305,8 @@ export function transitionEvents(before: PlanState, after: PlanState): PlanEvent
     if (before.status !== "cancelled") events.push({ type: "cancelled", stage: null, attempt: null, detail: { from: before.status } });
     return events;
   }
+  const revision = after.revisions.length > before.revisions.length ? after.revisions.at(-1) : undefined;
+  if (revision) events.push({ type: "revision_requested", stage: null, attempt: null, detail: { feedback: revision.feedback } });
   events.push(...stageEvents(after, before));
   return events;
 }

@@ -2,6 +2,8 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import type { StageClaim } from "../engine/stage-store.js";
+import type { StageRevision } from "../engine/stage-work.js";
+import type { PlanRevision } from "./plan-transitions.js";
 
 /**
  * Claims up to `limit` stages waiting for a worker, oldest first. Rows other
@@ -20,6 +22,7 @@ export async function claimStages(db: Kysely<Database>, owner: string, limit: nu
     goal: string;
     outcome: string;
     previous: Record<string, JsonValue> | null;
+    revision: PlanRevision | null;
   }>`
     WITH picked AS (
       SELECT plan_id, position FROM plan_stages
@@ -35,7 +38,7 @@ export async function claimStages(db: Kysely<Database>, owner: string, limit: nu
         updated_at = now()
     FROM picked, plans AS p
     WHERE s.plan_id = picked.plan_id AND s.position = picked.position AND p.id = s.plan_id
-    RETURNING s.plan_id, s.position, s.stage_id, s.attempts, s.lease_token, p.account_id, p.goal, p.outcome,
+    RETURNING s.plan_id, s.position, s.stage_id, s.attempts, s.lease_token, p.account_id, p.goal, p.outcome, p.revisions -> -1 AS revision,
       (SELECT jsonb_object_agg(x.stage_id, x.output) FROM plan_stages AS x
         WHERE x.plan_id = s.plan_id AND x.state = 'succeeded' AND x.output IS NOT NULL) AS previous
   `.execute(db);
@@ -49,6 +52,7 @@ export async function claimStages(db: Kysely<Database>, owner: string, limit: nu
     goal: row.goal,
     outcome: row.outcome,
     previous: row.previous ?? {},
+    ...(row.revision ? { revision: stageRevision(row.revision) } : {}),
   }));
 }
 
@@ -86,4 +90,9 @@ export async function findExpiredLeases(db: Kysely<Database>, limit: number): Pr
 /** Forgets generation counts of windows long past; the longest window is 31 days. */
 export async function pruneGenerationCounts(db: Kysely<Database>): Promise<void> {
   await db.deleteFrom("generation_counts").where("window_start", "<", sql<Date>`now() - interval '32 days'`).execute();
+}
+
+/** What a stage is told of a plan's newest revision. */
+export function stageRevision(revision: PlanRevision): StageRevision {
+  return { number: revision.number, feedback: revision.feedback, draft: revision.draft };
 }

@@ -1,5 +1,6 @@
 import type { ArtifactStore } from "./artifact-store.js";
 import { readProject } from "./projects.js";
+import { previewKey } from "./stage-support.js";
 import { zipStream, type ZipEntry } from "./zip.js";
 
 /** A plan's result as one file to download. */
@@ -10,15 +11,15 @@ export interface Download {
 }
 
 /**
- * The newest build of a plan as one file: a website as a zip of every file
+ * The newest build of a plan (its newest revision's) as one file: a website as a zip of every file
  * of its preview, a book as its assembled EPUB, byte for byte. Undefined
  * when nothing has been built yet. The caller has already checked that the
  * plan is the caller's and that its build stage succeeded.
  */
-export async function planDownload(store: ArtifactStore, plan: { id: string; outcome: string }): Promise<Download | undefined> {
+export async function planDownload(store: ArtifactStore, plan: { id: string; outcome: string; revisions?: readonly unknown[] }): Promise<Download | undefined> {
   const project = await readProject(store, plan.id);
   if (!project) return undefined;
-  const prefix = `preview/${plan.id}/`;
+  const prefix = `preview/${previewKey(plan.id, plan.revisions?.length)}/`;
   if (plan.outcome === "ebook") {
     const epub = await store.get(`${prefix}${project.slug}.epub`);
     if (!epub) return undefined;

@@ -42,7 +42,7 @@ export interface OutcomesPart extends AppPart {
   /** A plan's newest build as one file (zip or EPUB), for `GET /api/execution/download`. */
   download(plan: { id: string; outcome: string }): Promise<Download | undefined>;
   /** Removes every artifact file of a deleted plan: its preview, work files, project record and published site or book. */
-  deleteArtifacts(planId: string, slug?: string): Promise<void>;
+  deleteArtifacts(planId: string, known: { slug?: string; revisions: number }): Promise<void>;
   /** Where built sites and books live (`ZERO_ARTIFACTS`). */
   artifacts: ArtifactStore;
 }
@@ -76,6 +76,6 @@ export function outcomesPart(deps: {
     stageWork: createStageWork({ config: deps.config, chat: deps.chat, artifacts, logger: deps.logger.child({ component: "outcomes" }) }),
     routes: (router) => registerArtifactRoutes(router, artifacts),
     download: (plan) => planDownload(artifacts, plan),
-    deleteArtifacts: (planId, slug) => deletePlanArtifacts(artifacts, planId, slug),
+    deleteArtifacts: (planId, known) => deletePlanArtifacts(artifacts, planId, known),
   };
 }

@@ -63,9 +63,17 @@ export function asJson(value: unknown): JsonValue {
   return value as JsonValue;
 }
 
-/** `${publicUrl}/preview/{planId}/`. */
-export function previewUrl(deps: OutcomeDeps, planId: string): string {
-  return `${deps.config.publicUrl}/preview/${encodeURIComponent(planId)}/`;
+/**
+ * Where a draft's preview is kept: `{planId}` for the first, `{planId}-r{n}`
+ * for revision n, so every revision keeps its own preview beside the others.
+ */
+export function previewKey(planId: string, revision: number | undefined): string {
+  return revision === undefined || revision < 1 ? planKey(planId) : `${planKey(planId)}-r${revision}`;
+}
+
+/** `${publicUrl}/preview/{planId}/`, or `…/preview/{planId}-r{n}/` for revision n. */
+export function previewUrl(deps: OutcomeDeps, planId: string, revision?: number): string {
+  return `${deps.config.publicUrl}/preview/${encodeURIComponent(previewKey(planId, revision))}/`;
 }
 
 /** A plan id usable as a storage key segment; engine ids always are, this guards the rest. */

@@ -23,6 +23,7 @@ describe("command line", () => {
     expect(parseCommand(["show", "pln_1", "--follow"])).toMatchObject({ name: "show", id: "pln_1", follow: true });
     expect(parseCommand(["resume", "pln_1", "--approve", "review"])).toMatchObject({ name: "resume", id: "pln_1", approve: ["review"] });
     expect(parseCommand(["resume", "pln_1"])).toMatchObject({ approve: [] });
+    expect(parseCommand(["revise", "pln_1", "Make it", "calmer"])).toMatchObject({ name: "revise", id: "pln_1", feedback: "Make it calmer" });
     expect(parseCommand(["chat", "Hello", "--system", "Be brief"])).toMatchObject({ name: "chat", prompt: "Hello", system: "Be brief" });
     expect(parseCommand(["serve", "--port", "9000"])).toMatchObject({ name: "serve", port: "9000" });
     expect(parseCommand([])).toMatchObject({ name: "help" });

@@ -118,6 +118,21 @@ describe("project-zero against a running service", () => {
     expect((await planOf(id)).status).toBe("succeeded");
   });
 
+  it("revise sends feedback at the gate and follows the new draft live back to the gate", async () => {
+    const first = await runCli(["run", "A website for a community garden"], env);
+    expect(first.code).toBe(6);
+    const id = planIdIn(first.stderr);
+    const revised = await runCli(["revise", id, "Make", "it", "calmer"], env);
+    expect(revised.code).toBe(6);
+    expect(revised.stderr).toContain(`Revising ${id} (revision 1)`);
+    expect(revised.stderr).toContain(`Approve and publish with: project-zero resume ${id} --approve review`);
+    const plan = await planOf(id);
+    expect(plan.status).toBe("awaiting_approval");
+    expect(plan.revisions).toMatchObject([{ number: 1, feedback: "Make it calmer" }]);
+    const refused = await runCli(["revise", id], env);
+    expect(refused.code).toBe(2);
+  });
+
   it("with --json prints one plan per line as it changes", async () => {
     const { code, stdout } = await runCli(["run", "A website for a tool library", "--approve", "--json"], env);
     expect(code).toBe(0);

@@ -90,6 +90,10 @@ describe("createZeroClient", () => {
       const progress = seen.map((p) => p.progress);
       expect(progress).toEqual([...progress].sort((a, b) => a - b));
 
+      const revised = await client.executions.revise(plan.id, "Make it warmer");
+      expect(revised.plan.revisions.map((r) => [r.number, r.feedback])).toEqual([[1, "Make it warmer"]]);
+      for await (const now of client.executions.watch(plan.id)) expect(now.revisions).toHaveLength(1);
+
       const resumed = await client.executions.resume({ planId: plan.id, approve: ["review"] });
       expect(resumed.plan.id).toBe(plan.id);
       let last: Plan | undefined;

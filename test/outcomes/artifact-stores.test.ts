@@ -122,7 +122,7 @@ describe.each(backends)("the %s artifact store", (name, open) => {
     expect(await readProject(store, `pln_kept_${name}`)).toEqual(other);
     expect(text(await store.get(`sites/${other.slug}/index.html`))).toBe("kept");
     // A second sweep finds nothing more to remove, and breaks nothing.
-    await deletePlanArtifacts(store, planId, slug);
+    await deletePlanArtifacts(store, planId, { slug });
     expect(await store.list(`sites/${slug}/`)).toEqual([]);
   });
 });

@@ -18,6 +18,8 @@ describe("deletePlanArtifacts", () => {
   async function planWithSite(planId: string): Promise<string> {
     const { slug } = await ensureProject(store, planId, "Bakery");
     await store.put(`preview/${planId}/index.html`, "preview");
+    await store.put(`preview/${planId}-r1/index.html`, "first revision");
+    await store.put(`preview/${planId}-r2/index.html`, "second revision");
     await store.put(`work/${planId}/chapters/a.json`, "{}");
     await store.put(`sites/${slug}/index.html`, "site");
     return slug;
@@ -28,10 +30,12 @@ describe("deletePlanArtifacts", () => {
     const theirs = await planWithSite("pln_theirs");
     expect([mine, theirs]).toEqual(["bakery", "bakery-2"]);
 
-    await deletePlanArtifacts(store, "pln_mine");
-    for (const prefix of ["preview/pln_mine/", "work/pln_mine/", "index/plans/pln_mine/", "sites/bakery/"]) expect(await store.list(prefix)).toEqual([]);
+    await deletePlanArtifacts(store, "pln_mine", { revisions: 2 });
+    for (const prefix of ["preview/pln_mine/", "preview/pln_mine-r1/", "preview/pln_mine-r2/", "work/pln_mine/", "index/plans/pln_mine/", "sites/bakery/"])
+      expect(await store.list(prefix)).toEqual([]);
     expect(await store.list("sites/bakery-2/")).toEqual(["sites/bakery-2/index.html"]);
     expect(await store.list("preview/pln_theirs/")).toEqual(["preview/pln_theirs/index.html"]);
+    expect(await store.list("preview/pln_theirs-r2/")).toEqual(["preview/pln_theirs-r2/index.html"]);
     // The address stays claimed by the deleted plan: never handed to another one.
     expect(await ensureProject(store, "pln_new", "Bakery")).toMatchObject({ slug: "bakery-3" });
   });
@@ -39,11 +43,11 @@ describe("deletePlanArtifacts", () => {
   it("a second sweep, given the slug, removes what a late publish wrote; a slug of another plan is never touched", async () => {
     await planWithSite("pln_mine");
     await planWithSite("pln_theirs");
-    await deletePlanArtifacts(store, "pln_mine", "bakery");
+    await deletePlanArtifacts(store, "pln_mine", { slug: "bakery" });
     await store.put("sites/bakery/index.html", "written by a stage that had not stopped yet");
-    await deletePlanArtifacts(store, "pln_mine", "bakery");
+    await deletePlanArtifacts(store, "pln_mine", { slug: "bakery" });
     expect(await store.list("sites/bakery/")).toEqual([]);
-    await deletePlanArtifacts(store, "pln_mine", "bakery-2");
+    await deletePlanArtifacts(store, "pln_mine", { slug: "bakery-2" });
     expect(await store.list("sites/bakery-2/")).toEqual(["sites/bakery-2/index.html"]);
   });
 });

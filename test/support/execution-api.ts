@@ -24,7 +24,7 @@ export interface ExecutionApi {
   name: string;
   /** `headers` go with the request: the REST header or the RPC metadata of the same name. */
   create(credential: Credential, body: { goal?: string; outcome?: string }, headers?: Record<string, string>): Promise<ApiAnswer>;
-  resume(credential: Credential, body: { planId: string; approve?: string[] }): Promise<ApiAnswer>;
+  resume(credential: Credential, body: { planId: string; approve?: string[]; feedback?: string }): Promise<ApiAnswer>;
   get(credential: Credential, id: string): Promise<ApiAnswer>;
   /** `before` pages back: `?before=` over REST, the `before` field over RPC. */
   list(credential: Credential, before?: string): Promise<ApiAnswer>;
@@ -61,6 +61,7 @@ const STATUS_BY_TYPE: Record<string, number> = {
   unauthenticated: 401,
   permission_denied: 403,
   not_found: 404,
+  conflict: 409,
   idempotency_key_in_progress: 409,
   idempotency_key_reused: 422,
   rate_limited: 429,

@@ -15,6 +15,7 @@ export interface RestPlan {
   stages: { id: string; title: string; state: string; attempts: number; error: { type: string; message: string } | null }[];
   createdAt: string;
   updatedAt: string;
+  revisions: { number: number; feedback: string; createdAt: string; previewUrl: string | null }[];
 }
 
 export interface RestAnswer<T = Record<string, unknown>> {

@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file zero/v1/execution.proto.
  */
 export const file_zero_v1_execution: GenFile = /*@__PURE__*/
-  fileDesc("Chd6ZXJvL3YxL2V4ZWN1dGlvbi5wcm90bxIHemVyby52MSKDAwoEUGxhbhIKCgJpZBgBIAEoCRIMCgRnb2FsGAIgASgJEiEKB3Byb2plY3QYAyABKAsyEC56ZXJvLnYxLlByb2plY3QSDgoGc3RhdHVzGAQgASgJEhAKCHByb2dyZXNzGAUgASgFEhEKCXJlc3VtYWJsZRgGIAEoCBIUCgd3YXJuaW5nGAcgASgJSACIAQESGAoLcHJldmlld191cmwYCCABKAlIAYgBARIaCg1wdWJsaXNoZWRfdXJsGAkgASgJSAKIAQESHgoGc3RhZ2VzGAogAygLMg4uemVyby52MS5TdGFnZRIPCgdvdXRjb21lGAsgASgJEi4KCmNyZWF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgoKCF93YXJuaW5nQg4KDF9wcmV2aWV3X3VybEIQCg5fcHVibGlzaGVkX3VybCIxCgdQcm9qZWN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEc2x1ZxgDIAEoCSJnCgVTdGFnZRIKCgJpZBgBIAEoCRINCgV0aXRsZRgCIAEoCRINCgVzdGF0ZRgDIAEoCRIQCghhdHRlbXB0cxgEIAEoBRIiCgVlcnJvchgFIAEoCzITLnplcm8udjEuU3RhZ2VFcnJvciIrCgpTdGFnZUVycm9yEgwKBHR5cGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCSI3ChZDcmVhdGVFeGVjdXRpb25SZXF1ZXN0EgwKBGdvYWwYASABKAkSDwoHb3V0Y29tZRgCIAEoCSJLChdDcmVhdGVFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuEhMKC3VuYXZhaWxhYmxlGAIgAygJIjoKFlJlc3VtZUV4ZWN1dGlvblJlcXVlc3QSDwoHcGxhbl9pZBgBIAEoCRIPCgdhcHByb3ZlGAIgAygJIksKF1Jlc3VtZUV4ZWN1dGlvblJlc3BvbnNlEhsKBHBsYW4YASABKAsyDS56ZXJvLnYxLlBsYW4SEwoLdW5hdmFpbGFibGUYAiADKAkiJAoWQ2FuY2VsRXhlY3V0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSI2ChdDYW5jZWxFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuIiQKFkRlbGV0ZUV4ZWN1dGlvblJlcXVlc3QSCgoCaWQYASABKAkiGQoXRGVsZXRlRXhlY3V0aW9uUmVzcG9uc2UiIQoTR2V0RXhlY3V0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIzChRHZXRFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuIicKFUxpc3RFeGVjdXRpb25zUmVxdWVzdBIOCgZiZWZvcmUYASABKAkiNgoWTGlzdEV4ZWN1dGlvbnNSZXNwb25zZRIcCgVwbGFucxgBIAMoCzINLnplcm8udjEuUGxhbiIjChVXYXRjaEV4ZWN1dGlvblJlcXVlc3QSCgoCaWQYASABKAkiNQoWV2F0Y2hFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuIigKGkdldEV4ZWN1dGlvbkhpc3RvcnlSZXF1ZXN0EgoKAmlkGAEgASgJIkEKG0dldEV4ZWN1dGlvbkhpc3RvcnlSZXNwb25zZRIiCgZldmVudHMYASADKAsyEi56ZXJvLnYxLlBsYW5FdmVudCKqAQoJUGxhbkV2ZW50EiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR0eXBlGAIgASgJEhIKBXN0YWdlGAMgASgJSACIAQESFAoHYXR0ZW1wdBgEIAEoBUgBiAEBEicKBmRldGFpbBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCCAoGX3N0YWdlQgoKCF9hdHRlbXB0Mv8GChBFeGVjdXRpb25TZXJ2aWNlEmoKD0NyZWF0ZUV4ZWN1dGlvbhIfLnplcm8udjEuQ3JlYXRlRXhlY3V0aW9uUmVxdWVzdBogLnplcm8udjEuQ3JlYXRlRXhlY3V0aW9uUmVzcG9uc2UiFKK7GBAKB2FjY291bnQSBWJ1aWxkEmoKD1Jlc3VtZUV4ZWN1dGlvbhIfLnplcm8udjEuUmVzdW1lRXhlY3V0aW9uUmVxdWVzdBogLnplcm8udjEuUmVzdW1lRXhlY3V0aW9uUmVzcG9uc2UiFKK7GBAKB2FjY291bnQSBWJ1aWxkEm0KD0NhbmNlbEV4ZWN1dGlvbhIfLnplcm8udjEuQ2FuY2VsRXhlY3V0aW9uUmVxdWVzdBogLnplcm8udjEuQ2FuY2VsRXhlY3V0aW9uUmVzcG9uc2UiF5ACAqK7GBAKB2FjY291bnQSBWJ1aWxkEm0KD0RlbGV0ZUV4ZWN1dGlvbhIfLnplcm8udjEuRGVsZXRlRXhlY3V0aW9uUmVxdWVzdBogLnplcm8udjEuRGVsZXRlRXhlY3V0aW9uUmVzcG9uc2UiF5ACAqK7GBAKB2FjY291bnQSBWJ1aWxkEmMKDEdldEV4ZWN1dGlvbhIcLnplcm8udjEuR2V0RXhlY3V0aW9uUmVxdWVzdBodLnplcm8udjEuR2V0RXhlY3V0aW9uUmVzcG9uc2UiFpACAaK7GA8KB2FjY291bnQSBHJlYWQSaQoOTGlzdEV4ZWN1dGlvbnMSHi56ZXJvLnYxLkxpc3RFeGVjdXRpb25zUmVxdWVzdBofLnplcm8udjEuTGlzdEV4ZWN1dGlvbnNSZXNwb25zZSIWkAIBorsYDwoHYWNjb3VudBIEcmVhZBJ4ChNHZXRFeGVjdXRpb25IaXN0b3J5EiMuemVyby52MS5HZXRFeGVjdXRpb25IaXN0b3J5UmVxdWVzdBokLnplcm8udjEuR2V0RXhlY3V0aW9uSGlzdG9yeVJlc3BvbnNlIhaQAgGiuxgPCgdhY2NvdW50EgRyZWFkEmsKDldhdGNoRXhlY3V0aW9uEh4uemVyby52MS5XYXRjaEV4ZWN1dGlvblJlcXVlc3QaHy56ZXJvLnYxLldhdGNoRXhlY3V0aW9uUmVzcG9uc2UiFpACAaK7GA8KB2FjY291bnQSBHJlYWQwAWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_zero_v1_access]);
+  fileDesc("Chd6ZXJvL3YxL2V4ZWN1dGlvbi5wcm90bxIHemVyby52MSKpAwoEUGxhbhIKCgJpZBgBIAEoCRIMCgRnb2FsGAIgASgJEiEKB3Byb2plY3QYAyABKAsyEC56ZXJvLnYxLlByb2plY3QSDgoGc3RhdHVzGAQgASgJEhAKCHByb2dyZXNzGAUgASgFEhEKCXJlc3VtYWJsZRgGIAEoCBIUCgd3YXJuaW5nGAcgASgJSACIAQESGAoLcHJldmlld191cmwYCCABKAlIAYgBARIaCg1wdWJsaXNoZWRfdXJsGAkgASgJSAKIAQESHgoGc3RhZ2VzGAogAygLMg4uemVyby52MS5TdGFnZRIPCgdvdXRjb21lGAsgASgJEi4KCmNyZWF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKCXJldmlzaW9ucxgOIAMoCzIRLnplcm8udjEuUmV2aXNpb25CCgoIX3dhcm5pbmdCDgoMX3ByZXZpZXdfdXJsQhAKDl9wdWJsaXNoZWRfdXJsIoYBCghSZXZpc2lvbhIOCgZudW1iZXIYASABKAUSEAoIZmVlZGJhY2sYAiABKAkSLgoKY3JlYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoLcHJldmlld191cmwYBCABKAlIAIgBAUIOCgxfcHJldmlld191cmwiMQoHUHJvamVjdBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEgwKBHNsdWcYAyABKAkiZwoFU3RhZ2USCgoCaWQYASABKAkSDQoFdGl0bGUYAiABKAkSDQoFc3RhdGUYAyABKAkSEAoIYXR0ZW1wdHMYBCABKAUSIgoFZXJyb3IYBSABKAsyEy56ZXJvLnYxLlN0YWdlRXJyb3IiKwoKU3RhZ2VFcnJvchIMCgR0eXBlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiNwoWQ3JlYXRlRXhlY3V0aW9uUmVxdWVzdBIMCgRnb2FsGAEgASgJEg8KB291dGNvbWUYAiABKAkiSwoXQ3JlYXRlRXhlY3V0aW9uUmVzcG9uc2USGwoEcGxhbhgBIAEoCzINLnplcm8udjEuUGxhbhITCgt1bmF2YWlsYWJsZRgCIAMoCSJeChZSZXN1bWVFeGVjdXRpb25SZXF1ZXN0Eg8KB3BsYW5faWQYASABKAkSDwoHYXBwcm92ZRgCIAMoCRIVCghmZWVkYmFjaxgDIAEoCUgAiAEBQgsKCV9mZWVkYmFjayJLChdSZXN1bWVFeGVjdXRpb25SZXNwb25zZRIbCgRwbGFuGAEgASgLMg0uemVyby52MS5QbGFuEhMKC3VuYXZhaWxhYmxlGAIgAygJIiQKFkNhbmNlbEV4ZWN1dGlvblJlcXVlc3QSCgoCaWQYASABKAkiNgoXQ2FuY2VsRXhlY3V0aW9uUmVzcG9uc2USGwoEcGxhbhgBIAEoCzINLnplcm8udjEuUGxhbiIkChZEZWxldGVFeGVjdXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIhkKF0RlbGV0ZUV4ZWN1dGlvblJlc3BvbnNlIiEKE0dldEV4ZWN1dGlvblJlcXVlc3QSCgoCaWQYASABKAkiMwoUR2V0RXhlY3V0aW9uUmVzcG9uc2USGwoEcGxhbhgBIAEoCzINLnplcm8udjEuUGxhbiInChVMaXN0RXhlY3V0aW9uc1JlcXVlc3QSDgoGYmVmb3JlGAEgASgJIjYKFkxpc3RFeGVjdXRpb25zUmVzcG9uc2USHAoFcGxhbnMYASADKAsyDS56ZXJvLnYxLlBsYW4iIwoVV2F0Y2hFeGVjdXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIjUKFldhdGNoRXhlY3V0aW9uUmVzcG9uc2USGwoEcGxhbhgBIAEoCzINLnplcm8udjEuUGxhbiIoChpHZXRFeGVjdXRpb25IaXN0b3J5UmVxdWVzdBIKCgJpZBgBIAEoCSJBChtHZXRFeGVjdXRpb25IaXN0b3J5UmVzcG9uc2USIgoGZXZlbnRzGAEgAygLMhIuemVyby52MS5QbGFuRXZlbnQiqgEKCVBsYW5FdmVudBImCgJhdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEdHlwZRgCIAEoCRISCgVzdGFnZRgDIAEoCUgAiAEBEhQKB2F0dGVtcHQYBCABKAVIAYgBARInCgZkZXRhaWwYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QggKBl9zdGFnZUIKCghfYXR0ZW1wdDL/BgoQRXhlY3V0aW9uU2VydmljZRJqCg9DcmVhdGVFeGVjdXRpb24SHy56ZXJvLnYxLkNyZWF0ZUV4ZWN1dGlvblJlcXVlc3QaIC56ZXJvLnYxLkNyZWF0ZUV4ZWN1dGlvblJlc3BvbnNlIhSiuxgQCgdhY2NvdW50EgVidWlsZBJqCg9SZXN1bWVFeGVjdXRpb24SHy56ZXJvLnYxLlJlc3VtZUV4ZWN1dGlvblJlcXVlc3QaIC56ZXJvLnYxLlJlc3VtZUV4ZWN1dGlvblJlc3BvbnNlIhSiuxgQCgdhY2NvdW50EgVidWlsZBJtCg9DYW5jZWxFeGVjdXRpb24SHy56ZXJvLnYxLkNhbmNlbEV4ZWN1dGlvblJlcXVlc3QaIC56ZXJvLnYxLkNhbmNlbEV4ZWN1dGlvblJlc3BvbnNlIheQAgKiuxgQCgdhY2NvdW50EgVidWlsZBJtCg9EZWxldGVFeGVjdXRpb24SHy56ZXJvLnYxLkRlbGV0ZUV4ZWN1dGlvblJlcXVlc3QaIC56ZXJvLnYxLkRlbGV0ZUV4ZWN1dGlvblJlc3BvbnNlIheQAgKiuxgQCgdhY2NvdW50EgVidWlsZBJjCgxHZXRFeGVjdXRpb24SHC56ZXJvLnYxLkdldEV4ZWN1dGlvblJlcXVlc3QaHS56ZXJvLnYxLkdldEV4ZWN1dGlvblJlc3BvbnNlIhaQAgGiuxgPCgdhY2NvdW50EgRyZWFkEmkKDkxpc3RFeGVjdXRpb25zEh4uemVyby52MS5MaXN0RXhlY3V0aW9uc1JlcXVlc3QaHy56ZXJvLnYxLkxpc3RFeGVjdXRpb25zUmVzcG9uc2UiFpACAaK7GA8KB2FjY291bnQSBHJlYWQSeAoTR2V0RXhlY3V0aW9uSGlzdG9yeRIjLnplcm8udjEuR2V0RXhlY3V0aW9uSGlzdG9yeVJlcXVlc3QaJC56ZXJvLnYxLkdldEV4ZWN1dGlvbkhpc3RvcnlSZXNwb25zZSIWkAIBorsYDwoHYWNjb3VudBIEcmVhZBJrCg5XYXRjaEV4ZWN1dGlvbhIeLnplcm8udjEuV2F0Y2hFeGVjdXRpb25SZXF1ZXN0Gh8uemVyby52MS5XYXRjaEV4ZWN1dGlvblJlc3BvbnNlIhaQAgGiuxgPCgdhY2NvdW50EgRyZWFkMAFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_zero_v1_access]);
 
 /**
  * @generated from message zero.v1.Plan
@@ -95,6 +95,13 @@ export type Plan = Message<"zero.v1.Plan"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 13;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * Each revision asked for at the gate, oldest first; empty for a plan never revised.
+   *
+   * @generated from field: repeated zero.v1.Revision revisions = 14;
+   */
+  revisions: Revision[];
 };
 
 /**
@@ -103,6 +110,44 @@ export type Plan = Message<"zero.v1.Plan"> & {
  */
 export const PlanSchema: GenMessage<Plan> = /*@__PURE__*/
   messageDesc(file_zero_v1_execution, 0);
+
+/**
+ * A new draft asked for at the approval gate, with the person's feedback.
+ *
+ * @generated from message zero.v1.Revision
+ */
+export type Revision = Message<"zero.v1.Revision"> & {
+  /**
+   * 1 for the first revision.
+   *
+   * @generated from field: int32 number = 1;
+   */
+  number: number;
+
+  /**
+   * @generated from field: string feedback = 2;
+   */
+  feedback: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 3;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * This revision's own preview; unset until it is built.
+   *
+   * @generated from field: optional string preview_url = 4;
+   */
+  previewUrl?: string | undefined;
+};
+
+/**
+ * Describes the message zero.v1.Revision.
+ * Use `create(RevisionSchema)` to create a new message.
+ */
+export const RevisionSchema: GenMessage<Revision> = /*@__PURE__*/
+  messageDesc(file_zero_v1_execution, 1);
 
 /**
  * @generated from message zero.v1.Project
@@ -129,7 +174,7 @@ export type Project = Message<"zero.v1.Project"> & {
  * Use `create(ProjectSchema)` to create a new message.
  */
 export const ProjectSchema: GenMessage<Project> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 1);
+  messageDesc(file_zero_v1_execution, 2);
 
 /**
  * @generated from message zero.v1.Stage
@@ -172,7 +217,7 @@ export type Stage = Message<"zero.v1.Stage"> & {
  * Use `create(StageSchema)` to create a new message.
  */
 export const StageSchema: GenMessage<Stage> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 2);
+  messageDesc(file_zero_v1_execution, 3);
 
 /**
  * The error shape used by every route.
@@ -196,7 +241,7 @@ export type StageError = Message<"zero.v1.StageError"> & {
  * Use `create(StageErrorSchema)` to create a new message.
  */
 export const StageErrorSchema: GenMessage<StageError> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 3);
+  messageDesc(file_zero_v1_execution, 4);
 
 /**
  * @generated from message zero.v1.CreateExecutionRequest
@@ -222,7 +267,7 @@ export type CreateExecutionRequest = Message<"zero.v1.CreateExecutionRequest"> &
  * Use `create(CreateExecutionRequestSchema)` to create a new message.
  */
 export const CreateExecutionRequestSchema: GenMessage<CreateExecutionRequest> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 4);
+  messageDesc(file_zero_v1_execution, 5);
 
 /**
  * @generated from message zero.v1.CreateExecutionResponse
@@ -246,7 +291,7 @@ export type CreateExecutionResponse = Message<"zero.v1.CreateExecutionResponse">
  * Use `create(CreateExecutionResponseSchema)` to create a new message.
  */
 export const CreateExecutionResponseSchema: GenMessage<CreateExecutionResponse> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 5);
+  messageDesc(file_zero_v1_execution, 6);
 
 /**
  * @generated from message zero.v1.ResumeExecutionRequest
@@ -263,6 +308,13 @@ export type ResumeExecutionRequest = Message<"zero.v1.ResumeExecutionRequest"> &
    * @generated from field: repeated string approve = 2;
    */
   approve: string[];
+
+  /**
+   * At the gate: what to change. The draft stages run again with it (1 to 2000 code points; not with `approve`).
+   *
+   * @generated from field: optional string feedback = 3;
+   */
+  feedback?: string | undefined;
 };
 
 /**
@@ -270,7 +322,7 @@ export type ResumeExecutionRequest = Message<"zero.v1.ResumeExecutionRequest"> &
  * Use `create(ResumeExecutionRequestSchema)` to create a new message.
  */
 export const ResumeExecutionRequestSchema: GenMessage<ResumeExecutionRequest> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 6);
+  messageDesc(file_zero_v1_execution, 7);
 
 /**
  * @generated from message zero.v1.ResumeExecutionResponse
@@ -292,7 +344,7 @@ export type ResumeExecutionResponse = Message<"zero.v1.ResumeExecutionResponse">
  * Use `create(ResumeExecutionResponseSchema)` to create a new message.
  */
 export const ResumeExecutionResponseSchema: GenMessage<ResumeExecutionResponse> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 7);
+  messageDesc(file_zero_v1_execution, 8);
 
 /**
  * @generated from message zero.v1.CancelExecutionRequest
@@ -309,7 +361,7 @@ export type CancelExecutionRequest = Message<"zero.v1.CancelExecutionRequest"> &
  * Use `create(CancelExecutionRequestSchema)` to create a new message.
  */
 export const CancelExecutionRequestSchema: GenMessage<CancelExecutionRequest> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 8);
+  messageDesc(file_zero_v1_execution, 9);
 
 /**
  * @generated from message zero.v1.CancelExecutionResponse
@@ -326,7 +378,7 @@ export type CancelExecutionResponse = Message<"zero.v1.CancelExecutionResponse">
  * Use `create(CancelExecutionResponseSchema)` to create a new message.
  */
 export const CancelExecutionResponseSchema: GenMessage<CancelExecutionResponse> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 9);
+  messageDesc(file_zero_v1_execution, 10);
 
 /**
  * @generated from message zero.v1.DeleteExecutionRequest
@@ -343,7 +395,7 @@ export type DeleteExecutionRequest = Message<"zero.v1.DeleteExecutionRequest"> &
  * Use `create(DeleteExecutionRequestSchema)` to create a new message.
  */
 export const DeleteExecutionRequestSchema: GenMessage<DeleteExecutionRequest> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 10);
+  messageDesc(file_zero_v1_execution, 11);
 
 /**
  * @generated from message zero.v1.DeleteExecutionResponse
@@ -356,7 +408,7 @@ export type DeleteExecutionResponse = Message<"zero.v1.DeleteExecutionResponse">
  * Use `create(DeleteExecutionResponseSchema)` to create a new message.
  */
 export const DeleteExecutionResponseSchema: GenMessage<DeleteExecutionResponse> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 11);
+  messageDesc(file_zero_v1_execution, 12);
 
 /**
  * @generated from message zero.v1.GetExecutionRequest
@@ -373,7 +425,7 @@ export type GetExecutionRequest = Message<"zero.v1.GetExecutionRequest"> & {
  * Use `create(GetExecutionRequestSchema)` to create a new message.
  */
 export const GetExecutionRequestSchema: GenMessage<GetExecutionRequest> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 12);
+  messageDesc(file_zero_v1_execution, 13);
 
 /**
  * @generated from message zero.v1.GetExecutionResponse
@@ -390,7 +442,7 @@ export type GetExecutionResponse = Message<"zero.v1.GetExecutionResponse"> & {
  * Use `create(GetExecutionResponseSchema)` to create a new message.
  */
 export const GetExecutionResponseSchema: GenMessage<GetExecutionResponse> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 13);
+  messageDesc(file_zero_v1_execution, 14);
 
 /**
  * @generated from message zero.v1.ListExecutionsRequest
@@ -410,7 +462,7 @@ export type ListExecutionsRequest = Message<"zero.v1.ListExecutionsRequest"> & {
  * Use `create(ListExecutionsRequestSchema)` to create a new message.
  */
 export const ListExecutionsRequestSchema: GenMessage<ListExecutionsRequest> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 14);
+  messageDesc(file_zero_v1_execution, 15);
 
 /**
  * @generated from message zero.v1.ListExecutionsResponse
@@ -427,7 +479,7 @@ export type ListExecutionsResponse = Message<"zero.v1.ListExecutionsResponse"> &
  * Use `create(ListExecutionsResponseSchema)` to create a new message.
  */
 export const ListExecutionsResponseSchema: GenMessage<ListExecutionsResponse> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 15);
+  messageDesc(file_zero_v1_execution, 16);
 
 /**
  * @generated from message zero.v1.WatchExecutionRequest
@@ -444,7 +496,7 @@ export type WatchExecutionRequest = Message<"zero.v1.WatchExecutionRequest"> & {
  * Use `create(WatchExecutionRequestSchema)` to create a new message.
  */
 export const WatchExecutionRequestSchema: GenMessage<WatchExecutionRequest> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 16);
+  messageDesc(file_zero_v1_execution, 17);
 
 /**
  * @generated from message zero.v1.WatchExecutionResponse
@@ -461,7 +513,7 @@ export type WatchExecutionResponse = Message<"zero.v1.WatchExecutionResponse"> &
  * Use `create(WatchExecutionResponseSchema)` to create a new message.
  */
 export const WatchExecutionResponseSchema: GenMessage<WatchExecutionResponse> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 17);
+  messageDesc(file_zero_v1_execution, 18);
 
 /**
  * @generated from message zero.v1.GetExecutionHistoryRequest
@@ -478,7 +530,7 @@ export type GetExecutionHistoryRequest = Message<"zero.v1.GetExecutionHistoryReq
  * Use `create(GetExecutionHistoryRequestSchema)` to create a new message.
  */
 export const GetExecutionHistoryRequestSchema: GenMessage<GetExecutionHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 18);
+  messageDesc(file_zero_v1_execution, 19);
 
 /**
  * @generated from message zero.v1.GetExecutionHistoryResponse
@@ -495,7 +547,7 @@ export type GetExecutionHistoryResponse = Message<"zero.v1.GetExecutionHistoryRe
  * Use `create(GetExecutionHistoryResponseSchema)` to create a new message.
  */
 export const GetExecutionHistoryResponseSchema: GenMessage<GetExecutionHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 19);
+  messageDesc(file_zero_v1_execution, 20);
 
 /**
  * @generated from message zero.v1.PlanEvent
@@ -539,7 +591,7 @@ export type PlanEvent = Message<"zero.v1.PlanEvent"> & {
  * Use `create(PlanEventSchema)` to create a new message.
  */
 export const PlanEventSchema: GenMessage<PlanEvent> = /*@__PURE__*/
-  messageDesc(file_zero_v1_execution, 20);
+  messageDesc(file_zero_v1_execution, 21);
 
 /**
  * Executions: a plain-language goal turned into a durable plan of stages.
@@ -558,7 +610,8 @@ export const ExecutionService: GenService<{
     output: typeof CreateExecutionResponseSchema;
   },
   /**
-   * Resumes a plan stopped at the approval gate, after a failure or a crash.
+   * Resumes a plan stopped at the approval gate, after a failure or a crash;
+   * with `feedback` at the gate, writes a new draft (a revision) instead.
    *
    * @generated from rpc zero.v1.ExecutionService.ResumeExecution
    */

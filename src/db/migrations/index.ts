@@ -8,6 +8,7 @@ import * as chatAccountDays from "./2026-11-24T00-10_chat-account-days.js";
 import * as chatResponses from "./2026-11-25T00-00_chat-responses.js";
 import * as planEvents from "./2026-11-26T02-00_plan-events.js";
 import * as generationGranted from "./2026-11-26T05-00_generation-granted.js";
+import * as planRevisions from "./2026-11-27T02-00_plan-revisions.js";
 import * as artifacts from "./2026-11-27T03-00_artifacts.js";
 
 /**
@@ -24,5 +25,6 @@ export const migrations: Record<string, Migration> = {
   "2026-11-25T00-00_chat-responses": chatResponses,
   "2026-11-26T02-00_plan-events": planEvents,
   "2026-11-26T05-00_generation-granted": generationGranted,
+  "2026-11-27T02-00_plan-revisions": planRevisions,
   "2026-11-27T03-00_artifacts": artifacts,
 };

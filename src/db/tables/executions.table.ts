@@ -26,6 +26,8 @@ export interface PlanTable {
   project: NullableJson<{ id: string; name: string; slug: string }>;
   /** Gate ids approved so far, including those approved before the gate was reached. */
   approved: ColumnType<string[], string[] | undefined, string[]>;
+  /** The revisions asked for at the gate, oldest first (`PlanRevision`); `[]` for a plan never revised. */
+  revisions: ColumnType<unknown, string | undefined, string>;
   /** Bumped on every change; watchers compare it to know whether to send again. */
   version: Generated<number>;
   created_at: CreatedAt;

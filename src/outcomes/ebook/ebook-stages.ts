@@ -5,7 +5,7 @@ import { copyTree, replaceTree } from "../artifact-store.js";
 import { bookContentSchema, bookOutlineSchema, chapterSchema, ebookBriefSchema, type Chapter } from "../content.js";
 import { validate, type Schema } from "../json-schema.js";
 import { ensureProject } from "../projects.js";
-import { asJson, chooseWriterKind, planKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
+import { asJson, chooseWriterKind, planKey, previewKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
 import { ownSlug } from "../website/website-stages.js";
 import { renderEpub, renderReader } from "./render-book.js";
 
@@ -50,7 +50,10 @@ export function ebookStages(deps: OutcomeDeps) {
       const chapters: Chapter[] = [];
       for (const [index, planned] of outline.chapters.entries()) {
         input.signal.throwIfAborted();
-        const key = `work/${planKey(input.planId)}/chapters/${createHash("sha256").update(JSON.stringify({ brief, planned, index })).digest("hex").slice(0, 32)}.json`;
+        const key = `work/${planKey(input.planId)}/chapters/${createHash("sha256")
+          .update(JSON.stringify({ brief, planned, index, ...(input.revision ? { feedback: input.revision.feedback } : {}) }))
+          .digest("hex")
+          .slice(0, 32)}.json`;
         const cached = await deps.artifacts.get(key);
         let chapter: Chapter | undefined;
         if (cached) {
@@ -75,16 +78,17 @@ export function ebookStages(deps: OutcomeDeps) {
       const epub = renderEpub(brief, content, { planId: input.planId, modified: new Date() });
       const files = new Map<string, string | Uint8Array>(renderReader(brief, content, epubName));
       files.set(epubName, epub);
-      await replaceTree(deps.artifacts, `preview/${planKey(input.planId)}/`, files);
+      const revision = input.revision?.number;
+      await replaceTree(deps.artifacts, `preview/${previewKey(input.planId, revision)}/`, files);
       return {
         output: asJson({ files: [...files.keys()].sort(), epub: epubName, epubBytes: epub.length }),
-        previewUrl: previewUrl(deps, input.planId),
+        previewUrl: previewUrl(deps, input.planId, revision),
       };
     },
 
     async publish(input: StageInput): Promise<StageOutcome> {
       const slug = await ownSlug(deps, input);
-      const copied = await copyTree(deps.artifacts, `preview/${planKey(input.planId)}/`, `books/${slug}/`);
+      const copied = await copyTree(deps.artifacts, `preview/${previewKey(input.planId, input.revision?.number)}/`, `books/${slug}/`);
       if (copied === 0) throw new StageFailure("internal", "There is no assembled book to publish; re-run the assemble stage.");
       return { output: asJson({ slug, files: copied }), publishedUrl: `${deps.config.publicUrl}/books/${slug}/` };
     },

@@ -4,7 +4,8 @@ import { copyTree, replaceTree } from "../artifact-store.js";
 import { siteContentSchema, siteOutlineSchema, websiteBriefSchema, type PageContent, type SiteOutline, type WebsiteBrief } from "../content.js";
 import type { Schema } from "../json-schema.js";
 import { cutSlug, ensureProject, readProject, slugOwner } from "../projects.js";
-import { asJson, chooseWriterKind, planKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
+import { asJson, chooseWriterKind, planKey, previewKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
+import { readFeedback, reviseBrief, unreadFeedbackWarning } from "../writers/offline-feedback.js";
 import { offlineWarning, type WriterKind } from "../writers/writer.js";
 import { pageSlug, renderSite } from "./render-site.js";
 
@@ -16,12 +17,35 @@ export const websiteUnderstandingSchema = {
   additionalProperties: false,
 } as const satisfies Schema;
 
-const warningFor = (kind: WriterKind, brief: WebsiteBrief): Pick<StageOutcome, "warning"> =>
-  kind === "offline" ? { warning: offlineWarning(brief.language) } : {};
+const warningFor = (kind: WriterKind, brief: WebsiteBrief, input?: StageInput): Pick<StageOutcome, "warning"> => {
+  if (kind !== "offline") return {};
+  const unread = input?.revision
+    ? unreadFeedbackWarning(
+        readFeedback(
+          input.revision.feedback,
+          brief.pages.map((p) => p.slug),
+        ),
+      )
+    : undefined;
+  return { warning: unread ? `${offlineWarning(brief.language)} ${unread}` : offlineWarning(brief.language) };
+};
 
 /** The stages of the website outcome, except the engine's `review` gate. */
 export function websiteStages(deps: OutcomeDeps) {
-  const understanding = (input: StageInput) => previousOutput(input, "understand", websiteUnderstandingSchema);
+  /**
+   * The writer and brief a stage works from. For a revision the offline
+   * writer applies what it read in the feedback (name, tone, pages dropped)
+   * to the brief; an upstream writer gets the feedback in every prompt.
+   */
+  const understanding = (input: StageInput) => {
+    const understood = previousOutput(input, "understand", websiteUnderstandingSchema);
+    if (!input.revision || understood.writer !== "offline") return understood;
+    const reading = readFeedback(
+      input.revision.feedback,
+      understood.brief.pages.map((p) => p.slug),
+    );
+    return { ...understood, brief: normalizeBrief(reviseBrief(understood.brief, reading)) };
+  };
 
   return {
     async understand(input: StageInput): Promise<StageOutcome> {
@@ -35,7 +59,7 @@ export function websiteStages(deps: OutcomeDeps) {
     async outline(input: StageInput): Promise<StageOutcome> {
       const { writer: kind, brief } = understanding(input);
       const outline = normalizeOutline(brief, await writerFor(deps, kind).siteOutline(input.goal, brief, input));
-      return { output: asJson(outline), ...warningFor(kind, brief) };
+      return { output: asJson(outline), ...warningFor(kind, brief, input) };
     },
 
     async write(input: StageInput): Promise<StageOutcome> {
@@ -50,7 +74,7 @@ export function websiteStages(deps: OutcomeDeps) {
         pages.push({ ...content, slug: page.slug });
         await input.progress((index + 1) / outline.pages.length);
       }
-      return { output: asJson({ pages }), ...warningFor(kind, brief) };
+      return { output: asJson({ pages }), ...warningFor(kind, brief, input) };
     },
 
     async build(input: StageInput): Promise<StageOutcome> {
@@ -61,21 +85,23 @@ export function websiteStages(deps: OutcomeDeps) {
       const project = await readProject(deps.artifacts, planKey(input.planId));
       const siteUrl = project ? `${deps.config.publicUrl}/sites/${project.slug}/` : undefined;
       const files = renderSite(brief, outline, content.pages, siteUrl);
-      await replaceTree(deps.artifacts, `preview/${planKey(input.planId)}/`, files);
+      const revision = input.revision?.number;
+      await replaceTree(deps.artifacts, `preview/${previewKey(input.planId, revision)}/`, files);
       return {
         output: asJson({ files: [...files.keys()].sort(), theme: brief.tone }),
-        previewUrl: previewUrl(deps, input.planId),
-        ...warningFor(kind, brief),
+        previewUrl: previewUrl(deps, input.planId, revision),
+        ...warningFor(kind, brief, input),
       };
     },
 
     async publish(input: StageInput): Promise<StageOutcome> {
       const { writer: kind, brief } = understanding(input);
       const slug = await ownSlug(deps, input);
-      const copied = await copyTree(deps.artifacts, `preview/${planKey(input.planId)}/`, `sites/${slug}/`);
+      // The newest revision is what was approved.
+      const copied = await copyTree(deps.artifacts, `preview/${previewKey(input.planId, input.revision?.number)}/`, `sites/${slug}/`);
       if (copied === 0) throw new StageFailure("internal", "There is no built site to publish; re-run the build stage.");
       const publishedUrl = `${deps.config.publicUrl}/sites/${slug}/`;
-      return { output: asJson({ slug, files: copied }), publishedUrl, ...warningFor(kind, brief) };
+      return { output: asJson({ slug, files: copied }), publishedUrl, ...warningFor(kind, brief, input) };
     },
   };
 }

@@ -4,6 +4,7 @@ import { fitToSchema } from "../json-schema.js";
 import { readGoal, sentenceCase, type GoalFacts } from "./goal-facts.js";
 import { detectGoalLanguage } from "./goal-language.js";
 import { pickProfile, say, UNREAD_PROFILE, type Profile, type ProfileWords } from "./offline-profiles.js";
+import { renamed } from "./offline-feedback.js";
 import { OFFLINE_LANGUAGES, type Writer } from "./writer.js";
 
 type SectionPlan = Omit<Section, "kind"> & { kind: Section["kind"]; summary: string };
@@ -30,8 +31,10 @@ export function createOfflineWriter(): Writer {
     kind: "offline",
     // Every answer is fitted to its stage's schema: the words are built from a goal of any length.
     websiteBrief: async (goal) => fitToSchema(websiteBriefSchema, composeSite(goal, await detectLanguage(goal)).brief),
-    siteOutline: async (goal) => {
-      const { pages } = composeSite(goal, await detectLanguage(goal));
+    // A revision's brief (new name, fewer pages) is followed; a first draft's brief is the composed one.
+    siteOutline: async (goal, brief, context) => {
+      const site = composeSite(goal, await detectLanguage(goal));
+      const pages = context.revision ? followBrief(site, brief) : site.pages;
       return fitToSchema(siteOutlineSchema, {
         pages: pages.map((p) => ({
           slug: p.slug,
@@ -42,8 +45,9 @@ export function createOfflineWriter(): Writer {
         })),
       } satisfies SiteOutline);
     },
-    page: async (goal, _brief, _outline, slug) => {
-      const page = composeSite(goal, await detectLanguage(goal)).pages.find((p) => p.slug === slug);
+    page: async (goal, brief, _outline, slug, context) => {
+      const site = composeSite(goal, await detectLanguage(goal));
+      const page = (context.revision ? followBrief(site, brief) : site.pages).find((p) => p.slug === slug);
       if (!page) throw new StageFailure("internal", `The offline writer has no page "${slug}" for this goal.`);
       return fitToSchema(pageContentSchema, {
         slug,
@@ -54,6 +58,16 @@ export function createOfflineWriter(): Writer {
     bookOutline: noBooks,
     chapter: noBooks,
   };
+}
+
+/** The composed pages as a revised brief has them: its pages only, its name throughout. */
+function followBrief(site: ReturnType<typeof composeSite>, brief: WebsiteBrief): PagePlan[] {
+  const wanted = new Set(brief.pages.map((p) => p.slug));
+  return renamed(
+    site.pages.filter((p, i) => i === 0 || wanted.has(p.slug)),
+    site.brief.name,
+    brief.name,
+  );
 }
 
 async function detectLanguage(goal: string): Promise<string> {

@@ -8,9 +8,10 @@ import {
   websiteBriefSchema,
   type BookOutline,
   type EbookBrief,
+  type WebsiteBrief,
 } from "../content.js";
 import { completeStructured } from "./structured-completion.js";
-import type { Writer } from "./writer.js";
+import type { Writer, WriterContext } from "./writer.js";
 
 const HONESTY =
   "Write every word in the language the goal is written in (an Arabic goal gets an Arabic site, a Chinese goal a Chinese site), " +
@@ -62,7 +63,8 @@ export function createUpstreamWriter(chat: ChatCompleter): Writer {
             `Goal: ${goal}\n\nBrief:\n${JSON.stringify(brief, null, 2)}\n\nOutline every page of the brief, same slugs in the same order. ` +
             `Each page starts with a "hero" section; then three to six sections using the kinds text, features, list, steps, timeline, faq, cta and contact. ` +
             `Pick each page's kinds for its purpose (a menu or price page: list; an about page: text or timeline; a contact page: contact), ` +
-            `so no page repeats the home page's kinds.`,
+            `so no page repeats the home page's kinds.` +
+            revisionNote(brief, context),
         },
         context,
       ),
@@ -78,7 +80,8 @@ export function createUpstreamWriter(chat: ChatCompleter): Writer {
           user:
             `Goal: ${goal}\n\nBrief:\n${JSON.stringify(brief, null, 2)}\n\nOutline of the site:\n${JSON.stringify(outline, null, 2)}\n\n` +
             `Write the page "${slug}" in full, one entry per section of its outline, in order. Use paragraphs for hero, text, cta and contact ` +
-            `sections; items (three to six) for features, list, steps, timeline and faq. A link points to another page by its slug, or has an empty label and page.`,
+            `sections; items (three to six) for features, list, steps, timeline and faq. A link points to another page by its slug, or has an empty label and page.` +
+            revisionNote(brief, context),
         },
         context,
       ),
@@ -106,7 +109,8 @@ export function createUpstreamWriter(chat: ChatCompleter): Writer {
           system: BOOK_SYSTEM,
           user:
             `Goal: ${goal}\n\nBrief:\n${JSON.stringify(brief, null, 2)}\n\n` +
-            `Outline the chapters of the book (four to ten unless the goal asks otherwise), each with a summary and its key points.`,
+            `Outline the chapters of the book (four to ten unless the goal asks otherwise), each with a summary and its key points.` +
+            revisionNote(brief, context),
         },
         context,
       ),
@@ -119,11 +123,27 @@ export function createUpstreamWriter(chat: ChatCompleter): Writer {
           what: `chapter ${index + 1}`,
           schema: chapterSchema,
           system: BOOK_SYSTEM,
-          user: chapterPrompt(goal, brief, outline, index),
+          user: chapterPrompt(goal, brief, outline, index) + revisionNote(brief, context),
         },
         context,
       ),
   };
+}
+
+/**
+ * What every writer prompt of a revision adds: the person's feedback, and the
+ * previous draft's brief and outline, so the model changes what was asked
+ * and keeps the rest. Empty for a first draft.
+ */
+export function revisionNote(brief: WebsiteBrief | EbookBrief, context: WriterContext): string {
+  const revision = context.revision;
+  if (!revision) return "";
+  return (
+    `\n\nThis is revision ${revision.number} of an earlier draft. The person reviewed that draft and asked for these changes:\n` +
+    `"""\n${revision.feedback}\n"""\n\nBrief of the previous draft:\n${JSON.stringify(brief, null, 2)}\n\n` +
+    `Outline of the previous draft:\n${JSON.stringify(revision.draft, null, 2)}\n\n` +
+    `Change what the person asked for, and keep everything else as it was in the previous draft.`
+  );
 }
 
 function chapterPrompt(goal: string, brief: EbookBrief, outline: BookOutline, index: number): string {

@@ -1,3 +1,4 @@
+import type { StageRevision } from "../../engine/stage-work.js";
 import { languageName } from "./goal-language.js";
 import type { BookOutline, Chapter, EbookBrief, PageContent, SiteOutline, WebsiteBrief } from "../content.js";
 
@@ -8,6 +9,8 @@ export type WriterKind = "upstream" | "offline";
 export interface WriterContext {
   accountId: string;
   signal: AbortSignal;
+  /** Set when writing a revision: the person's feedback and the draft it revises. */
+  revision?: StageRevision;
 }
 
 /**

@@ -1,0 +1,102 @@
+import { TONES, type Tone, type WebsiteBrief } from "../content.js";
+
+/** What the offline writer could read in a person's feedback on a draft. */
+export interface FeedbackReading {
+  /** A new name, given in quotes. */
+  name?: string;
+  tone?: Tone;
+  /** Page slugs asked to be dropped. */
+  drop: string[];
+  /** The parts of the feedback it could not apply, in the person's words. */
+  unread: string[];
+}
+
+/** Words that ask for a tone, beside the tone names themselves. */
+const TONE_WORDS: Record<string, Tone> = {
+  friendly: "warm",
+  warmer: "warm",
+  cosy: "warm",
+  cozy: "warm",
+  formal: "professional",
+  serious: "professional",
+  businesslike: "professional",
+  fun: "playful",
+  funny: "playful",
+  cheerful: "playful",
+  relaxed: "calm",
+  quiet: "calm",
+  calmer: "calm",
+  gentle: "calm",
+  bolder: "bold",
+  punchy: "bold",
+  strong: "bold",
+};
+
+const QUOTED = /(?<!\p{L})["“„«‘']([^"“”„«»‘’']{1,80})["”»’']/u;
+const DROP = /\b(?:drop|remove|delete|lose|without|no)\s+(?:the\s+|an?\s+)?([a-z][a-z-]*)(?:\s+page)?\b/iu;
+
+/**
+ * Reads feedback clause by clause (sentences, `;`, `,` and `and`, quotes
+ * kept whole): a quoted name, a tone word, a page to drop. A clause that is
+ * none of these is left for the warning, so nothing asked is silently lost.
+ * Deterministic, like the rest of the offline writer.
+ */
+export function readFeedback(feedback: string, pageSlugs: readonly string[]): FeedbackReading {
+  const reading: FeedbackReading = { drop: [], unread: [] };
+  const quotes: string[] = [];
+  const masked = feedback.replace(new RegExp(QUOTED.source, "gu"), (_all, inner: string) => `\u0000${quotes.push(inner) - 1}\u0000`);
+  const clauses = masked
+    .split(/[.;!?\n]+|,|\band\b|\bbut\b/iu)
+    .map((clause) => clause.trim())
+    .filter((clause) => clause.length > 0);
+  for (const clause of clauses) {
+    const original = clause.replace(/\u0000(\d+)\u0000/gu, (_all, i: string) => `"${quotes[Number(i)]}"`);
+    let applied = false;
+    const quote = /\u0000(\d+)\u0000/u.exec(clause);
+    if (quote && reading.name === undefined) {
+      const name = quotes[Number(quote[1])]!.trim();
+      if (name.length > 0) {
+        reading.name = name;
+        applied = true;
+      }
+    }
+    for (const word of clause.toLowerCase().split(/[^\p{L}-]+/u)) {
+      const tone = (TONES as readonly string[]).includes(word) ? (word as Tone) : TONE_WORDS[word];
+      if (tone) {
+        reading.tone = tone;
+        applied = true;
+      }
+    }
+    const drop = DROP.exec(clause);
+    const slug = drop?.[1]?.toLowerCase();
+    if (slug && slug !== "index" && pageSlugs.includes(slug)) {
+      if (!reading.drop.includes(slug)) reading.drop.push(slug);
+      applied = true;
+    }
+    if (!applied) reading.unread.push(original);
+  }
+  return reading;
+}
+
+/** The brief with what the feedback asked for: a new name and tone, fewer pages (never the home page). */
+export function reviseBrief(brief: WebsiteBrief, reading: FeedbackReading): WebsiteBrief {
+  const pages = brief.pages.filter((page, i) => i === 0 || !reading.drop.includes(page.slug));
+  return { ...brief, name: reading.name ?? brief.name, tone: reading.tone ?? brief.tone, pages };
+}
+
+/** Every string in `value` with `from` written as `to`: the new name throughout the copy. */
+export function renamed<T>(value: T, from: string, to: string): T {
+  if (from === to || from.length === 0) return value;
+  if (typeof value === "string") return value.split(from).join(to) as T;
+  if (Array.isArray(value)) return value.map((item) => renamed(item, from, to)) as T;
+  if (typeof value === "object" && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, renamed(item, from, to)])) as T;
+  }
+  return value;
+}
+
+/** The sentence added to the offline warning when part of the feedback could not be applied. */
+export function unreadFeedbackWarning(reading: FeedbackReading): string | undefined {
+  if (reading.unread.length === 0) return undefined;
+  return `The offline writer could not apply this part of your feedback: ${reading.unread.map((part) => `"${part}"`).join("; ")}. It applies a new name in quotes, a tone (warm, professional, playful, calm, bold) and pages to drop; an upstream model applies any feedback.`;
+}

@@ -1,0 +1,106 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { StageRevision } from "../../src/engine/stage-work.js";
+import { createStageWork } from "../../src/outcomes/outcomes-part.js";
+import { readFeedback } from "../../src/outcomes/writers/offline-feedback.js";
+import { FakeUpstream } from "../chat/support/fake-upstream.js";
+import { schemaNameOf, writerModel } from "./support/model-answers.js";
+import { httpCompleter, outcomeDeps, readTree } from "./support/outcome-kit.js";
+import { runStages, type StageRun } from "./support/run-stages.js";
+
+let upstream: FakeUpstream;
+beforeAll(async () => {
+  upstream = await FakeUpstream.start();
+  upstream.otherwise(writerModel);
+});
+afterAll(() => upstream.close());
+
+/** Runs the draft stages again as the engine does for a revision: the earlier draft's outline is in `revision.draft`. */
+async function revise(work: ReturnType<typeof createStageWork>, first: StageRun, plan: { planId: string; goal: string }, revision: StageRevision) {
+  const previous: Record<string, JsonValue> = { understand: first.previous.understand! };
+  const outcomes: Record<string, Awaited<ReturnType<ReturnType<typeof work>>>> = {};
+  for (const stageId of ["outline", "write", "build", "publish"]) {
+    const outcome = await work(
+      "website",
+      stageId,
+    )({
+      planId: plan.planId,
+      accountId: "acc_test",
+      outcome: "website",
+      goal: plan.goal,
+      stageId,
+      attempt: 2,
+      previous: { ...previous },
+      revision,
+      signal: new AbortController().signal,
+      progress: async () => {},
+    });
+    outcomes[stageId] = outcome;
+    if (outcome.output !== undefined) previous[stageId] = outcome.output;
+  }
+  return outcomes;
+}
+
+describe("a revision with the upstream writer", () => {
+  it("sends the feedback with the previous brief and outline in every writer prompt, and builds the revision at its own preview", async () => {
+    const chat = httpCompleter(upstream.url);
+    const deps = { ...(await outcomeDeps({ chat, upstream: true })), chat };
+    const work = createStageWork(deps);
+    const plan = { planId: "pln_rev1", goal: "Sea kayaking trips for beginners" };
+    const first = await runStages(work, { ...plan, outcome: "website" }, { until: "build" });
+    upstream.reset();
+    upstream.otherwise(writerModel);
+
+    const feedback = "Put the safety briefing first and make the tone calmer";
+    const draft = first.previous.outline!;
+    const outcomes = await revise(work, first, plan, { number: 1, feedback, draft });
+
+    expect(upstream.requests.map((r) => schemaNameOf(r.body))).toEqual(["site_outline", "page_content", "page_content", "page_content"]);
+    const brief = (first.previous.understand as { brief: unknown }).brief;
+    for (const request of upstream.requests) {
+      const messages = request.body.messages as { role: string; content: string }[];
+      const user = messages.find((m) => m.role === "user")!.content;
+      expect(user).toContain(feedback);
+      expect(user).toContain(`Outline of the previous draft:\n${JSON.stringify(draft, null, 2)}`);
+      expect(user).toContain(`Brief of the previous draft:\n${JSON.stringify(brief, null, 2)}`);
+      expect(user).toContain("keep everything else as it was");
+    }
+    expect(outcomes.build!.previewUrl).toBe("http://zero.test/preview/pln_rev1-r1/");
+    // Both drafts stay, each under its own key; publishing copies the revision's.
+    expect((await readTree(deps.artifacts, "preview/pln_rev1/")).size).toBeGreaterThan(0);
+    expect((await readTree(deps.artifacts, "preview/pln_rev1-r1/")).size).toBeGreaterThan(0);
+    const slug = outcomes.publish!.publishedUrl!.split("/").at(-2)!;
+    const site = await readTree(deps.artifacts, `sites/${slug}/`);
+    const revisionTree = await readTree(deps.artifacts, "preview/pln_rev1-r1/");
+    expect(site.get("index.html")).toBe(revisionTree.get("index.html"));
+  });
+});
+
+describe("a revision with the offline writer", () => {
+  it("applies a quoted name, a tone and a dropped page, and warns about the rest", async () => {
+    const deps = await outcomeDeps({});
+    const work = createStageWork(deps);
+    const plan = { planId: "pln_rev2", goal: 'A website for "Rosa Bakery", a small bakery in Lyon selling sourdough bread' };
+    const first = await runStages(work, { ...plan, outcome: "website" }, { until: "build" });
+    const outcomes = await revise(work, first, plan, {
+      number: 1,
+      feedback: "Rename it to 'Maison Lumière', make it playful; remove the about page and add a blog",
+      draft: first.previous.outline!,
+    });
+    const tree = await readTree(deps.artifacts, "preview/pln_rev2-r1/");
+    expect(tree.has("about.html")).toBe(false);
+    expect(tree.get("index.html")).toContain("Maison Lumière");
+    expect(tree.get("index.html")).not.toContain("Rosa Bakery");
+    expect(outcomes.build!.output).toMatchObject({ theme: "playful" });
+    expect(outcomes.build!.warning).toContain('"add a blog"');
+    expect(outcomes.build!.warning).not.toContain("Maison");
+    // The first draft is untouched.
+    expect((await readTree(deps.artifacts, "preview/pln_rev2/")).has("about.html")).toBe(true);
+  });
+
+  it("reads feedback clause by clause; quoted names are kept whole", () => {
+    const reading = readFeedback('Call it "Bread and Butter", drop the services page. More photos please', ["index", "services", "about", "contact"]);
+    expect(reading).toEqual({ name: "Bread and Butter", drop: ["services"], unread: ["More photos please"] });
+    expect(readFeedback("friendlier? no, make it formal", ["index"])).toMatchObject({ tone: "professional" });
+  });
+});
