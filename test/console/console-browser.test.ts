@@ -278,6 +278,37 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     await page.emulateMedia({ colorScheme: "light" });
   });
 
+  it("asks for changes at the gate: a new draft, listed with its own preview, waits for approval again", async () => {
+    await page.getByLabel("Goal").fill("A site for a pottery studio with evening classes");
+    await page.getByLabel("Goal").press("Control+Enter");
+    const card = page.locator(".execution", { hasText: "pottery studio" });
+    await card.waitFor();
+    (await work.next()).succeed();
+    await poll(() => card.locator(".status").textContent()).toBe("Waiting for approval");
+
+    // Beside Approve: the feedback box. Asking for a new draft runs the writing stages again.
+    await card.getByLabel("Ask for changes").fill('Call it "Kiln & Clay" and make it calmer');
+    await card.getByRole("button", { name: "Ask for a new draft" }).click();
+    await poll(() => card.locator(".status").textContent()).toBe("Running");
+    (await work.next()).succeed();
+    await poll(() => card.locator(".status").textContent()).toBe("Waiting for approval");
+    const drafts = card.getByRole("region", { name: "Drafts" });
+    expect(await drafts.locator("li").allTextContents()).toEqual([expect.stringMatching(/^First draft/), expect.stringMatching(/^Revision 1.*Kiln & Clay/)]);
+    const links = await drafts.getByRole("link").evaluateAll((as) => as.map((a) => a.getAttribute("href")));
+    expect(links).toHaveLength(2);
+    expect(links[0]).toMatch(/\/preview\/pln_\w+\/$/);
+    expect(links[1]).toMatch(/\/preview\/pln_\w+-r1\/$/);
+    await card.locator(".history summary").click();
+    await poll(() => card.locator(".event-revision_requested").textContent()).toContain('Changes asked forCall it "Kiln & Clay" and make it calmer');
+
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await screenshot(page, "console-revision.png");
+    await page.emulateMedia({ colorScheme: "dark" });
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await page.emulateMedia({ colorScheme: "light" });
+    // The plan stays at the gate; the next test leaves it be.
+  });
+
   it("cancels a running plan and deletes a plan, each after asking", async () => {
     await page.getByLabel("Goal").fill("A site for a chess club that meets on Tuesdays");
     await page.getByLabel("Goal").press("Control+Enter");

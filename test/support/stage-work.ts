@@ -2,10 +2,12 @@ import type { OutcomeId } from "../../src/api/outcomes.js";
 import { StageFailure, type StageInput, type StageOutcome, type StageWork, type StageWorkResolver } from "../../src/engine/stage-work.js";
 
 /** What a finished stage reports in these tests, like the real outcomes would. */
-export function typicalOutcome(input: Pick<StageInput, "planId" | "stageId">): StageOutcome {
+export function typicalOutcome(input: Pick<StageInput, "planId" | "stageId" | "revision">): StageOutcome {
   const outcome: StageOutcome = { output: { stage: input.stageId, planId: input.planId } };
   if (input.stageId === "understand") outcome.project = { id: `prj_${input.planId.slice(4, 12)}`, name: "Test project", slug: "test-project" };
-  if (input.stageId === "build" || input.stageId === "assemble") outcome.previewUrl = `/preview/${input.planId}/`;
+  // Each revision at its own preview, as the real build and assemble stages keep them.
+  if (input.stageId === "build" || input.stageId === "assemble")
+    outcome.previewUrl = `/preview/${input.planId}${input.revision ? `-r${input.revision.number}` : ""}/`;
   if (input.stageId === "publish") outcome.publishedUrl = `/sites/${input.planId}/`;
   return outcome;
 }

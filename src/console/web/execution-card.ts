@@ -10,6 +10,8 @@ export interface PlanActions {
   approve(plan: Plan, gateId: string | undefined, button: HTMLButtonElement, error: HTMLElement): void;
   /** Resumes a failed or interrupted plan. */
   resume(plan: Plan, button: HTMLButtonElement, error: HTMLElement): void;
+  /** Asks for a new draft at the gate, with the person's words. */
+  revise(plan: Plan, feedback: string, form: HTMLFormElement, error: HTMLElement): void;
   /** Asks, then cancels a plan that has not finished. */
   cancel(plan: Plan, button: HTMLButtonElement): void;
   /** Asks, then deletes a plan with its history and files. */
@@ -32,6 +34,7 @@ export function planCard(plan: Plan, actions: PlanActions): HTMLElement {
       stageList(plan),
       plan.warning ? h("p", { class: "notice notice-warn" }, plan.warning) : null,
       failureNotice(plan),
+      draftList(plan),
       planActions(plan, actions),
       historyDisclosure(plan),
     ),
@@ -127,7 +130,71 @@ function planActions(plan: Plan, actions: PlanActions): HTMLElement {
   const remove = h("button", { type: "button", class: "button small ghost", "data-focus-key": "delete" }, "Delete");
   remove.addEventListener("click", () => actions.remove(plan, remove));
   buttons.push(remove);
-  return h("div", { class: "execution-actions" }, h("div", { class: "actions" }, ...buttons), error);
+  return h(
+    "div",
+    { class: "execution-actions" },
+    h("div", { class: "actions" }, ...buttons),
+    plan.status === "awaiting_approval" ? feedbackForm(plan, actions, error) : null,
+    error,
+  );
+}
+
+/** At the gate: what should change, in the person's words, for a new draft instead of approving this one. */
+function feedbackForm(plan: Plan, actions: PlanActions, error: HTMLElement): HTMLFormElement {
+  const fieldId = `plan-${plan.id}-feedback`;
+  const hintId = `${fieldId}-hint`;
+  const field = h("textarea", {
+    id: fieldId,
+    name: "feedback",
+    rows: 2,
+    maxlength: 2000,
+    required: true,
+    "aria-describedby": hintId,
+    "data-focus-key": "feedback",
+  });
+  const form = h(
+    "form",
+    { class: "feedback-form" },
+    h("label", { for: fieldId }, "Ask for changes"),
+    field,
+    h(
+      "p",
+      { id: hintId, class: "hint" },
+      "Say what to change (a name, the tone, pages to add or drop); the rest is kept. The new draft waits here for your approval.",
+    ),
+    h("div", { class: "actions" }, h("button", { type: "submit", class: "button small", "data-focus-key": "revise" }, "Ask for a new draft")),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const feedback = field.value.trim();
+    if (feedback !== "") actions.revise(plan, feedback, form, error);
+  });
+  return form;
+}
+
+/** Every draft of a revised plan, oldest first, each at its own preview. */
+function draftList(plan: Plan): HTMLElement | null {
+  if (plan.revisions.length === 0) return null;
+  const firstDraft = safeUrl(plan.previewUrl?.replace(/-r\d+\/$/, "/"));
+  return h(
+    "section",
+    { class: "drafts", "aria-label": "Drafts" },
+    h(
+      "ol",
+      {},
+      h("li", {}, h("span", { class: "draft-name" }, "First draft"), firstDraft ? externalLink(firstDraft, "Preview", "draft-0") : null),
+      ...plan.revisions.map((revision) => {
+        const preview = safeUrl(revision.previewUrl);
+        return h(
+          "li",
+          {},
+          h("span", { class: "draft-name" }, `Revision ${revision.number}`),
+          h("q", { class: "draft-feedback" }, revision.feedback),
+          preview ? externalLink(preview, "Preview", `draft-${revision.number}`) : h("span", { class: "muted" }, "being written…"),
+        );
+      }),
+    ),
+  );
 }
 
 /** True once the stage that makes the plan's file (a site's build, a book's assembly) has succeeded. */

@@ -25,6 +25,7 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
   const list = new ExecutionList(context, {
     approve: (plan, gateId, button, error) => void resume(page, plan, [gateId ?? page.approvalStage], button, error, "Approved"),
     resume: (plan, button, error) => void resume(page, plan, [], button, error, "Resumed"),
+    revise: (plan, feedback, form, error) => void revise(page, plan, feedback, form, error),
     cancel: (plan, button) => confirmCancel(page, plan, button),
     remove: (plan, button) => confirmDelete(page, plan, button),
   });
@@ -116,4 +117,19 @@ function confirmDelete(page: ExecutionsPage, plan: Plan, opener: HTMLButtonEleme
     },
     opener,
   );
+}
+
+async function revise(page: ExecutionsPage, plan: Plan, feedback: string, form: HTMLFormElement, error: HTMLElement): Promise<void> {
+  setBusy(form, true);
+  showError(error, undefined);
+  try {
+    const response = await executionsApi.resumeExecution({ planId: plan.id, feedback });
+    if (response.plan) page.list.upsert(response.plan);
+    page.context.announce(`New draft asked for: ${shortGoal(plan)}`);
+    page.updates.schedulePoll();
+  } catch (caught) {
+    if (isSignedOut(caught)) return page.context.signedOut();
+    setBusy(form, false);
+    showError(error, errorMessage(caught));
+  }
 }

@@ -59,6 +59,7 @@ function timeline(events: readonly PlanEvent[]): HTMLElement {
         event.stage ? h("span", { class: "event-stage" }, event.stage, event.attempt ? ` · attempt ${event.attempt}` : "") : null,
         ended && began && at ? h("span", { class: "event-duration" }, duration(at.getTime() - began.getTime())) : null,
         error ? h("span", { class: "event-error" }, error) : null,
+        typeof event.detail?.feedback === "string" ? h("q", { class: "event-feedback" }, event.detail.feedback) : null,
       );
     }),
   );
