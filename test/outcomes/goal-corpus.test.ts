@@ -52,6 +52,19 @@ describe("the offline writer on a corpus of goals in many languages and scripts"
     expect(brief.language).toBe(lang);
     for (const [file, page] of pages) expect(page, file).toContain(`<html lang="${lang}" dir="${dir}">`);
 
+    // English copy on a site in another language says so, so it reads left to right and is spoken as English;
+    // the names from the goal keep the page's language.
+    const english = ' lang="en" dir="ltr"';
+    for (const [file, page] of pages) {
+      if (file === "404.html") continue;
+      if (phrased) expect(page.slice(page.indexOf("<body")), file).not.toContain(english);
+      else {
+        expect(page, file).toContain(`<nav class="site-nav" aria-label="Main"${english}>`);
+        for (const section of page.match(/<section class="section[^>]*>/g) ?? []) expect(section, file).toContain(english);
+      }
+    }
+    if (!phrased && name) expect(site.get("index.html")).toContain(`<h1 id="section-1">${name}</h1>`);
+
     // Names verbatim, or none invented.
     if (name) {
       expect(brief.name).toBe(name);

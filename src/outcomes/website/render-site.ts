@@ -1,5 +1,5 @@
 import type { PageContent, Section, SiteOutline, WebsiteBrief } from "../content.js";
-import { documentStart, escapeHtml, html, join, languageTag, type Html } from "../html.js";
+import { documentStart, escapeHtml, html, join, languageTag, textDirection, type Html } from "../html.js";
 import { shorten } from "../json-schema.js";
 import { stylesheet, THEMES, type Theme } from "./themes.js";
 import { trimOf } from "../../strings.js";
@@ -14,9 +14,18 @@ export type SiteFiles = Map<string, string>;
  * landmarks, a skip link, one h1 per page, headings in order, `aria-current`
  * in the navigation, no script, no external request of any kind.
  */
-export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: readonly PageContent[], siteUrl?: string): SiteFiles {
+/**
+ * Every file of a site. `copyLanguage` is the language of the writer's own
+ * words when it differs from the site's (the offline writer's English on an
+ * Arabic goal's site): those words are marked with their own `lang` and
+ * `dir`, so they read in the right direction and a screen reader speaks them
+ * in the right voice, while the page, and the names taken from the goal,
+ * keep the site's.
+ */
+export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: readonly PageContent[], siteUrl?: string, copyLanguage?: string): SiteFiles {
   const theme = THEMES[brief.tone] ?? THEMES.professional;
   const lang = languageTag(brief.language);
+  const copy = copyMarker(lang, copyLanguage, brief.name);
   const slugs = new Set(outline.pages.map((p) => p.slug));
   const files: SiteFiles = new Map([
     ["style.css", stylesheet(theme)],
@@ -43,14 +52,14 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
   outline.pages.forEach((page, index) => {
     const content = pages[index];
     if (!content) return;
-    const sections = content.sections.map((section, i) => renderSection(section, i, slugs));
+    const sections = content.sections.map((section, i) => renderSection(section, i, slugs, copy));
     const title = pageTitle(page.slug === "index" ? [brief.name, brief.tagline] : [page.title, brief.name]);
     const document = html`${documentStart(lang, title, page.description, shareMeta(brief.name, lang, title, page.description, siteUrl && pageUrl(siteUrl, page.slug), siteUrl))}
-${siteHeader(brief, outline, page.slug)}
+${siteHeader(brief, outline, page.slug, copy)}
 <main id="main">
 ${join(sections, "\n")}
 </main>
-${siteFooter(brief)}
+${siteFooter(brief, copy)}
 </body>
 </html>
 `;
@@ -91,14 +100,14 @@ ${siteFooter(brief)}
 }
 
 /** The header every page shares, the current page marked in its navigation. */
-function siteHeader(brief: WebsiteBrief, outline: SiteOutline, current: string | undefined): Html {
+function siteHeader(brief: WebsiteBrief, outline: SiteOutline, current: string | undefined, copy: CopyMarker = NO_MARKS): Html {
   const nav = outline.pages.map(
     (p) => html`<li><a href="${fileFor(p.slug)}"${p.slug === current ? html` aria-current="page"` : html``}>${p.navLabel}</a></li>`,
   );
   return html`<header class="site-header">
 <div class="wrap">
 <a class="brand" href="index.html">${brief.name}</a>
-<nav class="site-nav" aria-label="Main">
+<nav class="site-nav" aria-label="Main"${copy.attrs}>
 <ul>${nav}</ul>
 </nav>
 </div>
@@ -106,10 +115,10 @@ function siteHeader(brief: WebsiteBrief, outline: SiteOutline, current: string |
 }
 
 /** The footer every page shares. The \u00B7 is a middle dot, escaped so the server bundle stays ASCII (see src/build.ts). */
-function siteFooter(brief: WebsiteBrief): Html {
+function siteFooter(brief: WebsiteBrief, copy: CopyMarker = NO_MARKS): Html {
   return html`<footer class="site-footer">
 <div class="wrap">
-<p>${brief.name} \u00B7 ${brief.tagline}</p>
+<p>${brief.name} \u00B7 <span${copy.of(brief.tagline)}>${brief.tagline}</span></p>
 </div>
 </footer>`;
 }
@@ -202,7 +211,25 @@ function fileFor(slug: string): string {
   return `${slug}.html`;
 }
 
-function renderSection(section: Section, index: number, slugs: ReadonlySet<string>): Html {
+/** Marks the writer's own words with their language where it is not the page's; see `renderSite`. */
+interface CopyMarker {
+  /** ` lang="…" dir="…"` for an element that holds only the writer's words, or nothing. */
+  attrs: Html;
+  /** The same for a text that may be a name from the goal, which keeps the page's language. */
+  of(text: string): Html;
+}
+
+const NO_MARKS: CopyMarker = { attrs: html``, of: () => html`` };
+
+function copyMarker(lang: string, copyLanguage: string | undefined, name: string): CopyMarker {
+  if (copyLanguage === undefined) return NO_MARKS;
+  const tag = languageTag(copyLanguage);
+  if (tag.toLowerCase() === lang.toLowerCase()) return NO_MARKS;
+  const attrs = html` lang="${tag}" dir="${textDirection(tag)}"`;
+  return { attrs, of: (text) => (text.trim() === name.trim() ? html`` : attrs) };
+}
+
+function renderSection(section: Section, index: number, slugs: ReadonlySet<string>, copy: CopyMarker = NO_MARKS): Html {
   // The first section is the page's hero and holds its only h1, whatever kind the writer gave it.
   const kind = index === 0 ? "hero" : section.kind === "hero" ? "text" : section.kind;
   const id = `section-${index + 1}`;
@@ -218,15 +245,17 @@ function renderSection(section: Section, index: number, slugs: ReadonlySet<strin
       return html`<section class="hero" aria-labelledby="${id}">
 <div class="wrap hero-grid">
 <div>
-<h1 id="${id}">${section.heading}</h1>
+<h1 id="${id}"${copy.of(section.heading)}>${section.heading}</h1>
+<div${copy.attrs}>
 ${paragraphs.map((p, i) => (i === 0 ? html`<p class="lead">${p}</p>` : html`<p>${p}</p>`))}
 ${link}
+</div>
 </div>
 <img class="hero-art" src="${HERO_ART}" alt="" width="480" height="480">
 </div>
 </section>`;
     case "features":
-      return html`<section class="section" aria-labelledby="${id}">
+      return html`<section class="section" aria-labelledby="${id}"${copy.attrs}>
 <div class="wrap">
 <h2 id="${id}">${section.heading}</h2>
 ${paragraphs.map((p) => html`<p>${p}</p>`)}
@@ -236,13 +265,13 @@ ${link}
 </section>`;
     case "list":
       // A menu or price list: one line per item, its description beneath, no cards.
-      return itemSection(id, section.heading, paragraphs, items, link, { list: "ul", className: "lines" });
+      return itemSection(id, section.heading, paragraphs, items, link, { list: "ul", className: "lines" }, copy);
     case "timeline":
-      return itemSection(id, section.heading, paragraphs, items, link, { list: "ol", className: "timeline" });
+      return itemSection(id, section.heading, paragraphs, items, link, { list: "ol", className: "timeline" }, copy);
     case "steps":
-      return itemSection(id, section.heading, paragraphs, items, link, { list: "ol", className: "steps", alt: true });
+      return itemSection(id, section.heading, paragraphs, items, link, { list: "ol", className: "steps", alt: true }, copy);
     case "faq":
-      return html`<section class="section faq" aria-labelledby="${id}">
+      return html`<section class="section faq" aria-labelledby="${id}"${copy.attrs}>
 <div class="wrap">
 <h2 id="${id}">${section.heading}</h2>
 ${paragraphs.map((p) => html`<p>${p}</p>`)}
@@ -251,7 +280,7 @@ ${link}
 </div>
 </section>`;
     case "cta":
-      return html`<section class="section cta-band" aria-labelledby="${id}">
+      return html`<section class="section cta-band" aria-labelledby="${id}"${copy.attrs}>
 <div class="wrap">
 <h2 id="${id}">${section.heading}</h2>
 ${paragraphs.map((p) => html`<p>${p}</p>`)}
@@ -259,7 +288,7 @@ ${link}
 </div>
 </section>`;
     case "contact":
-      return html`<section class="section" aria-labelledby="${id}">
+      return html`<section class="section" aria-labelledby="${id}"${copy.attrs}>
 <div class="wrap">
 <h2 id="${id}">${section.heading}</h2>
 <div class="contact-card">
@@ -270,7 +299,7 @@ ${link}
 </div>
 </section>`;
     default:
-      return html`<section class="section" aria-labelledby="${id}">
+      return html`<section class="section" aria-labelledby="${id}"${copy.attrs}>
 <div class="wrap">
 <h2 id="${id}">${section.heading}</h2>
 ${paragraphs.map((p) => html`<p>${p}</p>`)}
@@ -289,6 +318,7 @@ function itemSection(
   items: readonly { title: string; text: string }[],
   link: Html,
   layout: { list: "ul" | "ol"; className: string; alt?: boolean },
+  copy: CopyMarker,
 ): Html {
   const entries = items.map((item) => html`<li><h3>${item.title}</h3><p>${item.text}</p></li>`);
   const list =
@@ -297,7 +327,7 @@ function itemSection(
       : layout.list === "ul"
         ? html`<ul class="${layout.className}">${entries}</ul>`
         : html`<ol class="${layout.className}">${entries}</ol>`;
-  return html`<section class="section${layout.alt ? " alt" : ""}" aria-labelledby="${id}">
+  return html`<section class="section${layout.alt ? " alt" : ""}" aria-labelledby="${id}"${copy.attrs}>
 <div class="wrap">
 <h2 id="${id}">${heading}</h2>
 ${paragraphs.map((p) => html`<p>${p}</p>`)}

@@ -6,7 +6,7 @@ import type { Schema } from "../json-schema.js";
 import { cutSlug, ensureProject, readProject, slugOwner } from "../projects.js";
 import { asJson, chooseWriterKind, planKey, previewKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
 import { readFeedback, reviseBrief, unreadFeedbackWarning } from "../writers/offline-feedback.js";
-import { offlineWarning, type WriterKind } from "../writers/writer.js";
+import { copyLanguage, offlineWarning, type WriterKind } from "../writers/writer.js";
 import { pageSlug, renderSite } from "./render-site.js";
 
 /** What `understand` stores: which writer the plan uses, and the brief. */
@@ -84,7 +84,7 @@ export function websiteStages(deps: OutcomeDeps) {
       // Built with the address it will be published at, so canonical links and the sitemap are right once it is.
       const project = await readProject(deps.artifacts, planKey(input.planId));
       const siteUrl = project ? `${deps.config.publicUrl}/sites/${project.slug}/` : undefined;
-      const files = renderSite(brief, outline, content.pages, siteUrl);
+      const files = renderSite(brief, outline, content.pages, siteUrl, copyLanguage(kind, brief.language));
       const revision = input.revision?.number;
       await replaceTree(deps.artifacts, `preview/${previewKey(input.planId, revision)}/`, files);
       return {

@@ -37,6 +37,11 @@ export const OFFLINE_WARNING =
 /** The languages the offline writer has phrasing for (and reads goals in). */
 export const OFFLINE_LANGUAGES: readonly string[] = ["en"];
 
+/** The language a writer's own words are in: the goal's, except from the offline writer where it has no phrasing for it (English). */
+export function copyLanguage(kind: WriterKind, language: string): string {
+  return kind === "offline" && !OFFLINE_LANGUAGES.includes(language) ? "en" : language;
+}
+
 /** The offline warning for a site in `language`, saying so when its copy is English instead. */
 export function offlineWarning(language: string): string {
   if (OFFLINE_LANGUAGES.includes(language)) return OFFLINE_WARNING;
