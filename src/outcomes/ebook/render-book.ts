@@ -244,7 +244,7 @@ const BOOK_CSS = `body { font-family: Georgia, "Iowan Old Style", Palatino, seri
 h1, h2 { font-family: "Helvetica Neue", Arial, sans-serif; line-height: 1.25; }
 h1 { font-size: 1.8em; margin: 1.5em 0 .8em; }
 h2 { font-size: 1.25em; margin: 1.6em 0 .6em; }
-p { margin: 0 0 .9em; text-align: left; }
+p { margin: 0 0 .9em; text-align: start; }
 .titlepage { text-align: center; margin-top: 3em; }
 .subtitle { font-size: 1.2em; font-style: italic; text-align: center; }
 .author { font-weight: bold; text-align: center; }
@@ -256,13 +256,13 @@ p { margin: 0 0 .9em; text-align: left; }
 const READER_CSS = `body { max-width: 40rem; margin: 0 auto; padding: 0 1.25rem; background: #fffdf8; font-size: 1.125rem; }
 a { color: #7c2d12; text-underline-offset: .2em; }
 a:focus-visible { outline: 3px solid #7c2d12; outline-offset: 3px; }
-.skip-link { position: absolute; left: -999px; }
-.skip-link:focus { left: .5rem; top: .5rem; background: #1f1b16; color: #fff; padding: .5rem 1rem; }
+.skip-link { position: absolute; inset-inline-start: .5rem; top: -10rem; }
+.skip-link:focus { top: .5rem; background: #1f1b16; color: #fff; padding: .5rem 1rem; }
 .book-header { padding: 1rem 0; border-bottom: 1px solid #e7dccb; font-family: "Helvetica Neue", Arial, sans-serif; font-weight: bold; }
 .book-header a { color: #1f1b16; text-decoration: none; }
 .chapter-number { margin: 2.5rem 0 0; color: #5f5246; font-family: "Helvetica Neue", Arial, sans-serif; text-transform: uppercase; letter-spacing: .08em; font-size: .85rem; }
 .chapter-number + h1 { margin-top: .3rem; }
-.contents { padding-left: 1.4rem; }
+.contents { padding-inline-start: 1.4rem; }
 .contents li { margin: .4rem 0; }
 .button { display: inline-block; background: #7c2d12; color: #fff; padding: .7rem 1.3rem; border-radius: 8px; text-decoration: none; font-family: "Helvetica Neue", Arial, sans-serif; font-weight: bold; }
 .cover-art { display: block; width: min(16rem, 70%); height: auto; margin: 2rem auto 0; box-shadow: 0 6px 24px rgba(31, 27, 22, .2); }
