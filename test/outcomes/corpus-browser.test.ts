@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BookContent, EbookBrief } from "../../src/outcomes/content.js";
 import { renderReader } from "../../src/outcomes/ebook/render-book.js";
 import { createStageWork } from "../../src/outcomes/outcomes-part.js";
-import { CASES } from "./support/goal-corpus.js";
+import { CASES, GARDENER_BRIEF } from "./support/goal-corpus.js";
 import { CHROMIUM, CHROMIUM_ARGS, haveChromium, outcomeDeps, seriousViolations, TEST_ARTIFACTS } from "./support/outcome-kit.js";
 import { runStages } from "./support/run-stages.js";
 
@@ -116,16 +116,7 @@ describe.runIf(haveChromium)("the corpus's goals in a browser", () => {
 const BOOKS: [string, EbookBrief, BookContent][] = [
   [
     "book in English",
-    {
-      title: "The Patient Gardener",
-      subtitle: "Vegetables on a balcony, one season at a time",
-      author: "Ada Green",
-      audience: "People with a balcony and no garden",
-      purpose: "Grow food in small spaces",
-      tone: "calm",
-      language: "en",
-      description: "A short guide to growing vegetables in pots and boxes.",
-    },
+    GARDENER_BRIEF,
     {
       chapters: [
         { title: "Light and Space", sections: [{ heading: "", paragraphs: ["Watch your balcony for a whole day before you plant anything."] }] },

@@ -4,7 +4,8 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import type { BookContent, EbookBrief } from "../../src/outcomes/content.js";
+import type { BookContent } from "../../src/outcomes/content.js";
+import { GARDENER_BRIEF as BRIEF } from "./support/goal-corpus.js";
 import { renderEpub } from "../../src/outcomes/ebook/render-book.js";
 import { generatedArt } from "../../src/outcomes/website/hero-art.js";
 import { renderSite } from "../../src/outcomes/website/render-site.js";
@@ -104,16 +105,6 @@ describe("sites from the offline writer", () => {
   });
 });
 
-const BRIEF: EbookBrief = {
-  title: "The Patient Gardener",
-  subtitle: "Vegetables on a balcony, one season at a time",
-  author: "Ada Green",
-  audience: "People with a balcony and no garden",
-  purpose: "Grow food in small spaces",
-  tone: "calm",
-  language: "en-GB",
-  description: "A short guide to growing vegetables in pots & boxes.",
-};
 const CONTENT: BookContent = {
   chapters: [
     { title: "Light & Space", sections: [{ heading: "", paragraphs: ["Watch it for a day <b>before</b> you plant."] }] },

@@ -1,3 +1,4 @@
+import type { EbookBrief } from "../../../src/outcomes/content.js";
 /**
  * Goals as newcomers type them, in many languages and scripts: the corpus
  * both writers are checked on (goal-corpus.test.ts) and whose worst cases are
@@ -118,3 +119,15 @@ export const CASES: Case[] = [
     phrased: true,
   },
 ];
+
+/** A book brief as a model would write it, for the book tests and the gallery. */
+export const GARDENER_BRIEF: EbookBrief = {
+  title: "The Patient Gardener",
+  subtitle: "Vegetables on a balcony, one season at a time",
+  author: "Ada Green",
+  audience: "People with a balcony and no garden",
+  purpose: "Grow food in small spaces",
+  tone: "calm",
+  language: "en-GB",
+  description: "A short guide to growing vegetables in pots & boxes.",
+};
