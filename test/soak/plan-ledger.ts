@@ -268,10 +268,18 @@ export class PlanLedger {
    * all is well): a cancelled plan has no stage event after its `cancelled`
    * event and its stages are as the cancel answered them; a deleted plan and
    * its history are 404; a revised plan carries each revision, reached the
-   * gate again after the last one, and is at the gate or published.
+   * gate again after the last one, and is at the gate or published. Also
+   * answers what each cancel found the plan doing.
    */
-  async endings(target: Target, credentials: Credentials, phase: string, record: (s: Sample) => void): Promise<string[]> {
+  async endings(
+    target: Target,
+    credentials: Credentials,
+    phase: string,
+    record: (s: Sample) => void,
+  ): Promise<{ problems: string[]; cancelledFrom: Map<string, number> }> {
     const problems: string[] = [];
+    /** The status each cancel found the plan in (`running` is a stage stopped mid-work). */
+    const cancelledFrom = new Map<string, number>();
     for (const entry of this.plans.values()) {
       if (entry.deleted) {
         const read = await readPlan(target, credentials, phase, entry.id);
@@ -301,6 +309,8 @@ export class PlanLedger {
           problems.push(`cancelled ${entry.id}: no cancelled event`);
           continue;
         }
+        const from = events[at]!.detail?.from ?? "unknown";
+        cancelledFrom.set(from, (cancelledFrom.get(from) ?? 0) + 1);
         const cancelledAt = Date.parse(events[at]!.at);
         const after = events.filter((e, i) => (i > at || Date.parse(e.at) > cancelledAt) && (e.stage !== null || e.type === "stage_started"));
         if (after.length > 0) problems.push(`cancelled ${entry.id}: after the cancel ${after.map((e) => `${e.type} ${e.stage}#${e.attempt}`).join(", ")}`);
@@ -326,7 +336,7 @@ export class PlanLedger {
         );
       }
     }
-    return problems;
+    return { problems, cancelledFrom };
   }
 }
 

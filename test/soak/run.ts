@@ -4,7 +4,9 @@
  * a sustained mixed load, then faults one after another with checks after
  * each: SIGKILL of an instance mid-stage, a Postgres restart, an upstream
  * that hangs, fails and drops mid-stream, clients that hang up. Afterwards
- * every accepted plan must finish, no stage may have run twice, the free
+ * every accepted plan must finish (or, if the load cancelled or deleted it,
+ * stay cancelled with no stage run after the cancel, or be 404; revised
+ * plans must come back to the gate), no stage may have run twice, the free
  * pool must balance with what the upstream served, no 500 anywhere, no
  * secret in the logs; then the bad-input fuzz runs with more cases. Prints
  * a summary table; exits 1 when a check fails. Traffic stays on 127.0.0.1.
@@ -493,11 +495,11 @@ async function main(): Promise<number> {
           ? ` e.g. ${[...verdict.attemptMismatches, ...writerMismatches].slice(0, 4).join("; ")}`
           : ""),
     );
-    const endings = await ledger.endings(target(survivor), credentials, "settle", record);
+    const { problems: endings, cancelledFrom } = await ledger.endings(target(survivor), credentials, "settle", record);
     check(
       "cancelled, deleted and revised plans",
       endings.length === 0 && verdict.cancelled > 0 && verdict.deleted > 0 && verdict.revised > 0,
-      `${verdict.cancelled} cancelled: no stage event after the cancelled event, stages as the cancel answered; ` +
+      `${verdict.cancelled} cancelled (${[...cancelledFrom].map(([from, n]) => `from ${from}×${n}`).join(", ")}): no stage event after the cancelled event, stages as the cancel answered; ` +
         `${verdict.deleted} deleted: plan and history 404; ${verdict.revised} revised: each revision kept, back at the gate after the last, then published; ` +
         `problems: ${endings.length}` +
         (endings.length ? ` e.g. ${endings.slice(0, 4).join("; ")}` : ""),

@@ -212,6 +212,8 @@ export interface PlanEvent {
   type: string;
   stage: string | null;
   attempt: number | null;
+  /** A `cancelled` event's `{"from": status}`; a failed stage's error. */
+  detail: { from?: string } | null;
 }
 
 export function planHistory(target: Target, credentials: Credentials, phase: string, planId: string): Promise<Answer<{ events: PlanEvent[] }>> {
