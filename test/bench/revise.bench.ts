@@ -5,7 +5,7 @@ import { createAccount, createApiKey } from "../../src/auth/accounts.js";
 import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { FakeUpstream } from "../chat/support/fake-upstream.js";
-import { writerModel } from "../outcomes/support/model-answers.js";
+import { schemaNameOf, writerModel } from "../outcomes/support/model-answers.js";
 import { freshBenchDatabase } from "./support/postgres.js";
 
 /**
@@ -76,11 +76,17 @@ try {
   for (let round = -WARMUP; round < ROUNDS; round++) {
     const create = await post({ goal: `A website for sea kayaking trips, round ${round}` });
     const first = await atGate(create.plan.id);
+    const createRequests = upstream.requests.length;
     const revise = await post({ planId: create.plan.id, feedback: "Put the safety briefing first and make the tone calmer" });
     const second = await atGate(create.plan.id);
     // A revision that was not built would make this a benchmark of nothing.
     if (second.plan.revisions.length !== 1 || second.plan.previewUrl === first.plan.previewUrl) {
       throw new Error(`round ${round}: the revision was not built: ${JSON.stringify(second.plan)}`);
+    }
+    // One writer request per stage's part, as for a create without the brief: nothing skipped, nothing twice.
+    const asked = upstream.requests.slice(createRequests).map((r) => schemaNameOf(r.body));
+    if (createRequests !== 5 || asked.join() !== "site_outline,page_content,page_content,page_content") {
+      throw new Error(`round ${round}: the create asked ${createRequests} writer requests, the revision ${asked.join()}`);
     }
     upstream.requests.length = 0;
     if (round < 0) continue;
