@@ -1,12 +1,11 @@
 import { randomBytes } from "node:crypto";
 import os from "node:os";
-import pg from "pg";
 import { startApp } from "../../src/app.js";
 import { createAccount, createApiKey } from "../../src/auth/accounts.js";
 import { loadConfig } from "../../src/config.js";
 import type { StageInput } from "../../src/engine/stage-work.js";
 import { createLogger } from "../../src/observability/logger.js";
-import { benchDatabaseUrl } from "./support/postgres.js";
+import { freshBenchDatabase } from "./support/postgres.js";
 
 /**
  * cancel → stage stopped: two instances on one Postgres, A answering the API
@@ -21,17 +20,10 @@ import { benchDatabaseUrl } from "./support/postgres.js";
 const ROUNDS = Number(process.env.BENCH_CANCELS ?? 200);
 const LEASE_MS = 30_000;
 
-const admin = await benchDatabaseUrl();
-const name = `zero_bench_cancel_${randomBytes(4).toString("hex")}`;
-const client = new pg.Client({ connectionString: admin });
-await client.connect();
-await client.query(`CREATE DATABASE ${name}`);
-await client.end();
-const url = new URL(admin);
-url.pathname = `/${name}`;
+const database = await freshBenchDatabase("cancel");
 
 const base = {
-  DATABASE_URL: url.href,
+  DATABASE_URL: database.url,
   PORT: "0",
   HOST: "127.0.0.1",
   ZERO_DATA_DIR: os.tmpdir(),
@@ -90,8 +82,5 @@ try {
 } finally {
   await a.close();
   await b.close();
-  const admin2 = new pg.Client({ connectionString: admin });
-  await admin2.connect();
-  await admin2.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-  await admin2.end();
+  await database.drop();
 }

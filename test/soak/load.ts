@@ -1,6 +1,20 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { PlanLedger } from "./plan-ledger.js";
-import { chat, chatStream, createPlan, listPlans, readPlan, resumePlan, type Credentials, type Kind, type Sample, type Target } from "./traffic.js";
+import {
+  cancelPlan,
+  chat,
+  chatStream,
+  createPlan,
+  deletePlan,
+  listPlans,
+  readPlan,
+  resumePlan,
+  revisePlan,
+  type Credentials,
+  type Kind,
+  type Sample,
+  type Target,
+} from "./traffic.js";
 
 export interface LoadOptions {
   /** Requests in flight at any time. */
@@ -11,15 +25,25 @@ export interface LoadOptions {
   ebookShare: number;
 }
 
-/** Relative weights of the request kinds; a create without a token, or an approve with no plan at the gate, becomes a read. */
+/**
+ * Relative weights of the request kinds; a create without a token, or an
+ * approve, revise, cancel or delete with no plan for it (see PlanLedger's
+ * fates), becomes a read.
+ */
 const MIX: [Kind, number][] = [
-  ["read", 25],
+  ["read", 23],
   ["list", 8],
-  ["chat", 27],
-  ["stream", 27],
+  ["chat", 26],
+  ["stream", 26],
   ["create", 8],
   ["approve", 5],
+  ["revise", 2],
+  ["cancel", 1],
+  ["delete", 1],
 ];
+/** Phases in which no plan is cancelled or deleted: the SIGKILL check follows the stages the killed instance held to their interruption. */
+const NO_STOPS = new Set(["sigkill"]);
+const FEEDBACK = ["Put the prices first and make the tone calmer", 'Call it "Harbour Lights" and drop the last page'];
 
 const GOALS = [
   "a website for a harbour kayak club with guided trips for beginners",
@@ -89,13 +113,51 @@ export class LoadGenerator {
       return;
     }
     if (kind === "approve") {
-      const candidate = ledger.awaitingApproval()[0];
+      const candidate = ledger.toApprove()[0];
       if (candidate) {
         candidate.approved = true;
+        candidate.busy = true;
         const { sample, body } = await resumePlan(target, credentials, phase, candidate.id, ["review"]);
+        candidate.busy = false;
         this.record(sample);
         if (body) ledger.note(body.plan);
         else candidate.approved = false;
+        return;
+      }
+    }
+    if (kind === "revise") {
+      const candidate = ledger.toRevise()[0];
+      if (candidate) {
+        candidate.busy = true;
+        const { sample, body } = await revisePlan(target, credentials, phase, candidate.id, FEEDBACK[candidate.revisions % FEEDBACK.length]!);
+        candidate.busy = false;
+        this.record(sample);
+        if (body) {
+          candidate.revisions++;
+          ledger.note(body.plan);
+        }
+        return;
+      }
+    }
+    if ((kind === "cancel" || kind === "delete") && !NO_STOPS.has(phase)) {
+      const candidate = ledger.toStop(kind)[0];
+      if (candidate) {
+        candidate.busy = true;
+        if (kind === "cancel") {
+          const { sample, body } = await cancelPlan(target, credentials, phase, candidate.id);
+          this.record(sample);
+          if (body) {
+            candidate.cancelled = body.plan;
+            ledger.note(body.plan);
+          }
+        } else {
+          // Marked first: a read of it from now on may rightly be 404.
+          candidate.deleted = true;
+          const { sample } = await deletePlan(target, credentials, phase, candidate.id);
+          this.record(sample);
+          if (sample.result !== "ok") candidate.deleted = false;
+        }
+        candidate.busy = false;
         return;
       }
     }
@@ -112,13 +174,15 @@ export class LoadGenerator {
       return;
     }
     // A read of a plan picked at random among those started (or the list, before the first).
-    const plans = [...ledger.plans.values()];
+    const plans = [...ledger.plans.values()].filter((p) => !p.deleted);
     const entry = plans[Math.floor(Math.random() * plans.length)];
     if (!entry) {
       this.record((await listPlans(target, credentials, phase)).sample);
       return;
     }
     const { sample, body } = await readPlan(target, credentials, phase, entry.id);
+    // A read that crossed the plan's delete: its 404 is the right answer.
+    if (entry.deleted && sample.status === 404 && sample.errorType === "not_found") Object.assign(sample, { result: "ok" });
     this.record(sample);
     if (body) ledger.note(body.plan);
   }

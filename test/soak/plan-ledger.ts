@@ -1,6 +1,23 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RestPlan } from "../support/executions.js";
-import { readPlan, resumePlan, type Credentials, type Sample, type Target } from "./traffic.js";
+import { planHistory, readPlan, resumePlan, type Credentials, type Sample, type Target } from "./traffic.js";
+
+/**
+ * What the load does to a plan besides driving it to the end, drawn when it
+ * is accepted: cancel it (at any point before approval), delete it (at any
+ * point), or send feedback at the gate once or twice before approving.
+ */
+export type Fate = "plain" | "cancel" | "delete" | "revise";
+const FATES: [Fate, number][] = [
+  ["plain", 60],
+  ["cancel", 15],
+  ["delete", 10],
+  ["revise", 15],
+];
+/** Stages a revision runs again (the gate is reached again too); the others run once. */
+const REVISED_STAGES = new Set(["outline", "write", "build", "assemble", "review"]);
+/** Writer requests a revision makes: everything but the brief again. */
+const BRIEFS = new Set(["website_brief", "ebook_brief"]);
 
 /** What the ledger knows of one plan. */
 export interface LedgerPlan {
@@ -17,6 +34,17 @@ export interface LedgerPlan {
   failed: number;
   approved: boolean;
   last: RestPlan | undefined;
+  fate: Fate;
+  /** Revisions to ask for at the gate before approving (fate `revise`). */
+  revisionsWanted: number;
+  /** Feedback answered 202. */
+  revisions: number;
+  /** A request that changes the plan is in flight; nothing else may act on it meanwhile (else a 409 or 404 of a race the soak made itself). */
+  busy: boolean;
+  /** The plan as the cancel's 202 answered it. */
+  cancelled: RestPlan | undefined;
+  /** The delete answered 204 (or is in flight: `busy` too). */
+  deleted: boolean;
 }
 
 /** Writer requests one clean run of each stage makes with the scripted model (test/outcomes/support/model-answers.ts). */
@@ -38,6 +66,9 @@ export interface LedgerVerdict {
   failures: number;
   /** Stages whose attempts differ from 1 + the resumes made for them. */
   attemptMismatches: string[];
+  cancelled: number;
+  deleted: number;
+  revised: number;
 }
 
 /**
@@ -69,6 +100,12 @@ export class PlanLedger {
       failed: 0,
       approved: false,
       last: plan,
+      fate: via === "accepted" ? drawFate() : "plain",
+      revisionsWanted: 1 + Math.floor(Math.random() * 2),
+      revisions: 0,
+      busy: false,
+      cancelled: undefined,
+      deleted: false,
     };
     this.plans.set(plan.id, entry);
     return entry;
@@ -80,14 +117,29 @@ export class PlanLedger {
     if (entry) entry.last = plan;
   }
 
-  /** Plans last seen waiting at the gate and not yet approved. */
+  /** Plans last seen waiting at the gate, not yet approved, and free to act on. */
   awaitingApproval(): LedgerPlan[] {
-    return [...this.plans.values()].filter((p) => !p.approved && p.last?.status === "awaiting_approval");
+    return [...this.plans.values()].filter((p) => !p.approved && !p.busy && !p.cancelled && !p.deleted && p.last?.status === "awaiting_approval");
   }
 
-  /** Plans not yet seen succeeded. */
+  /** Plans whose fate is to be cancelled or deleted and that nothing acts on now; never a plan approved (a succeeded plan cannot be cancelled). */
+  toStop(fate: "cancel" | "delete"): LedgerPlan[] {
+    return [...this.plans.values()].filter((p) => p.fate === fate && !p.busy && !p.cancelled && !p.deleted && (fate === "delete" || !p.approved));
+  }
+
+  /** Plans at the gate that still want feedback. */
+  toRevise(): LedgerPlan[] {
+    return this.awaitingApproval().filter((p) => p.fate === "revise" && p.revisions < p.revisionsWanted);
+  }
+
+  /** Plans to approve at the gate: every one that wants no (more) feedback. */
+  toApprove(): LedgerPlan[] {
+    return this.awaitingApproval().filter((p) => p.fate !== "revise" || p.revisions >= p.revisionsWanted);
+  }
+
+  /** Plans not yet seen succeeded, and neither cancelled nor deleted. */
   unsettled(): LedgerPlan[] {
-    return [...this.plans.values()].filter((p) => p.last?.status !== "succeeded");
+    return [...this.plans.values()].filter((p) => p.last?.status !== "succeeded" && !p.cancelled && !p.deleted);
   }
 
   /**
@@ -95,6 +147,16 @@ export class PlanLedger {
    * interrupted stage. Answers the plan as last read.
    */
   async advance(target: Target, credentials: Credentials, phase: string, entry: LedgerPlan, record: (s: Sample) => void): Promise<RestPlan | undefined> {
+    if (entry.busy) return entry.last;
+    entry.busy = true;
+    try {
+      return await this.#advance(target, credentials, phase, entry, record);
+    } finally {
+      entry.busy = false;
+    }
+  }
+
+  async #advance(target: Target, credentials: Credentials, phase: string, entry: LedgerPlan, record: (s: Sample) => void): Promise<RestPlan | undefined> {
     const read = await readPlan(target, credentials, phase, entry.id);
     record(read.sample);
     const plan = read.body?.plan;
@@ -157,7 +219,7 @@ export class PlanLedger {
     const attemptMismatches: string[] = [];
     for (const entry of plans) {
       for (const stage of entry.last?.stages ?? []) {
-        const expected = 1 + (entry.resumes.get(stage.id) ?? 0);
+        const expected = 1 + (entry.resumes.get(stage.id) ?? 0) + (REVISED_STAGES.has(stage.id) ? entry.revisions : 0);
         if (stage.state === "succeeded" && stage.attempts !== expected) {
           attemptMismatches.push(`${entry.id} ${stage.id}: attempts ${stage.attempts}, expected ${expected}`);
         }
@@ -168,12 +230,15 @@ export class PlanLedger {
       accepted: accepted.length,
       unanswered: plans.length - accepted.length,
       succeeded: plans.filter((p) => p.last?.status === "succeeded").length,
-      lost: accepted.filter((p) => p.last?.status !== "succeeded").map((p) => `${p.id} (${p.last?.status ?? "never read"})`),
+      lost: accepted.filter((p) => p.last?.status !== "succeeded" && !p.cancelled && !p.deleted).map((p) => `${p.id} (${p.last?.status ?? "never read"})`),
       clean: plans.filter((p) => p.resumes.size === 0).length,
       resumes: plans.reduce((n, p) => n + [...p.resumes.values()].reduce((a, b) => a + b, 0), 0),
       interruptions: plans.reduce((n, p) => n + p.interrupted, 0),
       failures: plans.reduce((n, p) => n + p.failed, 0),
       attemptMismatches,
+      cancelled: plans.filter((p) => p.cancelled && !p.deleted).length,
+      deleted: plans.filter((p) => p.deleted).length,
+      revised: plans.filter((p) => p.revisions > 0 && !p.cancelled && !p.deleted).length,
     };
   }
 
@@ -186,7 +251,8 @@ export class PlanLedger {
     const problems: string[] = [];
     for (const entry of this.plans.values()) {
       if (entry.resumes.size > 0 || entry.last?.status !== "succeeded") continue;
-      const expected = WRITER_REQUESTS[entry.outcome] ?? {};
+      const once = WRITER_REQUESTS[entry.outcome] ?? {};
+      const expected = Object.fromEntries(Object.entries(once).map(([schema, n]) => [schema, BRIEFS.has(schema) ? n : n * (1 + entry.revisions)]));
       const got = served.get(entry.tag) ?? new Map<string, number>();
       for (const schema of new Set([...Object.keys(expected), ...got.keys()])) {
         if ((got.get(schema) ?? 0) !== (expected[schema] ?? 0)) {
@@ -196,6 +262,91 @@ export class PlanLedger {
     }
     return problems;
   }
+
+  /**
+   * How the plans the load stopped or revised ended, as problems (none when
+   * all is well): a cancelled plan has no stage event after its `cancelled`
+   * event and its stages are as the cancel answered them; a deleted plan and
+   * its history are 404; a revised plan carries each revision, reached the
+   * gate again after the last one, and is at the gate or published. Also
+   * answers what each cancel found the plan doing.
+   */
+  async endings(
+    target: Target,
+    credentials: Credentials,
+    phase: string,
+    record: (s: Sample) => void,
+  ): Promise<{ problems: string[]; cancelledFrom: Map<string, number> }> {
+    const problems: string[] = [];
+    /** The status each cancel found the plan in (`running` is a stage stopped mid-work). */
+    const cancelledFrom = new Map<string, number>();
+    for (const entry of this.plans.values()) {
+      if (entry.deleted) {
+        const read = await readPlan(target, credentials, phase, entry.id);
+        const history = await planHistory(target, credentials, phase, entry.id);
+        record(read.sample);
+        record(history.sample);
+        for (const [what, sample] of [["plan", read.sample] as const, ["history", history.sample] as const]) {
+          if (sample.status !== 404 || sample.errorType !== "not_found")
+            problems.push(`deleted ${entry.id}: its ${what} answered ${sample.status} ${sample.errorType ?? ""}`);
+        }
+        continue;
+      }
+      if (!entry.cancelled && entry.revisions === 0) continue;
+      const read = await readPlan(target, credentials, phase, entry.id);
+      const history = await planHistory(target, credentials, phase, entry.id);
+      record(read.sample);
+      record(history.sample);
+      const plan = read.body?.plan;
+      const events = history.body?.events;
+      if (!plan || !events) {
+        problems.push(`${entry.id}: plan ${read.sample.status}, history ${history.sample.status}`);
+        continue;
+      }
+      if (entry.cancelled) {
+        const at = events.findIndex((e) => e.type === "cancelled");
+        if (at === -1) {
+          problems.push(`cancelled ${entry.id}: no cancelled event`);
+          continue;
+        }
+        const from = events[at]!.detail?.from ?? "unknown";
+        cancelledFrom.set(from, (cancelledFrom.get(from) ?? 0) + 1);
+        const cancelledAt = Date.parse(events[at]!.at);
+        const after = events.filter((e, i) => (i > at || Date.parse(e.at) > cancelledAt) && (e.stage !== null || e.type === "stage_started"));
+        if (after.length > 0) problems.push(`cancelled ${entry.id}: after the cancel ${after.map((e) => `${e.type} ${e.stage}#${e.attempt}`).join(", ")}`);
+        const was = entry.cancelled.stages.map((s) => `${s.id} ${s.state} ${s.attempts}`).join(", ");
+        const is = plan.stages.map((s) => `${s.id} ${s.state} ${s.attempts}`).join(", ");
+        if (plan.status !== "cancelled" || entry.cancelled.status !== "cancelled" || was !== is) {
+          problems.push(`cancelled ${entry.id}: answered ${entry.cancelled.status} [${was}], now ${plan.status} [${is}]`);
+        }
+        continue;
+      }
+      const requested = events.filter((e) => e.type === "revision_requested").length;
+      const lastRequest = events.findLastIndex((e) => e.type === "revision_requested");
+      const backAtGate = events.slice(lastRequest + 1).some((e) => e.type === "awaiting_approval");
+      if (
+        !["succeeded", "awaiting_approval"].includes(plan.status) ||
+        plan.revisions.length !== entry.revisions ||
+        requested !== entry.revisions ||
+        !backAtGate
+      ) {
+        problems.push(
+          `revised ${entry.id}: ${entry.revisions} revision(s) answered 202; plan ${plan.status} with ${plan.revisions.length}, ` +
+            `history ${requested} revision_requested, ${backAtGate ? "" : "not "}back at the gate after the last`,
+        );
+      }
+    }
+    return { problems, cancelledFrom };
+  }
+}
+
+function drawFate(): Fate {
+  let r = Math.random() * FATES.reduce((n, [, w]) => n + w, 0);
+  for (const [fate, weight] of FATES) {
+    r -= weight;
+    if (r < 0) return fate;
+  }
+  return "plain";
 }
 
 export function tagOf(goal: string): number {

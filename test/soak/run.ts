@@ -4,7 +4,9 @@
  * a sustained mixed load, then faults one after another with checks after
  * each: SIGKILL of an instance mid-stage, a Postgres restart, an upstream
  * that hangs, fails and drops mid-stream, clients that hang up. Afterwards
- * every accepted plan must finish, no stage may have run twice, the free
+ * every accepted plan must finish (or, if the load cancelled or deleted it,
+ * stay cancelled with no stage run after the cancel, or be 404; revised
+ * plans must come back to the gate), no stage may have run twice, the free
  * pool must balance with what the upstream served, no 500 anywhere, no
  * secret in the logs; then the bad-input fuzz runs with more cases. Prints
  * a summary table; exits 1 when a check fails. Traffic stays on 127.0.0.1.
@@ -263,10 +265,16 @@ async function main(): Promise<number> {
       await victim.kill();
       const killedAt = Date.now();
       // What the dead process held: nothing can change these leases now but their expiry.
-      const held = await query<{ plan_id: string; stage_id: string; attempts: number }>(
-        "select plan_id, stage_id, attempts from plan_stages where state = 'running' and lease_owner = $1",
-        [oldInstanceId],
-      );
+      const held = (
+        await query<{ plan_id: string; stage_id: string; attempts: number }>(
+          "select plan_id, stage_id, attempts from plan_stages where state = 'running' and lease_owner = $1",
+          [oldInstanceId],
+        )
+      ).filter((h) => {
+        // A plan whose cancel or delete was on its way when this phase began ends cancelled or gone, not interrupted.
+        const entry = ledger.plans.get(h.plan_id);
+        return !entry?.cancelled && !entry?.deleted && !(entry?.busy && (entry.fate === "cancel" || entry.fate === "delete"));
+      });
       log(`SIGKILLed A holding ${held.length} stage(s): ${held.map((h) => `${h.plan_id}/${h.stage_id}`).join(", ")}`);
       await victim.start();
       killWindow.to = performance.now();
@@ -471,7 +479,8 @@ async function main(): Promise<number> {
     check(
       "lost plans = 0",
       verdict.lost.length === 0,
-      `accepted ${verdict.accepted} (+${verdict.unanswered} whose 202 was cut by the kill), succeeded ${verdict.succeeded}, lost ${verdict.lost.length}` +
+      `accepted ${verdict.accepted} (+${verdict.unanswered} whose 202 was cut by the kill), succeeded ${verdict.succeeded} (${verdict.revised} of them revised), ` +
+        `cancelled ${verdict.cancelled}, deleted ${verdict.deleted}, lost ${verdict.lost.length}` +
         (verdict.lost.length ? `: ${verdict.lost.slice(0, 5).join(", ")}` : ""),
     );
     const writerMismatches = ledger.writerMismatches(upstream.writerServed);
@@ -486,6 +495,15 @@ async function main(): Promise<number> {
           ? ` e.g. ${[...verdict.attemptMismatches, ...writerMismatches].slice(0, 4).join("; ")}`
           : ""),
     );
+    const { problems: endings, cancelledFrom } = await ledger.endings(target(survivor), credentials, "settle", record);
+    check(
+      "cancelled, deleted and revised plans",
+      endings.length === 0 && verdict.cancelled > 0 && verdict.deleted > 0 && verdict.revised > 0,
+      `${verdict.cancelled} cancelled (${[...cancelledFrom].map(([from, n]) => `from ${from}×${n}`).join(", ")}): no stage event after the cancelled event, stages as the cancel answered; ` +
+        `${verdict.deleted} deleted: plan and history 404; ${verdict.revised} revised: each revision kept, back at the gate after the last, then published; ` +
+        `problems: ${endings.length}` +
+        (endings.length ? ` e.g. ${endings.slice(0, 4).join("; ")}` : ""),
+    );
     const halfWritten = await query<{ id: string; stages: string }>(
       "select p.id, count(s.position)::text as stages from plans p left join plan_stages s on s.plan_id = p.id group by p.id having count(s.position) <> 6",
     );
@@ -493,8 +511,8 @@ async function main(): Promise<number> {
     const dbPlans = await query<{ n: string }>("select count(*)::text as n from plans where account_id = $1", [account.accountId]);
     check(
       "database consistent",
-      halfWritten.length === 0 && stillLeased[0]?.n === "0" && Number(dbPlans[0]?.n) === ledger.plans.size,
-      `${dbPlans[0]?.n} plans in the database, ${ledger.plans.size} known to the client; half-written: ${halfWritten.length}; leases left: ${stillLeased[0]?.n}`,
+      halfWritten.length === 0 && stillLeased[0]?.n === "0" && Number(dbPlans[0]?.n) === ledger.plans.size - verdict.deleted,
+      `${dbPlans[0]?.n} plans in the database, ${ledger.plans.size} known to the client of which ${verdict.deleted} deleted; half-written: ${halfWritten.length}; leases left: ${stillLeased[0]?.n}`,
     );
 
     // --------------------------------------------------- pool, after a clean stop

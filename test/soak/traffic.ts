@@ -2,8 +2,8 @@ import type { RestPlan } from "../support/executions.js";
 import { CHAT_ANSWER, STREAM_PIECES } from "./soak-upstream.js";
 
 /** The kinds of request the soak sends. */
-export type Kind = "create" | "read" | "list" | "approve" | "resume" | "chat" | "stream";
-export const KINDS: readonly Kind[] = ["create", "read", "list", "approve", "resume", "chat", "stream"];
+export type Kind = "create" | "read" | "list" | "approve" | "resume" | "revise" | "cancel" | "delete" | "history" | "chat" | "stream";
+export const KINDS: readonly Kind[] = ["create", "read", "list", "approve", "resume", "revise", "cancel", "delete", "history", "chat", "stream"];
 
 /**
  * How one request ended:
@@ -34,6 +34,7 @@ const API_ERRORS: Record<string, number[]> = {
   unauthenticated: [401],
   permission_denied: [403],
   not_found: [404],
+  conflict: [409],
   payload_too_large: [413],
   rate_limited: [429],
   unavailable: [503],
@@ -101,7 +102,8 @@ async function exchange<T>(
   } catch {
     body = undefined;
   }
-  if (res.status === expectStatus && body !== undefined)
+  // A 204 has no body to parse.
+  if (res.status === expectStatus && (body !== undefined || (expectStatus === 204 && text === "")))
     return { sample: { ...base, ms, result: "ok", status: res.status, documented: true }, body: body as T };
   const sample: Sample = { ...base, ms, result: "error", status: res.status, ...classifyError(res.status, body, errors, text) };
   return { sample, body: undefined };
@@ -163,6 +165,65 @@ export function resumePlan(target: Target, credentials: Credentials, phase: stri
       body: JSON.stringify(approve ? { planId, approve } : { planId }),
     },
     202,
+    API_ERRORS,
+  );
+}
+
+/** Feedback at the gate: outline, write and build run again with it, then the plan waits at the gate again. */
+export function revisePlan(target: Target, credentials: Credentials, phase: string, planId: string, feedback: string): Promise<Answer<{ plan: RestPlan }>> {
+  return exchange(
+    "revise",
+    target,
+    phase,
+    "/api/execution",
+    { method: "POST", headers: apiHeaders(credentials, target), body: JSON.stringify({ planId, feedback }) },
+    202,
+    API_ERRORS,
+  );
+}
+
+export function cancelPlan(target: Target, credentials: Credentials, phase: string, planId: string): Promise<Answer<{ plan: RestPlan }>> {
+  return exchange(
+    "cancel",
+    target,
+    phase,
+    "/api/execution",
+    { method: "POST", headers: apiHeaders(credentials, target), body: JSON.stringify({ planId, cancel: true }) },
+    202,
+    API_ERRORS,
+  );
+}
+
+export function deletePlan(target: Target, credentials: Credentials, phase: string, planId: string): Promise<Answer<unknown>> {
+  return exchange(
+    "delete",
+    target,
+    phase,
+    `/api/execution?id=${encodeURIComponent(planId)}`,
+    { method: "DELETE", headers: apiHeaders(credentials, target) },
+    204,
+    API_ERRORS,
+  );
+}
+
+/** One event of a plan's history, oldest first. */
+export interface PlanEvent {
+  at: string;
+  type: string;
+  stage: string | null;
+  attempt: number | null;
+  /** A `cancelled` event's `{"from": status}`; a failed stage's error. */
+  detail: { from?: string } | null;
+}
+
+export function planHistory(target: Target, credentials: Credentials, phase: string, planId: string): Promise<Answer<{ events: PlanEvent[] }>> {
+  return exchange(
+    "history",
+    target,
+    phase,
+    `/api/execution/history?id=${encodeURIComponent(planId)}`,
+    { headers: apiHeaders(credentials, target) },
+    200,
     API_ERRORS,
   );
 }

@@ -1,7 +1,9 @@
+import { randomBytes } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import pg from "pg";
 
 let started: { url: string; dir: string } | undefined;
 
@@ -45,4 +47,23 @@ function isRunning(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** A database of its own on the bench Postgres, named `zero_bench_<label>_<random>`; `drop` removes it. */
+export async function freshBenchDatabase(label: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const admin = await benchDatabaseUrl();
+  const name = `zero_bench_${label}_${randomBytes(4).toString("hex")}`;
+  const onAdmin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: admin });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await onAdmin(`CREATE DATABASE ${name}`);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return { url: url.href, drop: () => onAdmin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {}) };
 }
