@@ -14,7 +14,7 @@ import { chatService } from "./chat-service.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Tracing } from "../observability/tracing.js";
 import { FreePool } from "./free-pool.js";
-import { IdempotencyStore } from "./idempotency.js";
+import { IdempotencyStore } from "../server/idempotency.js";
 import { ResponseStore } from "./responses/response-store.js";
 import { ResponsesGateway } from "./responses/responses-gateway.js";
 import { responsesRoutes } from "./responses/responses-rest.js";

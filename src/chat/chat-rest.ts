@@ -7,7 +7,7 @@ import type { ChatRouter } from "./chat-router.js";
 import type { ChatRequest } from "./chat-types.js";
 import { completeIdempotently } from "./idempotent-completion.js";
 import { abortedOnHangUp, asHttp1, authenticateBearer, drained, MAX_BODY_BYTES, SSE_HEADERS, writeEvent } from "./openai-http.js";
-import type { IdempotencyStore } from "./idempotency.js";
+import type { IdempotencyStore } from "../server/idempotency.js";
 
 export interface ChatRestDeps {
   router: ChatRouter;

@@ -13,7 +13,7 @@ import { parseChatRequest } from "./chat-request.js";
 import type { ChatRouter } from "./chat-router.js";
 import type { ChatRequest } from "./chat-types.js";
 import { completeIdempotently } from "./idempotent-completion.js";
-import type { IdempotencyStore } from "./idempotency.js";
+import type { IdempotencyStore } from "../server/idempotency.js";
 import type { ResponsesGateway } from "./responses/responses-gateway.js";
 
 /** Upstream fields the messages do not model (annotations, audio, …) are dropped, not refused. */

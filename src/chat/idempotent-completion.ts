@@ -1,13 +1,7 @@
 import { checkAlias } from "./chat-request.js";
 import type { ChatRouter } from "./chat-router.js";
 import type { ChatRequest } from "./chat-types.js";
-import { IdempotencyStore } from "./idempotency.js";
-
-/** A non-streaming completion as sent to the client: the JSON text, and whether it is a replay. */
-export interface CompletionResult {
-  json: string;
-  replayed: boolean;
-}
+import { type CompletionResult, IdempotencyStore, runIdempotently } from "../server/idempotency.js";
 
 /**
  * One non-streaming completion for REST and RPC alike. With an
@@ -30,29 +24,4 @@ export async function completeIdempotently(
   return runIdempotently(deps.idempotency, { accountId, key, request }, async () =>
     JSON.stringify(await deps.router.complete(request, { accountId, signal, fromClient: true })),
   );
-}
-
-/**
- * Serves a non-streaming answer under an `Idempotency-Key`: the first
- * request runs `produce` and its JSON is recorded; a retry with the same
- * body replays it (taking no pool unit); a failure records nothing, so the
- * same key can be retried.
- */
-export async function runIdempotently(
-  idempotency: IdempotencyStore,
-  call: { accountId: string; key: string; request: unknown },
-  produce: () => Promise<string>,
-): Promise<CompletionResult> {
-  const key = IdempotencyStore.validKey(call.key);
-  const claim = await idempotency.begin(call.accountId, key, IdempotencyStore.hash(call.request));
-  if (claim.kind === "replay") return { json: claim.response, replayed: true };
-  let json: string;
-  try {
-    json = await produce();
-  } catch (error) {
-    await idempotency.release(call.accountId, key).catch(() => {});
-    throw error;
-  }
-  await idempotency.complete(call.accountId, key, json);
-  return { json, replayed: false };
 }

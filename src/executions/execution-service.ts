@@ -31,8 +31,7 @@ import { validFeedback, validGoal } from "./goal.js";
 import { PlanInserter } from "./plan-inserter.js";
 import { deletePlan, isOwnPlan, LeaseLostError, listRecentPlans, loadPlan, loadPlanHistory, savePlan, type GenerationWindow } from "./plan-repository.js";
 import { toPlanMessage } from "./plan-message.js";
-import { IdempotencyStore } from "../chat/idempotency.js";
-import { runIdempotently } from "../chat/idempotent-completion.js";
+import { IdempotencyStore, runIdempotently } from "../server/idempotency.js";
 
 export interface ExecutionServiceDeps {
   store: Store;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { IDEMPOTENCY_TTL_MS, IdempotencyStore } from "../../src/chat/idempotency.js";
+import { IDEMPOTENCY_TTL_MS, IdempotencyStore } from "../../src/server/idempotency.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 
 let app: TestApp;

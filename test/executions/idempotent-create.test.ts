@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { IdempotencyStore } from "../../src/chat/idempotency.js";
+import { IdempotencyStore } from "../../src/server/idempotency.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { restApi, rpcApi } from "../support/execution-api.js";

@@ -1,8 +1,8 @@
 import { openAiErrorBody, ServiceError, toServiceError } from "../../server/errors.js";
 import { checkAlias } from "../chat-request.js";
 import type { ChatRouter } from "../chat-router.js";
-import type { IdempotencyStore } from "../idempotency.js";
-import { type CompletionResult, runIdempotently } from "../idempotent-completion.js";
+import type { IdempotencyStore } from "../../server/idempotency.js";
+import { type CompletionResult, runIdempotently } from "../../server/idempotency.js";
 import type { ResponseStore } from "./response-store.js";
 import { answerOfCompletion, assistantMessage, type ChatAnswer, finishedResponse, newResponseId, responseEvents, responseShell } from "./responses-answer.js";
 import { type ChatMessage, parseResponsesRequest, toChatRequest } from "./responses-request.js";

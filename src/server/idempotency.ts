@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
-import { invalidRequest, ServiceError } from "../server/errors.js";
+import { invalidRequest, ServiceError } from "./errors.js";
 
 /** How long a key and its response are kept. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
@@ -125,4 +125,35 @@ export class IdempotencyStore {
     const result = await this.#db.deleteFrom("chat_idempotency_keys").where("expires_at", "<=", new Date(this.#now())).executeTakeFirst();
     return Number(result.numDeletedRows);
   }
+}
+
+/** An answer as sent to the client: the JSON text, and whether it is a replay of the first. */
+export interface CompletionResult {
+  json: string;
+  replayed: boolean;
+}
+
+/**
+ * Serves an answer under an `Idempotency-Key`: the first
+ * request runs `produce` and its JSON is recorded; a retry with the same
+ * body replays it (taking no pool unit); a failure records nothing, so the
+ * same key can be retried.
+ */
+export async function runIdempotently(
+  idempotency: IdempotencyStore,
+  call: { accountId: string; key: string; request: unknown },
+  produce: () => Promise<string>,
+): Promise<CompletionResult> {
+  const key = IdempotencyStore.validKey(call.key);
+  const claim = await idempotency.begin(call.accountId, key, IdempotencyStore.hash(call.request));
+  if (claim.kind === "replay") return { json: claim.response, replayed: true };
+  let json: string;
+  try {
+    json = await produce();
+  } catch (error) {
+    await idempotency.release(call.accountId, key).catch(() => {});
+    throw error;
+  }
+  await idempotency.complete(call.accountId, key, json);
+  return { json, replayed: false };
 }
