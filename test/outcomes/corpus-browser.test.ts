@@ -6,6 +6,7 @@ import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BookContent, EbookBrief } from "../../src/outcomes/content.js";
 import { renderReader } from "../../src/outcomes/ebook/render-book.js";
+import { escapeHtml } from "../../src/outcomes/html.js";
 import { createStageWork } from "../../src/outcomes/outcomes-part.js";
 import { CASES, GARDENER_BRIEF } from "./support/goal-corpus.js";
 import { CHROMIUM, CHROMIUM_ARGS, haveChromium, outcomeDeps, seriousViolations, TEST_ARTIFACTS } from "./support/outcome-kit.js";
@@ -98,11 +99,10 @@ describe.runIf(haveChromium)("the corpus's goals in a browser", () => {
   // A page to look at every screenshot side by side: desktop and phone.
   afterAll(async () => {
     if (shots.length === 0) return;
-    const escape = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/"/g, "&quot;");
     const rows = shots
       .map(
         ({ label, file }) =>
-          `<section><h2>${escape(label)}</h2><div class="pair"><img src="${file}.png" alt="${escape(label)} at 1280 px"><img src="${file}-mobile.png" alt="${escape(label)} at 390 px"></div></section>`,
+          `<section><h2>${escapeHtml(label)}</h2><div class="pair"><img src="${file}.png" alt="${escapeHtml(label)} at 1280 px"><img src="${file}-mobile.png" alt="${escapeHtml(label)} at 390 px"></div></section>`,
       )
       .join("\n");
     await fs.writeFile(
