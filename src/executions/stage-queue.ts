@@ -6,7 +6,9 @@ import type { StageRevision } from "../engine/stage-work.js";
 import type { PlanRevision } from "./plan-transitions.js";
 
 /**
- * Claims up to `limit` stages waiting for a worker, oldest first. Rows other
+ * Claims up to `limit` stages waiting for a worker, oldest first; a stage
+ * retried after a transient error waits until its `ready_at`, a time in the
+ * database, so the backoff survives a restart. Rows other
  * workers are claiming right now are skipped, not waited for, so any number
  * of instances claim side by side and never the same stage. One statement:
  * the lease, a fresh fencing token and what the work needs, in one round trip.
@@ -26,7 +28,7 @@ export async function claimStages(db: Kysely<Database>, owner: string, limit: nu
   }>`
     WITH picked AS (
       SELECT plan_id, position FROM plan_stages
-      WHERE state = 'running' AND lease_token IS NULL
+      WHERE state = 'running' AND lease_token IS NULL AND ready_at <= now()
       ORDER BY ready_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
