@@ -25,7 +25,7 @@ export interface StageEngineOptions {
 
 /** How a stage failing with a transient error is tried again before it fails. */
 export interface StageRetryPolicy {
-  /** Tries of a stage in all, the first included; a stage whose attempt reached this fails. */
+  /** Tries of a stage in one run, the first included (a resume starts a new run); the last failure fails the stage. */
   maxAttempts: number;
   /** The backoff before the first retry; it doubles with each attempt, up to `capMs`. */
   baseMs: number;
@@ -37,12 +37,12 @@ export interface StageRetryPolicy {
 }
 
 /**
- * The wait before retrying a stage whose attempt `attempt` failed: "full
+ * The wait before retrying a stage whose try `attempt` (of this run) failed: "full
  * jitter", uniform in [0, min(cap, base · 2^(attempt-1))], so instances that
  * failed together against the same upstream do not come back together.
  */
 export function retryWaitMs(policy: StageRetryPolicy, attempt: number): number {
-  const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, attempt - 1));
+  const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** Math.min(30, Math.max(0, attempt - 1)));
   return Math.floor((policy.random ?? Math.random)() * (ceiling + 1));
 }
 
@@ -257,8 +257,9 @@ export class StageEngine {
       }
       const error = stageError(result.error);
       const retry = this.#options.retry;
-      if (retry && claim.attempts < retry.maxAttempts && retry.isTransient(error.type)) {
-        await this.#writeResult(run, { kind: "retrying", error, waitMs: retryWaitMs(retry, claim.attempts) });
+      const tries = (claim.retries ?? 0) + 1;
+      if (retry && tries < retry.maxAttempts && retry.isTransient(error.type)) {
+        await this.#writeResult(run, { kind: "retrying", error, waitMs: retryWaitMs(retry, tries) });
       } else await this.#writeResult(run, { kind: "failed", error });
     }
   }

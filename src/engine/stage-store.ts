@@ -9,8 +9,10 @@ export interface StageClaim {
   /** The stage's place in its plan. */
   readonly position: number;
   readonly stageId: string;
-  /** 1 on the first run of this stage, +1 on each resume. */
+  /** 1 on the first run of this stage, +1 on each resume or retry. */
   readonly attempts: number;
+  /** Retries in place after transient errors since this run of the stage began (a resume starts again at 0); absent: 0. */
+  readonly retries?: number;
   readonly accountId: string;
   readonly goal: string;
   readonly outcome: string;

@@ -49,6 +49,7 @@ function selectPlansWithStages(db: Executor) {
             "s.output",
             "s.progress",
             "s.lease_token",
+            "s.retries",
           ])
           .whereRef("s.plan_id", "=", "p.id")
           .orderBy("s.position"),
@@ -150,7 +151,7 @@ export async function savePlan(db: Executor, before: PlanState, after: PlanState
     const fenced = fence?.position === stage.position ? (fence.live ? "live" : "expired") : null;
     return sql`(${stage.position}::smallint, ${stage.state}::text, ${stage.attempts}::int, ${stage.error?.type ?? null}::text,
       ${stage.error?.message ?? null}::text, ${stage.output === null ? null : JSON.stringify(stage.output)}::jsonb, ${stage.progress}::real,
-      ${stage.leaseToken}::bigint, ${old.leaseToken}::bigint, ${ready && !claim}::boolean, ${claim}::boolean, ${fenced}::text, ${waitMs}::int)`;
+      ${stage.leaseToken}::bigint, ${old.leaseToken}::bigint, ${ready && !claim}::boolean, ${claim}::boolean, ${fenced}::text, ${waitMs}::int, ${stage.retries ?? 0}::int)`;
   });
   const leaseSeconds = (claimFor?.leaseMs ?? 0) / 1000;
 
@@ -173,13 +174,13 @@ export async function savePlan(db: Executor, before: PlanState, after: PlanState
   const stagesCte =
     rows.length === 0
       ? sql`stages AS (SELECT NULL::smallint AS position, NULL::bigint AS lease_token, false AS claim WHERE false)`
-      : sql`v (position, state, attempts, error_type, error_message, output, progress, new_token, old_token, ready, claim, fenced, wait_ms) AS (
+      : sql`v (position, state, attempts, error_type, error_message, output, progress, new_token, old_token, ready, claim, fenced, wait_ms, retries) AS (
         VALUES ${sql.join(rows)}
       ),
       stages AS (
         UPDATE plan_stages AS s SET
           state = v.state, attempts = v.attempts, error_type = v.error_type, error_message = v.error_message,
-          output = v.output, progress = v.progress,
+          output = v.output, progress = v.progress, retries = v.retries,
           lease_token = CASE WHEN v.claim THEN nextval('plan_stage_lease_tokens') ELSE v.new_token END,
           lease_owner = CASE WHEN v.claim THEN ${claimFor?.owner ?? null}::text WHEN v.new_token IS NULL THEN NULL ELSE s.lease_owner END,
           lease_expires_at = CASE WHEN v.claim THEN now() + make_interval(secs => ${leaseSeconds}::float8)
@@ -356,7 +357,10 @@ export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPl
 
 /** A plan row with its stages as `selectPlansWithStages` returns them. */
 type PlanRowWithStages = PlanRow & {
-  stages: (Pick<PlanStageRow, "position" | "stage_id" | "title" | "state" | "attempts" | "error_type" | "error_message" | "progress" | "lease_token"> & {
+  stages: (Pick<
+    PlanStageRow,
+    "position" | "stage_id" | "title" | "state" | "attempts" | "error_type" | "error_message" | "progress" | "lease_token" | "retries"
+  > & {
     output: unknown;
   })[];
 };
@@ -390,6 +394,7 @@ function toPlanState(row: PlanRowWithStages): PlanState {
       progress: Number(s.progress),
       // Through json_agg a bigint arrives as a JSON number; tokens stay far below 2^53.
       leaseToken: s.lease_token === null ? null : Number(s.lease_token),
+      retries: Number(s.retries ?? 0),
     })),
   };
 }
@@ -402,7 +407,8 @@ function sameStage(a: StageRecord, b: StageRecord): boolean {
     a.error?.message === b.error?.message &&
     a.output === b.output &&
     a.progress === b.progress &&
-    a.leaseToken === b.leaseToken
+    a.leaseToken === b.leaseToken &&
+    (a.retries ?? 0) === (b.retries ?? 0)
   );
 }
 

@@ -178,6 +178,7 @@ function nextClaim(previous: StageClaim, plan: PlanState, claimed: { position: n
     position: stage.position,
     stageId: stage.id,
     attempts: stage.attempts,
+    retries: stage.retries ?? 0,
     leaseToken: claimed.leaseToken,
     previous: outputs,
     ...(revision ? { revision: stageRevision(revision) } : {}),

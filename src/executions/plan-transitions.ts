@@ -52,6 +52,8 @@ export interface StageRecord {
   progress: number;
   /** The fencing token of the worker running it; null when nobody holds it. */
   leaseToken: number | null;
+  /** Retries in place after transient errors since this run of the stage began; absent: 0. */
+  retries?: number;
   /**
    * Set only by the transition that schedules a retry, for the write that
    * records it: the stage is claimable again `waitMs` after that write, and
@@ -167,7 +169,12 @@ export function stageRetrying(plan: PlanState, position: number, error: StageErr
   const stage = plan.stages[position];
   if (!stage) return plan;
   const retry = { error: { type: error.type, message: error.message }, waitMs: Math.max(0, Math.floor(waitMs)) };
-  return settle({ ...plan, status: "running", resumable: false, stages: replaceStage(plan.stages, position, { ...startRun(stage), retry }) });
+  return settle({
+    ...plan,
+    status: "running",
+    resumable: false,
+    stages: replaceStage(plan.stages, position, { ...startRun(stage), retries: (stage.retries ?? 0) + 1, retry }),
+  });
 }
 
 /** The stage's worker died (its lease expired): the plan stops as interrupted, resumable. */
@@ -288,7 +295,7 @@ function advance(plan: PlanState, position: number): PlanState {
 }
 
 function startRun(stage: StageRecord): Partial<StageRecord> {
-  return { state: "running", attempts: stage.attempts + 1, error: null, progress: 0, leaseToken: null };
+  return { state: "running", attempts: stage.attempts + 1, error: null, progress: 0, leaseToken: null, retries: 0 };
 }
 
 function settle(plan: PlanState): PlanState {

@@ -69,8 +69,8 @@ describe("transient stage errors are retried in place", () => {
     }
   });
 
-  it("a stage failing transiently on every try fails after the last one, resumable", async () => {
-    const created = await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: "A site for my bakery transient3@outline" });
+  it("a stage failing transiently on every try fails after the last one, resumable; a resume gets its own tries", async () => {
+    const created = await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: "A site for my bakery transient4@outline" });
     const planId = created.body.plan.id;
     const plan = await waitForPlan(app.url, cred(), planId, (p) => p.status === "failed");
     expect(plan.resumable).toBe(true);
@@ -83,10 +83,16 @@ describe("transient stage errors are retried in place", () => {
     const events = (await history(app.url, cred(), planId)).filter((e) => e.stage === "outline");
     expect(events.map((e) => [e.type, e.attempt])).toEqual([...TWO_RETRIES, ["stage_failed", 3]]);
 
-    // A resume runs it again as before; the fourth try succeeds.
+    // A resume runs it again as before (attempt 4), and a transient failure of that run is retried too: attempt 5 succeeds.
     await postExecution(app.url, cred(), { planId });
     const resumed = await waitForPlan(app.url, cred(), planId, (p) => p.status === "awaiting_approval");
-    expect(resumed.stages.find((s) => s.id === "outline")).toMatchObject({ state: "succeeded", attempts: 4 });
+    expect(resumed.stages.find((s) => s.id === "outline")).toMatchObject({ state: "succeeded", attempts: 5 });
+    const after = (await history(app.url, cred(), planId)).filter((e) => e.stage === "outline").slice(4);
+    expect(after.map((e) => [e.type, e.attempt])).toEqual([
+      ["stage_started", 4],
+      ["stage_retrying", 4],
+      ["stage_succeeded", 5],
+    ]);
   });
 
   it("a failure that is not transient fails the stage at once", async () => {
