@@ -43,6 +43,8 @@ export interface AppOptions {
   pgliteTemplate?: Blob;
   /** The work of each plan stage. Tests pass instant, slow or failing work; by default the outcomes' own. */
   stageWork?: StageWorkResolver;
+  /** The source of the retry backoff's jitter, 0 ≤ x < 1; by default Math.random. Tests pin it to make waits predictable. */
+  retryJitter?: () => number;
 }
 
 /** Builds and starts the whole service. Tests call this to get the real thing on port 0. */
@@ -97,6 +99,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       metrics,
       tracing,
       stageWork: options.stageWork ?? outcomes.stageWork,
+      retryJitter: options.retryJitter,
       download: outcomes.download,
       deleteArtifacts: outcomes.deleteArtifacts,
     }),

@@ -84,6 +84,12 @@ export interface Config {
   workerConcurrency: number;
   /** How long a claimed stage stays leased without a heartbeat. */
   stageLeaseMs: number;
+  /** `ZERO_STAGE_MAX_ATTEMPTS`: tries of a stage failing with a transient error, the first included; 1 turns retries off. */
+  stageMaxAttempts: number;
+  /** `ZERO_STAGE_RETRY_BASE_MS`: the backoff before the first retry, doubling per attempt up to `stageRetryCapMs`. */
+  stageRetryBaseMs: number;
+  /** `ZERO_STAGE_RETRY_CAP_MS`: the longest backoff between two tries. */
+  stageRetryCapMs: number;
   /** Bound on waiting for in-flight requests at shutdown. */
   shutdownGraceMs: number;
   /** A request's headers must arrive within this time (slowloris). */
@@ -180,6 +186,9 @@ export function loadConfig(env: Env = process.env, options: { terminal?: boolean
   }
   const workerConcurrency = read("ZERO_WORKER_CONCURRENCY", 4, int(0, 256));
   const stageLeaseMs = read("ZERO_STAGE_LEASE_MS", 30_000, int(200, 3_600_000));
+  const stageMaxAttempts = read("ZERO_STAGE_MAX_ATTEMPTS", 3, int(1, 100));
+  const stageRetryBaseMs = read("ZERO_STAGE_RETRY_BASE_MS", 1000, int(0, 3_600_000));
+  const stageRetryCapMs = read("ZERO_STAGE_RETRY_CAP_MS", 60_000, int(0, 86_400_000));
   const shutdownGraceMs = read("ZERO_SHUTDOWN_GRACE_MS", 10_000, int(0, 600_000));
   const headersTimeoutMs = read("ZERO_HEADERS_TIMEOUT_MS", 20_000, int(100, 600_000));
   const requestTimeoutMs = read("ZERO_REQUEST_TIMEOUT_MS", 120_000, int(100, 3_600_000));
@@ -216,6 +225,9 @@ export function loadConfig(env: Env = process.env, options: { terminal?: boolean
     tlsKeyFile,
     workerConcurrency,
     stageLeaseMs,
+    stageMaxAttempts,
+    stageRetryBaseMs,
+    stageRetryCapMs,
     shutdownGraceMs,
     headersTimeoutMs,
     requestTimeoutMs,

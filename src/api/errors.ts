@@ -32,6 +32,18 @@ export const ERROR_TYPES = {
 
 export type ErrorType = keyof typeof ERROR_TYPES;
 
+/**
+ * Error types that say "try again shortly" (upstream 5xx, timeouts, 429 from
+ * the model or the free pool's units in flight): a stage failing with one is
+ * retried in place, with backoff, before it fails. Every other type fails at once.
+ */
+export const TRANSIENT_ERROR_TYPES: ReadonlySet<string> = new Set<ErrorType>([
+  "upstream_error",
+  "upstream_timeout",
+  "zero_capacity_unavailable",
+  "unavailable",
+]);
+
 /** The error type a bare Connect code stands for, when no ErrorDetail says more. */
 export function typeForCode(code: Code): ErrorType {
   switch (code) {

@@ -19,6 +19,31 @@ export interface StageEngineOptions {
   pollMs?: number;
   /** How long `stop` waits for running work to notice its abort signal. */
   stopGraceMs?: number;
+  /** Retries in place of stages failing with a transient error; without it every failure fails the stage. */
+  retry?: StageRetryPolicy;
+}
+
+/** How a stage failing with a transient error is tried again before it fails. */
+export interface StageRetryPolicy {
+  /** Tries of a stage in one run, the first included (a resume starts a new run); the last failure fails the stage. */
+  maxAttempts: number;
+  /** The backoff before the first retry; it doubles with each attempt, up to `capMs`. */
+  baseMs: number;
+  capMs: number;
+  /** True for error types worth trying again shortly. */
+  isTransient(type: string): boolean;
+  /** 0 ≤ x < 1; the jitter's source, replaceable in tests. Default Math.random. */
+  random?: () => number;
+}
+
+/**
+ * The wait before retrying a stage whose try `attempt` (of this run) failed: "full
+ * jitter", uniform in [0, min(cap, base · 2^(attempt-1))], so instances that
+ * failed together against the same upstream do not come back together.
+ */
+export function retryWaitMs(policy: StageRetryPolicy, attempt: number): number {
+  const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** Math.min(30, Math.max(0, attempt - 1)));
+  return Math.floor((policy.random ?? Math.random)() * (ceiling + 1));
 }
 
 /** How one run of a stage ended, as far as this instance is concerned. */
@@ -61,7 +86,7 @@ interface Run {
 export class StageEngine {
   /** Observers' view of the engine's work; see StageEngineEvents. */
   readonly events = new EventEmitter<StageEngineEvents>();
-  readonly #options: Required<StageEngineOptions>;
+  readonly #options: Required<Omit<StageEngineOptions, "retry">> & Pick<StageEngineOptions, "retry">;
   readonly #store: StageStore;
   readonly #log: Logger;
   readonly #runs = new Map<number, Run>();
@@ -230,7 +255,12 @@ export class StageEngine {
       if (!(result.error instanceof StageFailure)) {
         this.#log.error({ err: result.error, planId: claim.planId, stage: claim.stageId }, "stage work threw");
       }
-      await this.#writeResult(run, { kind: "failed", error: stageError(result.error) });
+      const error = stageError(result.error);
+      const retry = this.#options.retry;
+      const tries = (claim.retries ?? 0) + 1;
+      if (retry && tries < retry.maxAttempts && retry.isTransient(error.type)) {
+        await this.#writeResult(run, { kind: "retrying", error, waitMs: retryWaitMs(retry, tries) });
+      } else await this.#writeResult(run, { kind: "failed", error });
     }
   }
 

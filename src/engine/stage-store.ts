@@ -9,8 +9,10 @@ export interface StageClaim {
   /** The stage's place in its plan. */
   readonly position: number;
   readonly stageId: string;
-  /** 1 on the first run of this stage, +1 on each resume. */
+  /** 1 on the first run of this stage, +1 on each resume or retry. */
   readonly attempts: number;
+  /** Retries in place after transient errors since this run of the stage began (a resume starts again at 0); absent: 0. */
+  readonly retries?: number;
   readonly accountId: string;
   readonly goal: string;
   readonly outcome: string;
@@ -25,6 +27,8 @@ export type StageChange =
   | { kind: "progress"; fraction: number }
   | { kind: "succeeded"; outcome: StageOutcome }
   | { kind: "failed"; error: StageErrorInfo }
+  /** A transient failure: the stage runs again, attempts + 1, once `waitMs` has passed (a time kept by the store). */
+  | { kind: "retrying"; error: StageErrorInfo; waitMs: number }
   /** The instance is stopping: the stage goes back to the queue for another instance. */
   | { kind: "released" };
 
@@ -58,7 +62,7 @@ export interface StageStore {
    * `renew` no longer answers its token.
    */
   listenForRevoked?(onRevoked: (leaseTokens: readonly number[]) => void): Promise<() => Promise<void>>;
-  /** Leases up to `limit` waiting stages to `owner`, oldest first, never one another owner holds. */
+  /** Leases up to `limit` waiting stages to `owner`, oldest first, never one another owner holds nor one still waiting out a retry's backoff. */
   claim(owner: string, limit: number, leaseMs: number): Promise<StageClaim[]>;
   /** Extends the live leases among `tokens`; answers the tokens still held. An expired lease is never extended. */
   renew(tokens: readonly number[], leaseMs: number): Promise<ReadonlySet<number>>;

@@ -1,4 +1,5 @@
 import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
+import { TRANSIENT_ERROR_TYPES } from "../api/errors.js";
 import type { AppPart } from "../server/app-part.js";
 import { bindService } from "../server/rpc-pipeline.js";
 import type { Config } from "../config.js";
@@ -22,6 +23,8 @@ export interface ExecutionsPartDeps {
   instanceId: string;
   /** The work of each stage; the engine runs whatever it is given. */
   stageWork: StageWorkResolver;
+  /** See StageRetryPolicy.random. */
+  retryJitter?: () => number;
   metrics: Metrics;
   tracing?: Tracing;
   /** A plan's newest build as one file; the outcomes own where it is stored. */
@@ -47,6 +50,13 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
     concurrency: config.workerConcurrency,
     leaseMs: config.stageLeaseMs,
     stopGraceMs: Math.min(config.shutdownGraceMs, 10_000),
+    retry: {
+      maxAttempts: config.stageMaxAttempts,
+      baseMs: config.stageRetryBaseMs,
+      capMs: config.stageRetryCapMs,
+      isTransient: (type) => TRANSIENT_ERROR_TYPES.has(type),
+      ...(deps.retryJitter ? { random: deps.retryJitter } : {}),
+    },
   });
   observeStageEngine(engine, deps.metrics, deps.tracing);
   deps.metrics.onScrape(async () => {

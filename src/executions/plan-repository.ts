@@ -49,6 +49,7 @@ function selectPlansWithStages(db: Executor) {
             "s.output",
             "s.progress",
             "s.lease_token",
+            "s.retries",
           ])
           .whereRef("s.plan_id", "=", "p.id")
           .orderBy("s.position"),
@@ -142,13 +143,15 @@ export async function savePlan(db: Executor, before: PlanState, after: PlanState
   const rows = changed.map((stage) => {
     const old = before.stages[stage.position]!;
     const ready = stage.state === "running" && stage.leaseToken === null && isNewRun(old, stage);
-    const claim = ready && claimFor !== undefined && claimPosition === undefined;
+    // A retry waits out its backoff: nobody claims it now, and the engines' polling finds it when it is due.
+    const waitMs = ready && stage.retry ? stage.retry.waitMs : 0;
+    const claim = ready && waitMs === 0 && claimFor !== undefined && claimPosition === undefined;
     if (claim) claimPosition = stage.position;
-    wake ||= ready && !claim;
+    wake ||= ready && !claim && waitMs === 0;
     const fenced = fence?.position === stage.position ? (fence.live ? "live" : "expired") : null;
     return sql`(${stage.position}::smallint, ${stage.state}::text, ${stage.attempts}::int, ${stage.error?.type ?? null}::text,
       ${stage.error?.message ?? null}::text, ${stage.output === null ? null : JSON.stringify(stage.output)}::jsonb, ${stage.progress}::real,
-      ${stage.leaseToken}::bigint, ${old.leaseToken}::bigint, ${ready && !claim}::boolean, ${claim}::boolean, ${fenced}::text)`;
+      ${stage.leaseToken}::bigint, ${old.leaseToken}::bigint, ${ready && !claim}::boolean, ${claim}::boolean, ${fenced}::text, ${waitMs}::int, ${stage.retries ?? 0}::int)`;
   });
   const leaseSeconds = (claimFor?.leaseMs ?? 0) / 1000;
 
@@ -171,18 +174,18 @@ export async function savePlan(db: Executor, before: PlanState, after: PlanState
   const stagesCte =
     rows.length === 0
       ? sql`stages AS (SELECT NULL::smallint AS position, NULL::bigint AS lease_token, false AS claim WHERE false)`
-      : sql`v (position, state, attempts, error_type, error_message, output, progress, new_token, old_token, ready, claim, fenced) AS (
+      : sql`v (position, state, attempts, error_type, error_message, output, progress, new_token, old_token, ready, claim, fenced, wait_ms, retries) AS (
         VALUES ${sql.join(rows)}
       ),
       stages AS (
         UPDATE plan_stages AS s SET
           state = v.state, attempts = v.attempts, error_type = v.error_type, error_message = v.error_message,
-          output = v.output, progress = v.progress,
+          output = v.output, progress = v.progress, retries = v.retries,
           lease_token = CASE WHEN v.claim THEN nextval('plan_stage_lease_tokens') ELSE v.new_token END,
           lease_owner = CASE WHEN v.claim THEN ${claimFor?.owner ?? null}::text WHEN v.new_token IS NULL THEN NULL ELSE s.lease_owner END,
           lease_expires_at = CASE WHEN v.claim THEN now() + make_interval(secs => ${leaseSeconds}::float8)
             WHEN v.new_token IS NULL THEN NULL ELSE s.lease_expires_at END,
-          ready_at = CASE WHEN v.ready THEN now() ELSE s.ready_at END,
+          ready_at = CASE WHEN v.ready THEN now() + make_interval(secs => v.wait_ms / 1000.0) ELSE s.ready_at END,
           updated_at = now()
         FROM v
         WHERE s.plan_id = ${after.id} AND s.position = v.position AND s.lease_token IS NOT DISTINCT FROM v.old_token
@@ -212,7 +215,7 @@ export async function savePlan(db: Executor, before: PlanState, after: PlanState
   if (!row || Number(row.stage_rows) !== rows.length) throw new LeaseLostError(`a stage of ${after.id} is no longer held`);
 
   const claimed = claimPosition !== undefined && row.claimed_token !== null ? { position: claimPosition, leaseToken: Number(row.claimed_token) } : undefined;
-  const stages = claimed ? after.stages.map((s) => (s.position === claimed.position ? { ...s, leaseToken: claimed.leaseToken } : s)) : after.stages;
+  const stages = after.stages.map(({ retry: _written, ...s }) => (s.position === claimed?.position ? { ...s, leaseToken: claimed.leaseToken } : s));
   return { plan: { ...after, stages, version: Number(row.version), updatedAt: new Date(row.updated_at) }, claimed, wake };
 }
 
@@ -354,7 +357,10 @@ export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPl
 
 /** A plan row with its stages as `selectPlansWithStages` returns them. */
 type PlanRowWithStages = PlanRow & {
-  stages: (Pick<PlanStageRow, "position" | "stage_id" | "title" | "state" | "attempts" | "error_type" | "error_message" | "progress" | "lease_token"> & {
+  stages: (Pick<
+    PlanStageRow,
+    "position" | "stage_id" | "title" | "state" | "attempts" | "error_type" | "error_message" | "progress" | "lease_token" | "retries"
+  > & {
     output: unknown;
   })[];
 };
@@ -388,6 +394,7 @@ function toPlanState(row: PlanRowWithStages): PlanState {
       progress: Number(s.progress),
       // Through json_agg a bigint arrives as a JSON number; tokens stay far below 2^53.
       leaseToken: s.lease_token === null ? null : Number(s.lease_token),
+      retries: Number(s.retries ?? 0),
     })),
   };
 }
@@ -400,7 +407,8 @@ function sameStage(a: StageRecord, b: StageRecord): boolean {
     a.error?.message === b.error?.message &&
     a.output === b.output &&
     a.progress === b.progress &&
-    a.leaseToken === b.leaseToken
+    a.leaseToken === b.leaseToken &&
+    (a.retries ?? 0) === (b.retries ?? 0)
   );
 }
 

@@ -6,7 +6,7 @@ import type { Database } from "../db/schema.js";
 import type { InterruptedStage, StageChange, StageClaim, StageStore, StageWrite } from "../engine/stage-store.js";
 import type { Notifier } from "./notifier.js";
 import { LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL, STAGE_REVOKED_CHANNEL, type SaveResult } from "./plan-repository.js";
-import { stageFailed, stageInterrupted, stageProgressed, stageReleased, stageSucceeded, type PlanState } from "./plan-transitions.js";
+import { stageFailed, stageInterrupted, stageProgressed, stageReleased, stageRetrying, stageSucceeded, type PlanState } from "./plan-transitions.js";
 import { claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases, stageRevision } from "./stage-queue.js";
 
 /**
@@ -160,6 +160,8 @@ function transitionFor(position: number, change: StageChange): (plan: PlanState)
       return (plan) => stageSucceeded(plan, position, change.outcome);
     case "failed":
       return (plan) => stageFailed(plan, position, change.error);
+    case "retrying":
+      return (plan) => stageRetrying(plan, position, change.error, change.waitMs);
     case "released":
       return (plan) => stageReleased(plan, position);
   }
@@ -176,6 +178,7 @@ function nextClaim(previous: StageClaim, plan: PlanState, claimed: { position: n
     position: stage.position,
     stageId: stage.id,
     attempts: stage.attempts,
+    retries: stage.retries ?? 0,
     leaseToken: claimed.leaseToken,
     previous: outputs,
     ...(revision ? { revision: stageRevision(revision) } : {}),

@@ -52,6 +52,14 @@ export interface StageRecord {
   progress: number;
   /** The fencing token of the worker running it; null when nobody holds it. */
   leaseToken: number | null;
+  /** Retries in place after transient errors since this run of the stage began; absent: 0. */
+  retries?: number;
+  /**
+   * Set only by the transition that schedules a retry, for the write that
+   * records it: the stage is claimable again `waitMs` after that write, and
+   * the history says why. Never read back from the database.
+   */
+  retry?: { error: StageErrorInfo; waitMs: number };
 }
 
 /** The error a stage shows when its worker vanished mid-run. */
@@ -149,6 +157,23 @@ export function stageFailed(plan: PlanState, position: number, error: StageError
     status: "failed",
     resumable: true,
     stages: replaceStage(plan.stages, position, { state: "failed", error, progress: 0, leaseToken: null }),
+  });
+}
+
+/**
+ * The stage's work failed with a transient error and has tries left: it runs
+ * again in place, attempts + 1, once the wait has passed. The plan keeps
+ * running; a cancel meanwhile stops it like any waiting stage.
+ */
+export function stageRetrying(plan: PlanState, position: number, error: StageErrorInfo, waitMs: number): PlanState {
+  const stage = plan.stages[position];
+  if (!stage) return plan;
+  const retry = { error: { type: error.type, message: error.message }, waitMs: Math.max(0, Math.floor(waitMs)) };
+  return settle({
+    ...plan,
+    status: "running",
+    resumable: false,
+    stages: replaceStage(plan.stages, position, { ...startRun(stage), retries: (stage.retries ?? 0) + 1, retry }),
   });
 }
 
@@ -270,7 +295,7 @@ function advance(plan: PlanState, position: number): PlanState {
 }
 
 function startRun(stage: StageRecord): Partial<StageRecord> {
-  return { state: "running", attempts: stage.attempts + 1, error: null, progress: 0, leaseToken: null };
+  return { state: "running", attempts: stage.attempts + 1, error: null, progress: 0, leaseToken: null, retries: 0 };
 }
 
 function settle(plan: PlanState): PlanState {
@@ -319,7 +344,15 @@ function stageEvents(after: Pick<PlanState, "stages">, before: PlanState | undef
     const at = { stage: stage.id, attempt: stage.attempts };
     switch (stage.state) {
       case "running":
-        events.push({ type: "stage_started", ...at, detail: null });
+        // A retry is recorded against the attempt that failed; the next attempt starts when its wait is over.
+        if (stage.retry)
+          events.push({
+            type: "stage_retrying",
+            stage: stage.id,
+            attempt: stage.attempts - 1,
+            detail: { error: { type: stage.retry.error.type, message: stage.retry.error.message }, waitMs: stage.retry.waitMs },
+          });
+        else events.push({ type: "stage_started", ...at, detail: null });
         break;
       case "succeeded":
         if (old?.state === "awaiting_approval" || (stage.id === APPROVAL_STAGE && old?.state === "pending")) {

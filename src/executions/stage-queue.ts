@@ -6,7 +6,9 @@ import type { StageRevision } from "../engine/stage-work.js";
 import type { PlanRevision } from "./plan-transitions.js";
 
 /**
- * Claims up to `limit` stages waiting for a worker, oldest first. Rows other
+ * Claims up to `limit` stages waiting for a worker, oldest first; a stage
+ * retried after a transient error waits until its `ready_at`, a time in the
+ * database, so the backoff survives a restart. Rows other
  * workers are claiming right now are skipped, not waited for, so any number
  * of instances claim side by side and never the same stage. One statement:
  * the lease, a fresh fencing token and what the work needs, in one round trip.
@@ -17,6 +19,7 @@ export async function claimStages(db: Kysely<Database>, owner: string, limit: nu
     position: number;
     stage_id: string;
     attempts: number;
+    retries: number;
     lease_token: number;
     account_id: string;
     goal: string;
@@ -26,7 +29,7 @@ export async function claimStages(db: Kysely<Database>, owner: string, limit: nu
   }>`
     WITH picked AS (
       SELECT plan_id, position FROM plan_stages
-      WHERE state = 'running' AND lease_token IS NULL
+      WHERE state = 'running' AND lease_token IS NULL AND ready_at <= now()
       ORDER BY ready_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
@@ -38,7 +41,7 @@ export async function claimStages(db: Kysely<Database>, owner: string, limit: nu
         updated_at = now()
     FROM picked, plans AS p
     WHERE s.plan_id = picked.plan_id AND s.position = picked.position AND p.id = s.plan_id
-    RETURNING s.plan_id, s.position, s.stage_id, s.attempts, s.lease_token, p.account_id, p.goal, p.outcome, p.revisions -> -1 AS revision,
+    RETURNING s.plan_id, s.position, s.stage_id, s.attempts, s.retries, s.lease_token, p.account_id, p.goal, p.outcome, p.revisions -> -1 AS revision,
       (SELECT jsonb_object_agg(x.stage_id, x.output) FROM plan_stages AS x
         WHERE x.plan_id = s.plan_id AND x.state = 'succeeded' AND x.output IS NOT NULL) AS previous
   `.execute(db);
@@ -47,6 +50,7 @@ export async function claimStages(db: Kysely<Database>, owner: string, limit: nu
     position: Number(row.position),
     stageId: row.stage_id,
     attempts: Number(row.attempts),
+    retries: Number(row.retries),
     leaseToken: Number(row.lease_token),
     accountId: row.account_id,
     goal: row.goal,

@@ -135,6 +135,11 @@ export class InMemoryStageStore implements StageStore {
       case "failed":
         Object.assign(stage, { state: "failed", leaseToken: null });
         return "written";
+      case "retrying":
+        // This store keeps no clock: the retry is ready at once (the backoff is the Postgres store's, tested there).
+        Object.assign(stage, { state: "waiting", attempts: stage.attempts + 1, leaseToken: null, readyAt: this.#tick++ });
+        this.#wake();
+        return "written";
       case "released":
         Object.assign(stage, { state: "waiting", leaseToken: null, readyAt: this.#tick++ });
         this.#wake();

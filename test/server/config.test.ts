@@ -67,6 +67,12 @@ describe("configuration from the environment", () => {
     expect(lines({ ZERO_ARTIFACTS: "disk" })).toEqual(['ZERO_ARTIFACTS: expected file, file:<dir>, postgres or s3://bucket/prefix, got "disk"']);
   });
 
+  it("retries transient stage errors 3 tries in all by default, with a 1 s to 60 s backoff; refuses 0 tries", () => {
+    expect(loadConfig({})).toMatchObject({ stageMaxAttempts: 3, stageRetryBaseMs: 1000, stageRetryCapMs: 60_000 });
+    expect(loadConfig({ ZERO_STAGE_MAX_ATTEMPTS: "1" }).stageMaxAttempts).toBe(1);
+    expect(() => loadConfig({ ZERO_STAGE_MAX_ATTEMPTS: "0" })).toThrow(/^ZERO_STAGE_MAX_ATTEMPTS/);
+  });
+
   it("reads upstreams as a JSON array", () => {
     const config = loadConfig({
       ZERO_UPSTREAMS: JSON.stringify([{ name: "a", baseUrl: "http://127.0.0.1:9/v1/", apiKey: "k", model: "m" }]),

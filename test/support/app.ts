@@ -13,6 +13,8 @@ export interface TestApp extends App {
   /** Every log line the app wrote, for tests that read them (e.g. that no secret leaks). */
   logs: string[];
   dataDir: string;
+  /** The Postgres database it uses; undefined on PGlite (whose files are in `dataDir`). */
+  databaseUrl: string | undefined;
 }
 
 export interface TestAppOptions {
@@ -22,6 +24,15 @@ export interface TestAppOptions {
   databaseUrl?: string;
   /** The work the stage engine runs (instant, slow, failing, counting…). */
   stageWork?: StageWorkResolver;
+  /**
+   * Reuse a data directory a closed test app left (`keepDataDir`), to start
+   * the service again on the same PGlite files: a restart.
+   */
+  dataDir?: string;
+  /** See AppOptions.retryJitter. */
+  retryJitter?: () => number;
+  /** Leave the data directory in place on close, for a restart; the test removes it. */
+  keepDataDir?: boolean;
 }
 
 const running = new Set<TestApp>();
@@ -38,7 +49,7 @@ function pgliteTemplate(): Promise<Blob | undefined> {
  * Postgres runs, its own fresh database. Closed after the test file.
  */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-test-"));
+  const dataDir = options.dataDir ?? (await fs.mkdtemp(path.join(os.tmpdir(), "zero-test-")));
   const databaseUrl = options.databaseUrl ?? (await createTestDatabase());
   const config = loadConfig({
     PORT: "0",
@@ -64,14 +75,16 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     logger: createLogger(config.logLevel, sink),
     pgliteTemplate: databaseUrl ? undefined : await pgliteTemplate(),
     stageWork: options.stageWork,
+    retryJitter: options.retryJitter,
   });
   const testApp: TestApp = Object.assign(Object.create(null) as object, app, {
     logs,
     dataDir,
+    databaseUrl,
     close: async () => {
       running.delete(testApp);
       await app.close();
-      await fs.rm(dataDir, { recursive: true, force: true });
+      if (!options.keepDataDir) await fs.rm(dataDir, { recursive: true, force: true });
     },
   });
   running.add(testApp);

@@ -75,6 +75,7 @@ export { StageFailure };
  * test says without shared switches:
  * - `fail@<stage>`: the first attempt throws StageFailure("writer_error", …);
  * - `throw@<stage>`: the first attempt throws a plain Error carrying internals;
+ * - `transient<N>@<stage>`: attempts 1..N throw StageFailure("upstream_timeout", …), a transient error;
  * - `hold@<stage>`: every attempt waits until the test releases it (`held`);
  * - `half@<stage>`: reports progress 0.5, then holds;
  * - `warn`: publish reports a warning.
@@ -89,6 +90,10 @@ export class ScriptedWork {
     this.calls.push(input);
     const has = (directive: string) => input.goal.split(/\s+/).includes(`${directive}@${stageId}`);
     if (has("fail") && input.attempt === 1) throw new StageFailure("writer_error", `the writer could not finish the ${stageId} stage`);
+    const transient = input.goal.split(/\s+/).find((word) => word.startsWith("transient") && word.endsWith(`@${stageId}`));
+    if (transient && input.attempt <= Number(transient.slice("transient".length, -`@${stageId}`.length))) {
+      throw new StageFailure("upstream_timeout", `the model did not answer in time (attempt ${input.attempt})`);
+    }
     if (has("throw") && input.attempt === 1) throw new Error("connection to 10.0.0.7:5432 failed: password=hunter2");
     if (has("half")) await input.progress(0.5);
     if (has("hold") || has("half")) {

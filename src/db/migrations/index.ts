@@ -10,6 +10,7 @@ import * as planEvents from "./2026-11-26T02-00_plan-events.js";
 import * as generationGranted from "./2026-11-26T05-00_generation-granted.js";
 import * as planRevisions from "./2026-11-27T02-00_plan-revisions.js";
 import * as artifacts from "./2026-11-27T03-00_artifacts.js";
+import * as stageRetries from "./2026-11-27T05-00_stage-retries.js";
 
 /**
  * Every migration, by name. Names sort in the order they apply (ISO date
@@ -27,4 +28,5 @@ export const migrations: Record<string, Migration> = {
   "2026-11-26T05-00_generation-granted": generationGranted,
   "2026-11-27T02-00_plan-revisions": planRevisions,
   "2026-11-27T03-00_artifacts": artifacts,
+  "2026-11-27T05-00_stage-retries": stageRetries,
 };

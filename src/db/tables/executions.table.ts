@@ -54,8 +54,10 @@ export interface PlanStageTable {
   output: NullableJson<unknown>;
   /** Partial progress of a running stage, 0..1. */
   progress: ColumnType<number, number | undefined, number>;
-  /** Since when a running stage waits for a worker: the claim order. */
+  /** Since when a running stage waits for a worker: the claim order; in the future while a retry waits out its backoff. */
   ready_at: NullableTimestamp;
+  /** Retries in place after transient errors since the stage's run began. */
+  retries: ColumnType<number, number | undefined, number>;
   /** The instance holding the lease (diagnostics only; the token is what fences). */
   lease_owner: string | null;
   /** Fencing token of the current claim, from `plan_stage_lease_tokens`; a write must present it. */
