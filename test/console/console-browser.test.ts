@@ -346,6 +346,39 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     expect(gone).toBe(404);
   });
 
+  it("pages back through older executions, ten at a time", async () => {
+    work.instant.add("write");
+    const before = await page.locator(".execution").count();
+    const created = await page.evaluate(async () => {
+      const statuses: number[] = [];
+      for (let i = 1; i <= 10; i++) {
+        const res = await fetch("/api/execution", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ goal: `Paging plan ${i}: a website for a corner bakery` }),
+        });
+        statuses.push(res.status);
+      }
+      return statuses;
+    });
+    expect(created).toEqual(Array(10).fill(202));
+    await page.reload();
+    await poll(() => page.locator(".execution").count()).toBe(10);
+    const older = page.getByRole("button", { name: "Show older executions" });
+    expect(await older.isVisible()).toBe(true);
+    expect(await page.locator(".execution", { hasText: "community garden" }).count()).toBe(0);
+
+    await older.click();
+    await poll(() => page.locator(".execution").count()).toBe(10 + before);
+    expect(await page.locator(".execution", { hasText: "community garden" }).count()).toBe(1);
+    // Fewer than ten came back: there is nothing older, so the button goes.
+    expect(await older.isVisible()).toBe(false);
+    // Newest first all the way down.
+    const titles = await page.locator(".execution .goal").allTextContents();
+    expect(titles.indexOf("Paging plan 10: a website for a corner bakery")).toBe(0);
+    expect(titles.indexOf("Paging plan 1: a website for a corner bakery")).toBe(9);
+  });
+
   it("signs out, after which the session no longer works", async () => {
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.waitForURL(`${app.url}/console/sign-in`);

@@ -9,6 +9,10 @@ export class ExecutionList {
   readonly title = h("h2", { id: "executions-title", tabindex: "-1" }, "Recent executions");
   readonly status = h("p", { class: "muted empty", role: "status" }, "Loading executions…");
   readonly element = h("ol", { class: "executions", "aria-labelledby": "executions-title" });
+  /** Pages back past the newest plans, ten at a time. */
+  readonly olderButton = h("button", { type: "button", class: "button small", hidden: true }, "Show older executions");
+  /** True once an older page was shown: a refresh of the newest then leaves the cards below them alone. */
+  pagedBack = false;
   readonly #plans = new Map<string, Plan>();
   readonly #cards = new Map<string, HTMLElement>();
   readonly #context: ViewContext;
@@ -49,6 +53,18 @@ export class ExecutionList {
     this.#plans.delete(id);
     this.#cards.get(id)?.remove();
     this.#cards.delete(id);
+  }
+
+  /** The oldest plan shown, where the next older page starts. */
+  oldestId(): string | undefined {
+    return this.element.lastElementChild?.getAttribute("data-plan-id") ?? undefined;
+  }
+
+  /** Adds an older page below the cards; the button stays while a full page came back. */
+  appendOlder(plans: Plan[], full: boolean): void {
+    this.pagedBack = true;
+    for (const plan of plans) if (!this.#plans.has(plan.id)) this.upsert(plan, this.element.children.length);
+    this.olderButton.hidden = !full;
   }
 
   /** The whole list has arrived once: from now on an empty list says so. */

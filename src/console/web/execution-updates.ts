@@ -1,3 +1,4 @@
+import { LIST_LIMIT } from "../../api/limits.js";
 import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
 import { errorMessage, executionsApi, isSignedOut, isUnimplemented } from "./api.js";
 import type { ExecutionList } from "./execution-list.js";
@@ -78,7 +79,8 @@ export class ExecutionUpdates {
 
   #show(plans: Plan[]): void {
     const fresh = new Set(plans.map((p) => p.id));
-    for (const id of this.#list.ids()) {
+    // Once older pages are shown, a plan missing from the newest may only have moved down among them.
+    for (const id of this.#list.pagedBack ? [] : this.#list.ids()) {
       if (!fresh.has(id)) {
         this.#list.remove(id);
         this.#watches.unwatch(id);
@@ -86,6 +88,7 @@ export class ExecutionUpdates {
     }
     // Newest first, as the service orders them.
     for (const [index, plan] of plans.entries()) this.#list.upsert(plan, index);
+    if (!this.#list.pagedBack) this.#list.olderButton.hidden = plans.length < LIST_LIMIT;
     this.#list.loaded();
   }
 }

@@ -1,5 +1,6 @@
 import type { GetCapabilitiesResponse } from "../../../gen/zero/v1/capabilities_pb.js";
 import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
+import { LIST_LIMIT } from "../../api/limits.js";
 import { capabilitiesApi, errorMessage, executionsApi, isSignedOut } from "./api.js";
 import { ConfirmDialog } from "./confirm-dialog.js";
 import { h, setBusy, showError } from "./dom.js";
@@ -37,10 +38,11 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
   main.append(
     pageHeading("Executions", "Describe a goal; project-zero plans it, writes and builds it, and waits for your approval before it publishes."),
     h("section", { class: "card", "aria-labelledby": "start-title" }, h("h2", { id: "start-title" }, "Start an execution"), start.form),
-    h("section", { class: "card", "aria-labelledby": "executions-title" }, list.title, list.status, list.element),
+    h("section", { class: "card", "aria-labelledby": "executions-title" }, list.title, list.status, list.element, list.olderButton),
     dialog.element,
   );
 
+  list.olderButton.addEventListener("click", () => void showOlder(page));
   void loadCapabilities(page, start);
   updates.start();
   return () => {
@@ -131,5 +133,27 @@ async function revise(page: ExecutionsPage, plan: Plan, feedback: string, form: 
     if (isSignedOut(caught)) return page.context.signedOut();
     setBusy(form, false);
     showError(error, errorMessage(caught));
+  }
+}
+
+/** The next ten plans older than the oldest shown, below them; focus moves to the first new card. */
+async function showOlder(page: ExecutionsPage): Promise<void> {
+  const button = page.list.olderButton;
+  const before = page.list.oldestId();
+  if (!before) return;
+  button.disabled = true;
+  try {
+    const { plans } = await executionsApi.listExecutions({ before });
+    const shown = page.list.element.children.length;
+    page.list.appendOlder(plans, plans.length >= LIST_LIMIT);
+    page.list.element.children[shown]?.querySelector<HTMLElement>("h3")?.setAttribute("tabindex", "-1");
+    page.list.element.children[shown]?.querySelector<HTMLElement>("h3")?.focus();
+    page.context.announce(plans.length === 0 ? "No older executions." : `${plans.length} older executions shown.`);
+    page.updates.schedulePoll();
+  } catch (caught) {
+    if (isSignedOut(caught)) return page.context.signedOut();
+    page.list.showProblem(`Could not load older executions: ${errorMessage(caught)}`);
+  } finally {
+    button.disabled = false;
   }
 }
