@@ -7,7 +7,7 @@ import { validate } from "../../src/outcomes/json-schema.js";
 import { htmlProblems, httpCompleter, outcomeDeps, readTree } from "./support/outcome-kit.js";
 import { readProject } from "../../src/outcomes/projects.js";
 import { runStages } from "./support/run-stages.js";
-import { type Case, CASES, LONG_GOAL, LONG_NAME } from "./support/goal-corpus.js";
+import { type Case, CASES, LONG_GOAL, LONG_NAME, modelWritingIn, upTo } from "./support/goal-corpus.js";
 
 /**
  * Goals as newcomers type them, in many languages and scripts, through the
@@ -127,67 +127,6 @@ describe("the offline writer on a corpus of goals in many languages and scripts"
     }
   });
 });
-
-/** The first `max` code points of `text`, so a fake answer stays within the schema's limits in any script. */
-const upTo = (text: string, max: number) => [...text].slice(0, max).join("");
-
-/**
- * A model that writes in the goal's language: its copy is the goal's own
- * words, its name the goal's name, its `language` the goal's. What the test
- * then checks is everything of ours between the model and the page.
- */
-function modelWritingIn(c: Case & { name: string }) {
-  const sentence = upTo(c.goal, 400);
-  return (schema: string, prompt: string): unknown => {
-    switch (schema) {
-      case "website_brief":
-        return {
-          name: c.name,
-          tagline: upTo(c.goal, 140),
-          audience: sentence,
-          purpose: sentence,
-          tone: "warm",
-          language: c.lang,
-          pages: [
-            { slug: "index", title: upTo(c.name, 60), purpose: sentence },
-            { slug: "about", title: upTo(c.goal, 30), purpose: sentence },
-          ],
-          callToAction: { label: upTo(c.name, 40), page: "about" },
-        };
-      case "site_outline":
-        return {
-          pages: ["index", "about"].map((slug) => ({
-            slug,
-            title: upTo(slug === "index" ? c.name : c.goal, 60),
-            navLabel: upTo(slug === "index" ? c.name : c.goal, 12),
-            description: upTo(c.goal, 200),
-            sections: [
-              { kind: "hero", heading: upTo(c.name, 90), summary: sentence },
-              { kind: "features", heading: upTo(c.goal, 40), summary: sentence },
-            ],
-          })),
-        };
-      case "page_content": {
-        const slug = /Write the page \\"([a-z0-9-]+)\\"/.exec(prompt)?.[1] ?? "index";
-        return {
-          slug,
-          sections: [
-            { kind: "hero", heading: upTo(c.name, 90), paragraphs: [sentence], items: [], link: { label: "", page: "" } },
-            {
-              kind: "features",
-              heading: upTo(c.goal, 40),
-              paragraphs: [],
-              items: [1, 2, 3].map((n) => ({ title: `${upTo(c.name, 60)} ${n}`, text: sentence })),
-              link: { label: "", page: "" },
-            },
-          ],
-        };
-      }
-      default:
-        throw new Error(`no answer for ${schema}`);
-    }
-  };
-}
 
 /** The font families a site in this language must name before the theme's Latin ones. */
 const SCRIPT_FONT: Record<string, RegExp> = {

@@ -131,3 +131,64 @@ export const GARDENER_BRIEF: EbookBrief = {
   language: "en-GB",
   description: "A short guide to growing vegetables in pots & boxes.",
 };
+
+/** The first `max` code points of `text`, so a fake answer stays within the schema's limits in any script. */
+export const upTo = (text: string, max: number) => [...text].slice(0, max).join("");
+
+/**
+ * A model that writes in the goal's language: its copy is the goal's own
+ * words, its name the goal's name, its `language` the goal's. What the test
+ * then checks is everything of ours between the model and the page.
+ */
+export function modelWritingIn(c: Case & { name: string }) {
+  const sentence = upTo(c.goal, 400);
+  return (schema: string, prompt: string): unknown => {
+    switch (schema) {
+      case "website_brief":
+        return {
+          name: c.name,
+          tagline: upTo(c.goal, 140),
+          audience: sentence,
+          purpose: sentence,
+          tone: "warm",
+          language: c.lang,
+          pages: [
+            { slug: "index", title: upTo(c.name, 60), purpose: sentence },
+            { slug: "about", title: upTo(c.goal, 30), purpose: sentence },
+          ],
+          callToAction: { label: upTo(c.name, 40), page: "about" },
+        };
+      case "site_outline":
+        return {
+          pages: ["index", "about"].map((slug) => ({
+            slug,
+            title: upTo(slug === "index" ? c.name : c.goal, 60),
+            navLabel: upTo(slug === "index" ? c.name : c.goal, 12),
+            description: upTo(c.goal, 200),
+            sections: [
+              { kind: "hero", heading: upTo(c.name, 90), summary: sentence },
+              { kind: "features", heading: upTo(c.goal, 40), summary: sentence },
+            ],
+          })),
+        };
+      case "page_content": {
+        const slug = /Write the page \\"([a-z0-9-]+)\\"/.exec(prompt)?.[1] ?? "index";
+        return {
+          slug,
+          sections: [
+            { kind: "hero", heading: upTo(c.name, 90), paragraphs: [sentence], items: [], link: { label: "", page: "" } },
+            {
+              kind: "features",
+              heading: upTo(c.goal, 40),
+              paragraphs: [],
+              items: [1, 2, 3].map((n) => ({ title: `${upTo(c.name, 60)} ${n}`, text: sentence })),
+              link: { label: "", page: "" },
+            },
+          ],
+        };
+      }
+      default:
+        throw new Error(`no answer for ${schema}`);
+    }
+  };
+}
