@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto";
 import os from "node:os";
 import { startApp } from "../../src/app.js";
 import { createAccount, createApiKey } from "../../src/auth/accounts.js";
-import { loadConfig } from "../../src/config.js";
 import type { StageInput } from "../../src/engine/stage-work.js";
 import { createLogger } from "../../src/observability/logger.js";
+import { benchConfig } from "./support/bench-config.js";
 import { freshBenchDatabase } from "./support/postgres.js";
 
 /**
@@ -22,18 +22,10 @@ const LEASE_MS = 30_000;
 
 const database = await freshBenchDatabase("cancel");
 
-const base = {
-  DATABASE_URL: database.url,
-  PORT: "0",
-  HOST: "127.0.0.1",
-  ZERO_DATA_DIR: os.tmpdir(),
-  LOG_LEVEL: "silent",
-  ZERO_GENERATION_LIMIT: "1000000000",
-  ZERO_STAGE_LEASE_MS: String(LEASE_MS),
-};
+const base = { ZERO_STAGE_LEASE_MS: String(LEASE_MS) };
 const started: ((input: StageInput) => void)[] = [];
-const a = await startApp(loadConfig({ ...base, ZERO_WORKER_CONCURRENCY: "0" }), { logger: createLogger("silent") });
-const b = await startApp(loadConfig({ ...base, ZERO_WORKER_CONCURRENCY: "4" }), {
+const a = await startApp(benchConfig(database.url, { ...base, ZERO_WORKER_CONCURRENCY: "0" }), { logger: createLogger("silent") });
+const b = await startApp(benchConfig(database.url, { ...base, ZERO_WORKER_CONCURRENCY: "4" }), {
   logger: createLogger("silent"),
   stageWork: () => (input) =>
     new Promise((_, reject) => {

@@ -1,12 +1,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
-import pg from "pg";
 import { Client, Pool } from "undici";
-import { benchDatabaseUrl } from "./support/postgres.js";
+import { freshBenchDatabase } from "./support/postgres.js";
 import { profileOf, topSelfTime } from "./support/cpu-profile.js";
 import { peakRssMb, resetPeakRss } from "./support/rss.js";
 import { serverCommand, type ServerCommand } from "../support/server-process.js";
@@ -178,24 +176,6 @@ async function startPortkey(upstreamOrigin: string): Promise<Target> {
   throw new Error("Portkey's gateway did not start");
 }
 
-async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const admin = await benchDatabaseUrl();
-  const name = `zero_bench_chat_${randomBytes(4).toString("hex")}`;
-  const run = async (statement: string) => {
-    const client = new pg.Client({ connectionString: admin });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
-  await run(`CREATE DATABASE ${name}`);
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  return { url: url.href, drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-}
-
 /** Checks a target answers correctly before it is timed: a wrong answer fast is no result. */
 async function verify(api: Api, target: Target): Promise<void> {
   const plain = await fetch(target.origin + api.path, { method: "POST", headers: target.headers, body: api.body(target.model, false) });
@@ -364,7 +344,7 @@ async function compare(api: Api, targets: Target[]): Promise<void> {
 async function main(): Promise<void> {
   const { info: upstreamInfo } = await startChild({ argv: [process.execPath, "--import", "tsx", "test/bench/support/chat-instant-upstream.ts"], env: {} });
   const upstreamOrigin = `http://127.0.0.1:${upstreamInfo.port as number}`;
-  const database = await freshDatabase();
+  const database = await freshBenchDatabase("chat");
   let gatewayPid: number | undefined;
   try {
     const gatewayCommand = await serverCommand("test/bench/support/chat-gateway-server.ts");
@@ -418,7 +398,7 @@ async function main(): Promise<void> {
       const file = profileOf(PROFILE_DIR, gatewayPid);
       console.log(file ? `\ngateway CPU profile (${file}), self time:\n${topSelfTime(file).join("\n")}` : "\nthe gateway wrote no CPU profile");
     }
-    await database.drop().catch(() => {});
+    await database.drop();
   }
 }
 

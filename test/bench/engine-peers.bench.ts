@@ -5,11 +5,11 @@ import pg from "pg";
 import { PgBoss } from "pg-boss";
 import { startApp } from "../../src/app.js";
 import { createAccount, createApiKey } from "../../src/auth/accounts.js";
-import { loadConfig } from "../../src/config.js";
 import { insertPlansWithinLimit } from "../../src/executions/plan-repository.js";
 import { initialStages } from "../../src/executions/plan-transitions.js";
 import { createLogger } from "../../src/observability/logger.js";
-import { benchDatabaseUrl } from "./support/postgres.js";
+import { benchConfig } from "./support/bench-config.js";
+import { freshBenchDatabase } from "./support/postgres.js";
 
 /**
  * The stage engine beside two Postgres job queues, graphile-worker and
@@ -41,19 +41,12 @@ interface Figures {
   latencyP99: number;
 }
 
-const admin = await benchDatabaseUrl();
-const dropped: string[] = [];
+const drops: (() => Promise<void>)[] = [];
 
 async function freshDatabase(label: string): Promise<string> {
-  const name = `zero_bench_${label}_${randomBytes(4).toString("hex")}`;
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
-  await client.query(`CREATE DATABASE ${name}`);
-  await client.end();
-  dropped.push(name);
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  return url.href;
+  const database = await freshBenchDatabase(label);
+  drops.push(database.drop);
+  return database.url;
 }
 
 /** The work every system runs per job: one row update on its own pool. */
@@ -181,15 +174,7 @@ async function stageEngine(): Promise<Figures> {
   const { pool, bump } = await workTable(url);
   const plans = JOBS / STAGE_RUNS_PER_PLAN;
   let track = tracker(JOBS);
-  const config = loadConfig({
-    DATABASE_URL: url,
-    PORT: "0",
-    HOST: "127.0.0.1",
-    ZERO_DATA_DIR: os.tmpdir(),
-    LOG_LEVEL: "silent",
-    ZERO_WORKER_CONCURRENCY: String(WORKERS),
-    ZERO_GENERATION_LIMIT: "1000000000",
-  });
+  const config = benchConfig(url, { ZERO_WORKER_CONCURRENCY: String(WORKERS) });
   // Started with the backlog already waiting, like the peers; the first stage's start is when timing begins.
   const seed = await startApp({ ...config, workerConcurrency: 0 }, { logger: createLogger("silent") });
   const created = await createAccount(seed.store.db, { email: "bench@example.test", password: randomBytes(16).toString("hex"), onlyFirst: false });
@@ -277,8 +262,5 @@ try {
       `stage engine / pg-boss: ${f(ours.jobsPerSecond / boss.jobsPerSecond, 2)}x (goal >= 1.00)`,
   );
 } finally {
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
-  for (const name of dropped) await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-  await client.end();
+  for (const drop of drops) await drop();
 }

@@ -13,7 +13,7 @@ import { openStore } from "../../src/db/database.js";
 import { initialStages } from "../../src/executions/plan-transitions.js";
 import { insertPlanWithinLimit } from "../../src/executions/plan-repository.js";
 import { createLogger } from "../../src/observability/logger.js";
-import { benchDatabaseUrl } from "./support/postgres.js";
+import { freshBenchDatabase } from "./support/postgres.js";
 import { serverCommand } from "../support/server-process.js";
 import { peakRssMb, resetPeakRss } from "./support/rss.js";
 
@@ -47,21 +47,11 @@ const root = path.resolve(import.meta.dirname, "../..");
 const children: ChildProcess[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 
-async function freshDatabase(adminUrl: string, label: string): Promise<string> {
-  const name = `zero_bench_${label}_${randomBytes(4).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  cleanups.push(async () => {
-    const c = new pg.Client({ connectionString: adminUrl });
-    await c.connect();
-    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await c.end();
-  });
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return url.href;
+/** A database of its own for one part of the bench, dropped at the end. */
+async function freshDatabase(label: string): Promise<string> {
+  const database = await freshBenchDatabase(label);
+  cleanups.push(database.drop);
+  return database.url;
 }
 
 async function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; pid: number }> {
@@ -128,10 +118,8 @@ const percentile = (values: number[], p: number) => [...values].sort((a, b) => a
 const f = (n: number, digits = 2) => n.toFixed(digits);
 
 async function main(): Promise<void> {
-  const adminUrl = await benchDatabaseUrl();
-
   // ---- creates: the service (an API-only instance) versus a raw transaction ----
-  const createDb = await freshDatabase(adminUrl, "create");
+  const createDb = await freshDatabase("create");
   const api = await startServer({ DATABASE_URL: createDb, ZERO_WORKER_CONCURRENCY: "0" });
   const keys = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => apiKeyFor(api.url, i)));
   resetPeakRss(api.pid);
@@ -199,7 +187,7 @@ async function main(): Promise<void> {
   api.child.kill("SIGTERM");
 
   // ---- the engine: one server process draining a backlog versus a raw SKIP LOCKED loop ----
-  const engineDb = await freshDatabase(adminUrl, "engine");
+  const engineDb = await freshDatabase("engine");
   const store = await openStore({ databaseUrl: engineDb, dataDir: os.tmpdir(), logger: createLogger("silent") });
   await store.db.insertInto("accounts").values({ id: "acc_bench", email: "bench@example.test", password_hash: "x" }).execute();
   const backlog = Array.from({ length: ENGINE_PLANS }, (_, i) => i);

@@ -2,10 +2,10 @@ import { randomBytes } from "node:crypto";
 import os from "node:os";
 import { startApp } from "../../src/app.js";
 import { createAccount, createApiKey } from "../../src/auth/accounts.js";
-import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { FakeUpstream } from "../chat/support/fake-upstream.js";
 import { schemaNameOf, writerModel } from "../outcomes/support/model-answers.js";
+import { benchConfig } from "./support/bench-config.js";
 import { freshBenchDatabase } from "./support/postgres.js";
 
 /**
@@ -30,13 +30,7 @@ const database = await freshBenchDatabase("revise");
 const upstream = await FakeUpstream.start();
 upstream.otherwise(writerModel);
 const app = await startApp(
-  loadConfig({
-    DATABASE_URL: database.url,
-    PORT: "0",
-    HOST: "127.0.0.1",
-    ZERO_DATA_DIR: os.tmpdir(),
-    LOG_LEVEL: "silent",
-    ZERO_GENERATION_LIMIT: "1000000000",
+  benchConfig(database.url, {
     ZERO_FREE_POOL_DAILY_REQUESTS: "1000000000",
     ZERO_OFFLINE_WRITER: "off",
     ZERO_UPSTREAMS: JSON.stringify([{ name: "instant", baseUrl: upstream.url, apiKey: "bench", model: "bench-model" }]),
