@@ -235,7 +235,7 @@ export class StageEngine {
     }
     await run.writes.catch(() => {});
 
-    if (run.stopReason === "lost" || run.stopReason === "revoked") {
+    if (leaseGone(run)) {
       this.#log.warn({ planId: claim.planId, stage: claim.stageId, reason: run.stopReason }, "lease lost; the stage's result is discarded");
       ended("lost");
       return;
@@ -277,7 +277,7 @@ export class StageEngine {
         return await this.#write(run, change, chain);
       } catch (error) {
         if (!this.#store.isUnavailable(error)) throw error;
-        if (run.stopReason === "lost" || run.stopReason === "revoked") return "lost";
+        if (leaseGone(run)) return "lost";
         await new Promise((resolve) => setTimeout(resolve, delay));
       }
     }
@@ -285,7 +285,7 @@ export class StageEngine {
 
   #progress(run: Run, fraction: number): Promise<void> {
     const write = run.writes.then(async () => {
-      if (run.stopReason === "lost" || run.stopReason === "revoked") throw new LeaseLostError();
+      if (leaseGone(run)) throw new LeaseLostError();
       let written: StageWrite;
       try {
         written = await this.#write(run, { kind: "progress", fraction });
@@ -369,6 +369,11 @@ const STOP_MESSAGES: Record<StopReason, string> = {
   revoked: "the store revoked this run (its work was cancelled)",
   shutdown: "the service is shutting down",
 };
+
+/** True once the run's lease is no longer its own (lost, or revoked by the store): nothing it writes is kept. */
+function leaseGone(run: Run): boolean {
+  return run.stopReason === "lost" || run.stopReason === "revoked";
+}
 
 function abort(run: Run, reason: StopReason): void {
   if (run.stopReason) return;
