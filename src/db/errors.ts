@@ -17,3 +17,9 @@ export function isUnstorableText(error: unknown): boolean {
   const sqlState = (error as { code?: unknown } | null)?.code;
   return sqlState === "22021" || sqlState === "22P05";
 }
+
+/** True when Postgres rolled a statement back to break a deadlock (40P01) or a serialization conflict (40001): nothing was written, and trying again may succeed. */
+export function isConflict(error: unknown): boolean {
+  const sqlState = (error as { code?: unknown } | null)?.code;
+  return sqlState === "40P01" || sqlState === "40001";
+}

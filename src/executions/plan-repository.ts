@@ -72,6 +72,15 @@ export async function loadPlan(db: Executor, id: string, options: { accountId?: 
   return row ? toPlanState(row) : undefined;
 }
 
+/** Several plans with their stages, in one query; missing ones are left out. */
+export async function loadPlans(db: Executor, ids: readonly string[]): Promise<PlanState[]> {
+  if (ids.length === 0) return [];
+  const rows = await selectPlansWithStages(db)
+    .where("p.id", "in", [...ids])
+    .execute();
+  return rows.map(toPlanState);
+}
+
 /** The account's most recent plans, newest first. */
 export async function listRecentPlans(db: Executor, accountId: string, limit: number, beforeId?: string): Promise<PlanState[]> {
   let query = selectPlansWithStages(db).where("p.account_id", "=", accountId);
@@ -89,6 +98,12 @@ export interface WriteFence {
   live: boolean;
 }
 
+/** Who claims a stage that a write makes ready. */
+export interface ClaimFor {
+  owner: string;
+  leaseMs: number;
+}
+
 export interface SaveOptions {
   fence?: WriteFence;
   /**
@@ -96,15 +111,7 @@ export interface SaveOptions {
    * worker claims it in the same statement instead of queueing it, saving
    * the queue round trip (and the NOTIFY) for a plan it is already working on.
    */
-  claimFor?: { owner: string; leaseMs: number };
-  /**
-   * Write without a prior `loadPlan(forUpdate)`: `before` is the state this
-   * worker last wrote or read, and the write happens only if the plan is
-   * still at `before.version` (and the fenced lease still live). One
-   * statement, no transaction. Answers undefined when the plan moved on; the
-   * caller then takes the locked path.
-   */
-  optimistic?: boolean;
+  claimFor?: ClaimFor;
 }
 
 export interface SaveResult {
@@ -115,6 +122,78 @@ export interface SaveResult {
   claimed?: { position: number; leaseToken: number };
 }
 
+/** One changed stage as a write presents it: its new values, the token it expects to replace, and what it does to the queue. */
+export interface StageRowWrite {
+  position: number;
+  state: StageState;
+  attempts: number;
+  errorType: string | null;
+  errorMessage: string | null;
+  /** JSON text. */
+  output: string | null;
+  progress: number;
+  newToken: number | null;
+  oldToken: number | null;
+  /** Queued for any worker (ready_at = now + waitMs). */
+  ready: boolean;
+  /** Claimed for `claimFor` in the same write. */
+  claim: boolean;
+  fenced: "live" | "expired" | null;
+  waitMs: number;
+  retries: number;
+}
+
+/** The stage rows a change from `before` to `after` writes, which stage it claims for `claimFor`, and whether engines must be woken. */
+export function stageRowWrites(
+  before: PlanState,
+  after: PlanState,
+  options: SaveOptions,
+): { rows: StageRowWrite[]; claimPosition: number | undefined; wake: boolean } {
+  const { fence, claimFor } = options;
+  let claimPosition: number | undefined;
+  let wake = false;
+  const rows: StageRowWrite[] = [];
+  for (const stage of after.stages) {
+    const old = before.stages[stage.position];
+    if (old === undefined || sameStage(old, stage)) continue;
+    const ready = stage.state === "running" && stage.leaseToken === null && isNewRun(old, stage);
+    // A retry waits out its backoff: nobody claims it now, and the engines' polling finds it when it is due.
+    const waitMs = ready && stage.retry ? stage.retry.waitMs : 0;
+    const claim = ready && waitMs === 0 && claimFor !== undefined && claimPosition === undefined;
+    if (claim) claimPosition = stage.position;
+    wake ||= ready && !claim && waitMs === 0;
+    rows.push({
+      position: stage.position,
+      state: stage.state,
+      attempts: stage.attempts,
+      errorType: stage.error?.type ?? null,
+      errorMessage: stage.error?.message ?? null,
+      output: stage.output === null ? null : JSON.stringify(stage.output),
+      progress: stage.progress,
+      newToken: stage.leaseToken,
+      oldToken: old.leaseToken,
+      ready: ready && !claim,
+      claim,
+      fenced: fence?.position === stage.position ? (fence.live ? "live" : "expired") : null,
+      waitMs,
+      retries: stage.retries ?? 0,
+    });
+  }
+  return { rows, claimPosition, wake };
+}
+
+/** The plan as a write left it: `after` with the database's version and time, and the claimed stage's new token. */
+export function savedPlan(
+  after: PlanState,
+  row: { version: number | string; updated_at: Date | string; claimed_token: number | string | null },
+  claimPosition: number | undefined,
+  wake: boolean,
+): SaveResult {
+  const claimed = claimPosition !== undefined && row.claimed_token !== null ? { position: claimPosition, leaseToken: Number(row.claimed_token) } : undefined;
+  const stages = after.stages.map(({ retry: _written, ...s }) => (s.position === claimed?.position ? { ...s, leaseToken: claimed.leaseToken } : s));
+  return { plan: { ...after, stages, version: Number(row.version), updatedAt: new Date(row.updated_at) }, claimed, wake };
+}
+
 /**
  * Writes what changed between `before` (loaded with `forUpdate` in this
  * transaction) and `after` in one statement: the changed stages and the plan
@@ -123,59 +202,23 @@ export interface SaveResult {
  * ready. Each stage write presents the lease token
  * it was loaded with (and, with a fence, the state of its lease); when one no
  * longer matches this throws LeaseLostError, and the caller's transaction
- * rolls back, so nothing is written.
+ * rolls back, so nothing is written. (A worker writing without a locked read
+ * uses `saveRunWrites`, which checks the plan's version instead.)
  */
-export async function savePlan(
-  trx: Transaction<Database>,
-  before: PlanState,
-  after: PlanState,
-  options?: SaveOptions & { optimistic?: false },
-): Promise<SaveResult>;
-export async function savePlan(db: Executor, before: PlanState, after: PlanState, options: SaveOptions & { optimistic: true }): Promise<SaveResult | undefined>;
-export async function savePlan(db: Executor, before: PlanState, after: PlanState, options: SaveOptions = {}): Promise<SaveResult | undefined> {
-  const { fence, claimFor, optimistic = false } = options;
-  const changed = after.stages.filter((stage) => {
-    const old = before.stages[stage.position];
-    return old !== undefined && !sameStage(old, stage);
-  });
-  let claimPosition: number | undefined;
-  let wake = false;
-  const rows = changed.map((stage) => {
-    const old = before.stages[stage.position]!;
-    const ready = stage.state === "running" && stage.leaseToken === null && isNewRun(old, stage);
-    // A retry waits out its backoff: nobody claims it now, and the engines' polling finds it when it is due.
-    const waitMs = ready && stage.retry ? stage.retry.waitMs : 0;
-    const claim = ready && waitMs === 0 && claimFor !== undefined && claimPosition === undefined;
-    if (claim) claimPosition = stage.position;
-    wake ||= ready && !claim && waitMs === 0;
-    const fenced = fence?.position === stage.position ? (fence.live ? "live" : "expired") : null;
-    return sql`(${stage.position}::smallint, ${stage.state}::text, ${stage.attempts}::int, ${stage.error?.type ?? null}::text,
-      ${stage.error?.message ?? null}::text, ${stage.output === null ? null : JSON.stringify(stage.output)}::jsonb, ${stage.progress}::real,
-      ${stage.leaseToken}::bigint, ${old.leaseToken}::bigint, ${ready && !claim}::boolean, ${claim}::boolean, ${fenced}::text, ${waitMs}::int, ${stage.retries ?? 0}::int)`;
-  });
+export async function savePlan(trx: Transaction<Database>, before: PlanState, after: PlanState, options: SaveOptions = {}): Promise<SaveResult> {
+  const { claimFor } = options;
+  const { rows, claimPosition, wake } = stageRowWrites(before, after, options);
+  const values = rows.map(
+    (r) => sql`(${r.position}::smallint, ${r.state}::text, ${r.attempts}::int, ${r.errorType}::text,
+      ${r.errorMessage}::text, ${r.output}::jsonb, ${r.progress}::real,
+      ${r.newToken}::bigint, ${r.oldToken}::bigint, ${r.ready}::boolean, ${r.claim}::boolean, ${r.fenced}::text, ${r.waitMs}::int, ${r.retries}::int)`,
+  );
   const leaseSeconds = (claimFor?.leaseMs ?? 0) / 1000;
-
-  // The optimistic write first locks the plan row, and only if it is still at
-  // the version `before` was read at; every other part of the statement
-  // depends on that row, so a moved-on plan leaves everything untouched.
-  const guard = optimistic
-    ? sql`p AS (
-        SELECT id FROM plans WHERE id = ${after.id} AND version = ${before.version}::int
-        ${
-          fence?.live
-            ? sql`AND EXISTS (SELECT 1 FROM plan_stages WHERE plan_id = ${after.id} AND position = ${fence.position}::smallint
-          AND lease_token = ${before.stages[fence.position]?.leaseToken ?? null}::bigint AND lease_expires_at > now())`
-            : sql``
-        }
-        FOR UPDATE
-      ),`
-    : sql``;
-  const guarded = optimistic ? sql`AND EXISTS (SELECT 1 FROM p)` : sql``;
   const stagesCte =
-    rows.length === 0
+    values.length === 0
       ? sql`stages AS (SELECT NULL::smallint AS position, NULL::bigint AS lease_token, false AS claim WHERE false)`
       : sql`v (position, state, attempts, error_type, error_message, output, progress, new_token, old_token, ready, claim, fenced, wait_ms, retries) AS (
-        VALUES ${sql.join(rows)}
+        VALUES ${sql.join(values)}
       ),
       stages AS (
         UPDATE plan_stages AS s SET
@@ -190,47 +233,41 @@ export async function savePlan(db: Executor, before: PlanState, after: PlanState
         FROM v
         WHERE s.plan_id = ${after.id} AND s.position = v.position AND s.lease_token IS NOT DISTINCT FROM v.old_token
           AND (v.fenced IS NULL OR (v.fenced = 'live' AND s.lease_expires_at > now()) OR (v.fenced = 'expired' AND s.lease_expires_at <= now()))
-          ${guarded}
         RETURNING s.position, s.lease_token, v.claim
       )`;
 
   const events = transitionEvents(before, after);
-  const eventsCte = events.length === 0 ? sql`` : sql`, events AS (${insertEvents(after.id, events, guarded)})`;
+  const eventsCte = events.length === 0 ? sql`` : sql`, events AS (${insertEvents(after.id, events)})`;
 
   const { rows: result } = await sql<{ version: number; updated_at: Date; stage_rows: number; claimed_token: number | null }>`
-    WITH ${guard} ${stagesCte} ${eventsCte}
+    WITH ${stagesCte} ${eventsCte}
     UPDATE plans SET
       status = ${after.status}, progress = ${after.progress}, resumable = ${after.resumable}, warning = ${after.warning},
       preview_url = ${after.previewUrl}, published_url = ${after.publishedUrl},
       project = ${after.project === null ? null : JSON.stringify(after.project)}::jsonb, approved = ${[...after.approved]}::text[],
       ${after.revisions === before.revisions ? sql`` : sql`revisions = ${JSON.stringify(after.revisions)}::jsonb,`}
       version = version + 1, updated_at = now()
-    WHERE id = ${after.id} ${optimistic ? sql`AND id IN (SELECT id FROM p)` : sql``}
+    WHERE id = ${after.id}
     RETURNING version, updated_at,
       (SELECT count(*) FROM stages)::int AS stage_rows,
       (SELECT lease_token FROM stages WHERE claim) AS claimed_token
-  `.execute(db);
+  `.execute(trx);
   const row = result[0];
-  if (!row && optimistic) return undefined;
   if (!row || Number(row.stage_rows) !== rows.length) throw new LeaseLostError(`a stage of ${after.id} is no longer held`);
-
-  const claimed = claimPosition !== undefined && row.claimed_token !== null ? { position: claimPosition, leaseToken: Number(row.claimed_token) } : undefined;
-  const stages = after.stages.map(({ retry: _written, ...s }) => (s.position === claimed?.position ? { ...s, leaseToken: claimed.leaseToken } : s));
-  return { plan: { ...after, stages, version: Number(row.version), updatedAt: new Date(row.updated_at) }, claimed, wake };
+  return savedPlan(after, row, claimPosition, wake);
 }
 
 /**
  * The INSERT of a plan's history entries, kept in their order; part of the
  * statement that writes the change they record, so both land or neither.
  */
-function insertEvents(planId: string, events: readonly PlanEvent[], guarded = sql``) {
+function insertEvents(planId: string, events: readonly PlanEvent[]) {
   return sql`INSERT INTO plan_events (plan_id, type, stage, attempt, detail)
     SELECT ${planId}::text, e.type, e.stage, e.attempt, e.detail::jsonb
     FROM unnest(
       ${events.map((e) => e.type)}::text[], ${events.map((e) => e.stage)}::text[], ${events.map((e) => e.attempt)}::int[],
       ${events.map((e) => (e.detail === null ? null : JSON.stringify(e.detail)))}::text[]
     ) WITH ORDINALITY AS e(type, stage, attempt, detail, n)
-    WHERE true ${guarded}
     ORDER BY e.n`;
 }
 

@@ -1,12 +1,23 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { Kysely } from "kysely";
 import type { Store } from "../db/database.js";
-import { isDatabaseDown } from "../db/errors.js";
+import { isConflict, isDatabaseDown } from "../db/errors.js";
 import type { Database } from "../db/schema.js";
 import type { InterruptedStage, StageChange, StageClaim, StageStore, StageWrite } from "../engine/stage-store.js";
 import type { Notifier } from "./notifier.js";
-import { LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL, STAGE_REVOKED_CHANNEL, type SaveResult } from "./plan-repository.js";
+import { StatementBatcher } from "../db/statement-batcher.js";
+import {
+  type ClaimFor,
+  LeaseLostError,
+  loadPlan,
+  loadPlans,
+  savePlan,
+  STAGE_READY_CHANNEL,
+  STAGE_REVOKED_CHANNEL,
+  type SaveResult,
+} from "./plan-repository.js";
 import { stageFailed, stageInterrupted, stageProgressed, stageReleased, stageRetrying, stageSucceeded, type PlanState } from "./plan-transitions.js";
+import { type RunWrite, type RunWriteResult, saveRunWrites } from "./run-writes.js";
 import { claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases, stageRevision } from "./stage-queue.js";
 
 /**
@@ -24,12 +35,20 @@ export class PlanStageStore implements StageStore {
    * skip the locked read when nothing else touched the plan meanwhile.
    */
   readonly #written = new WeakMap<StageClaim, PlanState>();
+  /** Runs' writes without a locked read, group-committed: those arriving while statements are in flight share the next. */
+  readonly #runWrites: StatementBatcher<RunWrite, RunWriteResult>;
   #lastPrune = 0;
 
   constructor(store: Store, notifier: Notifier) {
     this.#store = store;
     this.#db = store.db;
     this.#notifier = notifier;
+    this.#runWrites = new StatementBatcher((writes) => writeOncePerPlan(this.#db, writes), { maxInFlight: 2 });
+  }
+
+  /** Statements the group-committed run writes took so far (tests check that concurrent writes share them). */
+  get runWriteStatements(): number {
+    return this.#runWrites.statements;
   }
 
   listenForReady(onReady: () => void): Promise<() => Promise<void>> {
@@ -44,8 +63,28 @@ export class PlanStageStore implements StageStore {
     });
   }
 
+  /**
+   * Claims, then reads the claimed stages' plans in one more query, so that
+   * each run's first write is the one-statement optimistic write instead of
+   * a transaction around a locked read (four statements).
+   */
   async claim(owner: string, limit: number, leaseMs: number): Promise<StageClaim[]> {
-    return claimStages(this.#db, owner, limit, leaseMs);
+    const claims = await claimStages(this.#db, owner, limit, leaseMs);
+    if (claims.length === 0) return claims;
+    const plans = new Map(
+      (
+        await loadPlans(
+          this.#db,
+          claims.map((c) => c.planId),
+        )
+      ).map((plan) => [plan.id, plan]),
+    );
+    for (const claim of claims) {
+      const plan = plans.get(claim.planId);
+      // Read after the claim committed, so it shows this lease unless the plan already moved on (then the locked path decides).
+      if (plan?.stages[claim.position]?.leaseToken === claim.leaseToken) this.#written.set(claim, plan);
+    }
+    return claims;
   }
 
   renew(tokens: readonly number[], leaseMs: number): Promise<ReadonlySet<number>> {
@@ -76,21 +115,17 @@ export class PlanStageStore implements StageStore {
    * run's fencing token. With `chainFor`, a stage the transition makes ready
    * is claimed for that owner in the same write.
    */
-  async #write(
-    claim: StageClaim,
-    transition: (plan: PlanState) => PlanState,
-    chainFor: { owner: string; leaseMs: number } | undefined,
-  ): Promise<SaveResult | "unchanged"> {
-    const options = { fence: { position: claim.position, live: true }, claimFor: chainFor };
-    // The common case, one statement: nothing else touched the plan since this run last wrote it.
+  async #write(claim: StageClaim, transition: (plan: PlanState) => PlanState, chainFor: ClaimFor | undefined): Promise<SaveResult | "unchanged"> {
+    // The common case, one statement shared with other runs' writes: nothing else touched the plan since this run last wrote it.
     const cached = this.#written.get(claim);
     if (cached) {
       const after = transition(cached);
       if (after === cached) return "unchanged";
-      const saved = await savePlan(this.#db, cached, after, { ...options, optimistic: true });
-      if (saved) {
-        this.#written.set(claim, saved.plan);
-        return saved;
+      const written = await this.#runWrites.submit({ before: cached, after, position: claim.position, claimFor: chainFor });
+      if (written === "lost") throw new LeaseLostError("lease lost");
+      if (written !== "moved") {
+        this.#written.set(claim, written.plan);
+        return written;
       }
     }
     const saved = await this.#db.transaction().execute(async (trx) => {
@@ -99,7 +134,7 @@ export class PlanStageStore implements StageStore {
       if (!before || stage?.leaseToken !== claim.leaseToken) throw new LeaseLostError("lease lost");
       const after = transition(before);
       if (after === before) return "unchanged";
-      return savePlan(trx, before, after, options);
+      return savePlan(trx, before, after, { fence: { position: claim.position, live: true }, claimFor: chainFor });
     });
     if (saved === "unchanged") this.#written.delete(claim);
     else this.#written.set(claim, saved.plan);
@@ -183,4 +218,25 @@ function nextClaim(previous: StageClaim, plan: PlanState, claimed: { position: n
     previous: outputs,
     ...(revision ? { revision: stageRevision(revision) } : {}),
   };
+}
+
+/**
+ * saveRunWrites, with any second write of one plan in the batch answered
+ * "moved" (the locked path writes it after the first). A batch that
+ * deadlocks with another multi-row write (a lease renewal locking the same
+ * stage rows in another order) wrote nothing, and every write in it takes
+ * the locked path.
+ */
+async function writeOncePerPlan(db: Kysely<Database>, writes: RunWrite[]): Promise<RunWriteResult[]> {
+  const seen = new Set<string>();
+  const first = writes.filter((w) => !seen.has(w.after.id) && seen.add(w.after.id));
+  let results: RunWriteResult[];
+  try {
+    results = await saveRunWrites(db, first);
+  } catch (error) {
+    if (isConflict(error)) return writes.map(() => "moved");
+    throw error;
+  }
+  const byWrite = new Map(first.map((w, i) => [w, results[i]!]));
+  return writes.map((w) => byWrite.get(w) ?? "moved");
 }

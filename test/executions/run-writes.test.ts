@@ -1,0 +1,143 @@
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { StageClaim } from "../../src/engine/stage-store.js";
+import { Notifier } from "../../src/executions/notifier.js";
+import { loadPlans } from "../../src/executions/plan-repository.js";
+import { PlanStageStore } from "../../src/executions/plan-stage-store.js";
+import { stageProgressed, stageSucceeded, type PlanState } from "../../src/executions/plan-transitions.js";
+import { type RunWrite, saveRunWrites } from "../../src/executions/run-writes.js";
+import { claimStages } from "../../src/executions/stage-queue.js";
+import { createLogger } from "../../src/observability/logger.js";
+import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+import { postExecution, type RestPlan } from "../support/executions.js";
+
+const LEASE_MS = 60_000;
+
+describe("stage results of many plans written in one statement (saveRunWrites)", () => {
+  let app: TestApp;
+  let account: TestAccount;
+  beforeAll(async () => {
+    // No engine of its own: the tests claim and write as a worker would.
+    app = await startTestApp({ env: { ZERO_WORKER_CONCURRENCY: "0" } });
+    account = await createAccountWithKey(app, ["build", "read"]);
+  });
+  afterAll(() => app.close());
+
+  /** `count` new plans whose first stage is claimed by `owner`, with each plan as read after the claim. */
+  async function claimedPlans(count: number, owner: string): Promise<{ claims: StageClaim[]; plans: Map<string, PlanState> }> {
+    const ids: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const created = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: account.apiKey }, { goal: `A site for bakery number ${i}` });
+      ids.push(created.body.plan.id);
+    }
+    const claims: StageClaim[] = [];
+    // Plans of other tests may wait too: claim until all of ours are held.
+    while (claims.length < count) {
+      const batch = await claimStages(app.store.db, owner, 50, LEASE_MS);
+      if (batch.length === 0) throw new Error("the new plans' first stages were not claimable");
+      claims.push(...batch.filter((c) => ids.includes(c.planId)));
+    }
+    const plans = new Map((await loadPlans(app.store.db, ids)).map((p) => [p.id, p]));
+    return { claims, plans };
+  }
+
+  async function eventTypes(planId: string): Promise<string[]> {
+    const rows = await app.store.db.selectFrom("plan_events").select("type").where("plan_id", "=", planId).orderBy("id").execute();
+    return rows.map((r) => r.type);
+  }
+
+  it("writes each plan that is still as its worker saw it, and leaves a plan that moved on, or whose lease ran out, untouched", async () => {
+    const { claims, plans } = await claimedPlans(4, "writer-a");
+    const [fresh, alsoFresh, movedOn, expired] = claims as [StageClaim, StageClaim, StageClaim, StageClaim];
+    const writes: RunWrite[] = claims.map((claim) => {
+      const before = plans.get(claim.planId)!;
+      return {
+        before,
+        after: stageSucceeded(before, claim.position, { output: { n: claim.planId } }),
+        position: claim.position,
+        claimFor: { owner: "writer-a", leaseMs: LEASE_MS },
+      };
+    });
+    // Meanwhile another writer changed one plan, and another run's lease ran out.
+    await sql`UPDATE plans SET version = version + 1 WHERE id = ${movedOn.planId}`.execute(app.store.db);
+    await sql`UPDATE plan_stages SET lease_expires_at = now() - interval '1 second' WHERE plan_id = ${expired.planId}`.execute(app.store.db);
+    const eventsBefore = await eventTypes(movedOn.planId);
+
+    const results = await saveRunWrites(app.store.db, writes);
+
+    expect(results[2]).toBe("moved");
+    expect(results[3]).toBe("moved");
+    for (const [i, claim] of [fresh, alsoFresh].entries()) {
+      const result = results[i]!;
+      if (typeof result === "string") throw new Error(`plan ${claim.planId} was not written: ${result}`);
+      const before = plans.get(claim.planId)!;
+      expect(result.plan.version).toBe(before.version + 1);
+      // The next stage was claimed for the writer in the same statement, under a fresh token.
+      expect(result.claimed?.position).toBe(claim.position + 1);
+      const stages = await app.store.db
+        .selectFrom("plan_stages")
+        .select(["position", "state", "output", "lease_token", "lease_owner"])
+        .where("plan_id", "=", claim.planId)
+        .orderBy("position")
+        .execute();
+      expect(stages[0]).toMatchObject({ state: "succeeded", output: { n: claim.planId }, lease_token: null });
+      expect(stages[1]).toMatchObject({ state: "running", lease_owner: "writer-a" });
+      expect(Number(stages[1]!.lease_token)).toBe(result.claimed?.leaseToken);
+      expect(await eventTypes(claim.planId)).toEqual(["created", "stage_started", "stage_succeeded", "stage_started"]);
+    }
+    // Nothing of the refused writes landed: same stage rows, no new history.
+    for (const claim of [movedOn, expired]) {
+      const stage = await app.store.db
+        .selectFrom("plan_stages")
+        .select(["state", "lease_token"])
+        .where("plan_id", "=", claim.planId)
+        .where("position", "=", claim.position)
+        .executeTakeFirstOrThrow();
+      expect(stage).toMatchObject({ state: "running" });
+      expect(Number(stage.lease_token)).toBe(claim.leaseToken);
+    }
+    expect(await eventTypes(movedOn.planId)).toEqual(eventsBefore);
+  });
+
+  it("keeps a plan's revisions and approvals as they were unless the change touched them", async () => {
+    const { claims, plans } = await claimedPlans(1, "writer-b");
+    const claim = claims[0]!;
+    await sql`UPDATE plans SET approved = ARRAY['review'], revisions = '[{"number":1,"feedback":"warmer","createdAt":"2026-11-25T00:00:00Z","previewUrl":null,"draft":null}]'::jsonb, version = version + 1 WHERE id = ${claim.planId}`.execute(
+      app.store.db,
+    );
+    const [before] = await loadPlans(app.store.db, [claim.planId]);
+    const [result] = await saveRunWrites(app.store.db, [{ before: before!, after: stageProgressed(before!, claim.position, 0.5), position: claim.position }]);
+    expect(typeof result).toBe("object");
+    const row = await app.store.db.selectFrom("plans").select(["approved", "revisions", "progress"]).where("id", "=", claim.planId).executeTakeFirstOrThrow();
+    expect(row.approved).toEqual(["review"]);
+    expect(row.revisions).toEqual([{ number: 1, feedback: "warmer", createdAt: "2026-11-25T00:00:00Z", previewUrl: null, draft: null }]);
+    expect(plans.get(claim.planId)!.progress).toBeLessThan(row.progress);
+  });
+
+  it("group-commits concurrent runs' results: every run's next stage is claimed, in fewer statements than results", async () => {
+    const store = new PlanStageStore(app.store, new Notifier(app.store.db, createLogger("silent")));
+    const claims = await store.claim("writer-c", 0, LEASE_MS); // nothing: a claim of zero stages
+    expect(claims).toEqual([]);
+    const { claims: held } = await claimedPlans(12, "writer-other");
+    // Through the store, as the engine writes: its first write of each claim is the shared one-statement write.
+    const ours: StageClaim[] = [];
+    await sql`UPDATE plan_stages SET lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL WHERE lease_token = ANY(${held.map((c) => c.leaseToken)}::bigint[])`.execute(
+      app.store.db,
+    );
+    while (ours.length < held.length) {
+      const batch = await store.claim("writer-c", 50, LEASE_MS);
+      if (batch.length === 0) throw new Error("the released stages were not claimable");
+      ours.push(...batch.filter((c) => held.some((h) => h.planId === c.planId)));
+    }
+    const before = store.runWriteStatements;
+    const written = await Promise.all(
+      ours.map((claim) =>
+        store.record(claim, { kind: "succeeded", outcome: { output: { ok: true } } }, { chainFor: { owner: "writer-c", leaseMs: LEASE_MS } }),
+      ),
+    );
+    for (const result of written) expect(result).toMatchObject({ next: { position: 1, stageId: "outline" } });
+    expect(store.runWriteStatements - before).toBeLessThan(ours.length);
+    for (const claim of ours) expect(await eventTypes(claim.planId)).toEqual(["created", "stage_started", "stage_succeeded", "stage_started"]);
+  });
+});
