@@ -75,8 +75,9 @@ export async function loadPlan(db: Executor, id: string, options: { accountId?: 
 /** Several plans with their stages, in one query; missing ones are left out. */
 export async function loadPlans(db: Executor, ids: readonly string[]): Promise<PlanState[]> {
   if (ids.length === 0) return [];
+  // `= ANY(array)` keeps one statement text (one prepared plan) whatever the number of ids.
   const rows = await selectPlansWithStages(db)
-    .where("p.id", "in", [...ids])
+    .where("p.id", "=", sql<string>`ANY(${[...ids]}::text[])`)
     .execute();
   return rows.map(toPlanState);
 }
