@@ -158,6 +158,7 @@ describe("alt text from the upstream writer", () => {
     { label: "with a number", alt: 42, fallback: true },
     { label: "with a placeholder", alt: "N/A", fallback: true },
     { label: "with markup", alt: '<img src="x"> حلقات', fallback: true },
+    { label: "in English for an Arabic site", alt: "Warm rings on a peach background", fallback: true },
     { label: "with one far too long", alt: "حلقات دافئة بلون الصدأ والرمل ".repeat(20), fallback: false },
   ])("builds from an answer $label, without asking again", async ({ alt, fallback }) => {
     const { run, site } = await buildSite(
@@ -170,7 +171,7 @@ describe("alt text from the upstream writer", () => {
     const home = site.get("index.html")!;
     if (fallback) {
       // Whatever was stored, nothing of it reaches a page or a picture.
-      for (const file of ["index.html", "hero.svg", "og.svg"]) expect(site.get(file), file).not.toMatch(/N\/A|&lt;img|>42</);
+      for (const file of ["index.html", "hero.svg", "og.svg"]) expect(site.get(file), file).not.toMatch(/N\/A|&lt;img|>42<|Warm rings/);
       // No description: the words set on the preview, in the site's language.
       expect(metaOf(home, "property", "og:image:alt")).toBe(escapeHtml(`${BAKERY.name}: ${stored.tagline}`));
       expect(site.get("hero.svg")).toContain(`<title>${BAKERY.name}</title>`);
@@ -315,5 +316,12 @@ describe("settling a model's optional properties", () => {
       expect(givenAlt(junk), String(junk)).toBeUndefined();
     }
     expect([...givenAlt("波".repeat(400))!].length).toBe(ALT_TEXT_MAX);
+    // Not one letter of the page's script: the model ignored the language asked for.
+    expect(givenAlt("Warm rings on peach", "ar")).toBeUndefined();
+    expect(givenAlt("Warm rings on peach", "zh")).toBeUndefined();
+    expect(givenAlt("桜色の丸と輪", "ja")).toBe("桜色の丸と輪");
+    expect(givenAlt("Волны", "ru")).toBe("Волны");
+    expect(givenAlt("Des anneaux chauds", "fr")).toBe("Des anneaux chauds");
+    expect(givenAlt("Warm rings", "not a language")).toBe("Warm rings");
   });
 });

@@ -35,7 +35,7 @@ export function bookCover(brief: EbookBrief): string {
  */
 export function coverAlt(brief: EbookBrief): string {
   const byline = brief.author.trim();
-  const given = givenAlt(brief.coverAlt);
+  const given = givenAlt(brief.coverAlt, brief.language);
   if (given) return withName(brief.title, given);
   if (isEnglish(brief.language)) return byline ? `Cover of ${brief.title} by ${byline}` : `Cover of ${brief.title}`;
   return byline ? `${brief.title} \u2014 ${byline}` : brief.title;

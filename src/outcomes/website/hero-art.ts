@@ -218,15 +218,38 @@ const PLACEHOLDER = /^(?:n\/?a|none|null|undefined|todo|tbd|alt|alt text|image|p
 /**
  * The alt text a writer gave, made fit to use: one line, no "image of" lead,
  * at most ALT_TEXT_MAX characters cut at a word; none when it is missing,
- * empty or junk (a placeholder, markup, a template to fill in, no letters).
+ * empty or junk (a placeholder, markup, a template to fill in, no letters),
+ * or when the page's language has a script of its own and the text has not
+ * one letter of it (a model that answered in English for an Arabic site).
  */
-export function givenAlt(raw: unknown): string | undefined {
+export function givenAlt(raw: unknown, language?: string): string | undefined {
   if (typeof raw !== "string") return undefined;
   let text = raw.replace(/\s+/g, " ").trim();
   const lead = IMAGE_OF.exec(text);
   if (lead) text = text.slice(lead[0].length).replace(/^\p{Ll}/u, (c) => c.toUpperCase());
   if (!/[\p{L}\p{N}]/u.test(text) || PLACEHOLDER.test(text) || /[<>{}[\]]|lorem ipsum/i.test(text)) return undefined;
+  const script = language === undefined ? undefined : scriptOf(language);
+  if (script && !script.test(text)) return undefined;
   return shorten(text, ALT_TEXT_MAX);
+}
+
+/** ISO 15924 codes of writing systems that mix scripts, as Unicode script properties. */
+const MIXED_SCRIPTS: Record<string, string> = { Hans: "Han", Hant: "Han", Jpan: "Han|Hiragana|Katakana", Kore: "Hangul|Han" };
+
+/**
+ * A pattern matching a letter of the script a language is usually written
+ * in (from the platform's locale data: "ar" is Arab, "ja" Jpan), or none for
+ * Latin-script languages and ones the platform does not know.
+ */
+function scriptOf(language: string): RegExp | undefined {
+  try {
+    const code = new Intl.Locale(languageTag(language)).maximize().script;
+    if (!code || code === "Latn") return undefined;
+    const names = (MIXED_SCRIPTS[code] ?? code).split("|");
+    return new RegExp(names.map((name) => `\\p{Script=${name}}`).join("|"), "u");
+  } catch {
+    return undefined;
+  }
 }
 
 /**

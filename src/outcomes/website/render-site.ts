@@ -134,7 +134,7 @@ function pageUrl(siteUrl: string, slug: string): string {
  * set on it, the tagline too when it is in the site's language.
  */
 function artLabels(brief: WebsiteBrief, theme: Theme, copyLanguage: string | undefined): { hero: string; share: string } {
-  const described = givenAlt(brief.visualAlt) ?? (isEnglish(brief.language) ? ART_MOTIFS[theme.id] : undefined);
+  const described = givenAlt(brief.visualAlt, brief.language) ?? (isEnglish(brief.language) ? ART_MOTIFS[theme.id] : undefined);
   if (described) return { hero: described, share: withName(brief.name, described) };
   const taglineInLanguage = copyLanguage === undefined || languageTag(copyLanguage).toLowerCase() === languageTag(brief.language).toLowerCase();
   return { hero: brief.name, share: taglineInLanguage ? `${brief.name}: ${brief.tagline}` : brief.name };
