@@ -185,6 +185,20 @@ describe("alt text from the upstream writer", () => {
     expect(await htmlProblems(site)).toEqual([]);
   });
 
+  it("assembles a book from an answer whose cover alt is far too long, without asking again", async () => {
+    const long = `${COVER_ALT} `.repeat(6);
+    upstream.next((exchange) => reply(completion(JSON.stringify({ ...ARABIC_BOOK, coverAlt: long })))(exchange));
+    upstream.otherwise(arabicBook);
+    const deps = await outcomeDeps({ chat: httpCompleter(upstream.url), upstream: true });
+    const run = await runStages(createStageWork(deps), { planId: "pln_alt_long", outcome: "ebook", goal: "كتاب عن الشرفة" }, { until: "assemble" });
+    expect(upstream.requests.map((r) => schemaNameOf(r.body))).toEqual(["ebook_brief", "book_outline", "chapter"]);
+    const coverAlt = (run.previous.understand as { brief: EbookBrief }).brief.coverAlt!;
+    expect([...coverAlt].length).toBeLessThanOrEqual(ALT_TEXT_MAX);
+    expect(coverAlt.endsWith("\u2026")).toBe(true);
+    const book = await readTree(deps.artifacts, "preview/pln_alt_long/");
+    expect(book.get("cover.svg")).toContain(`<title>${escapeHtml(coverAlt)}</title>`);
+  });
+
   it("resumes a plan whose brief was stored before alt text was asked for", async () => {
     const { deps, run } = await buildSite("pln_alt_old", arabicSite(), {});
     const understood = run.previous.understand as { writer: string; brief: Record<string, JsonValue> };
