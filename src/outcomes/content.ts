@@ -16,6 +16,17 @@ export type Tone = (typeof TONES)[number];
 /** The kinds of section a page can hold; the renderer has a layout for each. */
 export const SECTION_KINDS = ["hero", "text", "features", "list", "steps", "timeline", "faq", "cta", "contact"] as const;
 
+/** Most characters of a generated picture's alt text: one sentence a screen reader reads in one go. */
+export const ALT_TEXT_MAX = 150;
+
+/**
+ * Alt text for a generated picture. Optional, so briefs stored before it
+ * existed still validate, and best effort: an answer that leaves it out, or
+ * gives one too long or of the wrong kind, is settled (cut or dropped) and
+ * the renderer falls back (see `hero-art.ts`), never a failed plan.
+ */
+const altText = (description: string) => ({ type: "string", maxLength: ALT_TEXT_MAX, description }) as const;
+
 const pageSlug = {
   type: "string",
   minLength: 1,
@@ -51,6 +62,9 @@ export const websiteBriefSchema = {
       required: ["label", "page"],
       additionalProperties: false,
     },
+    visualAlt: altText(
+      `Alt text for the site's generated picture: one plain sentence, in the site's language, at most ${ALT_TEXT_MAX} characters, saying what it shows (its pattern and colours) without the site's name; "" if unsure`,
+    ),
   },
   required: ["name", "tagline", "audience", "purpose", "tone", "language", "pages", "callToAction"],
   additionalProperties: false,
@@ -165,6 +179,9 @@ export const ebookBriefSchema = {
     tone: { type: "string", enum: TONES },
     language: text('BCP 47 language tag, e.g. "en"', 20, 2),
     description: text("A blurb for the back cover, two to four sentences", 800),
+    coverAlt: altText(
+      `Alt text for the book's generated cover: one plain sentence, in the book's language, at most ${ALT_TEXT_MAX} characters, saying what it shows (its pattern and colours, the title set over it); "" if unsure`,
+    ),
   },
   required: ["title", "subtitle", "author", "audience", "purpose", "tone", "language", "description"],
   additionalProperties: false,

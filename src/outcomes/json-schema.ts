@@ -33,9 +33,12 @@ export type Infer<S> = S extends { type: "string"; enum: readonly (infer E)[] }
       ? number
       : S extends { type: "array"; items: infer I }
         ? Infer<I>[]
-        : S extends { type: "object"; properties: infer P }
-          ? { -readonly [K in keyof P]: Infer<P[K]> }
+        : S extends { type: "object"; properties: infer P; required: readonly (infer R)[] }
+          ? Flat<{ -readonly [K in keyof P as K extends R ? K : never]: Infer<P[K]> } & { -readonly [K in keyof P as K extends R ? never : K]?: Infer<P[K]> }>
           : never;
+
+/** One object type out of an intersection, so editors and errors show its fields. */
+type Flat<T> = { [K in keyof T]: T[K] };
 
 /**
  * Checks a value against a schema. Returns human-readable problems, each
@@ -109,6 +112,29 @@ function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   return typeof value === "object" ? "an object" : `${typeof value} ${JSON.stringify(value)?.slice(0, 40)}`;
+}
+
+/**
+ * An answer with its optional properties settled: a property the schema does
+ * not require is a nice-to-have (an alt text, say), so one that does not fit
+ * is shortened (a string over its `maxLength`, at a word boundary) or left
+ * out (the wrong type, an unknown value), never a reason to ask again or to
+ * fail. Required properties are left for `validate` to judge.
+ */
+export function settleOptional(schema: Schema, value: unknown): unknown {
+  if (schema.type === "array") return Array.isArray(value) ? value.map((item: unknown) => settleOptional(schema.items, item)) : value;
+  if (schema.type !== "object" || typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, raw] of Object.entries(value)) {
+    const child = schema.properties[key];
+    let settled = child ? settleOptional(child, raw) : raw;
+    if (child && !schema.required.includes(key)) {
+      if (child.type === "string" && !child.enum && child.maxLength !== undefined && typeof settled === "string") settled = shorten(settled, child.maxLength);
+      if (validate(child, settled, 1).length > 0) continue;
+    }
+    out[key] = settled;
+  }
+  return out;
 }
 
 /**

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { completion, FakeUpstream, reply } from "../chat/support/fake-upstream.js";
 import { schemaNameOf } from "./support/model-answers.js";
 import { createStageWork } from "../../src/outcomes/outcomes-part.js";
-import { websiteBriefSchema } from "../../src/outcomes/content.js";
+import { type Tone, websiteBriefSchema } from "../../src/outcomes/content.js";
+import { escapeHtml } from "../../src/outcomes/html.js";
+import { ART_MOTIFS } from "../../src/outcomes/website/hero-art.js";
 import { validate } from "../../src/outcomes/json-schema.js";
 import { htmlProblems, httpCompleter, outcomeDeps, readTree } from "./support/outcome-kit.js";
 import { readProject } from "../../src/outcomes/projects.js";
@@ -40,7 +42,7 @@ describe("the offline writer on a corpus of goals in many languages and scripts"
   it.each(CASES)("$label", async ({ goal, lang, dir, name, words, phrased }) => {
     const deps = await outcomeDeps();
     const run = await runStages(createStageWork(deps), { planId: "pln_corpus", outcome: "website", goal }, { until: "build" });
-    const { brief } = run.previous.understand as { brief: { name: string; language: string; tagline: string } };
+    const { brief } = run.previous.understand as { brief: { name: string; language: string; tagline: string; tone: Tone } };
     expect(validate(websiteBriefSchema, brief)).toEqual([]);
     const site = await readTree(deps.artifacts, "preview/pln_corpus/");
     const pages = [...site].filter(([file]) => file.endsWith(".html"));
@@ -124,6 +126,10 @@ describe("the offline writer on a corpus of goals in many languages and scripts"
       // The link preview is the site's generated picture (og.svg), so the card is the large one.
       expect(page, file).toContain('<meta name="twitter:card" content="summary_large_image">');
       expect(page, file).toMatch(/<meta property="og:image" content="https?:\/\/[^"]+\/og\.svg">/);
+      // The preview's alt text: the pattern described in English on an English site, else the name alone (no English words).
+      const alt = phrased ? `${brief.name} \u2014 ${ART_MOTIFS[brief.tone]}` : brief.name;
+      expect(page, file).toContain(`<meta property="og:image:alt" content="${escapeHtml(alt)}">`);
+      expect(page, file).toContain(`<meta name="twitter:image:alt" content="${escapeHtml(alt)}">`);
     }
   });
 });

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { BookContent, Chapter, EbookBrief } from "../content.js";
 import { documentStart, html, join, languageTag, type Html } from "../html.js";
 import { zip } from "../zip.js";
-import { generatedArt } from "../website/hero-art.js";
+import { generatedArt, givenAlt, isEnglish, withName } from "../website/hero-art.js";
 import { THEMES } from "../website/themes.js";
 
 export interface BookMeta {
@@ -23,8 +23,22 @@ export function bookCover(brief: EbookBrief): string {
     height: 900,
     title: brief.title,
     subtitle: byline ? `${brief.subtitle} — ${byline}` : brief.subtitle,
-    label: byline ? `Cover of ${brief.title} by ${byline}` : `Cover of ${brief.title}`,
+    label: coverAlt(brief),
+    lang: brief.language,
   });
+}
+
+/**
+ * The cover's alt text: the writer's description (title first unless it
+ * says it already); without one, "Cover of …" in an English book, and in
+ * any other the title and author alone, in the book's own language.
+ */
+export function coverAlt(brief: EbookBrief): string {
+  const byline = brief.author.trim();
+  const given = givenAlt(brief.coverAlt, brief.language);
+  if (given) return withName(brief.title, given);
+  if (isEnglish(brief.language)) return byline ? `Cover of ${brief.title} by ${byline}` : `Cover of ${brief.title}`;
+  return byline ? `${brief.title} \u2014 ${byline}` : brief.title;
 }
 
 /**
@@ -77,7 +91,7 @@ ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "xhtml")}">${c.title
   const coverPage = xhtml(
     brief.title,
     html`<section epub:type="cover" class="cover">
-<img src="cover.svg" alt="${brief.author.trim() ? `Cover of ${brief.title} by ${brief.author.trim()}` : `Cover of ${brief.title}`}"/>
+<img src="cover.svg" alt="${coverAlt(brief)}"/>
 </section>`,
   );
   const chapterPages = chapters.map((chapter, _i) =>

@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
-import { html, join, type Html } from "../html.js";
+import { ALT_TEXT_MAX, type Tone } from "../content.js";
+import { html, join, languageTag, type Html } from "../html.js";
+import { shorten } from "../json-schema.js";
 import type { Theme } from "./themes.js";
 
 /**
@@ -18,6 +20,8 @@ export interface ArtOptions {
   subtitle?: string;
   /** The accessible name: the SVG's `<title>` and `aria-label`. */
   label: string;
+  /** The language of `label` (and of the lettering), as the SVG's `xml:lang`, so a screen reader speaks it in the right voice. */
+  lang?: string;
 }
 
 /** A deterministic stream of numbers in [0, 1) from the name and theme. */
@@ -127,7 +131,7 @@ export function generatedArt(name: string, theme: Theme, options: ArtOptions): s
   const background = html`<defs><linearGradient id="bg" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="${c.heroFrom}"/><stop offset="1" stop-color="${c.heroTo}"/></linearGradient></defs>
 <rect width="${w}" height="${h}" fill="url(#bg)"/>`;
   const words = options.title ? lettering(options.title, options.subtitle, w, h, theme, dark) : html``;
-  return html`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}" role="img" aria-label="${options.label}">
+  return html`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}" role="img" aria-label="${options.label}"${options.lang ? html` xml:lang="${languageTag(options.lang)}"` : html``}>
 <title>${options.label}</title>
 ${background}
 <g>${join(shapes, "\n")}</g>
@@ -178,4 +182,83 @@ function wrap(text: string, width: number): string[] {
   }
   if (line) lines.push(line);
   return lines;
+}
+
+/**
+ * What each tone's picture shows, in English: the alt text where no writer
+ * gave one on an English site or book, and what a model is told the picture
+ * is before it describes it in the goal's language.
+ */
+export const ART_MOTIFS: Record<Tone, string> = {
+  warm: "Rings of rust, brown and sand rising like suns over a peach background",
+  professional: "A grid of blue and pale blue tiles on a light blue background",
+  playful: "Confetti of purple and lilac dots and rings on a pink and lilac background",
+  calm: "Layered pale green waves outlined in deep green on a pale green background",
+  bold: "Diagonal bands of orange and grey and one orange square on a near-black background",
+};
+
+/** True for English (any region): the only language the fallback descriptions are written in. */
+export const isEnglish = (language: string) => languageTag(language).toLowerCase().split("-")[0] === "en";
+
+/**
+ * A picture's description where no model wrote one (the offline writer, a
+ * brief from before alt text was asked for): the motif in English on an
+ * English page; elsewhere the name alone, which is in the page's language
+ * and script, rather than English words in an Arabic or Chinese page.
+ */
+export function describeArt(tone: Tone, language: string, name: string): string {
+  return isEnglish(language) ? (ART_MOTIFS[tone] ?? ART_MOTIFS.professional) : name.trim();
+}
+
+/** English leads that only say "this is a picture"; the alt of an image is already announced as one. */
+const IMAGE_OF = /^(?:alt(?:\s*text)?\s*:\s*)?(?:(?:an?|the)\s+)?(?:image|picture|photo|illustration|graphic|drawing)\s+(?:of|showing)\s+/i;
+/** Words a model gives for "nothing": not a description. */
+const PLACEHOLDER = /^(?:n\/?a|none|null|undefined|todo|tbd|alt|alt text|image|picture|empty|-+|\.+|\u2026)$/i;
+
+/**
+ * The alt text a writer gave, made fit to use: one line, no "image of" lead,
+ * at most ALT_TEXT_MAX characters cut at a word; none when it is missing,
+ * empty or junk (a placeholder, markup, a template to fill in, no letters),
+ * or when the page's language has a script of its own and the text has not
+ * one letter of it (a model that answered in English for an Arabic site).
+ */
+export function givenAlt(raw: unknown, language?: string): string | undefined {
+  if (typeof raw !== "string") return undefined;
+  let text = raw.replace(/\s+/g, " ").trim();
+  const lead = IMAGE_OF.exec(text);
+  if (lead) text = text.slice(lead[0].length).replace(/^\p{Ll}/u, (c) => c.toUpperCase());
+  if (!/[\p{L}\p{N}]/u.test(text) || PLACEHOLDER.test(text) || /[<>{}[\]]|lorem ipsum/i.test(text)) return undefined;
+  const script = language === undefined ? undefined : scriptOf(language);
+  if (script && !script.test(text)) return undefined;
+  return shorten(text, ALT_TEXT_MAX);
+}
+
+/** ISO 15924 codes of writing systems that mix scripts, as Unicode script properties. */
+const MIXED_SCRIPTS: Record<string, string> = { Hans: "Han", Hant: "Han", Jpan: "Han|Hiragana|Katakana", Kore: "Hangul|Han" };
+
+/**
+ * A pattern matching a letter of the script a language is usually written
+ * in (from the platform's locale data: "ar" is Arab, "ja" Jpan), or none for
+ * Latin-script languages and ones the platform does not know.
+ */
+function scriptOf(language: string): RegExp | undefined {
+  try {
+    const code = new Intl.Locale(languageTag(language)).maximize().script;
+    if (!code || code === "Latn") return undefined;
+    const names = (MIXED_SCRIPTS[code] ?? code).split("|");
+    return new RegExp(names.map((name) => `\\p{Script=${name}}`).join("|"), "u");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The description of a picture that sets `name` in large type: the name
+ * first unless the description says it already. The dash joins them in any
+ * language without words of ours.
+ */
+export function withName(name: string, description: string): string {
+  const trimmed = name.trim();
+  if (trimmed === "" || description.normalize("NFC").toLowerCase().includes(trimmed.normalize("NFC").toLowerCase())) return description;
+  return `${trimmed} \u2014 ${description}`;
 }

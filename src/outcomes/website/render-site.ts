@@ -4,7 +4,7 @@ import { shorten } from "../json-schema.js";
 import { stylesheet, THEMES, type Theme } from "./themes.js";
 import { trimOf } from "../../strings.js";
 import { cutSlug } from "../projects.js";
-import { generatedArt } from "./hero-art.js";
+import { ART_MOTIFS, generatedArt, givenAlt, isEnglish, withName } from "./hero-art.js";
 
 /** A built site: file name → contents. Flat, with relative links, so it works under any base path. */
 export type SiteFiles = Map<string, string>;
@@ -27,16 +27,14 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
   const lang = languageTag(brief.language);
   const copy = copyMarker(lang, copyLanguage, brief.name);
   const slugs = new Set(outline.pages.map((p) => p.slug));
+  const art = artLabels(brief, theme, copyLanguage);
   const files: SiteFiles = new Map([
     ["style.css", stylesheet(theme)],
     ["favicon.svg", favicon(brief.name, theme)],
     // The hero's picture: decorative on the page (the heading beside it says the same), named in the file for use on its own.
-    [HERO_ART, generatedArt(brief.name, theme, { width: 480, height: 480, label: `Pattern in the colours of ${brief.name}` })],
+    [HERO_ART, generatedArt(brief.name, theme, { width: 480, height: 480, label: art.hero, lang })],
     // The link preview. Many scrapers (Facebook, LinkedIn, X) only show PNG or JPEG; SVG is what we can make without a rasterizer.
-    [
-      SHARE_ART,
-      generatedArt(brief.name, theme, { width: 1200, height: 630, title: brief.name, subtitle: brief.tagline, label: `${brief.name}: ${brief.tagline}` }),
-    ],
+    [SHARE_ART, generatedArt(brief.name, theme, { width: 1200, height: 630, title: brief.name, subtitle: brief.tagline, label: art.share, lang })],
   ]);
   const rendered = outline.pages.filter((_, index) => pages[index]);
   if (siteUrl) {
@@ -54,7 +52,7 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
     if (!content) return;
     const sections = content.sections.map((section, i) => renderSection(section, i, slugs, copy));
     const title = pageTitle(page.slug === "index" ? [brief.name, brief.tagline] : [page.title, brief.name]);
-    const document = html`${documentStart(lang, title, page.description, shareMeta(brief.name, lang, title, page.description, siteUrl && pageUrl(siteUrl, page.slug), siteUrl))}
+    const document = html`${documentStart(lang, title, page.description, shareMeta(brief.name, art.share, lang, title, page.description, siteUrl && pageUrl(siteUrl, page.slug), siteUrl))}
 ${siteHeader(brief, outline, page.slug, copy)}
 <main id="main">
 ${join(sections, "\n")}
@@ -128,8 +126,30 @@ function pageUrl(siteUrl: string, slug: string): string {
   return slug === "index" ? siteUrl : `${siteUrl}${fileFor(slug)}`;
 }
 
+/**
+ * The accessible names of the site's two pictures: the writer's alt text
+ * (the pattern and its colours) where it gave one, else the motif on an
+ * English site, else the name. The link preview sets the name in type, so
+ * its description starts with it; without a description it reads the words
+ * set on it, the tagline too when it is in the site's language.
+ */
+function artLabels(brief: WebsiteBrief, theme: Theme, copyLanguage: string | undefined): { hero: string; share: string } {
+  const described = givenAlt(brief.visualAlt, brief.language) ?? (isEnglish(brief.language) ? ART_MOTIFS[theme.id] : undefined);
+  if (described) return { hero: described, share: withName(brief.name, described) };
+  const taglineInLanguage = copyLanguage === undefined || languageTag(copyLanguage).toLowerCase() === languageTag(brief.language).toLowerCase();
+  return { hero: brief.name, share: taglineInLanguage ? `${brief.name}: ${brief.tagline}` : brief.name };
+}
+
 /** Favicon, canonical address, and the Open Graph and Twitter card fields a link preview reads. */
-function shareMeta(siteName: string, lang: string, title: string, description: string, url: string | undefined, siteUrl: string | undefined): Html {
+function shareMeta(
+  siteName: string,
+  imageAlt: string,
+  lang: string,
+  title: string,
+  description: string,
+  url: string | undefined,
+  siteUrl: string | undefined,
+): Html {
   const locale = lang.replace("-", "_");
   // og:image must be an absolute address, so it is only there when the site knows where it is published.
   const image = siteUrl
@@ -137,8 +157,9 @@ function shareMeta(siteName: string, lang: string, title: string, description: s
 <meta property="og:image:type" content="image/svg+xml">
 <meta property="og:image:width" content="1200">
 <meta property="og:image:height" content="630">
-<meta property="og:image:alt" content="${siteName}">
+<meta property="og:image:alt" content="${imageAlt}">
 <meta name="twitter:image" content="${siteUrl}${SHARE_ART}">
+<meta name="twitter:image:alt" content="${imageAlt}">
 `
     : html``;
   return html`<link rel="icon" href="favicon.svg" type="image/svg+xml">

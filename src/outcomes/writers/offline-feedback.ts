@@ -1,4 +1,5 @@
 import { TONES, type Tone, type WebsiteBrief } from "../content.js";
+import { describeArt } from "../website/hero-art.js";
 
 /** What the offline writer could read in a person's feedback on a draft. */
 export interface FeedbackReading {
@@ -78,10 +79,12 @@ export function readFeedback(feedback: string, pageSlugs: readonly string[]): Fe
   return reading;
 }
 
-/** The brief with what the feedback asked for: a new name and tone, fewer pages (never the home page). */
+/** The brief with what the feedback asked for: a new name and tone, fewer pages (never the home page), and its picture described anew. */
 export function reviseBrief(brief: WebsiteBrief, reading: FeedbackReading): WebsiteBrief {
   const pages = brief.pages.filter((page, i) => i === 0 || !reading.drop.includes(page.slug));
-  return { ...brief, name: reading.name ?? brief.name, tone: reading.tone ?? brief.tone, pages };
+  const name = reading.name ?? brief.name;
+  const tone = reading.tone ?? brief.tone;
+  return { ...brief, name, tone, pages, visualAlt: describeArt(tone, brief.language, name) };
 }
 
 /** Every string in `value` with `from` written as `to`: the new name throughout the copy. */

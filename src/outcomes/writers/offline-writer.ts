@@ -5,6 +5,7 @@ import { readGoal, sentenceCase, type GoalFacts } from "./goal-facts.js";
 import { detectGoalLanguage } from "./goal-language.js";
 import { pickProfile, say, UNREAD_PROFILE, type Profile, type ProfileWords } from "./offline-profiles.js";
 import { renamed } from "./offline-feedback.js";
+import { describeArt } from "../website/hero-art.js";
 import { OFFLINE_LANGUAGES, type Writer } from "./writer.js";
 
 type SectionPlan = Omit<Section, "kind"> & { kind: Section["kind"]; summary: string };
@@ -211,6 +212,8 @@ export function composeSite(goal: string, language = "en"): { brief: WebsiteBrie
     language,
     pages: pages.map((p) => ({ slug: p.slug, title: p.title, purpose: p.sections[0]?.summary ?? p.title })),
     callToAction: cta,
+    // Its picture's alt text: what the tone draws, in English on an English site, else the name (no English words on the page's behalf).
+    visualAlt: describeArt(profile.tone, language, name),
   };
   return { brief, pages, facts, profile };
 }

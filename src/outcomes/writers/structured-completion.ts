@@ -2,7 +2,7 @@ import { CHAT_ALIAS } from "../../api/model.js";
 import type { ChatCompleter, ChatRequest } from "../../chat/chat-types.js";
 import { StageFailure } from "../../engine/stage-work.js";
 import { ServiceError } from "../../server/errors.js";
-import { validate, type Infer, type Schema } from "../json-schema.js";
+import { settleOptional, validate, type Infer, type Schema } from "../json-schema.js";
 import { tidyPlainText } from "./plain-text.js";
 import type { WriterContext } from "./writer.js";
 
@@ -35,8 +35,9 @@ export async function completeStructured<S extends Schema>(chat: ChatCompleter, 
   for (let attempt = 1; attempt <= 2; attempt++) {
     const content = await ask(chat, request, messages, context);
     const parsed = parseJsonAnswer(content);
-    problems = parsed.ok ? validate(request.schema, parsed.value) : [parsed.problem];
-    if (problems.length === 0) return tidyPlainText((parsed as { value: Infer<S> }).value);
+    const value = parsed.ok ? settleOptional(request.schema, parsed.value) : undefined;
+    problems = parsed.ok ? validate(request.schema, value) : [parsed.problem];
+    if (problems.length === 0) return tidyPlainText(value as Infer<S>);
     messages.push(
       { role: "assistant", content: content ?? "" },
       {
@@ -105,7 +106,10 @@ export function parseJsonAnswer(content: string | null): ParsedAnswer {
 /**
  * The schema as sent to the model. Length bounds are left out because
  * OpenAI's strict mode rejects `minLength`/`maxLength`; answers are still
- * validated against them, and a violation goes back to the model.
+ * validated against them, and a violation goes back to the model. Strict
+ * mode also wants every property required, so the optional ones are asked
+ * for too (their descriptions say what to give when there is nothing), and
+ * settled rather than judged when the answer comes back.
  */
 function responseSchema(schema: Schema): Record<string, unknown> {
   switch (schema.type) {
@@ -120,6 +124,7 @@ function responseSchema(schema: Schema): Record<string, unknown> {
     case "object":
       return {
         ...schema,
+        required: Object.keys(schema.properties),
         properties: Object.fromEntries(Object.entries(schema.properties).map(([key, child]) => [key, responseSchema(child)])),
       };
   }

@@ -1,5 +1,7 @@
 import type { ChatCompleter } from "../../chat/chat-types.js";
 import {
+  ALT_TEXT_MAX,
+  TONES,
   bookOutlineSchema,
   chapterSchema,
   ebookBriefSchema,
@@ -10,6 +12,7 @@ import {
   type EbookBrief,
   type WebsiteBrief,
 } from "../content.js";
+import { ART_MOTIFS } from "../website/hero-art.js";
 import { completeStructured } from "./structured-completion.js";
 import type { Writer, WriterContext } from "./writer.js";
 
@@ -46,7 +49,7 @@ export function createUpstreamWriter(chat: ChatCompleter): Writer {
           user:
             `Goal: ${goal}\n\nWrite the brief for this website: its name, tagline, audience, purpose, tone and two to five pages ` +
             `(the first with slug "index"; typical others: about, services, menu, work, programme, faq, contact), ` +
-            `and the one call to action, leading to one of those pages.`,
+            `and the one call to action, leading to one of those pages.\n\n${altTextAsk("site", "visualAlt")}`,
         },
         context,
       ),
@@ -94,7 +97,9 @@ export function createUpstreamWriter(chat: ChatCompleter): Writer {
           what: "the ebook brief",
           schema: ebookBriefSchema,
           system: BOOK_SYSTEM,
-          user: `Goal: ${goal}\n\nWrite the brief for this ebook: title, subtitle, author (only if the goal names one), audience, purpose, tone, language and a blurb.`,
+          user:
+            `Goal: ${goal}\n\nWrite the brief for this ebook: title, subtitle, author (only if the goal names one), audience, purpose, tone, language and a blurb.\n\n` +
+            altTextAsk("book", "coverAlt"),
         },
         context,
       ),
@@ -128,6 +133,24 @@ export function createUpstreamWriter(chat: ChatCompleter): Writer {
         context,
       ),
   };
+}
+
+/**
+ * The request for alt text of the picture generated for a site (its hero and
+ * link preview) or a book (its cover). The model cannot see the picture, so
+ * it is told what each tone draws; it describes that in the goal's language.
+ */
+function altTextAsk(of: "site" | "book", field: "visualAlt" | "coverAlt"): string {
+  const motifs = TONES.map((tone) => `${tone}: ${ART_MOTIFS[tone].charAt(0).toLowerCase()}${ART_MOTIFS[tone].slice(1)}`).join("; ");
+  const what =
+    of === "site"
+      ? "the pattern and its colours, without the site's name (the page adds it where the picture shows it)"
+      : "the pattern and its colours, with the title (and the author, if any) set in large type over it";
+  return (
+    `Also write "${field}", the alt text of the ${of === "site" ? "site's generated picture" : "book's generated cover"}, for people who cannot see it. ` +
+    `The picture is drawn from the tone you chose (${motifs}). In one plain sentence of at most ${ALT_TEXT_MAX} characters, ` +
+    `in the language the goal is written in, say what it shows: ${what}. Do not begin with "image of" or "picture of".`
+  );
 }
 
 /**
