@@ -28,13 +28,18 @@ export class ResponseStore {
   constructor(db: Kysely<Database>) {
     this.#db = db;
     // One statement text for any number of rows (arrays, not a VALUES list), so it is prepared once per connection.
-    this.#saves = new StatementBatcher(async (rows) => {
-      const column = <K extends keyof NewResponse>(key: K) => rows.map((row) => row[key]);
-      await sql`INSERT INTO chat_responses (id, account_id, response, messages, expires_at)
+    // One statement at a time: saves arriving meanwhile wait for it and go together in the next, so under load
+    // Postgres's time goes to rows rather than to statements (in the chat bench, 1 in flight beat 4 by about a fifth).
+    this.#saves = new StatementBatcher(
+      async (rows) => {
+        const column = <K extends keyof NewResponse>(key: K) => rows.map((row) => row[key]);
+        await sql`INSERT INTO chat_responses (id, account_id, response, messages, expires_at)
         SELECT * FROM unnest(${column("id")}::text[], ${column("account_id")}::text[], ${column("response")}::text[],
                              ${column("messages")}::text[], ${column("expires_at")}::timestamptz[])`.execute(db);
-      return rows.map(() => undefined);
-    });
+        return rows.map(() => undefined);
+      },
+      { maxInFlight: 1 },
+    );
   }
 
   save(accountId: string, id: string, response: string, messages: readonly ChatMessage[]): Promise<undefined> {
