@@ -394,7 +394,8 @@ export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPl
 }
 
 /** A plan row with its stages as `selectPlansWithStages` returns them. */
-type PlanRowWithStages = PlanRow & {
+/** A plans row with its stages as `json_agg` gives them (see selectPlansWithStages). */
+export type PlanRowWithStages = PlanRow & {
   stages: (Pick<
     PlanStageRow,
     "position" | "stage_id" | "title" | "state" | "attempts" | "error_type" | "error_message" | "progress" | "lease_token" | "retries"
@@ -403,7 +404,7 @@ type PlanRowWithStages = PlanRow & {
   })[];
 };
 
-function toPlanState(row: PlanRowWithStages): PlanState {
+export function toPlanState(row: PlanRowWithStages): PlanState {
   return {
     id: row.id,
     accountId: row.account_id,

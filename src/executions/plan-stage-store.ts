@@ -18,7 +18,7 @@ import {
 } from "./plan-repository.js";
 import { stageFailed, stageInterrupted, stageProgressed, stageReleased, stageRetrying, stageSucceeded, type PlanState } from "./plan-transitions.js";
 import { type RunWrite, type RunWriteResult, saveRunWrites } from "./run-writes.js";
-import { claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases, stageRevision } from "./stage-queue.js";
+import { claimOf, claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases } from "./stage-queue.js";
 
 /**
  * The stage engine's store for plans in Postgres: a stage is claimed with
@@ -63,28 +63,11 @@ export class PlanStageStore implements StageStore {
     });
   }
 
-  /**
-   * Claims, then reads the claimed stages' plans in one more query, so that
-   * each run's first write is the one-statement optimistic write instead of
-   * a transaction around a locked read (four statements).
-   */
   async claim(owner: string, limit: number, leaseMs: number): Promise<StageClaim[]> {
-    const claims = await claimStages(this.#db, owner, limit, leaseMs);
-    if (claims.length === 0) return claims;
-    const plans = new Map(
-      (
-        await loadPlans(
-          this.#db,
-          claims.map((c) => c.planId),
-        )
-      ).map((plan) => [plan.id, plan]),
-    );
-    for (const claim of claims) {
-      const plan = plans.get(claim.planId);
-      // Read after the claim committed, so it shows this lease unless the plan already moved on (then the locked path decides).
-      if (plan?.stages[claim.position]?.leaseToken === claim.leaseToken) this.#written.set(claim, plan);
-    }
-    return claims;
+    const claimed = await claimStages(this.#db, owner, limit, leaseMs);
+    // The plan as claimed: each run's first write is the shared one-statement write, not a locked read and write.
+    for (const { claim, plan } of claimed) this.#written.set(claim, plan);
+    return claimed.map(({ claim }) => claim);
   }
 
   renew(tokens: readonly number[], leaseMs: number): Promise<ReadonlySet<number>> {
@@ -105,7 +88,7 @@ export class PlanStageStore implements StageStore {
     if (saved === "unchanged") return "unchanged";
     this.#announce(saved);
     if (!saved.claimed) return "written";
-    const next = nextClaim(claim, saved.plan, saved.claimed);
+    const next = nextClaim(saved.plan, saved.claimed);
     this.#written.set(next, saved.plan);
     return { next };
   }
@@ -203,21 +186,8 @@ function transitionFor(position: number, change: StageChange): (plan: PlanState)
 }
 
 /** The claim on the stage `claimed` in the same write that finished `previous`. */
-function nextClaim(previous: StageClaim, plan: PlanState, claimed: { position: number; leaseToken: number }): StageClaim {
-  const stage = plan.stages[claimed.position]!;
-  const outputs: Record<string, JsonValue> = {};
-  for (const s of plan.stages) if (s.state === "succeeded" && s.output !== null) outputs[s.id] = s.output;
-  const revision = plan.revisions.at(-1);
-  return {
-    ...previous,
-    position: stage.position,
-    stageId: stage.id,
-    attempts: stage.attempts,
-    retries: stage.retries ?? 0,
-    leaseToken: claimed.leaseToken,
-    previous: outputs,
-    ...(revision ? { revision: stageRevision(revision) } : {}),
-  };
+function nextClaim(plan: PlanState, claimed: { position: number; leaseToken: number }): StageClaim {
+  return claimOf(plan, claimed.position, claimed.leaseToken);
 }
 
 /**

@@ -3,7 +3,8 @@ import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import type { StageClaim } from "../engine/stage-store.js";
 import type { StageRevision } from "../engine/stage-work.js";
-import type { PlanRevision } from "./plan-transitions.js";
+import { type PlanRowWithStages, toPlanState } from "./plan-repository.js";
+import type { PlanRevision, PlanState } from "./plan-transitions.js";
 
 /**
  * Claims up to `limit` stages waiting for a worker, oldest first; a stage
@@ -11,53 +12,63 @@ import type { PlanRevision } from "./plan-transitions.js";
  * database, so the backoff survives a restart. Rows other
  * workers are claiming right now are skipped, not waited for, so any number
  * of instances claim side by side and never the same stage. One statement:
- * the lease, a fresh fencing token and what the work needs, in one round trip.
+ * the lease, a fresh fencing token, and each claimed stage's plan as it
+ * stands (so the run's first write needs no read of its own).
  */
-export async function claimStages(db: Kysely<Database>, owner: string, limit: number, leaseMs: number): Promise<StageClaim[]> {
-  const { rows } = await sql<{
-    plan_id: string;
-    position: number;
-    stage_id: string;
-    attempts: number;
-    retries: number;
-    lease_token: number;
-    account_id: string;
-    goal: string;
-    outcome: string;
-    previous: Record<string, JsonValue> | null;
-    revision: PlanRevision | null;
-  }>`
+export async function claimStages(db: Kysely<Database>, owner: string, limit: number, leaseMs: number): Promise<{ claim: StageClaim; plan: PlanState }[]> {
+  const { rows } = await sql<PlanRowWithStages & { claimed_position: number; claimed_token: number }>`
     WITH picked AS (
       SELECT plan_id, position FROM plan_stages
       WHERE state = 'running' AND lease_token IS NULL AND ready_at <= now()
       ORDER BY ready_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
+    ),
+    claimed AS (
+      UPDATE plan_stages AS s
+      SET lease_owner = ${owner},
+          lease_token = nextval('plan_stage_lease_tokens'),
+          lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}::float8),
+          updated_at = now()
+      FROM picked
+      WHERE s.plan_id = picked.plan_id AND s.position = picked.position
+      RETURNING s.plan_id, s.position, s.lease_token
     )
-    UPDATE plan_stages AS s
-    SET lease_owner = ${owner},
-        lease_token = nextval('plan_stage_lease_tokens'),
-        lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}::float8),
-        updated_at = now()
-    FROM picked, plans AS p
-    WHERE s.plan_id = picked.plan_id AND s.position = picked.position AND p.id = s.plan_id
-    RETURNING s.plan_id, s.position, s.stage_id, s.attempts, s.retries, s.lease_token, p.account_id, p.goal, p.outcome, p.revisions -> -1 AS revision,
-      (SELECT jsonb_object_agg(x.stage_id, x.output) FROM plan_stages AS x
-        WHERE x.plan_id = s.plan_id AND x.state = 'succeeded' AND x.output IS NOT NULL) AS previous
+    SELECT p.*, c.position AS claimed_position, c.lease_token AS claimed_token,
+      (SELECT coalesce(json_agg(x ORDER BY x.position), '[]') FROM (
+        SELECT position, stage_id, title, state, attempts, error_type, error_message, output, progress, lease_token, retries
+        FROM plan_stages WHERE plan_id = p.id) AS x) AS stages
+    FROM claimed AS c JOIN plans AS p ON p.id = c.plan_id
   `.execute(db);
-  return rows.map((row) => ({
-    planId: row.plan_id,
-    position: Number(row.position),
-    stageId: row.stage_id,
-    attempts: Number(row.attempts),
-    retries: Number(row.retries),
-    leaseToken: Number(row.lease_token),
-    accountId: row.account_id,
-    goal: row.goal,
-    outcome: row.outcome,
-    previous: row.previous ?? {},
-    ...(row.revision ? { revision: stageRevision(row.revision) } : {}),
-  }));
+  return rows.map((row) => {
+    const position = Number(row.claimed_position);
+    const leaseToken = Number(row.claimed_token);
+    const read = toPlanState(row);
+    // The stages were read as the statement began, before this claim's own update.
+    const plan = { ...read, stages: read.stages.map((s) => (s.position === position ? { ...s, leaseToken } : s)) };
+    return { claim: claimOf(plan, position, leaseToken), plan };
+  });
+}
+
+/** A run's claim on stage `position` of `plan` under `leaseToken`, with what its work needs: the outputs before it and the newest revision. */
+export function claimOf(plan: PlanState, position: number, leaseToken: number): StageClaim {
+  const stage = plan.stages[position]!;
+  const previous: Record<string, JsonValue> = {};
+  for (const s of plan.stages) if (s.state === "succeeded" && s.output !== null) previous[s.id] = s.output;
+  const revision = plan.revisions.at(-1);
+  return {
+    planId: plan.id,
+    position,
+    stageId: stage.id,
+    attempts: stage.attempts,
+    retries: stage.retries ?? 0,
+    leaseToken,
+    accountId: plan.accountId,
+    goal: plan.goal,
+    outcome: plan.outcome,
+    previous,
+    ...(revision ? { revision: stageRevision(revision) } : {}),
+  };
 }
 
 /**

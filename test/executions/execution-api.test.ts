@@ -285,7 +285,7 @@ describe.each(TRANSPORTS)("executions over $name", ({ make }) => {
       const user = await createAccountWithKey(idleApp, ["build", "read"]);
       const created = expectCreated(await idle.create(key(user), { goal: "A site for a lighthouse" }));
       // A worker of another instance claims the stage, then dies: nobody renews its lease.
-      const [claim] = await claimStages(idleApp.store.db, "ins_dead", 1, 300);
+      const [claim] = (await claimStages(idleApp.store.db, "ins_dead", 1, 300)).map((c) => c.claim);
       expect(claim).toMatchObject({ planId: created.id, stageId: "understand" });
       const interrupted = await waitForPlan(idleApp.url, key(user), created.id, (p) => p.status !== "running");
       expect(interrupted).toMatchObject({ status: "interrupted", resumable: true, progress: 0 });
@@ -294,7 +294,7 @@ describe.each(TRANSPORTS)("executions over $name", ({ make }) => {
       const resumed = await idle.resume(key(user), { planId: created.id });
       expect(resumed.plan).toMatchObject({ status: "running", resumable: false });
       expect(resumed.plan!.stages[0]).toEqual({ id: "understand", title: "Understand the goal", state: "running", attempts: 2, error: null });
-      const [again] = await claimStages(idleApp.store.db, "ins_next", 1, 60_000);
+      const [again] = (await claimStages(idleApp.store.db, "ins_next", 1, 60_000)).map((c) => c.claim);
       expect(again).toMatchObject({ planId: created.id, stageId: "understand", attempts: 2 });
       expect(again!.leaseToken).toBeGreaterThan(claim!.leaseToken);
     });

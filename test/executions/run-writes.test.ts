@@ -34,7 +34,7 @@ describe("stage results of many plans written in one statement (saveRunWrites)",
     const claims: StageClaim[] = [];
     // Plans of other tests may wait too: claim until all of ours are held.
     while (claims.length < count) {
-      const batch = await claimStages(app.store.db, owner, 50, LEASE_MS);
+      const batch = (await claimStages(app.store.db, owner, 50, LEASE_MS)).map((c) => c.claim);
       if (batch.length === 0) throw new Error("the new plans' first stages were not claimable");
       claims.push(...batch.filter((c) => ids.includes(c.planId)));
     }
