@@ -72,16 +72,6 @@ export async function loadPlan(db: Executor, id: string, options: { accountId?: 
   return row ? toPlanState(row) : undefined;
 }
 
-/** Several plans with their stages, in one query; missing ones are left out. */
-export async function loadPlans(db: Executor, ids: readonly string[]): Promise<PlanState[]> {
-  if (ids.length === 0) return [];
-  // `= ANY(array)` keeps one statement text (one prepared plan) whatever the number of ids.
-  const rows = await selectPlansWithStages(db)
-    .where("p.id", "=", sql<string>`ANY(${[...ids]}::text[])`)
-    .execute();
-  return rows.map(toPlanState);
-}
-
 /** The account's most recent plans, newest first. */
 export async function listRecentPlans(db: Executor, accountId: string, limit: number, beforeId?: string): Promise<PlanState[]> {
   let query = selectPlansWithStages(db).where("p.account_id", "=", accountId);

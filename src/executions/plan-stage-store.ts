@@ -1,4 +1,3 @@
-import type { JsonValue } from "@bufbuild/protobuf";
 import type { Kysely } from "kysely";
 import type { Store } from "../db/database.js";
 import { isConflict, isDatabaseDown } from "../db/errors.js";
@@ -6,16 +5,7 @@ import type { Database } from "../db/schema.js";
 import type { InterruptedStage, StageChange, StageClaim, StageStore, StageWrite } from "../engine/stage-store.js";
 import type { Notifier } from "./notifier.js";
 import { StatementBatcher } from "../db/statement-batcher.js";
-import {
-  type ClaimFor,
-  LeaseLostError,
-  loadPlan,
-  loadPlans,
-  savePlan,
-  STAGE_READY_CHANNEL,
-  STAGE_REVOKED_CHANNEL,
-  type SaveResult,
-} from "./plan-repository.js";
+import { type ClaimFor, LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL, STAGE_REVOKED_CHANNEL, type SaveResult } from "./plan-repository.js";
 import { stageFailed, stageInterrupted, stageProgressed, stageReleased, stageRetrying, stageSucceeded, type PlanState } from "./plan-transitions.js";
 import { type RunWrite, type RunWriteResult, saveRunWrites } from "./run-writes.js";
 import { claimOf, claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases } from "./stage-queue.js";

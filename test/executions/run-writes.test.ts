@@ -2,7 +2,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StageClaim } from "../../src/engine/stage-store.js";
 import { Notifier } from "../../src/executions/notifier.js";
-import { loadPlans } from "../../src/executions/plan-repository.js";
+import { loadPlan } from "../../src/executions/plan-repository.js";
 import { PlanStageStore } from "../../src/executions/plan-stage-store.js";
 import { stageProgressed, stageSucceeded, type PlanState } from "../../src/executions/plan-transitions.js";
 import { type RunWrite, saveRunWrites } from "../../src/executions/run-writes.js";
@@ -38,7 +38,8 @@ describe("stage results of many plans written in one statement (saveRunWrites)",
       if (batch.length === 0) throw new Error("the new plans' first stages were not claimable");
       claims.push(...batch.filter((c) => ids.includes(c.planId)));
     }
-    const plans = new Map((await loadPlans(app.store.db, ids)).map((p) => [p.id, p]));
+    const plans = new Map<string, PlanState>();
+    for (const id of ids) plans.set(id, (await loadPlan(app.store.db, id))!);
     return { claims, plans };
   }
 
@@ -106,7 +107,7 @@ describe("stage results of many plans written in one statement (saveRunWrites)",
     await sql`UPDATE plans SET approved = ARRAY['review'], revisions = '[{"number":1,"feedback":"warmer","createdAt":"2026-11-25T00:00:00Z","previewUrl":null,"draft":null}]'::jsonb, version = version + 1 WHERE id = ${claim.planId}`.execute(
       app.store.db,
     );
-    const [before] = await loadPlans(app.store.db, [claim.planId]);
+    const before = await loadPlan(app.store.db, claim.planId);
     const [result] = await saveRunWrites(app.store.db, [{ before: before!, after: stageProgressed(before!, claim.position, 0.5), position: claim.position }]);
     expect(typeof result).toBe("object");
     const row = await app.store.db.selectFrom("plans").select(["approved", "revisions", "progress"]).where("id", "=", claim.planId).executeTakeFirstOrThrow();
