@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import type { BookContent } from "../../src/outcomes/content.js";
 import { GARDENER_BRIEF as BRIEF } from "./support/goal-corpus.js";
-import { renderEpub } from "../../src/outcomes/ebook/render-book.js";
+import { renderEpub, renderReader } from "../../src/outcomes/ebook/render-book.js";
 import { generatedArt } from "../../src/outcomes/website/hero-art.js";
 import { renderSite } from "../../src/outcomes/website/render-site.js";
 import { THEMES } from "../../src/outcomes/website/themes.js";
@@ -145,6 +145,24 @@ describe("the EPUB", () => {
     // A different book gets a different cover.
     const other = readZip(renderEpub({ ...BRIEF, title: "Soup for Everyone", tone: "warm" }, CONTENT, { planId: "pln_other", modified: new Date() }));
     expect(other.find((e) => e.name === "EPUB/cover.svg")!.text).not.toBe(cover);
+  });
+
+  it("marks the template's English words as English in a book in another language, and leaves an English book unmarked", async () => {
+    const arabicBrief = { ...BRIEF, title: "البستاني الصبور", subtitle: "خضروات على الشرفة", author: "", language: "ar", tone: "bold" as const };
+    const arabicNav = readZip(renderEpub(arabicBrief, CONTENT, { planId: "pln_ar", modified: new Date() })).find((e) => e.name === "EPUB/nav.xhtml")!.text;
+    expect(arabicNav).toContain('<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops" lang="ar" xml:lang="ar"');
+    expect(arabicNav).toContain('<h1 lang="en" xml:lang="en" dir="ltr">Contents</h1>');
+    expect(xmlProblems(arabicNav)).toEqual([]);
+    const reader = renderReader(arabicBrief, CONTENT, "book.epub");
+    expect(reader.get("index.html")).toContain('<h2 id="contents-title" lang="en" dir="ltr">Contents</h2>');
+    expect(reader.get("index.html")).toContain('download lang="en" dir="ltr">Download the EPUB</a>');
+    expect(reader.get("chapter-01.html")).toContain('<p class="chapter-number" lang="en" dir="ltr">Chapter 1</p>');
+    // The chapters' own titles keep the book's language: the pager's links to them carry no mark.
+    expect(reader.get("chapter-01.html")).toMatch(/<a rel="next" href="chapter-02\.html">[^<]*<\/a>/);
+    expect(await htmlProblems(new Map([...reader].filter(([name]) => name.endsWith(".html"))))).toEqual([]);
+
+    expect(file("nav.xhtml")).toContain("<h1>Contents</h1>");
+    expect(renderReader(BRIEF, CONTENT, "book.epub").get("index.html")).toContain('<h2 id="contents-title">Contents</h2>');
   });
 
   it.runIf(haveEpubcheck)(

@@ -42,12 +42,23 @@ export function coverAlt(brief: EbookBrief): string {
 }
 
 /**
+ * The attributes that mark the template's own words (English: "Contents",
+ * "Chapter 3") inside a book in another language, so a screen reader reads
+ * them as English; nothing in an English book. `xml` adds `xml:lang` for XHTML.
+ */
+function templateWords(language: string, xml = false): Html {
+  if (isEnglish(language)) return html``;
+  return xml ? html` lang="en" xml:lang="en" dir="ltr"` : html` lang="en" dir="ltr"`;
+}
+
+/**
  * The EPUB 3 file: container, package document, a cover, navigation (EPUB 3
  * nav with landmarks, and an NCX for EPUB 2 readers), a title page and one
  * XHTML file per chapter.
  */
 export function renderEpub(brief: EbookBrief, content: BookContent, meta: BookMeta): Uint8Array {
   const lang = languageTag(brief.language);
+  const en = templateWords(brief.language, true);
   const chapters = content.chapters;
   const xhtml = (title: string, body: Html, type = "") => `<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE html>
@@ -74,13 +85,13 @@ ${brief.author.trim() ? html`<p class="author">${brief.author}</p>` : html``}
   const nav = xhtml(
     "Contents",
     html`<nav epub:type="toc" id="toc">
-<h1>Contents</h1>
+<h1${en}>Contents</h1>
 <ol>
 ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "xhtml")}">${c.title}</a></li>\n`)}</ol>
 </nav>
 <nav epub:type="landmarks" id="landmarks" hidden="hidden">
-<h2>Landmarks</h2>
-<ol>
+<h2${en}>Landmarks</h2>
+<ol${en}>
 <li><a epub:type="cover" href="cover.xhtml">Cover</a></li>
 <li><a epub:type="titlepage" href="title.xhtml">Title page</a></li>
 <li><a epub:type="toc" href="nav.xhtml#toc">Contents</a></li>
@@ -174,6 +185,7 @@ ${chapters.map((_, i) => `<itemref idref="c${i + 1}"/>`).join("\n")}
 /** The HTML reader: a contents page with the download link, one page per chapter, one stylesheet. */
 export function renderReader(brief: EbookBrief, content: BookContent, epubName: string): Map<string, string> {
   const lang = languageTag(brief.language);
+  const en = templateWords(brief.language);
   const chapters = content.chapters;
   const page = (title: string, body: Html) =>
     html`${documentStart(lang, title, brief.subtitle)}
@@ -181,7 +193,7 @@ export function renderReader(brief: EbookBrief, content: BookContent, epubName: 
 <main id="main">
 ${body}
 </main>
-<footer class="book-footer"><p><a href="${epubName}" download>Download the EPUB</a></p></footer>
+<footer class="book-footer"><p><a href="${epubName}" download${en}>Download the EPUB</a></p></footer>
 </body>
 </html>
 `.value;
@@ -200,10 +212,10 @@ ${body}
 <p class="subtitle">${brief.subtitle}</p>
 ${brief.author.trim() ? html`<p class="author">${brief.author}</p>` : html``}
 <p class="blurb">${brief.description}</p>
-<p><a class="button" href="${epubName}" download>Download the EPUB</a></p>
+<p><a class="button" href="${epubName}" download${en}>Download the EPUB</a></p>
 </section>
 <nav aria-labelledby="contents-title">
-<h2 id="contents-title">Contents</h2>
+<h2 id="contents-title"${en}>Contents</h2>
 <ol class="contents">
 ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "html")}">${c.title}</a></li>\n`)}</ol>
 </nav>`,
@@ -212,17 +224,19 @@ ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "html")}">${c.title}
   chapters.forEach((chapter, i) => {
     // \u2190 and \u2192 are arrows, escaped so the server bundle stays ASCII (see src/build.ts).
     const previous =
-      i > 0 ? html`<a rel="prev" href="${chapterFile(i - 1, "html")}">\u2190 ${chapters[i - 1]!.title}</a>` : html`<a href="index.html">\u2190 Contents</a>`;
+      i > 0
+        ? html`<a rel="prev" href="${chapterFile(i - 1, "html")}">\u2190 ${chapters[i - 1]!.title}</a>`
+        : html`<a href="index.html"${en}>\u2190 Contents</a>`;
     const next =
       i < chapters.length - 1
         ? html`<a rel="next" href="${chapterFile(i + 1, "html")}">${chapters[i + 1]!.title} \u2192</a>`
-        : html`<a href="index.html">Contents \u2192</a>`;
+        : html`<a href="index.html"${en}>Contents \u2192</a>`;
     files.set(
       chapterFile(i, "html"),
       page(
         `${chapter.title} – ${brief.title}`,
         html`<article aria-labelledby="chapter-title">
-<p class="chapter-number">Chapter ${i + 1}</p>
+<p class="chapter-number"${en}>Chapter ${i + 1}</p>
 <h1 id="chapter-title">${chapter.title}</h1>
 ${chapterBody(chapter)}
 </article>
