@@ -14,6 +14,8 @@ import { startTestApp, type TestApp } from "../support/app.js";
  * never a stack trace). A `npm test` subset; `npm run soak` runs more.
  */
 const RUNS = Number(process.env.ZERO_FUZZ_RUNS ?? 25);
+/** Each property's time limit grows with its runs (the soak asks for thousands): up to 10 ms per input of the largest, never under the suite's 30 s. */
+const TIMEOUT_MS = Math.max(30_000, RUNS * 2 * 10);
 const services = [CapabilitiesService, ExecutionService, ChatService, ConsoleService];
 const rpcPaths = services.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`));
 
@@ -45,7 +47,7 @@ function expectApiError(status: number, body: unknown): void {
   expect(JSON.stringify(body)).not.toMatch(/\bat [\w.<>]+ \(|node_modules|\.ts:\d+/);
 }
 
-describe("bad input never gets past the documented errors", () => {
+describe("bad input never gets past the documented errors", { timeout: TIMEOUT_MS }, () => {
   let app: TestApp;
   let account: TestAccount;
   const auth = () => ({ authorization: `Bearer ${account.apiKey}` });

@@ -90,7 +90,7 @@ describe.runIf(onRealPostgres)("two instances, one SIGKILLed mid-stage (the soak
     await victim.start();
 
     await ledger.settle(live, credentials, "settle", Date.now() + 60_000, record);
-    const verdict = ledger.verdict();
+    const verdict = await ledger.verdict(live()[0]!, credentials, "settle", record);
     expect(verdict.accepted).toBe(6);
     expect(verdict.lost).toEqual([]);
     expect(verdict.attemptMismatches).toEqual([]);

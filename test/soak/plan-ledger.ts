@@ -45,6 +45,8 @@ export interface LedgerPlan {
   cancelled: RestPlan | undefined;
   /** The delete answered 204 (or is in flight: `busy` too). */
   deleted: boolean;
+  /** Automatic retries by stage, from the history (read by `verdict` for stages with more attempts than resumes explain). */
+  retries: Map<string, number> | undefined;
 }
 
 /** Writer requests one clean run of each stage makes with the scripted model (test/outcomes/support/model-answers.ts). */
@@ -87,7 +89,8 @@ export class PlanLedger {
     return ++this.#tags;
   }
 
-  accept(plan: RestPlan, via: LedgerPlan["via"] = "accepted"): LedgerPlan {
+  /** With `fate`, the plan's fate is that one instead of drawn (a probe that reads its plan back must find it). */
+  accept(plan: RestPlan, via: LedgerPlan["via"] = "accepted", fate?: Fate): LedgerPlan {
     const known = this.plans.get(plan.id);
     if (known) return known;
     const entry: LedgerPlan = {
@@ -100,21 +103,31 @@ export class PlanLedger {
       failed: 0,
       approved: false,
       last: plan,
-      fate: via === "accepted" ? drawFate() : "plain",
+      fate: fate ?? (via === "accepted" ? drawFate() : "plain"),
       revisionsWanted: 1 + Math.floor(Math.random() * 2),
       revisions: 0,
       busy: false,
       cancelled: undefined,
       deleted: false,
+      retries: undefined,
     };
     this.plans.set(plan.id, entry);
     return entry;
   }
 
-  /** Records what a read showed. */
+  /**
+   * Records what a read showed, unless an answer already noted is newer: a
+   * read sent before a revise can arrive after the revise's own answer, and
+   * its stale "awaiting_approval" would have the load revise a running plan
+   * (a 409 the soak made itself).
+   */
   note(plan: RestPlan): void {
     const entry = this.plans.get(plan.id);
-    if (entry) entry.last = plan;
+    if (!entry) return;
+    const last = entry.last;
+    const older =
+      last !== undefined && (Date.parse(plan.updatedAt) < Date.parse(last.updatedAt) || (plan.revisions?.length ?? 0) < (last.revisions?.length ?? 0));
+    if (!older) entry.last = plan;
   }
 
   /** Plans last seen waiting at the gate, not yet approved, and free to act on. */
@@ -214,15 +227,25 @@ export class PlanLedger {
     }
   }
 
-  verdict(): LedgerVerdict {
+  /**
+   * The accounting. Expected attempts of a succeeded stage: 1, plus one per
+   * resume this client made, per revision (for the stages a revision runs
+   * again), and per automatic retry after a transient error, which the
+   * plan's history records (`stage_retrying`); the history is read only for
+   * stages whose attempts are above the rest.
+   */
+  async verdict(target: Target, credentials: Credentials, phase: string, record: (s: Sample) => void): Promise<LedgerVerdict> {
     const plans = [...this.plans.values()];
     const attemptMismatches: string[] = [];
     for (const entry of plans) {
       for (const stage of entry.last?.stages ?? []) {
-        const expected = 1 + (entry.resumes.get(stage.id) ?? 0) + (REVISED_STAGES.has(stage.id) ? entry.revisions : 0);
-        if (stage.state === "succeeded" && stage.attempts !== expected) {
-          attemptMismatches.push(`${entry.id} ${stage.id}: attempts ${stage.attempts}, expected ${expected}`);
+        if (stage.state !== "succeeded") continue;
+        let expected = 1 + (entry.resumes.get(stage.id) ?? 0) + (REVISED_STAGES.has(stage.id) ? entry.revisions : 0);
+        if (stage.attempts > expected) {
+          entry.retries ??= await this.#retries(target, credentials, phase, entry.id, record);
+          expected += entry.retries.get(stage.id) ?? 0;
         }
+        if (stage.attempts !== expected) attemptMismatches.push(`${entry.id} ${stage.id}: attempts ${stage.attempts}, expected ${expected}`);
       }
     }
     const accepted = plans.filter((p) => p.via === "accepted");
@@ -242,15 +265,28 @@ export class PlanLedger {
     };
   }
 
+  /** Automatic retries of each stage of a plan, from its history. */
+  async #retries(target: Target, credentials: Credentials, phase: string, planId: string, record: (s: Sample) => void): Promise<Map<string, number>> {
+    const history = await planHistory(target, credentials, phase, planId);
+    record(history.sample);
+    const retries = new Map<string, number>();
+    for (const event of history.body?.events ?? []) {
+      if (event.type === "stage_retrying" && event.stage) retries.set(event.stage, (retries.get(event.stage) ?? 0) + 1);
+    }
+    return retries;
+  }
+
   /**
    * Plans never resumed whose writer requests (as the upstream served them)
    * differ from one clean run of each stage: a stage that ran twice asks the
-   * model twice.
+   * model twice. Plans with an automatic retry are left out (a try that
+   * failed after the model answered, a stream dropped mid-way, asks again by
+   * design); `verdict` finds those, so call it first.
    */
   writerMismatches(served: Map<number, Map<string, number>>): string[] {
     const problems: string[] = [];
     for (const entry of this.plans.values()) {
-      if (entry.resumes.size > 0 || entry.last?.status !== "succeeded") continue;
+      if (entry.resumes.size > 0 || entry.last?.status !== "succeeded" || (entry.retries?.size ?? 0) > 0) continue;
       const once = WRITER_REQUESTS[entry.outcome] ?? {};
       const expected = Object.fromEntries(Object.entries(once).map(([schema, n]) => [schema, BRIEFS.has(schema) ? n : n * (1 + entry.revisions)]));
       const got = served.get(entry.tag) ?? new Map<string, number>();

@@ -361,7 +361,8 @@ async function main(): Promise<number> {
     const afterOutage: Sample[] = [];
     for (const i of instances) {
       const created = await createPlan(target(i), credentials, "pg-recovered", `a website after the outage [soak-${ledger.nextTag()}]`, "website");
-      if (created.body) ledger.accept(created.body.plan);
+      // Plain: a fate drawn at random could delete it before the read below.
+      if (created.body) ledger.accept(created.body.plan, "accepted", "plain");
       afterOutage.push(created.sample, (await chat(target(i), credentials, "pg-recovered")).sample, await chatStream(target(i), credentials, "pg-recovered"));
       afterOutage.push((await readPlan(target(i), credentials, "pg-recovered", created.body?.plan.id ?? "pln_none")).sample);
     }
@@ -475,7 +476,7 @@ async function main(): Promise<number> {
     // The fuzz runs after the load (its CPU would otherwise show in the instances' event-loop delay), beside the accounting.
     const fuzzRun = runFuzz(workDir);
     noUndocumented("answers while settling", samplesOf("settle", "pg-recovered"));
-    const verdict = ledger.verdict();
+    const verdict = await ledger.verdict(target(survivor), credentials, "settle", record);
     check(
       "lost plans = 0",
       verdict.lost.length === 0,
@@ -490,7 +491,7 @@ async function main(): Promise<number> {
       `${verdict.clean} plans never resumed: every stage attempts 1 and writer requests as for one run; ` +
         `${ledger.plans.size - verdict.clean} resumed ${verdict.resumes} time(s) (${verdict.interruptions} interrupted, ${verdict.failures} failed; ` +
         `${[...ledger.resumedBecause].map(([type, n]) => `${type}×${n}`).join(", ") || "none"}): ` +
-        `attempts = 1 + resumes; mismatches: ${verdict.attemptMismatches.length + writerMismatches.length}` +
+        `attempts = 1 + resumes + retries; mismatches: ${verdict.attemptMismatches.length + writerMismatches.length}` +
         (verdict.attemptMismatches.length + writerMismatches.length
           ? ` e.g. ${[...verdict.attemptMismatches, ...writerMismatches].slice(0, 4).join("; ")}`
           : ""),
