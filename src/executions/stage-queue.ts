@@ -16,7 +16,7 @@ import type { PlanRevision, PlanState } from "./plan-transitions.js";
  * stands (so the run's first write needs no read of its own).
  */
 export async function claimStages(db: Kysely<Database>, owner: string, limit: number, leaseMs: number): Promise<{ claim: StageClaim; plan: PlanState }[]> {
-  const { rows } = await sql<PlanRowWithStages & { claimed_position: number; claimed_token: number }>`
+  const { rows } = await sql<PlanRowWithStages & { claimed_position: number; claimed_token: number; claimed_attempts: number; claimed_retries: number }>`
     WITH picked AS (
       SELECT plan_id, position FROM plan_stages
       WHERE state = 'running' AND lease_token IS NULL AND ready_at <= now()
@@ -32,9 +32,9 @@ export async function claimStages(db: Kysely<Database>, owner: string, limit: nu
           updated_at = now()
       FROM picked
       WHERE s.plan_id = picked.plan_id AND s.position = picked.position
-      RETURNING s.plan_id, s.position, s.lease_token
+      RETURNING s.plan_id, s.position, s.lease_token, s.attempts, s.retries
     )
-    SELECT p.*, c.position AS claimed_position, c.lease_token AS claimed_token,
+    SELECT p.*, c.position AS claimed_position, c.lease_token AS claimed_token, c.attempts AS claimed_attempts, c.retries AS claimed_retries,
       (SELECT coalesce(json_agg(x ORDER BY x.position), '[]') FROM (
         SELECT position, stage_id, title, state, attempts, error_type, error_message, output, progress, lease_token, retries
         FROM plan_stages WHERE plan_id = p.id) AS x) AS stages
@@ -44,8 +44,11 @@ export async function claimStages(db: Kysely<Database>, owner: string, limit: nu
     const position = Number(row.claimed_position);
     const leaseToken = Number(row.claimed_token);
     const read = toPlanState(row);
-    // The stages were read as the statement began, before this claim's own update.
-    const plan = { ...read, stages: read.stages.map((s) => (s.position === position ? { ...s, leaseToken } : s)) };
+    // The plan and its stages are read as the statement began: the claimed stage as the claim left it
+    // comes from the update itself. (Should the plan have moved on meanwhile, its version says so and
+    // the run's first write takes the locked path.)
+    const claimed = { leaseToken, attempts: Number(row.claimed_attempts), retries: Number(row.claimed_retries) };
+    const plan = { ...read, stages: read.stages.map((s) => (s.position === position ? { ...s, ...claimed } : s)) };
     return { claim: claimOf(plan, position, leaseToken), plan };
   });
 }
