@@ -80,14 +80,15 @@ export class PlanStageStore implements StageStore {
     if (saved === "unchanged") return "unchanged";
     this.#announce(saved);
     if (!saved.claimed) return "written";
-    const next = nextClaim(saved.plan, saved.claimed);
+    const next = claimOf(saved.plan, saved.claimed.position, saved.claimed.leaseToken);
     this.#written.set(next, saved.plan);
     return { next };
   }
 
   /**
-   * Applies a transition to the plan of a run, under the plan's lock and the
-   * run's fencing token. With `chainFor`, a stage the transition makes ready
+   * Applies a transition to the plan of a run under its fencing token: in the
+   * shared statement when the plan is as the run last saw it, else under the
+   * plan's lock. With `chainFor`, a stage the transition makes ready
    * is claimed for that owner in the same write.
    */
   async #write(claim: StageClaim, transition: (plan: PlanState) => PlanState, chainFor: ClaimFor | undefined): Promise<SaveResult | "unchanged"> {
@@ -175,11 +176,6 @@ function transitionFor(position: number, change: StageChange): (plan: PlanState)
     case "released":
       return (plan) => stageReleased(plan, position);
   }
-}
-
-/** The claim on the stage `claimed` in the same write that finished `previous`. */
-function nextClaim(plan: PlanState, claimed: { position: number; leaseToken: number }): StageClaim {
-  return claimOf(plan, claimed.position, claimed.leaseToken);
 }
 
 /**

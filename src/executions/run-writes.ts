@@ -1,7 +1,7 @@
 import { CompiledQuery, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
-import { transitionEvents, type PlanState } from "./plan-transitions.js";
-import { type ClaimFor, type SaveResult, savedPlan, stageRowWrites } from "./plan-repository.js";
+import { transitionEvents, type PlanEvent, type PlanState } from "./plan-transitions.js";
+import { type ClaimFor, type SaveResult, savedPlan, type StageRowWrite, stageRowWrites } from "./plan-repository.js";
 
 /** A worker's change to its plan, written without a locked read: `before` is the plan as that worker last wrote or read it. */
 export interface RunWrite {
@@ -125,7 +125,7 @@ class StageColumns {
     claimSeconds: [] as number[],
   };
 
-  add(planId: string, row: ReturnType<typeof stageRowWrites>["rows"][number], claimFor: ClaimFor | undefined): void {
+  add(planId: string, row: StageRowWrite, claimFor: ClaimFor | undefined): void {
     const c = this.columns;
     c.planId.push(planId);
     c.position.push(row.position);
@@ -157,7 +157,7 @@ class EventColumns {
   readonly attempt: (number | null)[] = [];
   readonly detail: (string | null)[] = [];
 
-  add(planId: string, event: ReturnType<typeof transitionEvents>[number]): void {
+  add(planId: string, event: PlanEvent): void {
     this.planId.push(planId);
     this.type.push(event.type);
     this.stage.push(event.stage);
