@@ -1,4 +1,5 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import { LabelledCounter, LabelledHistogram } from "./labelled-metrics.js";
 
 /**
  * Every Prometheus metric the service exports at `/metrics`, created once per
@@ -7,18 +8,18 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
  */
 export interface Metrics {
   registry: Registry;
-  httpRequests: Counter<"route" | "method" | "code">;
-  httpDuration: Histogram<"route" | "method">;
-  stageDuration: Histogram<"outcome" | "stage" | "result">;
-  stageRuns: Counter<"outcome" | "stage" | "result">;
+  httpRequests: LabelledCounter<"route" | "method" | "code">;
+  httpDuration: LabelledHistogram<"route" | "method">;
+  stageDuration: LabelledHistogram<"outcome" | "stage" | "result">;
+  stageRuns: LabelledCounter<"outcome" | "stage" | "result">;
   /** Runnable stages waiting for a worker. */
   queueDepth: Gauge;
   /** Stages this instance holds a lease on. */
   runningLeases: Gauge;
   poolUnitsUsed: Gauge;
   poolUnitsLeft: Gauge;
-  upstreamDuration: Histogram<"upstream" | "result">;
-  upstreamErrors: Counter<"upstream" | "kind">;
+  upstreamDuration: LabelledHistogram<"upstream" | "result">;
+  upstreamErrors: LabelledCounter<"upstream" | "kind">;
   /**
    * Gauges read from the database when `/metrics` is scraped (queue depth,
    * pool units), so they cost nothing between scrapes.
@@ -35,31 +36,31 @@ export function createMetrics(): Metrics {
   const registers = [registry];
   return {
     registry,
-    httpRequests: new Counter({
+    httpRequests: new LabelledCounter({
       name: "zero_http_requests_total",
       help: "Requests served, by route (REST path or RPC procedure), method and status code.",
       labelNames: ["route", "method", "code"],
-      registers,
+      registry,
     }),
-    httpDuration: new Histogram({
+    httpDuration: new LabelledHistogram({
       name: "zero_http_request_duration_seconds",
       help: "Time from request to the end of the response.",
       labelNames: ["route", "method"],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers,
+      registry,
     }),
-    stageDuration: new Histogram({
+    stageDuration: new LabelledHistogram({
       name: "zero_stage_duration_seconds",
       help: "Time a stage ran, by outcome, stage and result.",
       labelNames: ["outcome", "stage", "result"],
       buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 120, 300],
-      registers,
+      registry,
     }),
-    stageRuns: new Counter({
+    stageRuns: new LabelledCounter({
       name: "zero_stage_runs_total",
       help: "Stage runs finished, by outcome, stage and result (succeeded, failed, interrupted, lost).",
       labelNames: ["outcome", "stage", "result"],
-      registers,
+      registry,
     }),
     queueDepth: new Gauge({ name: "zero_stage_queue_depth", help: "Runnable stages waiting for a worker.", registers }),
     runningLeases: new Gauge({ name: "zero_stage_leases_running", help: "Stages this instance holds a lease on.", registers }),
@@ -69,18 +70,18 @@ export function createMetrics(): Metrics {
       registers,
     }),
     poolUnitsLeft: new Gauge({ name: "zero_free_pool_units_left", help: "Free pool units not yet granted today (UTC).", registers }),
-    upstreamDuration: new Histogram({
+    upstreamDuration: new LabelledHistogram({
       name: "zero_upstream_request_duration_seconds",
       help: "Time to an upstream's response head, by upstream name and result.",
       labelNames: ["upstream", "result"],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-      registers,
+      registry,
     }),
-    upstreamErrors: new Counter({
+    upstreamErrors: new LabelledCounter({
       name: "zero_upstream_errors_total",
       help: "Upstream failures by upstream name and kind (connect, timeout, status_429, status_5xx, stream).",
       labelNames: ["upstream", "kind"],
-      registers,
+      registry,
     }),
     onScrape: (refresh) => void refreshers.push(refresh),
     async render() {
