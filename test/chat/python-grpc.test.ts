@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -27,6 +27,9 @@ function missingToolchain(): string | null {
     } catch {
       return `${tool} is missing (apt-get install protobuf-compiler protobuf-compiler-grpc)`;
     }
+  }
+  if (!existsSync("/usr/include/google/protobuf/descriptor.proto")) {
+    return "protoc's well-known types are missing (apt-get install libprotobuf-dev)";
   }
   return null;
 }
