@@ -1,6 +1,6 @@
 import { CHAT_ALIAS } from "../../api/model.js";
 import type { ChatChunkJson, ChatCompletionJson } from "../chat-types.js";
-import { randomHex } from "../completion-rewrite.js";
+import { uniqueHex } from "../completion-rewrite.js";
 import { type ChatMessage, isObject, type ResponsesRequest } from "./responses-request.js";
 
 /** A `response` object as OpenAI's Responses API answers it. */
@@ -8,11 +8,11 @@ export type ResponseObject = Record<string, unknown> & { id: string; output: Out
 export type OutputItem = Record<string, unknown> & { type: string; id: string };
 
 export function newResponseId(): string {
-  return `resp_${randomHex()}`;
+  return `resp_${uniqueHex()}`;
 }
 
 function itemId(prefix: "msg" | "fc"): string {
-  return `${prefix}_${randomHex()}`;
+  return `${prefix}_${uniqueHex()}`;
 }
 
 /** What the chat answer said, gathered from a completion or from a stream's chunks. */
@@ -186,7 +186,7 @@ export async function* responseEvents(
         let call = answer.toolCalls[index];
         if (!call) {
           call = {
-            id: typeof part.id === "string" ? part.id : `call_${randomHex()}`,
+            id: typeof part.id === "string" ? part.id : `call_${uniqueHex()}`,
             name: typeof fn.name === "string" ? fn.name : "",
             arguments: "",
           };
