@@ -6,6 +6,7 @@ import readline from "node:readline";
 import { Client, Pool } from "undici";
 import { freshBenchDatabase } from "./support/postgres.js";
 import { profileOf, topSelfTime } from "./support/cpu-profile.js";
+import { processCpuMicros } from "./support/process-cpu.js";
 import { peakRssMb, resetPeakRss } from "./support/rss.js";
 import { serverCommand, type ServerCommand } from "../support/server-process.js";
 import { unusedPort } from "../support/ports.js";
@@ -23,6 +24,10 @@ import { unusedPort } from "../support/ports.js";
  *   connections ÷ throughput, so it is measured unloaded);
  * - streaming time to first byte: one connection, time to the first body
  *   byte (the first SSE event; response heads do not count);
+ * - CPU per request: each proxy process's CPU time (from /proc) over its
+ *   throughput run, divided by the requests it answered. Client, upstream
+ *   and proxy share the machine's cores, so this is what a proxy's
+ *   throughput costs, and the figure to profile against;
  * - peak RSS (VmHWM) of each proxy process from its first request on (so
  *   the gateway's setup, a scrypt sign-up, is not counted).
  *
@@ -116,6 +121,8 @@ const RESPONSES_UNSTORED: Api = {
 
 interface RoundResult {
   rps: number;
+  /** The target process's CPU µs per plain (non-streamed) request under load: what its throughput costs. */
+  cpuMicros: number;
   streamRps: number;
   p50: number;
   p99: number;
@@ -187,11 +194,13 @@ async function verify(api: Api, target: Target): Promise<void> {
   if (streamed.status !== 200 || !complete || !text.includes("Hello")) throw new Error(`${target.name} ${api.name}: bad stream ${text}`);
 }
 
-async function throughput(api: Api, target: Target, stream: boolean, ms: number): Promise<{ rps: number; errors: number }> {
+/** Requests per second, and the target process's CPU time per request answered (NaN for `direct`, whose upstream is not ours to measure). */
+async function throughput(api: Api, target: Target, stream: boolean, ms: number): Promise<{ rps: number; errors: number; cpuMicros: number }> {
   const pool = new Pool(target.origin, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000 });
   const payload = api.body(target.model, stream);
   let done = 0;
   let errors = 0;
+  const cpuAtStart = target.pid ? processCpuMicros(target.pid) : Number.NaN;
   const started = performance.now();
   const end = started + ms;
   await Promise.all(
@@ -209,8 +218,9 @@ async function throughput(api: Api, target: Target, stream: boolean, ms: number)
     }),
   );
   const elapsed = performance.now() - started;
+  const cpuMicros = target.pid ? (processCpuMicros(target.pid) - cpuAtStart) / done : Number.NaN;
   await pool.close();
-  return { rps: (done / elapsed) * 1000, errors };
+  return { rps: (done / elapsed) * 1000, errors, cpuMicros };
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -261,6 +271,7 @@ async function compare(api: Api, targets: Target[]): Promise<void> {
       const ttfb = await latency(api, target, true, LATENCY_MS);
       const result = {
         rps: plain.rps,
+        cpuMicros: plain.cpuMicros,
         streamRps: streamed.rps,
         p50: lat.p50,
         p99: lat.p99,
@@ -270,7 +281,7 @@ async function compare(api: Api, targets: Target[]): Promise<void> {
       };
       results.get(target.name)!.push(result);
       console.log(
-        `round ${round} ${target.name.padEnd(10)} ${f(result.rps, 0).padStart(6)} req/s  ${f(result.streamRps, 0).padStart(6)} streams/s  ` +
+        `round ${round} ${target.name.padEnd(10)} ${f(result.rps, 0).padStart(6)} req/s  ${(Number.isNaN(result.cpuMicros) ? "-" : f(result.cpuMicros, 1)).padStart(6)} µs CPU/req  ${f(result.streamRps, 0).padStart(6)} streams/s  ` +
           `p50 ${f(result.p50, 3)} ms  p99 ${f(result.p99, 3)} ms  ttfb p50 ${f(result.ttfbP50, 3)} ms  p99 ${f(result.ttfbP99, 3)} ms  errors ${result.errors}`,
       );
     }
@@ -280,6 +291,7 @@ async function compare(api: Api, targets: Target[]): Promise<void> {
     const rows = results.get(name)!;
     return {
       rps: median(rows.map((r) => r.rps)),
+      cpuMicros: median(rows.map((r) => r.cpuMicros)),
       streamRps: median(rows.map((r) => r.streamRps)),
       p50: median(rows.map((r) => r.p50)),
       p99: median(rows.map((r) => r.p99)),
@@ -299,13 +311,13 @@ async function compare(api: Api, targets: Target[]): Promise<void> {
   const portkeyRss = rssOf("portkey");
 
   console.log(`\nmedians of ${ROUNDS} interleaved rounds; ${CONCURRENCY} connections for throughput, one for latency and first byte`);
-  console.log("target       req/s   streams/s  p50 ms   p99 ms   ttfb p50  ttfb p99  peak RSS MB  errors");
+  console.log("target       req/s  CPU µs/req  streams/s  p50 ms   p99 ms   ttfb p50  ttfb p99  peak RSS MB  errors");
   const rows: [string, ReturnType<typeof summary>, number | undefined][] = [["direct", direct, undefined]];
   if (nodeProxy) rows.push(["node-proxy", nodeProxy, nodeProxyRss]);
   rows.push(["gateway", gateway, gatewayRss], ["portkey", portkey, portkeyRss]);
   for (const [name, s, rss] of rows) {
     console.log(
-      `${name.padEnd(11)} ${f(s.rps, 0).padStart(6)}  ${f(s.streamRps, 0).padStart(9)}  ${f(s.p50, 3).padStart(7)}  ${f(s.p99, 3).padStart(7)}  ${f(s.ttfbP50, 3).padStart(8)}  ${f(s.ttfbP99, 3).padStart(8)}  ${rss ? f(rss, 1).padStart(11) : "          -"}  ${s.errors}`,
+      `${name.padEnd(11)} ${f(s.rps, 0).padStart(6)}  ${(Number.isNaN(s.cpuMicros) ? "-" : f(s.cpuMicros, 1)).padStart(10)}  ${f(s.streamRps, 0).padStart(9)}  ${f(s.p50, 3).padStart(7)}  ${f(s.p99, 3).padStart(7)}  ${f(s.ttfbP50, 3).padStart(8)}  ${f(s.ttfbP99, 3).padStart(8)}  ${rss ? f(rss, 1).padStart(11) : "          -"}  ${s.errors}`,
     );
   }
   // Paired within each round, so a burst of load from elsewhere on the machine weighs on both sides.
