@@ -5,9 +5,10 @@ import type { Metric, Registry } from "prom-client";
  * registry exactly as its own would be, but with an update that costs a map
  * lookup and a few array writes. prom-client's own `observe` hashes the label
  * object, validates it and indexes buckets by their bounds as strings on
- * every call: in the chat benchmark its three updates per request were 10 µs
- * of the gateway's ~110 µs. Label sets are few (routes, stages, upstreams),
- * so each one's series is found by its values joined into one key.
+ * every call: a histogram observe plus a counter increment cost 0.65 µs
+ * there and 0.34 µs here, paid on every request. Label sets are few (routes,
+ * stages, upstreams), so each one's series is found by its values joined
+ * into one key.
  */
 type Labels<L extends string> = Record<L, string>;
 
