@@ -249,6 +249,8 @@ async function latency(api: Api, target: Target, stream: boolean, ms: number): P
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const f = (n: number, digits = 2) => n.toFixed(digits);
+/** CPU µs per request, or "-" where the process is not ours to measure (direct). */
+const cpuText = (micros: number) => (Number.isNaN(micros) ? "-" : f(micros, 1));
 
 /** Times one API through each target in interleaved rounds, then prints the medians and the goals. */
 async function compare(api: Api, targets: Target[]): Promise<void> {
@@ -281,7 +283,7 @@ async function compare(api: Api, targets: Target[]): Promise<void> {
       };
       results.get(target.name)!.push(result);
       console.log(
-        `round ${round} ${target.name.padEnd(10)} ${f(result.rps, 0).padStart(6)} req/s  ${(Number.isNaN(result.cpuMicros) ? "-" : f(result.cpuMicros, 1)).padStart(6)} µs CPU/req  ${f(result.streamRps, 0).padStart(6)} streams/s  ` +
+        `round ${round} ${target.name.padEnd(10)} ${f(result.rps, 0).padStart(6)} req/s  ${cpuText(result.cpuMicros).padStart(6)} µs CPU/req  ${f(result.streamRps, 0).padStart(6)} streams/s  ` +
           `p50 ${f(result.p50, 3)} ms  p99 ${f(result.p99, 3)} ms  ttfb p50 ${f(result.ttfbP50, 3)} ms  p99 ${f(result.ttfbP99, 3)} ms  errors ${result.errors}`,
       );
     }
@@ -317,7 +319,7 @@ async function compare(api: Api, targets: Target[]): Promise<void> {
   rows.push(["gateway", gateway, gatewayRss], ["portkey", portkey, portkeyRss]);
   for (const [name, s, rss] of rows) {
     console.log(
-      `${name.padEnd(11)} ${f(s.rps, 0).padStart(6)}  ${(Number.isNaN(s.cpuMicros) ? "-" : f(s.cpuMicros, 1)).padStart(10)}  ${f(s.streamRps, 0).padStart(9)}  ${f(s.p50, 3).padStart(7)}  ${f(s.p99, 3).padStart(7)}  ${f(s.ttfbP50, 3).padStart(8)}  ${f(s.ttfbP99, 3).padStart(8)}  ${rss ? f(rss, 1).padStart(11) : "          -"}  ${s.errors}`,
+      `${name.padEnd(11)} ${f(s.rps, 0).padStart(6)}  ${cpuText(s.cpuMicros).padStart(10)}  ${f(s.streamRps, 0).padStart(9)}  ${f(s.p50, 3).padStart(7)}  ${f(s.p99, 3).padStart(7)}  ${f(s.ttfbP50, 3).padStart(8)}  ${f(s.ttfbP99, 3).padStart(8)}  ${rss ? f(rss, 1).padStart(11) : "          -"}  ${s.errors}`,
     );
   }
   // Paired within each round, so a burst of load from elsewhere on the machine weighs on both sides.
