@@ -11,7 +11,7 @@ import { embeddingsRoutes } from "./embeddings-rest.js";
 import { ChatRouter } from "./chat-router.js";
 import type { ChatCompleter } from "./chat-types.js";
 import { chatService } from "./chat-service.js";
-import type { Metrics } from "../observability/metrics.js";
+import { groupCommitObserver, type Metrics } from "../observability/metrics.js";
 import type { Tracing } from "../observability/tracing.js";
 import { FreePool } from "./free-pool.js";
 import { IdempotencyStore } from "../server/idempotency.js";
@@ -60,7 +60,7 @@ export function chatPart(deps: ChatPartDeps): ChatPart {
     listen: store.kind === "postgres" ? (channel, onPayload) => store.listen(channel, onPayload) : undefined,
   });
   const idempotency = new IdempotencyStore(store.db);
-  const responses = new ResponseStore(store.db);
+  const responses = new ResponseStore(store.db, groupCommitObserver(deps.metrics, "responses"));
   const accountCap = config.chatDailyRequestsPerAccount === undefined ? undefined : new AccountDailyCap(store.db, config.chatDailyRequestsPerAccount);
   const router = new ChatRouter({ upstreams, pool, logger: log, accountCap });
   const responsesGateway = new ResponsesGateway({ router, idempotency, responses });

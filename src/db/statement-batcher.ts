@@ -9,6 +9,8 @@ export interface StatementBatcherOptions {
   maxInFlight?: number;
   /** Most items in one statement. */
   maxBatch?: number;
+  /** Told of each statement once it is answered or failed: the items it carried and the seconds it took. */
+  observe?: (items: number, seconds: number) => void;
 }
 
 /**
@@ -23,6 +25,7 @@ export class StatementBatcher<Item, Result> {
   readonly #write: (items: Item[]) => Promise<readonly Result[]>;
   readonly #maxInFlight: number;
   readonly #maxBatch: number;
+  readonly #observe: ((items: number, seconds: number) => void) | undefined;
   #waiting: Waiting<Item, Result>[] = [];
   #inFlight = 0;
   /** Statements sent so far (tests check that concurrent writes share them). */
@@ -32,6 +35,7 @@ export class StatementBatcher<Item, Result> {
     this.#write = write;
     this.#maxInFlight = options.maxInFlight ?? 4;
     this.#maxBatch = options.maxBatch ?? 64;
+    this.#observe = options.observe;
   }
 
   submit(item: Item): Promise<Result> {
@@ -47,6 +51,7 @@ export class StatementBatcher<Item, Result> {
       const batch = this.#waiting.splice(0, this.#maxBatch);
       this.#inFlight++;
       this.statements++;
+      const started = performance.now();
       this.#write(batch.map((w) => w.item))
         .then(
           (results) => {
@@ -57,6 +62,7 @@ export class StatementBatcher<Item, Result> {
           },
         )
         .finally(() => {
+          this.#observe?.(batch.length, (performance.now() - started) / 1000);
           this.#inFlight--;
           this.#send();
         });

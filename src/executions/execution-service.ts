@@ -43,6 +43,8 @@ export interface ExecutionServiceDeps {
   /** Removes a deleted plan's artifact files (previews, published site or book); the outcomes own where they are. */
   deleteArtifacts?: (planId: string, known: { slug?: string; revisions: number }) => Promise<void>;
   logger?: Logger;
+  /** Told of each group-committed create statement (rows, seconds). */
+  observeCreates?: (items: number, seconds: number) => void;
 }
 
 /** `{plan, unavailable}`: the answer of a create and of a resume, over REST and RPC alike. */
@@ -62,7 +64,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
   const { store, config, events, notifier } = deps;
   const db = store.db;
   const window: GenerationWindow = { limit: config.generationLimit, windowSeconds: config.generationWindowSeconds };
-  const inserter = new PlanInserter(db, window);
+  const inserter = new PlanInserter(db, window, { observe: deps.observeCreates });
   const watchPollMs = deps.watchPollMs ?? 1000;
   const idempotency = new IdempotencyStore(db);
 

@@ -7,7 +7,7 @@ import type { Store } from "../db/database.js";
 import { Notifier } from "./notifier.js";
 import { PlanEvents } from "./plan-events.js";
 import { StageEngine } from "../engine/stage-engine.js";
-import type { Metrics } from "../observability/metrics.js";
+import { groupCommitObserver, type Metrics } from "../observability/metrics.js";
 import type { Tracing } from "../observability/tracing.js";
 import type { StageWorkResolver } from "../engine/stage-work.js";
 import type { Logger } from "../observability/logger.js";
@@ -43,7 +43,7 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
   const events = new PlanEvents(store, logger);
   const notifier = new Notifier(store.db, logger);
   const engine = new StageEngine({
-    store: new PlanStageStore(store, notifier),
+    store: new PlanStageStore(store, notifier, groupCommitObserver(deps.metrics, "stage_results")),
     logger,
     instanceId: deps.instanceId,
     resolveWork: deps.stageWork,
@@ -68,7 +68,15 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
       .executeTakeFirstOrThrow();
     deps.metrics.queueDepth.set(Number(row.waiting));
   });
-  const impl = executionService({ store, config, events, notifier, deleteArtifacts: deps.deleteArtifacts, logger });
+  const impl = executionService({
+    store,
+    config,
+    events,
+    notifier,
+    deleteArtifacts: deps.deleteArtifacts,
+    logger,
+    observeCreates: groupCommitObserver(deps.metrics, "plans"),
+  });
   return {
     services: [bindService(ExecutionService, impl)],
     routes: (router, rpc) => executionRoutes(router, rpc, deps.download),

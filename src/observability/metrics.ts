@@ -20,6 +20,9 @@ export interface Metrics {
   poolUnitsLeft: Gauge;
   upstreamDuration: LabelledHistogram<"upstream" | "result">;
   upstreamErrors: LabelledCounter<"upstream" | "kind">;
+  /** Group-committed writes (see StatementBatcher), by writer: how long each statement took, and the rows they carried. */
+  groupCommitDuration: LabelledHistogram<"writer">;
+  groupCommitRows: LabelledCounter<"writer">;
   /**
    * Gauges read from the database when `/metrics` is scraped (queue depth,
    * pool units), so they cost nothing between scrapes.
@@ -83,11 +86,37 @@ export function createMetrics(): Metrics {
       labelNames: ["upstream", "kind"],
       registry,
     }),
+    groupCommitDuration: new LabelledHistogram({
+      name: "zero_db_group_commit_duration_seconds",
+      help: "Time from sending a group-committed statement to its answer, by writer (responses, plans, stage_results).",
+      labelNames: ["writer"],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registry,
+    }),
+    groupCommitRows: new LabelledCounter({
+      name: "zero_db_group_commit_rows_total",
+      help: "Writes carried by group-committed statements, by writer; over the duration's count, the writes per statement.",
+      labelNames: ["writer"],
+      registry,
+    }),
     onScrape: (refresh) => void refreshers.push(refresh),
     async render() {
       // A gauge that cannot be read now keeps its last value; the scrape still answers.
       await Promise.all(refreshers.map((refresh) => refresh().catch(() => {})));
       return registry.metrics();
     },
+  };
+}
+
+/** A StatementBatcher's `observe` that records its statements as `writer`. */
+export function groupCommitObserver(
+  metrics: Pick<Metrics, "groupCommitDuration" | "groupCommitRows"> | undefined,
+  writer: "responses" | "plans" | "stage_results",
+): ((items: number, seconds: number) => void) | undefined {
+  if (!metrics) return undefined;
+  const labels = { writer };
+  return (items, seconds) => {
+    metrics.groupCommitDuration.observe(labels, seconds);
+    metrics.groupCommitRows.inc(labels, items);
   };
 }

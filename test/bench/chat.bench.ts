@@ -129,6 +129,10 @@ interface RoundResult {
   ttfbP50: number;
   ttfbP99: number;
   errors: number;
+  /** Stored responses only: the gateway's own mean time for the save that precedes each answer, at one connection. */
+  saveMs?: number;
+  /** Stored responses only: answers per save statement under load (group commit). */
+  savesPerStatement?: number;
 }
 
 /** Starts a child and resolves with the first JSON line it prints. */
@@ -223,6 +227,17 @@ async function throughput(api: Api, target: Target, stream: boolean, ms: number)
   return { rps: (done / elapsed) * 1000, errors, cpuMicros };
 }
 
+/** The gateway's own count of its group-committed response saves, from its `/metrics`. */
+async function responseSaves(target: Target): Promise<{ statements: number; seconds: number; rows: number }> {
+  const text = await (await fetch(`${target.origin}/metrics`)).text();
+  const read = (name: string) => Number(new RegExp(`^${name}\\{writer="responses"\\} (\\S+)$`, "m").exec(text)?.[1] ?? 0);
+  return {
+    statements: read("zero_db_group_commit_duration_seconds_count"),
+    seconds: read("zero_db_group_commit_duration_seconds_sum"),
+    rows: read("zero_db_group_commit_rows_total"),
+  };
+}
+
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
@@ -267,9 +282,14 @@ async function compare(api: Api, targets: Target[]): Promise<void> {
     // Each round in another order, so no target always follows the same one.
     const order = round % 2 === 1 ? targets : [...targets].reverse();
     for (const target of order) {
+      const saves = api === RESPONSES && target.name === "gateway" ? () => responseSaves(target) : undefined;
+      const beforeLoad = await saves?.();
       const plain = await throughput(api, target, false, THROUGHPUT_MS);
+      const afterLoad = await saves?.();
       const streamed = await throughput(api, target, true, THROUGHPUT_MS / 2);
+      const beforeLatency = await saves?.();
       const lat = await latency(api, target, false, LATENCY_MS);
+      const afterLatency = await saves?.();
       const ttfb = await latency(api, target, true, LATENCY_MS);
       const result = {
         rps: plain.rps,
@@ -280,11 +300,18 @@ async function compare(api: Api, targets: Target[]): Promise<void> {
         ttfbP50: ttfb.p50,
         ttfbP99: ttfb.p99,
         errors: plain.errors + streamed.errors,
+        ...(beforeLoad && afterLoad && beforeLatency && afterLatency
+          ? {
+              saveMs: ((afterLatency.seconds - beforeLatency.seconds) / (afterLatency.statements - beforeLatency.statements)) * 1000,
+              savesPerStatement: (afterLoad.rows - beforeLoad.rows) / (afterLoad.statements - beforeLoad.statements),
+            }
+          : {}),
       };
       results.get(target.name)!.push(result);
+      const saveText = result.saveMs === undefined ? "" : `  save ${f(result.saveMs, 3)} ms, ${f(result.savesPerStatement!, 1)} answers/statement under load`;
       console.log(
         `round ${round} ${target.name.padEnd(10)} ${f(result.rps, 0).padStart(6)} req/s  ${cpuText(result.cpuMicros).padStart(6)} µs CPU/req  ${f(result.streamRps, 0).padStart(6)} streams/s  ` +
-          `p50 ${f(result.p50, 3)} ms  p99 ${f(result.p99, 3)} ms  ttfb p50 ${f(result.ttfbP50, 3)} ms  p99 ${f(result.ttfbP99, 3)} ms  errors ${result.errors}`,
+          `p50 ${f(result.p50, 3)} ms  p99 ${f(result.p99, 3)} ms  ttfb p50 ${f(result.ttfbP50, 3)} ms  p99 ${f(result.ttfbP99, 3)} ms  errors ${result.errors}${saveText}`,
       );
     }
   }
@@ -353,6 +380,14 @@ async function compare(api: Api, targets: Target[]): Promise<void> {
   console.log(
     `  (Portkey: added p50 ${f(portkey.p50 - direct.p50, 3)} ms, p99 ${f(portkey.p99 - direct.p99, 3)} ms, first byte +${f(portkey.ttfbP50 - direct.ttfbP50, 3)} ms, peak RSS ${f(portkeyRss, 1)} MB; streams/s gateway ${f(gateway.streamRps / portkey.streamRps)}× Portkey)`,
   );
+  const saves = results.get("gateway")!.filter((r) => r.saveMs !== undefined);
+  if (saves.length > 0) {
+    // What the gateway's own metrics say of the Postgres write each stored answer waits for (zero_db_group_commit_*).
+    console.log(
+      `  (of the gateway's added time, its save of each answer before it answers: mean ${f(median(saves.map((r) => r.saveMs!)), 3)} ms at one connection; ` +
+        `under load ${f(median(saves.map((r) => r.savesPerStatement!)), 1)} answers per INSERT)`,
+    );
+  }
 }
 
 async function main(): Promise<void> {

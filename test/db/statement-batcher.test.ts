@@ -47,4 +47,22 @@ describe("group commit", () => {
     for (const n of [1, 2, 3, 4, 5]) void batcher.submit(n);
     expect(statements).toEqual([[1], [2], [3]]);
   });
+
+  it("tells `observe` of each statement once it is answered or failed: the items it carried and the time it took", async () => {
+    const { finish, write } = recordingWrite();
+    const observed: { items: number; seconds: number }[] = [];
+    const batcher = new StatementBatcher(write, { maxInFlight: 1, observe: (items, seconds) => observed.push({ items, seconds }) });
+    const results = [1, 13, 14].map((n) => batcher.submit(n).catch(() => "failed"));
+    expect(observed).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    finish.shift()!();
+    await results[0];
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(observed.map((o) => o.items)).toEqual([1]);
+    expect(observed[0]!.seconds).toBeGreaterThanOrEqual(0.004);
+    finish.shift()!();
+    expect(await Promise.all(results)).toEqual([2, "failed", "failed"]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(observed.map((o) => o.items)).toEqual([1, 2]);
+  });
 });

@@ -61,4 +61,17 @@ describe("operational metrics", () => {
     expect(used + left).toBe(50);
     expect(value(text, /zero_upstream_request_duration_seconds_count\{upstream="SecretCo-0",result="200"\} (\d+)/)).toBeGreaterThanOrEqual(1);
   });
+
+  it("reports group-committed writes by writer: statements, their time and the writes they carried", async () => {
+    // The first test created a plan and ran it to the gate; a stored response adds the third writer.
+    const response = await openAiClient(app, account.apiKey).responses.create({ model: "project-zero", input: "Hello" });
+    expect(response.status).toBe("completed");
+    const text = await scrape();
+    for (const writer of ["plans", "stage_results", "responses"]) {
+      const statements = value(text, new RegExp(`zero_db_group_commit_duration_seconds_count\\{writer="${writer}"\\} (\\d+)`));
+      const rows = value(text, new RegExp(`zero_db_group_commit_rows_total\\{writer="${writer}"\\} (\\d+)`));
+      expect(statements, writer).toBeGreaterThanOrEqual(1);
+      expect(rows, writer).toBeGreaterThanOrEqual(statements);
+    }
+  });
 });
