@@ -4,13 +4,15 @@ interface Waiting<Item, Result> {
   reject: (error: unknown) => void;
 }
 
+/** Told of each statement once it is answered or failed: the items it carried and the seconds it took. */
+export type StatementObserver = (items: number, seconds: number) => void;
+
 export interface StatementBatcherOptions {
   /** Statements running at once; items beyond them wait and go together in the next. */
   maxInFlight?: number;
   /** Most items in one statement. */
   maxBatch?: number;
-  /** Told of each statement once it is answered or failed: the items it carried and the seconds it took. */
-  observe?: (items: number, seconds: number) => void;
+  observe?: StatementObserver;
 }
 
 /**
@@ -25,7 +27,7 @@ export class StatementBatcher<Item, Result> {
   readonly #write: (items: Item[]) => Promise<readonly Result[]>;
   readonly #maxInFlight: number;
   readonly #maxBatch: number;
-  readonly #observe: ((items: number, seconds: number) => void) | undefined;
+  readonly #observe: StatementObserver | undefined;
   #waiting: Waiting<Item, Result>[] = [];
   #inFlight = 0;
   /** Statements sent so far (tests check that concurrent writes share them). */

@@ -28,6 +28,7 @@ import { requirePrincipal } from "../server/access.js";
 import { invalidRequest, notFound, ServiceError } from "../server/errors.js";
 import { limitReachedHeaders, rateLimitHeaders, readGenerationUsage, spendGeneration, type GenerationUsage } from "./generation-limit.js";
 import { validFeedback, validGoal } from "./goal.js";
+import type { StatementObserver } from "../db/statement-batcher.js";
 import { PlanInserter } from "./plan-inserter.js";
 import { deletePlan, isOwnPlan, LeaseLostError, listRecentPlans, loadPlan, loadPlanHistory, savePlan, type GenerationWindow } from "./plan-repository.js";
 import { toPlanMessage } from "./plan-message.js";
@@ -44,7 +45,7 @@ export interface ExecutionServiceDeps {
   deleteArtifacts?: (planId: string, known: { slug?: string; revisions: number }) => Promise<void>;
   logger?: Logger;
   /** Told of each group-committed create statement (rows, seconds). */
-  observeCreates?: (items: number, seconds: number) => void;
+  observeCreates?: StatementObserver;
 }
 
 /** `{plan, unavailable}`: the answer of a create and of a resume, over REST and RPC alike. */

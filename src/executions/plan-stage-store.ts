@@ -4,7 +4,7 @@ import { isConflict, isDatabaseDown } from "../db/errors.js";
 import type { Database } from "../db/schema.js";
 import type { InterruptedStage, StageChange, StageClaim, StageStore, StageWrite } from "../engine/stage-store.js";
 import type { Notifier } from "./notifier.js";
-import { StatementBatcher } from "../db/statement-batcher.js";
+import { StatementBatcher, type StatementObserver } from "../db/statement-batcher.js";
 import { type ClaimFor, LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL, STAGE_REVOKED_CHANNEL, type SaveResult } from "./plan-repository.js";
 import { stageFailed, stageInterrupted, stageProgressed, stageReleased, stageRetrying, stageSucceeded, type PlanState } from "./plan-transitions.js";
 import { type RunWrite, type RunWriteResult, saveRunWrites } from "./run-writes.js";
@@ -29,7 +29,7 @@ export class PlanStageStore implements StageStore {
   readonly #runWrites: StatementBatcher<RunWrite, RunWriteResult>;
   #lastPrune = 0;
 
-  constructor(store: Store, notifier: Notifier, observeRunWrites?: (items: number, seconds: number) => void) {
+  constructor(store: Store, notifier: Notifier, observeRunWrites?: StatementObserver) {
     this.#store = store;
     this.#db = store.db;
     this.#notifier = notifier;

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import type { StatementObserver } from "../db/statement-batcher.js";
 import { LabelledCounter, LabelledHistogram } from "./labelled-metrics.js";
 
 /**
@@ -110,10 +111,9 @@ export function createMetrics(): Metrics {
 
 /** A StatementBatcher's `observe` that records its statements as `writer`. */
 export function groupCommitObserver(
-  metrics: Pick<Metrics, "groupCommitDuration" | "groupCommitRows"> | undefined,
+  metrics: Pick<Metrics, "groupCommitDuration" | "groupCommitRows">,
   writer: "responses" | "plans" | "stage_results",
-): ((items: number, seconds: number) => void) | undefined {
-  if (!metrics) return undefined;
+): StatementObserver {
   const labels = { writer };
   return (items, seconds) => {
     metrics.groupCommitDuration.observe(labels, seconds);

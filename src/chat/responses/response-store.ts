@@ -1,6 +1,6 @@
 import { CompiledQuery, type Kysely, sql } from "kysely";
 import type { Database } from "../../db/schema.js";
-import { StatementBatcher } from "../../db/statement-batcher.js";
+import { StatementBatcher, type StatementObserver } from "../../db/statement-batcher.js";
 import type { ChatMessage } from "./responses-request.js";
 
 /** How long a stored response can be read or continued. */
@@ -24,7 +24,7 @@ export class ResponseStore {
   readonly #db: Kysely<Database>;
   readonly #saves: StatementBatcher<NewResponse, undefined>;
 
-  constructor(db: Kysely<Database>, observeSaves?: (items: number, seconds: number) => void) {
+  constructor(db: Kysely<Database>, observeSaves?: StatementObserver) {
     this.#db = db;
     // One statement at a time: saves arriving meanwhile wait for it and go together in the next, so under load
     // Postgres's time goes to rows rather than to statements (in the chat bench, 1 in flight beat 4 by about a fifth).
