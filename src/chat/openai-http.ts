@@ -20,7 +20,7 @@ export const SSE_HEADERS = {
 /** A signal aborted when the client hangs up before the answer is finished: its upstream request stops at once. */
 export function abortedOnHangUp(res: NodeResponse): AbortSignal {
   const abort = new AbortController();
-  res.once("close", () => {
+  res.on("close", () => {
     if (!res.writableFinished) abort.abort();
   });
   return abort.signal;

@@ -14,7 +14,7 @@ import { authInterceptor, errorInterceptor } from "./interceptors.js";
 import type { RequestListener } from "./listener.js";
 import { registerReflection } from "./reflection.js";
 import { assignRequestInfo, requestInfo } from "./request-info.js";
-import { RestRouter, sendError, sendJson, type NodeRequest } from "./rest.js";
+import { RestRouter, sendError, sendJson, type NodeRequest, type NodeResponse, type RestExchange } from "./rest.js";
 import type { AppPart } from "./app-part.js";
 import { createRestRpc } from "./rpc-pipeline.js";
 import { corsPolicy } from "./cors.js";
@@ -120,9 +120,10 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
       "http.route": routeLabel,
       "zero.request_id": info.id,
     });
-    res.once("close", () => {
+    // A response closes once, so `on` (which spares `once`'s wrapper and its removal) is enough here and below.
+    res.on("close", () => {
       endSpan(span, { "http.response.status_code": res.statusCode }, res.statusCode >= 500);
-      const seconds = Number(process.hrtime.bigint() - info.startedAt) / 1e9;
+      const seconds = (performance.now() - info.startedAt) / 1000;
       httpRequests.inc({ route: routeLabel, method, code: String(res.statusCode) });
       httpDuration.observe({ route: routeLabel, method }, seconds);
       if (logger.isLevelEnabled("info")) {
@@ -137,17 +138,32 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
       connect(req, res);
       return;
     }
-    let url: URL;
     try {
-      url = new URL(req.url ?? "/", "http://localhost");
-    } catch {
-      sendError(res, new ServiceError("invalid_request", "malformed request URL"), req);
-      return;
+      route(new Exchange(req, res))?.catch((error: unknown) => sendError(res, error, req));
+    } catch (error) {
+      sendError(res, error, req);
     }
-    Promise.resolve()
-      .then(() => route({ req, res, url }))
-      .catch((error: unknown) => sendError(res, error, req));
   };
+}
+
+/** A REST exchange whose URL is parsed only when a route reads it: most routes need the path alone, which routing already has. */
+class Exchange implements RestExchange {
+  #url: URL | undefined;
+
+  constructor(
+    readonly req: NodeRequest,
+    readonly res: NodeResponse,
+  ) {}
+
+  get url(): URL {
+    if (this.#url) return this.#url;
+    try {
+      this.#url = new URL(this.req.url ?? "/", "http://localhost");
+    } catch {
+      throw new ServiceError("invalid_request", "malformed request URL");
+    }
+    return this.#url;
+  }
 }
 
 function pathOf(url: string | undefined): string {

@@ -196,7 +196,7 @@ function wrap(server: net.Server, sessions: Set<http2.Http2Session>, closeIdle: 
   const countRequests = (target: net.Server | http.Server) =>
     target.on("request", (_req: unknown, res: NodeResponse) => {
       inFlight++;
-      res.once("close", () => {
+      res.on("close", () => {
         inFlight--;
         if (inFlight === 0) drained?.();
       });

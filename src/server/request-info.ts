@@ -11,14 +11,15 @@ import type { NodeRequest } from "./node-http.js";
 export class RequestInfo {
   readonly id: string;
   readonly clientAddress: string;
-  readonly startedAt: bigint;
+  /** `performance.now()` when the request arrived. */
+  readonly startedAt: number;
   readonly #parent: Logger;
   #log: Logger | undefined;
 
   constructor(id: string, clientAddress: string, parent: Logger) {
     this.id = id;
     this.clientAddress = clientAddress;
-    this.startedAt = process.hrtime.bigint();
+    this.startedAt = performance.now();
     this.#parent = parent;
   }
 
@@ -28,7 +29,13 @@ export class RequestInfo {
   }
 }
 
-const infos = new WeakMap<NodeRequest, RequestInfo>();
+/**
+ * Kept on the request itself rather than in a WeakMap: there every request
+ * added an ephemeron entry that the young-generation GC had to trace and
+ * then clear. With a BigInt clock, that was about 2 µs of a chat request's 74.
+ */
+const INFO = Symbol("zero.requestInfo");
+type WithInfo = NodeRequest & { [INFO]?: RequestInfo };
 
 /** A caller-supplied id is kept when it is short and printable; otherwise we make one. */
 const ACCEPTABLE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -44,10 +51,10 @@ export function assignRequestInfo(req: NodeRequest, log: Logger, clientAddress: 
   const supplied = req.headers["x-request-id"];
   const id = typeof supplied === "string" && ACCEPTABLE_ID.test(supplied) ? supplied : `${ID_PREFIX}${(idCounter++).toString(36)}`;
   const info = new RequestInfo(id, clientAddress(req), log);
-  infos.set(req, info);
+  (req as WithInfo)[INFO] = info;
   return info;
 }
 
 export function requestInfo(req: NodeRequest): RequestInfo | undefined {
-  return infos.get(req);
+  return (req as WithInfo)[INFO];
 }
