@@ -78,14 +78,16 @@ export class ApiKeyCache {
     this.#unlisten = undefined;
   }
 
+  /** The live key with this secret if it was checked within the TTL, without asking the database. */
+  remembered(secret: string): LiveApiKey | undefined {
+    return this.#fresh(hashToken(secret));
+  }
+
   /** The live key with this secret, from memory when it was checked within the TTL. */
   async find(secret: string): Promise<LiveApiKey | undefined> {
     const hash = hashToken(secret);
-    const entry = this.#entries.get(hash);
-    if (entry) {
-      if (entry.expiresAt > this.#now()) return entry.key;
-      this.#entries.delete(hash);
-    }
+    const known = this.#fresh(hash);
+    if (known) return known;
     const epoch = this.#epoch;
     const key = await this.#find(secret);
     if (key && this.#listening && epoch === this.#epoch) this.#remember(hash, key);
@@ -116,6 +118,14 @@ export class ApiKeyCache {
   clear(): void {
     this.#epoch++;
     this.#entries.clear();
+  }
+
+  #fresh(hash: string): LiveApiKey | undefined {
+    const entry = this.#entries.get(hash);
+    if (!entry) return undefined;
+    if (entry.expiresAt > this.#now()) return entry.key;
+    this.#entries.delete(hash);
+    return undefined;
   }
 
   #remember(hash: string, key: LiveApiKey): void {

@@ -24,19 +24,19 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 export function createAuthenticator(deps: { db: Kysely<Database>; config: Config; apiKeys: ApiKeyCache }): Authenticator {
   const publicOrigin = new URL(deps.config.publicUrl).origin;
   return {
-    async authenticate(request: AuthRequest): Promise<Principal> {
+    // Not async itself: a key's promise is handed back as it is, rather than adopted by another.
+    authenticate(request: AuthRequest): Promise<Principal> {
       const authorization = request.headers.get("authorization");
       if (authorization !== null) return authenticateKey(request, authorization);
-      const token = readSessionToken(request.headers.get("cookie"));
-      if (token !== undefined) return authenticateSession(request, token);
-      throw new ServiceError("unauthenticated", "authentication required: send an API key as `Authorization: Bearer <key>`, or sign in");
+      return authenticateCookie(request);
     },
   };
 
   async function authenticateKey(request: AuthRequest, authorization: string): Promise<Principal> {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     const secret = match?.[1];
-    const key = secret && API_KEY_PATTERN.test(secret) ? await deps.apiKeys.find(secret) : undefined;
+    // A remembered key is checked without an await, as most requests' keys are.
+    const key = secret && API_KEY_PATTERN.test(secret) ? (deps.apiKeys.remembered(secret) ?? (await deps.apiKeys.find(secret))) : undefined;
     if (!key) throw new ServiceError("unauthenticated", "invalid or revoked API key");
     if (request.rule.mode === "session") {
       throw new ServiceError("permission_denied", "API keys cannot do this; sign in to the Console");
@@ -46,6 +46,12 @@ export function createAuthenticator(deps: { db: Kysely<Database>; config: Config
     }
     deps.apiKeys.recordUse(key);
     return { accountId: key.account_id, via: "api_key", scopes: key.scopes, credentialId: key.id };
+  }
+
+  async function authenticateCookie(request: AuthRequest): Promise<Principal> {
+    const token = readSessionToken(request.headers.get("cookie"));
+    if (token !== undefined) return authenticateSession(request, token);
+    throw new ServiceError("unauthenticated", "authentication required: send an API key as `Authorization: Bearer <key>`, or sign in");
   }
 
   async function authenticateSession(request: AuthRequest, token: string): Promise<Principal> {

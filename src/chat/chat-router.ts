@@ -148,12 +148,12 @@ export class ChatRouter implements ChatCompleter {
     const countedDay = capped ? await capped.take(options.accountId) : undefined;
     if (countedDay) {
       try {
-        await this.#pool.take();
+        if (!this.#pool.tryTake()) await this.#pool.take();
       } catch (error) {
         await capped!.give(options.accountId, countedDay);
         throw error;
       }
-    } else {
+    } else if (!this.#pool.tryTake()) {
       await this.#pool.take();
     }
     try {

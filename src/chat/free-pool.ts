@@ -125,19 +125,10 @@ export class FreePool {
    */
   async take(): Promise<void> {
     const now = this.#now();
-    this.#lastTakeAt = now;
     for (let asked = false; ; ) {
-      const day = this.#rollover(now);
-      if (this.#available > 0) {
-        this.#available--;
-        this.#inFlight++;
-        if (this.#available <= this.#block >> 2 && !this.#reserving && this.#remaining > 0) {
-          this.#reserve(day).catch((error: unknown) => this.#logger.warn({ err: error }, "free pool prefetch failed"));
-        }
-        return;
-      }
+      if (this.tryTake()) return;
       if (this.#now() - this.#dryAt < this.#dryRecheckMs) throw this.#dry(now);
-      const granted = await this.#reserve(day);
+      const granted = await this.#reserve(this.#day);
       if (granted > 0 || this.#available > 0) continue;
       if (asked || !this.#listen) {
         this.#dryAt = this.#now();
@@ -146,13 +137,31 @@ export class FreePool {
       }
       // Dry here; others may hold idle units, or units in flight. Ask once, give them a moment, look again.
       asked = true;
-      await this.#notify(day);
+      await this.#notify(this.#day);
       await new Promise((resolve) => setTimeout(resolve, ASK_WAIT_MS));
     }
   }
 
   /**
-   * Settles a unit taken by `take`. `spent` once an upstream has answered
+   * Takes one unit from those this instance holds, without waiting: false
+   * when it holds none and `take` must go to the database. The request path
+   * calls this first, so a request served from memory never awaits the pool.
+   */
+  tryTake(): boolean {
+    const now = this.#now();
+    this.#lastTakeAt = now;
+    const day = this.#rollover(now);
+    if (this.#available === 0) return false;
+    this.#available--;
+    this.#inFlight++;
+    if (this.#available <= this.#block >> 2 && !this.#reserving && this.#remaining > 0) {
+      this.#reserve(day).catch((error: unknown) => this.#logger.warn({ err: error }, "free pool prefetch failed"));
+    }
+    return true;
+  }
+
+  /**
+   * Settles a unit taken by `take` or `tryTake`. `spent` once an upstream has answered
    * 2xx: the unit stays spent even if the answer then breaks, since the pool
    * bounds what upstreams are asked to produce. Otherwise (no upstream
    * accepted) it comes back for the next request.

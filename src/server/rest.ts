@@ -100,29 +100,32 @@ function readText(req: NodeRequest, maxBytes: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const finish = (settle: () => void) => {
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("error", onError);
-      req.off("close", onClose);
-      settle();
-    };
+    // Listeners stay on the request and go with it, rather than being taken off one by one.
+    let settled = false;
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > maxBytes) {
-        finish(() => reject(new ServiceError("payload_too_large", `the body exceeds ${maxBytes} bytes`)));
+        settled = true;
+        req.off("data", onData);
+        reject(new ServiceError("payload_too_large", `the body exceeds ${maxBytes} bytes`));
         drain(req);
         return;
       }
       chunks.push(chunk);
     };
-    const onEnd = () => finish(() => resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, size).toString("utf8")));
-    const onError = (error: Error) => finish(() => reject(error));
-    const onClose = () => finish(() => reject(new ServiceError("invalid_request", "the request was closed before its body arrived")));
     req.on("data", onData);
-    req.on("end", onEnd);
-    req.on("error", onError);
-    req.on("close", onClose);
+    req.on("end", () => {
+      settled = true;
+      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, size).toString("utf8"));
+    });
+    req.on("error", (error: Error) => {
+      settled = true;
+      reject(error);
+    });
+    // Every request closes, most of them long after their body ended.
+    req.on("close", () => {
+      if (!settled) reject(new ServiceError("invalid_request", "the request was closed before its body arrived"));
+    });
   });
 }
 
