@@ -84,6 +84,21 @@ describe("ApiKeyCache", () => {
     expect(h.loads).toEqual(["zk_a"]);
   });
 
+  it("says synchronously which keys it remembers, and forgets them as find does", async () => {
+    const h = harness();
+    await h.cache.start();
+    h.addKey("zk_a", "key_a");
+    expect(h.cache.remembered("zk_a")).toBeUndefined();
+    await h.cache.find("zk_a");
+    expect(h.cache.remembered("zk_a")?.id).toBe("key_a");
+    h.cache.forget("key_a");
+    expect(h.cache.remembered("zk_a")).toBeUndefined();
+    await h.cache.find("zk_a");
+    h.advance(TTL_MS);
+    expect(h.cache.remembered("zk_a")).toBeUndefined();
+    expect(h.loads).toEqual(["zk_a", "zk_a"]);
+  });
+
   it("asks the database again once the TTL has passed", async () => {
     const h = harness();
     await h.cache.start();

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { FreePool, utcDay } from "../../src/chat/free-pool.js";
 import { ServiceError } from "../../src/server/errors.js";
 import { startTestApp, type TestApp } from "../support/app.js";
@@ -133,6 +133,24 @@ describe("the free pool", () => {
     expect(p.held).toBe(0);
     expect(await granted(utcDay(start))).toBe(8);
     await p.stop();
+  });
+
+  it("tryTake spends only units already in hand, counted exactly as take's", async () => {
+    const p = pool(100, { now: () => Date.parse("2032-01-15T12:00:00Z") });
+    await p.start();
+    // Nothing in hand before the first reservation: the caller must take() and wait.
+    expect(p.tryTake()).toBe(false);
+    await p.take();
+    // Taking the first unit set off a reservation of the next block.
+    await vi.waitFor(() => expect(p.held).toBeGreaterThan(0));
+    const held = p.held;
+    let taken = 0;
+    while (p.tryTake()) taken++;
+    expect(taken).toBe(held);
+    for (let i = 0; i <= taken; i++) p.settle("spent");
+    await p.stop();
+    // What was spent stays granted; what the last prefetch brought went back.
+    expect(await granted("2032-01-15")).toBe(taken + 1);
   });
 
   it("a refunded unit is served again", async () => {
