@@ -11,7 +11,7 @@ import { ServiceError } from "../server/errors.js";
 import { checkAlias } from "./chat-request.js";
 import { clientChunk, clientCompletion, newCompletionId } from "./completion-rewrite.js";
 import type { FreePool } from "./free-pool.js";
-import { parseSse } from "./sse-parser.js";
+import { parseSseBatches } from "./sse-parser.js";
 import { isTimeout, type UpstreamAnswer, type UpstreamClient } from "./upstream-client.js";
 import type { ChatCallOptions, ChatChunkJson, ChatCompleter, ChatCompletionJson, ChatRequest, GatewayRequest } from "./chat-types.js";
 
@@ -73,22 +73,24 @@ export class ChatRouter implements ChatCompleter {
     let finished = false;
     try {
       // After `[DONE]` the rest is let through unread, so the connection is kept.
-      for await (const event of parseSse(answer.body)) {
-        if (event.data === "[DONE]") {
-          finished = true;
-          return;
+      for await (const events of parseSseBatches(answer.body)) {
+        for (const event of events) {
+          if (event.data === "[DONE]") {
+            finished = true;
+            return;
+          }
+          let chunk: unknown;
+          try {
+            chunk = JSON.parse(event.data);
+          } catch {
+            throw new ServiceError("upstream_error", "the model sent a malformed chunk; the answer is incomplete");
+          }
+          if (typeof chunk !== "object" || chunk === null || Array.isArray(chunk) || "error" in chunk || event.event === "error") {
+            this.#logger.warn({ upstream: answer.upstream }, "upstream reported an error mid-stream");
+            throw new ServiceError("upstream_error", "the model failed mid-answer; the answer is incomplete");
+          }
+          yield clientChunk(chunk as ChatChunkJson, id);
         }
-        let chunk: unknown;
-        try {
-          chunk = JSON.parse(event.data);
-        } catch {
-          throw new ServiceError("upstream_error", "the model sent a malformed chunk; the answer is incomplete");
-        }
-        if (typeof chunk !== "object" || chunk === null || Array.isArray(chunk) || "error" in chunk || event.event === "error") {
-          this.#logger.warn({ upstream: answer.upstream }, "upstream reported an error mid-stream");
-          throw new ServiceError("upstream_error", "the model failed mid-answer; the answer is incomplete");
-        }
-        yield clientChunk(chunk as ChatChunkJson, id);
       }
       throw new ServiceError("upstream_error", "the model's stream ended before it finished; the answer is incomplete");
     } catch (error) {

@@ -1,19 +1,34 @@
 import { describe, expect, it } from "vitest";
-import { parseSse } from "../../src/chat/sse-parser.js";
+import { parseSseBatches, type SseEvent } from "../../src/chat/sse-parser.js";
 
-async function events(pieces: (string | Buffer)[]) {
+/** What each step of the parser gave, for reads of `pieces`. */
+async function batches(pieces: (string | Buffer)[]): Promise<SseEvent[][]> {
   const out = [];
-  for await (const event of parseSse(
+  for await (const batch of parseSseBatches(
     (async function* () {
       yield* pieces;
     })(),
   )) {
-    out.push(event);
+    out.push(batch);
   }
   return out;
 }
 
-describe("parseSse", () => {
+async function events(pieces: (string | Buffer)[]): Promise<SseEvent[]> {
+  return (await batches(pieces)).flat();
+}
+
+describe("parseSseBatches", () => {
+  it("gives the events one read completes in one step, and a read that completes none gives no step", async () => {
+    expect(await batches(['data: {"a":1}\n\ndata: {"b":2}\n\ndata: {"c"', ":3}\n", "\n"])).toEqual([
+      [
+        { event: undefined, data: '{"a":1}' },
+        { event: undefined, data: '{"b":2}' },
+      ],
+      [{ event: undefined, data: '{"c":3}' }],
+    ]);
+  });
+
   it("yields each event once its blank line arrives, across arbitrary splits", async () => {
     const text = 'data: {"a":1}\n\ndata: {"b":2}\n\ndata: [DONE]\n\n';
     for (let cut = 1; cut < text.length; cut++) {
