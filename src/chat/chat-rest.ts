@@ -100,10 +100,12 @@ async function streamCompletion(
   // The head leaves with the first event (one write, not two); either way the status is 200 from here on.
   out.writeHead(200, SSE_HEADERS);
   try {
-    const chunks = await router.stream(request, { accountId, signal, fromClient: true });
-    for await (const chunk of chunks) {
-      if (!writeEvent(res, `data: ${JSON.stringify(chunk)}\n\n`)) await drained(res);
-      if (signal.aborted) break;
+    const batches = await router.stream(request, { accountId, signal, fromClient: true });
+    relay: for await (const chunks of batches) {
+      for (const chunk of chunks) {
+        if (!writeEvent(res, `data: ${JSON.stringify(chunk)}\n\n`)) await drained(res);
+        if (signal.aborted) break relay;
+      }
     }
   } catch (error) {
     if (signal.aborted) return;

@@ -11,7 +11,7 @@ import { ServiceError } from "../server/errors.js";
 import { checkAlias } from "./chat-request.js";
 import { clientChunk, clientCompletion, newCompletionId } from "./completion-rewrite.js";
 import type { FreePool } from "./free-pool.js";
-import { parseSseBatches } from "./sse-parser.js";
+import { parseSseBatches, type SseEvent } from "./sse-parser.js";
 import { isTimeout, type UpstreamAnswer, type UpstreamClient } from "./upstream-client.js";
 import type { ChatCallOptions, ChatChunkJson, ChatCompleter, ChatCompletionJson, ChatRequest, GatewayRequest } from "./chat-types.js";
 
@@ -60,37 +60,39 @@ export class ChatRouter implements ChatCompleter {
   /**
    * Opens a streamed completion. Resolves once an upstream has accepted the
    * request (so every refusal before that point is a thrown ServiceError);
-   * the chunks are then relayed one by one as the upstream sends them. A
-   * failure after that is thrown by the iterator; a stream that does not
-   * end with the upstream's `[DONE]` is a failure, never a silent truncation.
+   * the chunks are then relayed as the upstream sends them, those of one read
+   * together in one step (a step of an async iterator costs a promise and a
+   * resume per consumer). A failure after that is thrown by the iterator,
+   * after the chunks that came before it; a stream that does not end with the
+   * upstream's `[DONE]` is a failure, never a silent truncation.
    */
-  async stream(request: ChatRequest, options: ChatCallOptions): Promise<AsyncGenerator<ChatChunkJson, void, undefined>> {
+  async stream(request: ChatRequest, options: ChatCallOptions): Promise<AsyncGenerator<ChatChunkJson[], void, undefined>> {
     const answer = await this.#open(request, true, options);
     return this.#relay(answer, newCompletionId(), options.signal);
   }
 
-  async *#relay(answer: UpstreamAnswer, id: string, signal: AbortSignal | undefined): AsyncGenerator<ChatChunkJson, void, undefined> {
+  async *#relay(answer: UpstreamAnswer, id: string, signal: AbortSignal | undefined): AsyncGenerator<ChatChunkJson[], void, undefined> {
     let finished = false;
     try {
       // After `[DONE]` the rest is let through unread, so the connection is kept.
       for await (const events of parseSseBatches(answer.body)) {
+        const chunks: ChatChunkJson[] = [];
+        let failure: ServiceError | undefined;
         for (const event of events) {
           if (event.data === "[DONE]") {
             finished = true;
-            return;
+            break;
           }
-          let chunk: unknown;
-          try {
-            chunk = JSON.parse(event.data);
-          } catch {
-            throw new ServiceError("upstream_error", "the model sent a malformed chunk; the answer is incomplete");
+          const chunk = this.#chunkOf(event, answer);
+          if (chunk instanceof ServiceError) {
+            failure = chunk;
+            break;
           }
-          if (typeof chunk !== "object" || chunk === null || Array.isArray(chunk) || "error" in chunk || event.event === "error") {
-            this.#logger.warn({ upstream: answer.upstream }, "upstream reported an error mid-stream");
-            throw new ServiceError("upstream_error", "the model failed mid-answer; the answer is incomplete");
-          }
-          yield clientChunk(chunk as ChatChunkJson, id);
+          chunks.push(clientChunk(chunk, id));
         }
+        if (chunks.length > 0) yield chunks;
+        if (failure) throw failure;
+        if (finished) return;
       }
       throw new ServiceError("upstream_error", "the model's stream ended before it finished; the answer is incomplete");
     } catch (error) {
@@ -104,6 +106,21 @@ export class ChatRouter implements ChatCompleter {
         answer.body.abort();
       }
     }
+  }
+
+  /** An upstream's event as a chunk to relay, or why it is not one. */
+  #chunkOf(event: SseEvent, answer: UpstreamAnswer): ChatChunkJson | ServiceError {
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(event.data);
+    } catch {
+      return new ServiceError("upstream_error", "the model sent a malformed chunk; the answer is incomplete");
+    }
+    if (typeof chunk !== "object" || chunk === null || Array.isArray(chunk) || "error" in chunk || event.event === "error") {
+      this.#logger.warn({ upstream: answer.upstream }, "upstream reported an error mid-stream");
+      return new ServiceError("upstream_error", "the model failed mid-answer; the answer is incomplete");
+    }
+    return chunk as ChatChunkJson;
   }
 
   /**

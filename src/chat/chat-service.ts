@@ -40,9 +40,9 @@ export function chatService(deps: { router: ChatRouter; idempotency: Idempotency
 
     async *streamChatCompletion(request, context: HandlerContext) {
       const { accountId } = requirePrincipal(context);
-      const chunks = await deps.router.stream(toChatRequest(request.params), { accountId, signal: context.signal, fromClient: true });
-      for await (const chunk of chunks) {
-        yield { chunk: fromJson(ChatCompletionChunkSchema, chunk as JsonValue, READ_OPTIONS) };
+      const batches = await deps.router.stream(toChatRequest(request.params), { accountId, signal: context.signal, fromClient: true });
+      for await (const chunks of batches) {
+        for (const chunk of chunks) yield { chunk: fromJson(ChatCompletionChunkSchema, chunk as JsonValue, READ_OPTIONS) };
       }
     },
 

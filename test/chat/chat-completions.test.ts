@@ -313,6 +313,25 @@ describe("streaming", () => {
     expect(secondary.requests).toHaveLength(0);
   });
 
+  it("chunks that arrive in one read with an upstream's error event are sent before the error, and none after it", async () => {
+    const [first, second, third] = textChunks(["one", "two", "three"]);
+    // One write, so the gateway reads the chunks and the error together.
+    primary.next(({ res }) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const events = [first, second, { error: { message: "overloaded at SecretCo" } }, third].map((event) => `data: ${JSON.stringify(event)}\n\n`);
+      res.end(`${events.join("")}data: [DONE]\n\n`);
+    });
+    const response = await postChat(app, apiKey, { model: "project-zero", messages, stream: true });
+    const events = await readSse(response);
+    expect(events.map((event) => (event === "[DONE]" ? event : (JSON.parse(event).choices?.[0]?.delta?.content ?? JSON.parse(event).error?.type)))).toEqual([
+      "",
+      "one",
+      "upstream_error",
+      "[DONE]",
+    ]);
+    expect(events.join("")).not.toContain("SecretCo");
+  });
+
   it("a silent upstream mid-stream is an upstream_timeout event", async () => {
     primary.next(stream(textChunks(["one", "two"]), { hangAfter: 2 }));
     const events = await readSse(await postChat(app, apiKey, { model: "project-zero", messages, stream: true }));

@@ -139,7 +139,7 @@ export function assistantMessage(answer: ChatAnswer): ChatMessage {
  */
 export async function* responseEvents(
   shell: ResponseObject,
-  chunks: AsyncIterable<ChatChunkJson>,
+  chunks: AsyncIterable<ChatChunkJson[]>,
   onFinished: (response: ResponseObject, answer: ChatAnswer) => Promise<void>,
 ): AsyncGenerator<[string, Record<string, unknown>]> {
   const answer: ChatAnswer = { text: "", refusal: "", toolCalls: [], finishReason: null, usage: undefined };
@@ -166,38 +166,40 @@ export async function* responseEvents(
     ];
   };
 
-  for await (const chunk of chunks) {
-    if (isObject(chunk.usage)) answer.usage = chunk.usage;
-    const choice = Array.isArray(chunk.choices) && isObject(chunk.choices[0]) ? chunk.choices[0] : undefined;
-    if (!choice) continue;
-    if (typeof choice.finish_reason === "string") answer.finishReason = choice.finish_reason;
-    const delta = isObject(choice.delta) ? choice.delta : {};
-    if (typeof delta.content === "string" && delta.content !== "") {
-      yield* openMessage();
-      answer.text += delta.content;
-      yield ["response.output_text.delta", { item_id: ids.message, output_index: messageIndex, content_index: 0, delta: delta.content, logprobs: [] }];
-    }
-    if (typeof delta.refusal === "string") answer.refusal += delta.refusal;
-    if (Array.isArray(delta.tool_calls)) {
-      for (const part of delta.tool_calls) {
-        if (!isObject(part)) continue;
-        const index = typeof part.index === "number" ? part.index : answer.toolCalls.length;
-        const fn = isObject(part.function) ? part.function : {};
-        let call = answer.toolCalls[index];
-        if (!call) {
-          call = {
-            id: typeof part.id === "string" ? part.id : `call_${uniqueHex()}`,
-            name: typeof fn.name === "string" ? fn.name : "",
-            arguments: "",
-          };
-          answer.toolCalls[index] = call;
-          ids.calls[index] = itemId("fc");
-          callIndex[index] = nextIndex++;
-          yield ["response.output_item.added", { output_index: callIndex[index], item: functionCallItem(ids.calls[index]!, call, "in_progress") }];
-        }
-        if (typeof fn.arguments === "string" && fn.arguments !== "") {
-          call.arguments += fn.arguments;
-          yield ["response.function_call_arguments.delta", { item_id: ids.calls[index], output_index: callIndex[index], delta: fn.arguments }];
+  for await (const batch of chunks) {
+    for (const chunk of batch) {
+      if (isObject(chunk.usage)) answer.usage = chunk.usage;
+      const choice = Array.isArray(chunk.choices) && isObject(chunk.choices[0]) ? chunk.choices[0] : undefined;
+      if (!choice) continue;
+      if (typeof choice.finish_reason === "string") answer.finishReason = choice.finish_reason;
+      const delta = isObject(choice.delta) ? choice.delta : {};
+      if (typeof delta.content === "string" && delta.content !== "") {
+        yield* openMessage();
+        answer.text += delta.content;
+        yield ["response.output_text.delta", { item_id: ids.message, output_index: messageIndex, content_index: 0, delta: delta.content, logprobs: [] }];
+      }
+      if (typeof delta.refusal === "string") answer.refusal += delta.refusal;
+      if (Array.isArray(delta.tool_calls)) {
+        for (const part of delta.tool_calls) {
+          if (!isObject(part)) continue;
+          const index = typeof part.index === "number" ? part.index : answer.toolCalls.length;
+          const fn = isObject(part.function) ? part.function : {};
+          let call = answer.toolCalls[index];
+          if (!call) {
+            call = {
+              id: typeof part.id === "string" ? part.id : `call_${uniqueHex()}`,
+              name: typeof fn.name === "string" ? fn.name : "",
+              arguments: "",
+            };
+            answer.toolCalls[index] = call;
+            ids.calls[index] = itemId("fc");
+            callIndex[index] = nextIndex++;
+            yield ["response.output_item.added", { output_index: callIndex[index], item: functionCallItem(ids.calls[index]!, call, "in_progress") }];
+          }
+          if (typeof fn.arguments === "string" && fn.arguments !== "") {
+            call.arguments += fn.arguments;
+            yield ["response.function_call_arguments.delta", { item_id: ids.calls[index], output_index: callIndex[index], delta: fn.arguments }];
+          }
         }
       }
     }
