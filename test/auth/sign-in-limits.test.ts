@@ -18,6 +18,20 @@ function signUpFrom(app: TestApp, address: string, email: string): Promise<Code 
     .then(() => "ok" as const, code);
 }
 
+/** The limiter's fixed windows: sign-in attempts per 15 minutes, sign-ups per hour. */
+const SIGN_IN_WINDOW_S = 900;
+const SIGN_UP_WINDOW_S = 3600;
+
+/**
+ * Counts restart at a window's edge, so a test that counts across one sees
+ * too few (a CI run at 22:59:5x UTC let an eleventh sign-up through). Within
+ * a few seconds of the edge, wait for the next window to begin.
+ */
+async function wellInsideWindow(seconds: number): Promise<void> {
+  const left = seconds * 1000 - (Date.now() % (seconds * 1000));
+  if (left < 12_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+}
+
 describe("sign-in limits bound guessing without locking the owner out", () => {
   let app: TestApp;
   beforeAll(async () => {
@@ -26,6 +40,7 @@ describe("sign-in limits bound guessing without locking the owner out", () => {
   afterAll(() => app.close());
 
   it("a stranger's wrong guesses lock out the stranger's address, not the owner at theirs", async () => {
+    await wellInsideWindow(SIGN_IN_WINDOW_S);
     await signUp(app.url, "alice@example.test", "alice's right password");
     const attacker = [];
     for (let i = 0; i < 12; i++) attacker.push(await signInFrom(app, "203.0.113.7", "alice@example.test", `guess ${i}`));
@@ -38,6 +53,7 @@ describe("sign-in limits bound guessing without locking the owner out", () => {
   });
 
   it("guesses from many addresses are bounded per e-mail, while an address the owner signed in from still works", async () => {
+    await wellInsideWindow(SIGN_IN_WINDOW_S);
     await signUp(app.url, "bob@example.test", "bob's right password");
     expect(await signInFrom(app, "198.51.100.30", "bob@example.test", "bob's right password")).toBe("ok");
     const spread = [];
@@ -51,6 +67,7 @@ describe("sign-in limits bound guessing without locking the owner out", () => {
   });
 
   it("a success clears that address's failures for the e-mail", async () => {
+    await wellInsideWindow(SIGN_IN_WINDOW_S);
     await signUp(app.url, "carol@example.test", "carol's right password");
     for (let round = 0; round < 2; round++) {
       for (let i = 0; i < 9; i++) expect(await signInFrom(app, "198.51.100.40", "carol@example.test", `typo ${i}`)).toBe(Code.Unauthenticated);
@@ -59,6 +76,7 @@ describe("sign-in limits bound guessing without locking the owner out", () => {
   });
 
   it("unknown e-mails are limited exactly like known ones", async () => {
+    await wellInsideWindow(SIGN_IN_WINDOW_S);
     const answers = [];
     for (let i = 0; i < 11; i++) answers.push(await signInFrom(app, "203.0.113.8", "nobody@example.test", `guess ${i}`));
     expect(answers.slice(0, 10)).toEqual(Array(10).fill(Code.Unauthenticated));
@@ -66,6 +84,7 @@ describe("sign-in limits bound guessing without locking the owner out", () => {
   });
 
   it("sign-up is throttled per address, before any password is hashed", async () => {
+    await wellInsideWindow(SIGN_UP_WINDOW_S);
     const answers = [];
     for (let i = 0; i < 11; i++) answers.push(await signUpFrom(app, "203.0.113.50", `signup-${i}@example.test`));
     expect(answers.slice(0, 10)).toEqual(Array(10).fill("ok"));
