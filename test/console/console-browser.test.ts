@@ -340,8 +340,8 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     await dialog.getByRole("button", { name: "Delete plan" }).click();
     await dialog.waitFor({ state: "hidden" });
     await poll(() => card.count()).toBe(0);
-    // Focus stays on the list, not lost to the page.
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe("executions-title");
+    // Focus stays on the list, not lost to the page. The dialog hides before its close event moves focus: wait for that.
+    await poll(() => page.evaluate(() => document.activeElement?.id)).toBe("executions-title");
     const gone = await page.evaluate((planId) => fetch(`/api/execution?id=${planId}`).then((r) => r.status), id);
     expect(gone).toBe(404);
   });
