@@ -165,15 +165,11 @@ export class ChatRouter implements ChatCompleter {
     const capped = options.fromClient ? this.#accountCap : undefined;
     // No await at all without a cap: this path runs for every chat request.
     const countedDay = capped ? await capped.take(options.accountId) : undefined;
-    if (countedDay) {
-      try {
-        if (!this.#pool.tryTake()) await this.#pool.take();
-      } catch (error) {
-        await capped!.give(options.accountId, countedDay);
-        throw error;
-      }
-    } else if (!this.#pool.tryTake()) {
-      await this.#pool.take();
+    try {
+      if (!this.#pool.tryTake()) await this.#pool.take();
+    } catch (error) {
+      if (countedDay) await capped!.give(options.accountId, countedDay);
+      throw error;
     }
     try {
       const answer = await this.#upstreams.send(request, { stream, signal: options.signal, embeddings });
