@@ -101,11 +101,12 @@ async function streamCompletion(
   out.writeHead(200, SSE_HEADERS);
   try {
     const batches = await router.stream(request, { accountId, signal, fromClient: true });
-    relay: for await (const chunks of batches) {
-      for (const chunk of chunks) {
-        if (!writeEvent(res, `data: ${JSON.stringify(chunk)}\n\n`)) await drained(res);
-        if (signal.aborted) break relay;
-      }
+    for await (const chunks of batches) {
+      // The chunks of one upstream read leave in one write: one chunked frame for the client, not one each.
+      let events = "";
+      for (const chunk of chunks) events += `data: ${JSON.stringify(chunk)}\n\n`;
+      if (!writeEvent(res, events)) await drained(res);
+      if (signal.aborted) break;
     }
   } catch (error) {
     if (signal.aborted) return;
