@@ -56,8 +56,10 @@ export function chatService(deps: { router: ChatRouter; idempotency: Idempotency
 
     async *streamResponse(request, context) {
       const { accountId } = requirePrincipal(context);
-      const events = await deps.responses.stream(accountId, { ...request.params, stream: true }, { signal: context.signal });
-      for await (const event of events) yield { type: event.type, event: event as JsonObject };
+      const batches = await deps.responses.stream(accountId, { ...request.params, stream: true }, { signal: context.signal });
+      for await (const events of batches) {
+        for (const event of events) yield { type: event.type, event: event as JsonObject };
+      }
     },
   };
 }

@@ -132,41 +132,57 @@ export function assistantMessage(answer: ChatAnswer): ChatMessage {
   return message;
 }
 
+/** A Responses API stream event before it is numbered: its `type`, then its fields. */
+export type UnnumberedEvent = Record<string, unknown> & { type: string };
+
 /**
  * Turns a stream of chat chunks into the Responses API's typed events, in
- * the order OpenAI sends them. `events` yields `[type, data]`; the caller
- * numbers and frames them. Gathers the answer as it goes.
+ * the order OpenAI sends them, gathering the answer as it goes. The events
+ * come in batches: the opening two at once, then those of each batch of
+ * chunks (one upstream read), then the closing ones after `onFinished`
+ * (the save) has run, so a client that sees `response.completed` can
+ * continue from it. The caller numbers and frames them; a batch is one
+ * iterator step and one write, not one of each per event.
  */
 export async function* responseEvents(
   shell: ResponseObject,
   chunks: AsyncIterable<ChatChunkJson[]>,
   onFinished: (response: ResponseObject, answer: ChatAnswer) => Promise<void>,
-): AsyncGenerator<[string, Record<string, unknown>]> {
+): AsyncGenerator<UnnumberedEvent[]> {
   const answer: ChatAnswer = { text: "", refusal: "", toolCalls: [], finishReason: null, usage: undefined };
   const ids: AnswerItemIds = { message: itemId("msg"), calls: [] };
   const inProgress = { ...shell, status: "in_progress" };
-  yield ["response.created", { response: inProgress }];
-  yield ["response.in_progress", { response: inProgress }];
+  yield [
+    { type: "response.created", response: inProgress },
+    { type: "response.in_progress", response: inProgress },
+  ];
 
   let messageOpen = false;
   let messageIndex = -1;
   let nextIndex = 0;
   const callIndex: number[] = [];
-  const openMessage = function* (): Generator<[string, Record<string, unknown>]> {
+  const openMessage = (events: UnnumberedEvent[]): void => {
     if (messageOpen) return;
     messageOpen = true;
     messageIndex = nextIndex++;
-    yield [
-      "response.output_item.added",
-      { output_index: messageIndex, item: { type: "message", id: ids.message, status: "in_progress", role: "assistant", content: [] } },
-    ];
-    yield [
-      "response.content_part.added",
-      { item_id: ids.message, output_index: messageIndex, content_index: 0, part: { type: "output_text", text: "", annotations: [], logprobs: [] } },
-    ];
+    events.push(
+      {
+        type: "response.output_item.added",
+        output_index: messageIndex,
+        item: { type: "message", id: ids.message, status: "in_progress", role: "assistant", content: [] },
+      },
+      {
+        type: "response.content_part.added",
+        item_id: ids.message,
+        output_index: messageIndex,
+        content_index: 0,
+        part: { type: "output_text", text: "", annotations: [], logprobs: [] },
+      },
+    );
   };
 
   for await (const batch of chunks) {
+    const events: UnnumberedEvent[] = [];
     for (const chunk of batch) {
       if (isObject(chunk.usage)) answer.usage = chunk.usage;
       const choice = Array.isArray(chunk.choices) && isObject(chunk.choices[0]) ? chunk.choices[0] : undefined;
@@ -174,9 +190,16 @@ export async function* responseEvents(
       if (typeof choice.finish_reason === "string") answer.finishReason = choice.finish_reason;
       const delta = isObject(choice.delta) ? choice.delta : {};
       if (typeof delta.content === "string" && delta.content !== "") {
-        yield* openMessage();
+        openMessage(events);
         answer.text += delta.content;
-        yield ["response.output_text.delta", { item_id: ids.message, output_index: messageIndex, content_index: 0, delta: delta.content, logprobs: [] }];
+        events.push({
+          type: "response.output_text.delta",
+          item_id: ids.message,
+          output_index: messageIndex,
+          content_index: 0,
+          delta: delta.content,
+          logprobs: [],
+        });
       }
       if (typeof delta.refusal === "string") answer.refusal += delta.refusal;
       if (Array.isArray(delta.tool_calls)) {
@@ -194,36 +217,43 @@ export async function* responseEvents(
             answer.toolCalls[index] = call;
             ids.calls[index] = itemId("fc");
             callIndex[index] = nextIndex++;
-            yield ["response.output_item.added", { output_index: callIndex[index], item: functionCallItem(ids.calls[index]!, call, "in_progress") }];
+            events.push({ type: "response.output_item.added", output_index: callIndex[index], item: functionCallItem(ids.calls[index]!, call, "in_progress") });
           }
           if (typeof fn.arguments === "string" && fn.arguments !== "") {
             call.arguments += fn.arguments;
-            yield ["response.function_call_arguments.delta", { item_id: ids.calls[index], output_index: callIndex[index], delta: fn.arguments }];
+            events.push({ type: "response.function_call_arguments.delta", item_id: ids.calls[index], output_index: callIndex[index], delta: fn.arguments });
           }
         }
       }
     }
+    if (events.length > 0) yield events;
   }
 
-  if (!messageOpen && answer.toolCalls.length === 0) yield* openMessage();
+  const closing: UnnumberedEvent[] = [];
+  if (!messageOpen && answer.toolCalls.length === 0) openMessage(closing);
   if (messageOpen) {
     const item = messageItem(ids.message, answer, "completed");
     const part = (item.content as Record<string, unknown>[])[0]!;
     if (part.type === "output_text") {
-      yield ["response.output_text.done", { item_id: ids.message, output_index: messageIndex, content_index: 0, text: answer.text, logprobs: [] }];
+      closing.push({ type: "response.output_text.done", item_id: ids.message, output_index: messageIndex, content_index: 0, text: answer.text, logprobs: [] });
     }
-    yield ["response.content_part.done", { item_id: ids.message, output_index: messageIndex, content_index: 0, part }];
-    yield ["response.output_item.done", { output_index: messageIndex, item }];
+    closing.push(
+      { type: "response.content_part.done", item_id: ids.message, output_index: messageIndex, content_index: 0, part },
+      { type: "response.output_item.done", output_index: messageIndex, item },
+    );
   }
   for (const [index, call] of answer.toolCalls.entries()) {
-    yield ["response.function_call_arguments.done", { item_id: ids.calls[index], output_index: callIndex[index], name: call.name, arguments: call.arguments }];
-    yield ["response.output_item.done", { output_index: callIndex[index], item: functionCallItem(ids.calls[index]!, call, "completed") }];
+    closing.push(
+      { type: "response.function_call_arguments.done", item_id: ids.calls[index], output_index: callIndex[index], name: call.name, arguments: call.arguments },
+      { type: "response.output_item.done", output_index: callIndex[index], item: functionCallItem(ids.calls[index]!, call, "completed") },
+    );
   }
   const finished = finishedResponse(shell, answer, ids);
   // The output's order is the order the items were announced in.
   finished.output = orderedOutput(finished.output, messageOpen ? messageIndex : -1, callIndex, ids);
   await onFinished(finished, answer);
-  yield [finished.status === "incomplete" ? "response.incomplete" : "response.completed", { response: finished }];
+  closing.push({ type: finished.status === "incomplete" ? "response.incomplete" : "response.completed", response: finished });
+  yield closing;
 }
 
 function orderedOutput(output: OutputItem[], messageIndex: number, callIndex: number[], ids: AnswerItemIds): OutputItem[] {

@@ -4,7 +4,16 @@ import type { ChatRouter } from "../chat-router.js";
 import type { IdempotencyStore } from "../../server/idempotency.js";
 import { type CompletionResult, runIdempotently } from "../../server/idempotency.js";
 import type { ResponseStore } from "./response-store.js";
-import { answerOfCompletion, assistantMessage, type ChatAnswer, finishedResponse, newResponseId, responseEvents, responseShell } from "./responses-answer.js";
+import {
+  answerOfCompletion,
+  assistantMessage,
+  type ChatAnswer,
+  finishedResponse,
+  newResponseId,
+  responseEvents,
+  responseShell,
+  type UnnumberedEvent,
+} from "./responses-answer.js";
 import { type ChatMessage, parseResponsesRequest, toChatRequest } from "./responses-request.js";
 
 /** One Responses API stream event as OpenAI sends it in `data:`: its `type`, its fields and `sequence_number`. */
@@ -43,14 +52,15 @@ export class ResponsesGateway {
 
   /**
    * Opens a streamed response. Resolves once an upstream accepted (every
-   * refusal before that is thrown); the events then follow, numbered. A
-   * failure after the first event is one `error` event, and the stream ends.
+   * refusal before that is thrown); the events then follow, numbered, in
+   * batches (see `responseEvents`). A failure after the first event is one
+   * `error` event, and the stream ends.
    */
   async stream(
     accountId: string,
     body: unknown,
     options: { signal: AbortSignal; onUnexpected?: (error: unknown) => void },
-  ): Promise<AsyncGenerator<ResponseEvent, void, undefined>> {
+  ): Promise<AsyncGenerator<ResponseEvent[], void, undefined>> {
     const call = await this.#prepare(accountId, body, true);
     const chunks = await this.#router.stream(call.chat, { accountId, signal: options.signal, fromClient: true });
     const events = responseEvents(call.shell, chunks, (response, answer) => call.keep(JSON.stringify(response), answer));
@@ -86,19 +96,26 @@ export class ResponsesGateway {
   }
 }
 
+/**
+ * Numbers the events in place, batch by batch. A failure (the upstream's,
+ * or the save's) becomes one last `error` batch, unless the client has gone.
+ */
 async function* numbered(
-  events: AsyncIterable<[string, Record<string, unknown>]>,
+  batches: AsyncIterable<UnnumberedEvent[]>,
   signal: AbortSignal,
   onUnexpected: ((error: unknown) => void) | undefined,
-): AsyncGenerator<ResponseEvent, void, undefined> {
+): AsyncGenerator<ResponseEvent[], void, undefined> {
   let sequence = 0;
   try {
-    for await (const [type, data] of events) yield { type, ...data, sequence_number: sequence++ };
+    for await (const events of batches) {
+      for (const event of events) event.sequence_number = sequence++;
+      yield events as ResponseEvent[];
+    }
   } catch (error) {
     if (signal.aborted) throw error;
     // OpenAI's error fields (code, message, param, and the pool's capacity_state and reset_at), as `/v1` renders them.
     const { type: _type, ...fields } = openAiErrorBody(toServiceError(error, onUnexpected)).error;
-    yield { type: "error", ...fields, sequence_number: sequence++ };
+    yield [{ type: "error", ...fields, sequence_number: sequence++ }];
   }
 }
 

@@ -3,7 +3,7 @@ import { ServiceError } from "../../server/errors.js";
 import { requestInfo } from "../../server/request-info.js";
 import { readJsonBody, sendJson, type RestExchange, type RestRouter } from "../../server/rest.js";
 import { abortedOnHangUp, asHttp1, authenticateBearer, drained, MAX_BODY_BYTES, SSE_HEADERS, writeEvent } from "../openai-http.js";
-import type { ResponsesGateway } from "./responses-gateway.js";
+import type { ResponseEvent, ResponsesGateway } from "./responses-gateway.js";
 
 const PREFIX = "/v1/responses/";
 
@@ -45,14 +45,16 @@ export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGate
   });
 }
 
-/** The events as SSE, each `event: <type>` then its `data:`; the head leaves with the first. */
-async function sendEvents(exchange: RestExchange, events: AsyncIterable<Record<string, unknown> & { type: string }>, signal: AbortSignal): Promise<void> {
+/** The events as SSE, each `event: <type>` then its `data:`, a batch to a write; the head leaves with the first. */
+async function sendEvents(exchange: RestExchange, batches: AsyncIterable<ResponseEvent[]>, signal: AbortSignal): Promise<void> {
   const { res } = exchange;
   const out = asHttp1(res);
   out.writeHead(200, SSE_HEADERS);
-  for await (const event of events) {
+  for await (const batch of batches) {
     if (signal.aborted) break;
-    if (!writeEvent(res, `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)) await drained(res);
+    let events = "";
+    for (const event of batch) events += `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+    if (!writeEvent(res, events)) await drained(res);
   }
   if (!signal.aborted) out.end();
 }
