@@ -181,6 +181,17 @@ describe("POST /v1/responses", () => {
     expect(upstream.requests[0]!.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
   });
 
+  it("stores a streamed response before response.completed reaches the client, so it can be continued at once", async () => {
+    upstream.next(stream(textChunks(["Hel", "lo"])));
+    const responseStream = client.responses.stream({ model: "project-zero", input: "Say hello" });
+    let retrieved: { id: string; output_text: string } | undefined;
+    for await (const event of responseStream) {
+      if (event.type === "response.completed") retrieved = await client.responses.retrieve(event.response.id);
+    }
+    const final = await responseStream.finalResponse();
+    expect(retrieved).toMatchObject({ id: final.id, output_text: "Hello" });
+  });
+
   it("streams a function call as output_item and arguments events", async () => {
     upstream.next(
       stream([
