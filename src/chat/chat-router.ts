@@ -11,7 +11,7 @@ import { ServiceError } from "../server/errors.js";
 import { checkAlias } from "./chat-request.js";
 import { clientChunk, clientCompletion, newCompletionId } from "./completion-rewrite.js";
 import type { FreePool } from "./free-pool.js";
-import { parseSseBatches, type SseEvent } from "./sse-parser.js";
+import { SseParser, type SseEvent } from "./sse-parser.js";
 import { isTimeout, type UpstreamAnswer, type UpstreamClient } from "./upstream-client.js";
 import type { ChatCallOptions, ChatChunkJson, ChatCompleter, ChatCompletionJson, ChatRequest, GatewayRequest } from "./chat-types.js";
 
@@ -75,7 +75,10 @@ export class ChatRouter implements ChatCompleter {
     let finished = false;
     try {
       // After `[DONE]` the rest is let through unread, so the connection is kept.
-      for await (const events of parseSseBatches(answer.body)) {
+      const parser = new SseParser();
+      for (;;) {
+        const pieces = await answer.body.read();
+        const events = pieces === undefined ? parser.end() : parser.feed(pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces));
         const chunks: ChatChunkJson[] = [];
         let failure: ServiceError | undefined;
         for (const event of events) {
@@ -93,6 +96,7 @@ export class ChatRouter implements ChatCompleter {
         if (chunks.length > 0) yield chunks;
         if (failure) throw failure;
         if (finished) return;
+        if (pieces === undefined) break;
       }
       throw new ServiceError("upstream_error", "the model's stream ended before it finished; the answer is incomplete");
     } catch (error) {

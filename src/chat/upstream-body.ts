@@ -6,11 +6,11 @@ const HIGH_WATER_BYTES = 256 * 1024;
 /**
  * The body of an upstream's answer as undici's dispatch handler delivers it:
  * chunks pushed as they arrive, read once, either whole (`text`) or as they
- * come (async iteration, for SSE). This replaces undici's `request()` body
+ * come (`read`, for SSE). This replaces undici's `request()` body
  * stream on the hottest path of the gateway: a Readable and its promises per
  * answer cost a third of the upstream client's CPU.
  */
-export class UpstreamBody implements AsyncIterable<Buffer> {
+export class UpstreamBody {
   readonly #controller: Dispatcher.DispatchController;
   #chunks: Buffer[] = [];
   #unread = 0;
@@ -45,17 +45,23 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
     return text;
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<Buffer> {
+  /**
+   * The chunks that arrived since the last read, all of them, waiting for at
+   * least one; undefined once the body has ended. A failure is thrown after
+   * the chunks that came before it. Reading in batches rather than through an
+   * async iterator spares a promise and a resume per chunk on the stream path.
+   */
+  async read(): Promise<Buffer[] | undefined> {
     for (;;) {
-      const chunk = this.#chunks.shift();
-      if (chunk) {
-        this.#unread -= chunk.length;
-        if (this.#controller.paused && this.#unread < HIGH_WATER_BYTES / 2) this.#controller.resume();
-        yield chunk;
-        continue;
+      if (this.#chunks.length > 0) {
+        const chunks = this.#chunks;
+        this.#chunks = [];
+        this.#unread = 0;
+        if (this.#controller.paused) this.#controller.resume();
+        return chunks;
       }
       if (this.#error) throw this.#error;
-      if (this.#ended) return;
+      if (this.#ended) return undefined;
       await new Promise<void>((resolve) => (this.#wake = resolve));
     }
   }
