@@ -26,7 +26,7 @@ export class SseParser {
 
   /** The events that `piece` completes, in order; often none. */
   feed(piece: Buffer | string): SseEvent[] {
-    let pending = this.#pending + (typeof piece === "string" ? piece : this.#decoder.write(piece));
+    const pending = this.#pending + (typeof piece === "string" ? piece : this.#decoder.write(piece));
     const events: SseEvent[] = [];
     let start = 0;
     for (;;) {
@@ -36,17 +36,14 @@ export class SseParser {
       start = newline + 1;
       if (line.endsWith("\r")) line = line.slice(0, -1);
       if (line === "") {
-        if (this.#data.length > 0) events.push({ event: this.#event, data: this.#data.join("\n") });
-        this.#data = [];
-        this.#event = undefined;
+        this.#dispatch(events);
       } else if (line.startsWith("data:")) {
-        this.#data.push(line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5));
+        this.#data.push(dataOf(line));
       } else if (line.startsWith("event:")) {
         this.#event = line.slice(6).trim();
       }
     }
-    pending = pending.slice(start);
-    this.#pending = pending;
+    this.#pending = pending.slice(start);
     return events;
   }
 
@@ -54,10 +51,21 @@ export class SseParser {
   end(): SseEvent[] {
     const pending = this.#pending + this.#decoder.end();
     this.#pending = "";
-    if (pending.startsWith("data:")) this.#data.push(pending.charCodeAt(5) === 32 ? pending.slice(6) : pending.slice(5));
-    const events = this.#data.length > 0 ? [{ event: this.#event, data: this.#data.join("\n") }] : [];
-    this.#data = [];
-    this.#event = undefined;
+    if (pending.startsWith("data:")) this.#data.push(dataOf(pending));
+    const events: SseEvent[] = [];
+    this.#dispatch(events);
     return events;
   }
+
+  /** A blank line: the event gathered so far, if it has data, and a fresh start. */
+  #dispatch(events: SseEvent[]): void {
+    if (this.#data.length > 0) events.push({ event: this.#event, data: this.#data.join("\n") });
+    this.#data = [];
+    this.#event = undefined;
+  }
+}
+
+/** A `data:` line's value: one leading space is part of the field syntax, not the data. */
+function dataOf(line: string): string {
+  return line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
 }
