@@ -225,23 +225,19 @@ export class FreePool {
     this.#reservations++;
     const want = Math.max(1, Math.min(this.#block, Math.floor(this.#remaining / 4)));
 
-    const { granted, remaining } = await this.#db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto("chat_free_pool")
-        .values({ day, granted: 0 })
-        .onConflict((oc) => oc.column("day").doNothing())
-        .execute();
-      const row = await trx.selectFrom("chat_free_pool").select("granted").where("day", "=", day).forUpdate().executeTakeFirstOrThrow();
-      const grant = Math.max(0, Math.min(want, this.#capacity - row.granted));
-      if (grant > 0) {
-        await trx
-          .updateTable("chat_free_pool")
-          .set({ granted: row.granted + grant, updated_at: new Date() })
-          .where("day", "=", day)
-          .execute();
-      }
-      return { granted: grant, remaining: this.#capacity - row.granted - grant };
-    });
+    // One upsert, a round trip: the row is locked while SET reads the old count, so
+    // the grant is min(want, what is left) exactly; `last_grant` hands it back.
+    const capacity = this.#capacity;
+    const { rows } = await sql<{ granted: number; last_grant: number }>`
+      INSERT INTO chat_free_pool AS pool (day, granted, last_grant, updated_at)
+      VALUES (${day}, least(${want}::int, ${capacity}::int), least(${want}::int, ${capacity}::int), now())
+      ON CONFLICT (day) DO UPDATE
+        SET granted = pool.granted + least(excluded.granted, greatest(${capacity}::int - pool.granted, 0)),
+            last_grant = least(excluded.granted, greatest(${capacity}::int - pool.granted, 0)),
+            updated_at = now()
+      RETURNING granted, last_grant`.execute(this.#db);
+    const granted = Number(rows[0]!.last_grant);
+    const remaining = capacity - Number(rows[0]!.granted);
     if (this.#day === day) {
       this.#available += granted;
       this.#remaining = remaining;

@@ -82,6 +82,20 @@ describe("the free pool", () => {
     expect(await granted(utcDay(now))).toBe(served);
   });
 
+  it("instances racing for a fresh day's first units are granted exactly what the row counts", async () => {
+    const now = Date.parse("2031-04-02T12:00:00Z");
+    // Big blocks, so most reservations are refused in part: each must learn exactly what it got.
+    const pools = Array.from({ length: 6 }, () => pool(100, { now: () => now, maxBlock: 64 }));
+    await Promise.all(pools.map((p) => p.start()));
+    const { served } = await outcomes(pools.flatMap((p) => Array.from({ length: 30 }, () => p.take())));
+    expect(served).toBeGreaterThan(0);
+    expect(served).toBeLessThanOrEqual(100);
+    const held = pools.reduce((sum, p) => sum + p.held, 0);
+    expect(await granted(utcDay(now))).toBe(served + held);
+    await Promise.all(pools.map((p) => p.stop()));
+    expect(await granted(utcDay(now))).toBe(served);
+  });
+
   it("reserves in growing blocks, so the shared row is not touched once per request", async () => {
     const now = Date.parse("2031-05-01T12:00:00Z");
     const p = pool(100_000, { now: () => now });

@@ -11,6 +11,7 @@ import * as generationGranted from "./2026-11-26T05-00_generation-granted.js";
 import * as planRevisions from "./2026-11-27T02-00_plan-revisions.js";
 import * as artifacts from "./2026-11-27T03-00_artifacts.js";
 import * as stageRetries from "./2026-11-27T05-00_stage-retries.js";
+import * as freePoolLastGrant from "./2026-11-28T00-00_free-pool-last-grant.js";
 
 /**
  * Every migration, by name. Names sort in the order they apply (ISO date
@@ -29,4 +30,5 @@ export const migrations: Record<string, Migration> = {
   "2026-11-27T02-00_plan-revisions": planRevisions,
   "2026-11-27T03-00_artifacts": artifacts,
   "2026-11-27T05-00_stage-retries": stageRetries,
+  "2026-11-28T00-00_free-pool-last-grant": freePoolLastGrant,
 };

@@ -10,5 +10,7 @@ export interface ChatFreePoolTable {
   /** `YYYY-MM-DD`, UTC. Text, so both drivers read it back the same. */
   day: string;
   granted: number;
+  /** Units the last reservation took (an upsert's RETURNING sees only the new `granted`). */
+  last_grant: ColumnType<number, number | undefined, number>;
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
