@@ -1,7 +1,6 @@
 import type { Store } from "../db/database.js";
 import type { Logger } from "../observability/logger.js";
 import { API_KEY_REVOKED_CHANNEL, findLiveApiKey, touchApiKey } from "./accounts.js";
-import { hashToken } from "./secrets.js";
 
 /** The fields of a live key the authenticator needs, as `findLiveApiKey` reads them. */
 export type LiveApiKey = NonNullable<Awaited<ReturnType<typeof findLiveApiKey>>>;
@@ -17,6 +16,8 @@ export interface ApiKeyCacheOptions {
   /** How long a checked key is trusted without asking the database; a backstop, since revocations are notified. */
   ttlMs?: number;
   maxEntries?: number;
+  /** How often entries past their TTL are dropped, so a secret no longer in use leaves memory. */
+  sweepEveryMs?: number;
   now?: () => number;
 }
 
@@ -25,14 +26,22 @@ const USE_RECORDED_EVERY_MS = 60_000;
 
 /**
  * Keys that were found live, so that requests do not wait on a database
- * round trip to check them. Only successful lookups are kept, keyed by the
- * secret's SHA-256 (the secret itself is never a map key). A revocation drops
- * the key at once on the instance that made it (`forget`) and within
+ * round trip to check them. Only successful lookups are kept. A revocation
+ * drops the key at once on the instance that made it (`forget`) and within
  * milliseconds on the others (a NOTIFY on `API_KEY_REVOKED_CHANNEL`); if the
  * listener connection is lost, everything is dropped, since notifications
  * may have been missed. Entries also expire after `ttlMs`.
+ *
+ * Entries are keyed by the secret as presented. The database holds only its
+ * SHA-256, but hashing it on every request cost 3-4 µs of a ~65 µs chat
+ * completion (OpenSSL's digest, cold between requests), and the process
+ * holds each secret while it serves the request anyway. A Map finds a string
+ * by its seeded hash before comparing contents, so a lookup's time says
+ * nothing about how much of a wrong guess was right. Expired entries are
+ * swept, so a key no longer used leaves memory within two TTLs.
  */
 export class ApiKeyCache {
+  /** By secret, in load order. */
   readonly #entries = new Map<string, { key: LiveApiKey; expiresAt: number }>();
   readonly #find: ApiKeyCacheOptions["find"];
   readonly #touch: ApiKeyCacheOptions["touch"];
@@ -40,7 +49,9 @@ export class ApiKeyCache {
   readonly #logger: Logger;
   readonly #ttlMs: number;
   readonly #maxEntries: number;
+  readonly #sweepEveryMs: number;
   readonly #now: () => number;
+  #sweeper: NodeJS.Timeout | undefined;
   /**
    * Bumped whenever a key may have been revoked. A lookup that began under an
    * older epoch may have read the row before the revocation committed, so its
@@ -58,6 +69,7 @@ export class ApiKeyCache {
     this.#logger = options.logger;
     this.#ttlMs = options.ttlMs ?? 60_000;
     this.#maxEntries = options.maxEntries ?? 10_000;
+    this.#sweepEveryMs = options.sweepEveryMs ?? this.#ttlMs;
     this.#now = options.now ?? Date.now;
   }
 
@@ -69,10 +81,18 @@ export class ApiKeyCache {
       () => this.clear(),
     );
     this.#listening = true;
+    this.#sweeper = setInterval(() => this.#dropExpired(), this.#sweepEveryMs);
+    this.#sweeper.unref();
+  }
+
+  /** Keys held in memory (for tests). */
+  get size(): number {
+    return this.#entries.size;
   }
 
   async stop(): Promise<void> {
     this.#listening = false;
+    clearInterval(this.#sweeper);
     this.clear();
     await this.#unlisten?.().catch(() => {});
     this.#unlisten = undefined;
@@ -80,17 +100,16 @@ export class ApiKeyCache {
 
   /** The live key with this secret if it was checked within the TTL, without asking the database. */
   remembered(secret: string): LiveApiKey | undefined {
-    return this.#fresh(hashToken(secret));
+    return this.#fresh(secret);
   }
 
   /** The live key with this secret, from memory when it was checked within the TTL. */
   async find(secret: string): Promise<LiveApiKey | undefined> {
-    const hash = hashToken(secret);
-    const known = this.#fresh(hash);
+    const known = this.#fresh(secret);
     if (known) return known;
     const epoch = this.#epoch;
     const key = await this.#find(secret);
-    if (key && this.#listening && epoch === this.#epoch) this.#remember(hash, key);
+    if (key && this.#listening && epoch === this.#epoch) this.#remember(secret, key);
     return key;
   }
 
@@ -109,8 +128,8 @@ export class ApiKeyCache {
   /** Drops a revoked key; lookups already under way will not remember it either. */
   forget(keyId: string): void {
     this.#epoch++;
-    for (const [hash, entry] of this.#entries) {
-      if (entry.key.id === keyId) this.#entries.delete(hash);
+    for (const [secret, entry] of this.#entries) {
+      if (entry.key.id === keyId) this.#entries.delete(secret);
     }
   }
 
@@ -120,21 +139,28 @@ export class ApiKeyCache {
     this.#entries.clear();
   }
 
-  #fresh(hash: string): LiveApiKey | undefined {
-    const entry = this.#entries.get(hash);
+  #fresh(secret: string): LiveApiKey | undefined {
+    const entry = this.#entries.get(secret);
     if (!entry) return undefined;
     if (entry.expiresAt > this.#now()) return entry.key;
-    this.#entries.delete(hash);
+    this.#entries.delete(secret);
     return undefined;
   }
 
-  #remember(hash: string, key: LiveApiKey): void {
-    if (this.#entries.size >= this.#maxEntries && !this.#entries.has(hash)) {
+  #dropExpired(): void {
+    const now = this.#now();
+    for (const [secret, entry] of this.#entries) {
+      if (entry.expiresAt <= now) this.#entries.delete(secret);
+    }
+  }
+
+  #remember(secret: string, key: LiveApiKey): void {
+    if (this.#entries.size >= this.#maxEntries && !this.#entries.has(secret)) {
       // Insertion order is load order, so the first entry is the one closest to expiring.
       const oldest = this.#entries.keys().next();
       if (!oldest.done) this.#entries.delete(oldest.value);
     }
-    this.#entries.set(hash, { key, expiresAt: this.#now() + this.#ttlMs });
+    this.#entries.set(secret, { key, expiresAt: this.#now() + this.#ttlMs });
   }
 }
 

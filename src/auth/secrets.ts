@@ -31,7 +31,7 @@ export function newSessionToken(): string {
  * is enough to store them; a slow KDF is for low-entropy passwords only.
  */
 export function hashToken(token: string): string {
-  // The one-shot form: a third of createHash().update().digest()'s time, and this runs for every keyed request.
+  // The one-shot form: a third of createHash().update().digest()'s time.
   return hash("sha256", token);
 }
 

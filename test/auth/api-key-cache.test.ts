@@ -6,7 +6,7 @@ import { createLogger } from "../../src/observability/logger.js";
 const TTL_MS = 60_000;
 
 /** A cache over an in-memory key table, with a clock and a NOTIFY channel the test drives. */
-function harness(options: { maxEntries?: number } = {}) {
+function harness(options: { maxEntries?: number; sweepEveryMs?: number } = {}) {
   let now = 1_000_000;
   const table = new Map<string, LiveApiKey>();
   const loads: string[] = [];
@@ -37,6 +37,7 @@ function harness(options: { maxEntries?: number } = {}) {
     logger: createLogger("silent"),
     ttlMs: TTL_MS,
     maxEntries: options.maxEntries,
+    sweepEveryMs: options.sweepEveryMs,
     now: () => now,
   });
   return {
@@ -193,6 +194,22 @@ describe("ApiKeyCache", () => {
     await h.cache.stop();
     await h.cache.find("zk_a");
     expect(h.loads).toEqual(["zk_a", "zk_a", "zk_a", "zk_a"]);
+  });
+
+  it("lets go of a key no longer used once its TTL has passed, without a lookup", async () => {
+    const h = harness({ sweepEveryMs: 10 });
+    await h.cache.start();
+    h.addKey("zk_a", "key_a");
+    h.addKey("zk_b", "key_b");
+    await h.cache.find("zk_a");
+    h.advance(TTL_MS / 2);
+    await h.cache.find("zk_b");
+    h.advance(TTL_MS / 2);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // zk_a's TTL has passed and it goes from memory; zk_b's has not.
+    expect(h.cache.size).toBe(1);
+    expect(h.cache.remembered("zk_b")?.id).toBe("key_b");
+    await h.cache.stop();
   });
 
   it("holds at most maxEntries keys, evicting the oldest", async () => {
