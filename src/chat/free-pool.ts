@@ -228,9 +228,10 @@ export class FreePool {
     // One upsert, a round trip: the row is locked while SET reads the old count, so
     // the grant is min(want, what is left) exactly; `last_grant` hands it back.
     const capacity = this.#capacity;
+    const firstGrant = Math.min(want, capacity);
     const { rows } = await sql<{ granted: number; last_grant: number }>`
       INSERT INTO chat_free_pool AS pool (day, granted, last_grant, updated_at)
-      VALUES (${day}, least(${want}::int, ${capacity}::int), least(${want}::int, ${capacity}::int), now())
+      VALUES (${day}, ${firstGrant}::int, ${firstGrant}::int, now())
       ON CONFLICT (day) DO UPDATE
         SET granted = pool.granted + least(excluded.granted, greatest(${capacity}::int - pool.granted, 0)),
             last_grant = least(excluded.granted, greatest(${capacity}::int - pool.granted, 0)),
