@@ -6,7 +6,7 @@ import { parseChatRequest } from "./chat-request.js";
 import type { ChatRouter } from "./chat-router.js";
 import type { ChatRequest } from "./chat-types.js";
 import { completeIdempotently } from "./idempotent-completion.js";
-import { abortedOnHangUp, asHttp1, authenticateBearer, drained, MAX_BODY_BYTES, SSE_HEADERS, writeEvent } from "./openai-http.js";
+import { asHttp1, authenticateBearer, drained, MAX_BODY_BYTES, SSE_HEADERS, writeEvent } from "./openai-http.js";
 import type { IdempotencyStore } from "../server/idempotency.js";
 
 export interface ChatRestDeps {
@@ -34,7 +34,7 @@ export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
       return;
     }
     // The client hanging up aborts the upstream request at once.
-    const signal = abortedOnHangUp(res);
+    const signal = exchange.hangUp;
     if (request.stream === true) {
       await streamCompletion(deps.router, request, principal.accountId, signal, req, res);
       return;

@@ -4,14 +4,14 @@ import { readJsonBody, sendJson, type RestRouter } from "../server/rest.js";
 import { MAX_REQUEST_DEPTH, nestedDeeperThan } from "./chat-request.js";
 import type { ChatRouter } from "./chat-router.js";
 import type { GatewayRequest } from "./chat-types.js";
-import { abortedOnHangUp, authenticateBearer, MAX_BODY_BYTES } from "./openai-http.js";
+import { authenticateBearer, MAX_BODY_BYTES } from "./openai-http.js";
 
 /** `POST /v1/embeddings`: OpenAI's embeddings for the alias, from upstreams that declare an embedding model. */
 export function embeddingsRoutes(rest: RestRouter, deps: { router: ChatRouter; authenticator: Authenticator }): void {
   rest.add("POST", "/v1/embeddings", async (exchange) => {
     const { accountId } = await authenticateBearer(exchange, deps.authenticator);
     const request = parseEmbeddingsRequest(await readJsonBody(exchange.req, { maxBytes: MAX_BODY_BYTES }));
-    const signal = abortedOnHangUp(exchange.res);
+    const signal = exchange.hangUp;
     const answer = await deps.router.embed(request, { accountId, signal, fromClient: true });
     if (!signal.aborted) sendJson(exchange.res, 200, answer);
   });

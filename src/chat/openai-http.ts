@@ -17,15 +17,6 @@ export const SSE_HEADERS = {
   "x-accel-buffering": "no",
 };
 
-/** A signal aborted when the client hangs up before the answer is finished: its upstream request stops at once. */
-export function abortedOnHangUp(res: NodeResponse): AbortSignal {
-  const abort = new AbortController();
-  res.on("close", () => {
-    if (!res.writableFinished) abort.abort();
-  });
-  return abort.signal;
-}
-
 /**
  * HTTP/1.1 and HTTP/2 compatibility responses share writeHead/write/end, but
  * TypeScript cannot call a method through their union.

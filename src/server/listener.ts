@@ -44,6 +44,11 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
   const headersTimeoutMs = options.headersTimeoutMs ?? 20_000;
   const requestTimeoutMs = options.requestTimeoutMs ?? 120_000;
   const sessions = new Set<http2.Http2Session>();
+  const requests = new InFlight();
+  const counted: RequestListener = (req, res) => {
+    requests.add(res);
+    onRequest(req, res);
+  };
   const trackSession = (session: http2.Http2Session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
@@ -52,7 +57,7 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
   // HTTP/1.1 bounds a request's arrival itself (headersTimeout, requestTimeout); HTTP/2 needs it per stream.
   const bounded: RequestListener = (req, res) => {
     if (req.httpVersionMajor === 2) boundRequestBody(req as http2.Http2ServerRequest, requestTimeoutMs);
-    onRequest(req, res);
+    counted(req, res);
   };
 
   if (options.tls) {
@@ -72,6 +77,7 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
     return wrap(
       server,
       sessions,
+      requests,
       () => {
         (server as unknown as http.Server).closeIdleConnections?.();
       },
@@ -81,7 +87,7 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
 
   // Node checks header and request deadlines on this interval (30 s by default), so it bounds how late they bite.
   const connectionsCheckingInterval = Math.min(1000, Math.floor(headersTimeoutMs / 2));
-  const http1 = http.createServer({ connectionsCheckingInterval }, onRequest);
+  const http1 = http.createServer({ connectionsCheckingInterval }, counted);
   applyHttp1Timeouts(http1, options);
   // This server never listens itself (the sniffer hands it sockets), but Node
   // only starts tracking connections, and so enforcing headersTimeout /
@@ -127,6 +133,7 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
   return wrap(
     sniffer,
     sessions,
+    requests,
     () => http1.closeIdleConnections(),
     () => {
       http1.closeAllConnections();
@@ -190,19 +197,30 @@ function applyHttp1Timeouts(server: http.Server, options: ListenerOptions): void
   server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 5_000;
 }
 
-function wrap(server: net.Server, sessions: Set<http2.Http2Session>, closeIdle: () => void, closeAll: () => void, http1?: http.Server): Listener {
-  let inFlight = 0;
-  let drained: (() => void) | undefined;
-  const countRequests = (target: net.Server | http.Server) =>
-    target.on("request", (_req: unknown, res: NodeResponse) => {
-      inFlight++;
-      res.on("close", () => {
-        inFlight--;
-        if (inFlight === 0) drained?.();
-      });
-    });
-  countRequests(http1 ?? server);
+/** Requests whose responses have not closed yet. */
+class InFlight {
+  count = 0;
+  /** Called each time the count falls to zero. */
+  onIdle: (() => void) | undefined;
+  // One function for every response, rather than a closure per request.
+  readonly #closed = () => {
+    if (--this.count === 0) this.onIdle?.();
+  };
 
+  add(res: NodeResponse): void {
+    this.count++;
+    res.on("close", this.#closed);
+  }
+}
+
+function wrap(
+  server: net.Server,
+  sessions: Set<http2.Http2Session>,
+  requests: InFlight,
+  closeIdle: () => void,
+  closeAll: () => void,
+  http1?: http.Server,
+): Listener {
   return {
     listen(port, host) {
       return new Promise((resolve, reject) => {
@@ -220,8 +238,8 @@ function wrap(server: net.Server, sessions: Set<http2.Http2Session>, closeIdle: 
       closeIdle();
       for (const session of sessions) session.close();
       const allDone = new Promise<void>((resolve) => {
-        const check = () => (inFlight === 0 && sessions.size === 0 ? resolve() : undefined);
-        drained = check;
+        const check = () => (requests.count === 0 && sessions.size === 0 ? resolve() : undefined);
+        requests.onIdle = check;
         for (const session of sessions) session.once("close", check);
         check();
       });

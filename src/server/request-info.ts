@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { Span } from "@opentelemetry/api";
 import type { Logger } from "../observability/logger.js";
 import type { NodeRequest } from "./node-http.js";
 
@@ -13,8 +14,12 @@ export class RequestInfo {
   readonly clientAddress: string;
   /** `performance.now()` when the request arrived. */
   readonly startedAt: number;
+  /** The metrics label: the REST path or prefix that matched, the RPC procedure, or "other". */
+  route = "other";
+  span: Span | undefined;
   readonly #parent: Logger;
   #log: Logger | undefined;
+  #hangUp: AbortController | undefined;
 
   constructor(id: string, clientAddress: string, parent: Logger) {
     this.id = id;
@@ -26,6 +31,21 @@ export class RequestInfo {
   get log(): Logger {
     this.#log ??= this.#parent.child({ requestId: this.id });
     return this.#log;
+  }
+
+  /**
+   * Aborted when the client hangs up before its answer is finished. Made on
+   * first use, and aborted from the outer handler's one close listener
+   * rather than from a listener of its own on every response.
+   */
+  get hangUpSignal(): AbortSignal {
+    this.#hangUp ??= new AbortController();
+    return this.#hangUp.signal;
+  }
+
+  /** Told by the outer handler when the response has closed, finished or not. */
+  responseClosed(finished: boolean): void {
+    if (!finished) this.#hangUp?.abort();
   }
 }
 

@@ -11,6 +11,8 @@ export interface RestExchange {
   req: NodeRequest;
   res: NodeResponse;
   url: URL;
+  /** Aborted when the client hangs up before the answer is finished (what a route stops, such as an upstream request). */
+  readonly hangUp: AbortSignal;
 }
 
 export type RestHandler = (exchange: RestExchange) => Promise<void> | void;

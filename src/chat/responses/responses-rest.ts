@@ -2,7 +2,7 @@ import type { Authenticator } from "../../server/access.js";
 import { ServiceError } from "../../server/errors.js";
 import { requestInfo } from "../../server/request-info.js";
 import { readJsonBody, sendJson, type RestExchange, type RestRouter } from "../../server/rest.js";
-import { abortedOnHangUp, asHttp1, authenticateBearer, drained, MAX_BODY_BYTES, SSE_HEADERS, writeEvent } from "../openai-http.js";
+import { asHttp1, authenticateBearer, drained, MAX_BODY_BYTES, SSE_HEADERS, writeEvent } from "../openai-http.js";
 import type { ResponseEvent, ResponsesGateway } from "./responses-gateway.js";
 
 const PREFIX = "/v1/responses/";
@@ -16,15 +16,15 @@ export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGate
   rest.add("POST", "/v1/responses", async (exchange) => {
     const { accountId } = await authenticateBearer(exchange, deps.authenticator);
     const body = await readJsonBody(exchange.req, { maxBytes: MAX_BODY_BYTES });
-    const signal = abortedOnHangUp(exchange.res);
+    const signal = exchange.hangUp;
     if (typeof body === "object" && body !== null && !Array.isArray(body) && body.stream === true) {
       const log = requestInfo(exchange.req)?.log;
-      const events = await gateway.stream(accountId, body, { signal: signal, onUnexpected: (error) => log?.error({ err: error }, "unexpected error") });
+      const events = await gateway.stream(accountId, body, { signal, onUnexpected: (error) => log?.error({ err: error }, "unexpected error") });
       await sendEvents(exchange, events, signal);
       return;
     }
     const header = exchange.req.headers["idempotency-key"];
-    const result = await gateway.create(accountId, body, { idempotencyKey: Array.isArray(header) ? header[0] : header, signal: signal });
+    const result = await gateway.create(accountId, body, { idempotencyKey: Array.isArray(header) ? header[0] : header, signal });
     if (!signal.aborted) sendRaw(exchange, result.json, result.replayed ? { "idempotent-replayed": "true" } : {});
   });
   rest.addPrefix(PREFIX, async (exchange) => {
