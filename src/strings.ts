@@ -23,3 +23,16 @@ export function trimOf(text: string, chars: string): string {
 export function withoutTrailingSlashes(url: string): string {
   return trimEndOf(url, "/");
 }
+
+/**
+ * A path segment percent-decoded, or as sent when its escapes are malformed
+ * (`%ZZ`): such a segment can name nothing we store, so a lookup of it as
+ * sent finds nothing, which is the answer a mistyped address deserves.
+ */
+export function decodedOrAsSent(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}

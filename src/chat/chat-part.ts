@@ -75,7 +75,7 @@ export function chatPart(deps: ChatPartDeps): ChatPart {
     routes: (rest) => {
       chatRoutes(rest, { router, idempotency, authenticator: deps.authenticator });
       responsesRoutes(rest, { gateway: responsesGateway, authenticator: deps.authenticator });
-      embeddingsRoutes(rest, { router, authenticator: deps.authenticator });
+      embeddingsRoutes(rest, { router, idempotency, authenticator: deps.authenticator });
     },
     async start() {
       await pool.start();

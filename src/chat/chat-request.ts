@@ -58,6 +58,14 @@ export function nestedDeeperThan(value: object, limit: number): boolean {
   return false;
 }
 
+/** 404 `model_not_found` for a model other than the alias, as a request or a model lookup meets it. */
+export function unknownModel(model: string): ServiceError {
+  return new ServiceError("model_not_found", `the model \`${model}\` does not exist: this service serves "${CHAT_ALIAS}" only`, {
+    status: 404,
+    param: "model",
+  });
+}
+
 /**
  * The routing decision: only the bare alias is served. A provider-prefixed
  * alias (`openai/project-zero`) is 400 and never served, so it cannot reach
@@ -72,10 +80,7 @@ export function checkAlias(request: GatewayRequest): void {
         param: "model",
       });
     }
-    throw new ServiceError("model_not_found", `the model \`${model}\` does not exist: this service serves "${CHAT_ALIAS}" only`, {
-      status: 404,
-      param: "model",
-    });
+    throw unknownModel(model);
   }
   const program = request.program;
   if (program !== undefined && program !== null && program !== CHAT_PROGRAM) {

@@ -1,12 +1,14 @@
 import { CHAT_ALIAS } from "../api/model.js";
 import type { Authenticator } from "../server/access.js";
+import { ServiceError } from "../server/errors.js";
+import { decodedOrAsSent } from "../strings.js";
 import type { Principal } from "../server/context.js";
 import { readJsonBody, renderError, sendError, sendJson, type NodeRequest, type NodeResponse, type RestExchange, type RestRouter } from "../server/rest.js";
-import { parseChatRequest } from "./chat-request.js";
+import { parseChatRequest, unknownModel } from "./chat-request.js";
 import type { ChatRouter } from "./chat-router.js";
 import type { ChatRequest } from "./chat-types.js";
 import { completeIdempotently } from "./idempotent-completion.js";
-import { asHttp1, authenticateBearer, drained, MAX_BODY_BYTES, SSE_HEADERS, writeEvent } from "./openai-http.js";
+import { asHttp1, authenticateBearer, drained, idempotencyKeyOf, MAX_BODY_BYTES, sendAnswer, SSE_HEADERS, writeEvent } from "./openai-http.js";
 import type { IdempotencyStore } from "../server/idempotency.js";
 
 export interface ChatRestDeps {
@@ -40,20 +42,8 @@ export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
       return;
     }
     try {
-      const header = req.headers["idempotency-key"];
-      const result = await completeIdempotently(deps, request, {
-        accountId: principal.accountId,
-        idempotencyKey: Array.isArray(header) ? header[0] : header,
-        signal,
-      });
-      if (signal.aborted) return;
-      asHttp1(res).writeHead(200, {
-        "content-type": "application/json",
-        "content-length": Buffer.byteLength(result.json),
-        "cache-control": "no-store",
-        ...(result.replayed ? { "idempotent-replayed": "true" } : {}),
-      });
-      res.end(result.json);
+      const result = await completeIdempotently(deps, request, { accountId: principal.accountId, idempotencyKey: idempotencyKeyOf(req), signal });
+      if (!signal.aborted) sendAnswer(res, result);
     } catch (error) {
       if (!signal.aborted) sendError(res, error, req);
     }
@@ -78,6 +68,16 @@ function modelRoutes(rest: RestRouter, deps: ChatRestDeps): void {
   };
   rest.add("GET", "/v1/models", answer({ object: "list", data: [model] }));
   rest.add("GET", `/v1/models/${CHAT_ALIAS}`, answer(model));
+  // Any other model, as OpenAI answers one it does not have (an SDK's `models.retrieve` reads the code).
+  rest.addPrefix("/v1/models/", async (exchange) => {
+    const method = exchange.req.method ?? "GET";
+    if (method !== "GET" && method !== "HEAD") {
+      exchange.res.setHeader("Allow", "GET");
+      throw new ServiceError("method_not_allowed", "use GET on /v1/models/{model}");
+    }
+    await authenticateBearer(exchange, deps.authenticator);
+    throw unknownModel(decodedOrAsSent(exchange.url.pathname.slice("/v1/models/".length)));
+  });
 }
 
 /** When the alias first existed (Unix seconds): OpenAI's `created` for a model. */

@@ -1,19 +1,30 @@
 import type { Authenticator } from "../server/access.js";
 import { invalidRequest } from "../server/errors.js";
-import { readJsonBody, sendJson, type RestRouter } from "../server/rest.js";
+import { type IdempotencyStore, runIdempotently } from "../server/idempotency.js";
+import { readJsonBody, type RestRouter } from "../server/rest.js";
 import { MAX_REQUEST_DEPTH, nestedDeeperThan } from "./chat-request.js";
 import type { ChatRouter } from "./chat-router.js";
 import type { GatewayRequest } from "./chat-types.js";
-import { authenticateBearer, MAX_BODY_BYTES } from "./openai-http.js";
+import { authenticateBearer, idempotencyKeyOf, MAX_BODY_BYTES, sendAnswer } from "./openai-http.js";
 
-/** `POST /v1/embeddings`: OpenAI's embeddings for the alias, from upstreams that declare an embedding model. */
-export function embeddingsRoutes(rest: RestRouter, deps: { router: ChatRouter; authenticator: Authenticator }): void {
+/**
+ * `POST /v1/embeddings`: OpenAI's embeddings for the alias, from upstreams
+ * that declare an embedding model. An `Idempotency-Key` works as for chat
+ * completions: the same body again replays the first answer.
+ */
+export function embeddingsRoutes(rest: RestRouter, deps: { router: ChatRouter; idempotency: IdempotencyStore; authenticator: Authenticator }): void {
   rest.add("POST", "/v1/embeddings", async (exchange) => {
     const { accountId } = await authenticateBearer(exchange, deps.authenticator);
     const request = parseEmbeddingsRequest(await readJsonBody(exchange.req, { maxBytes: MAX_BODY_BYTES }));
     const signal = exchange.hangUp;
-    const answer = await deps.router.embed(request, { accountId, signal, fromClient: true });
-    if (!signal.aborted) sendJson(exchange.res, 200, answer);
+    const embed = async () => JSON.stringify(await deps.router.embed(request, { accountId, signal, fromClient: true }));
+    const key = idempotencyKeyOf(exchange.req);
+    // The body is wrapped so that a key used on another route with the same body is still another request.
+    const result =
+      key === undefined
+        ? { json: await embed(), replayed: false }
+        : await runIdempotently(deps.idempotency, { accountId, key, request: { embeddings: request } }, embed);
+    if (!signal.aborted) sendAnswer(exchange.res, result);
   });
 }
 

@@ -3,7 +3,8 @@ import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { accessRule, type Authenticator } from "../server/access.js";
 import type { Principal } from "../server/context.js";
 import { ServiceError } from "../server/errors.js";
-import type { NodeResponse } from "../server/node-http.js";
+import type { CompletionResult } from "../server/idempotency.js";
+import type { NodeRequest, NodeResponse } from "../server/node-http.js";
 import { requestInfo } from "../server/request-info.js";
 import type { RestExchange } from "../server/rest.js";
 
@@ -16,6 +17,23 @@ export const SSE_HEADERS = {
   // Proxies such as nginx would otherwise hold chunks back.
   "x-accel-buffering": "no",
 };
+
+/** A non-streamed answer, already JSON; a replay under an `Idempotency-Key` says so in `Idempotent-Replayed`. */
+export function sendAnswer(res: NodeResponse, result: CompletionResult): void {
+  asHttp1(res).writeHead(200, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(result.json),
+    "cache-control": "no-store",
+    ...(result.replayed ? { "idempotent-replayed": "true" } : {}),
+  });
+  res.end(result.json);
+}
+
+/** The `Idempotency-Key` header as sent (the first, if sent twice). */
+export function idempotencyKeyOf(req: NodeRequest): string | undefined {
+  const header = req.headers["idempotency-key"];
+  return Array.isArray(header) ? header[0] : header;
+}
 
 /**
  * HTTP/1.1 and HTTP/2 compatibility responses share writeHead/write/end, but

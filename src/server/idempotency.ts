@@ -47,7 +47,8 @@ export class IdempotencyStore {
 
   /** Checks a client-supplied key. */
   static validKey(key: string): string {
-    if (key.length === 0 || key.length > MAX_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(key)) {
+    // Printable ASCII, the space included (HTTP has already trimmed the value's ends).
+    if (key.length === 0 || key.length > MAX_KEY_LENGTH || !/^[\x20-\x7e]+$/.test(key)) {
       throw invalidRequest(`Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} printable ASCII characters`);
     }
     return key;

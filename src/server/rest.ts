@@ -175,8 +175,13 @@ export function renderError(error: unknown, req?: NodeRequest): { error: Service
     const log = req ? requestInfo(req)?.log : undefined;
     log?.error({ err: cause }, "unexpected error");
   });
-  const body = req?.url?.startsWith("/v1/") ? openAiErrorBody(serviceError) : apiErrorBody(serviceError);
+  const body = req?.url !== undefined && isOpenAiPath(req.url) ? openAiErrorBody(serviceError) : apiErrorBody(serviceError);
   return { error: serviceError, body };
+}
+
+/** `/v1` and below: OpenAI's routes, whose every answer is in OpenAI's shape. */
+function isOpenAiPath(url: string): boolean {
+  return url.startsWith("/v1") && (url.length === 3 || url[3] === "/" || url[3] === "?");
 }
 
 /** Answers with any error, rendered by `renderError`; a response already under way is cut off instead. */

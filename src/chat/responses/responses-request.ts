@@ -13,8 +13,9 @@ const FUNCTION_TOOL = "function";
 
 /**
  * Checks a Responses body before anything is committed: the parts every
- * later step relies on. Values the upstream judges (temperature, schemas)
- * pass through untouched.
+ * later step relies on, and the options the response object echoes back
+ * (typed clients parse them), by OpenAI's documented types and ranges.
+ * What the upstream judges (schemas, the words) passes through untouched.
  */
 export function parseResponsesRequest(json: unknown): ResponsesRequest {
   if (typeof json !== "object" || json === null || Array.isArray(json)) throw invalidRequest("the body must be a JSON object");
@@ -28,6 +29,14 @@ export function parseResponsesRequest(json: unknown): ResponsesRequest {
   for (const name of ["instructions", "previous_response_id", "user", "program"]) {
     if (body[name] !== undefined && body[name] !== null && typeof body[name] !== "string") throw invalidRequest(`\`${name}\` must be a string`, name);
   }
+  checkNumber(body, "temperature", 0, 2);
+  checkNumber(body, "top_p", 0, 1);
+  const maxTokens = body.max_output_tokens;
+  if (maxTokens !== undefined && maxTokens !== null && !(Number.isInteger(maxTokens) && (maxTokens as number) >= 1)) {
+    throw invalidRequest("`max_output_tokens` must be a whole number of at least 1", "max_output_tokens");
+  }
+  checkMetadata(body.metadata);
+  if (body.text !== undefined && body.text !== null && !isObject(body.text)) throw invalidRequest("`text` must be an object", "text");
   if (body.tools !== undefined && body.tools !== null) {
     if (!Array.isArray(body.tools)) throw invalidRequest("`tools` must be an array", "tools");
     for (const tool of body.tools) {
@@ -39,6 +48,21 @@ export function parseResponsesRequest(json: unknown): ResponsesRequest {
     }
   }
   return body as ResponsesRequest;
+}
+
+function checkNumber(body: Record<string, unknown>, name: string, min: number, max: number): void {
+  const value = body[name];
+  if (value === undefined || value === null) return;
+  if (typeof value !== "number" || !(value >= min && value <= max)) throw invalidRequest(`\`${name}\` must be a number from ${min} to ${max}`, name);
+}
+
+/** OpenAI's limits for `metadata`: up to 16 pairs, keys up to 64 characters, string values up to 512. */
+function checkMetadata(metadata: unknown): void {
+  if (metadata === undefined || metadata === null) return;
+  const entries = isObject(metadata) ? Object.entries(metadata) : undefined;
+  const valid =
+    entries !== undefined && entries.length <= 16 && entries.every(([key, value]) => key.length <= 64 && typeof value === "string" && value.length <= 512);
+  if (!valid) throw invalidRequest("`metadata` must be an object of up to 16 strings, keys up to 64 characters and values up to 512", "metadata");
 }
 
 /**
@@ -168,7 +192,8 @@ function chatResponseFormat(format: unknown): Record<string, unknown> | undefine
     if (typeof format.description === "string") schema.description = format.description;
     return { type: "json_schema", json_schema: schema };
   }
-  throw invalidRequest(`the text format \`${String(format.type)}\` is not supported`, "text.format");
+  if (typeof format.type !== "string") throw invalidRequest("`text.format.type` must be text, json_object or json_schema", "text.format");
+  throw invalidRequest(`the text format \`${format.type}\` is not supported`, "text.format");
 }
 
 function copy(from: Record<string, unknown>, to: Record<string, unknown>, name: string): void {

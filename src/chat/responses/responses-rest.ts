@@ -1,8 +1,9 @@
 import type { Authenticator } from "../../server/access.js";
 import { ServiceError } from "../../server/errors.js";
+import { decodedOrAsSent } from "../../strings.js";
 import { requestInfo } from "../../server/request-info.js";
 import { readJsonBody, sendJson, type RestExchange, type RestRouter } from "../../server/rest.js";
-import { asHttp1, authenticateBearer, drained, MAX_BODY_BYTES, SSE_HEADERS, writeEvent } from "../openai-http.js";
+import { asHttp1, authenticateBearer, drained, idempotencyKeyOf, MAX_BODY_BYTES, sendAnswer, SSE_HEADERS, writeEvent } from "../openai-http.js";
 import type { ResponseEvent, ResponsesGateway } from "./responses-gateway.js";
 
 const PREFIX = "/v1/responses/";
@@ -23,12 +24,11 @@ export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGate
       await sendEvents(exchange, events, signal);
       return;
     }
-    const header = exchange.req.headers["idempotency-key"];
-    const result = await gateway.create(accountId, body, { idempotencyKey: Array.isArray(header) ? header[0] : header, signal });
-    if (!signal.aborted) sendRaw(exchange, result.json, result.replayed ? { "idempotent-replayed": "true" } : {});
+    const result = await gateway.create(accountId, body, { idempotencyKey: idempotencyKeyOf(exchange.req), signal });
+    if (!signal.aborted) sendAnswer(exchange.res, result);
   });
   rest.addPrefix(PREFIX, async (exchange) => {
-    const id = decodeURIComponent(exchange.url.pathname.slice(PREFIX.length));
+    const id = decodedOrAsSent(exchange.url.pathname.slice(PREFIX.length));
     const method = exchange.req.method ?? "GET";
     if (id === "" || id.includes("/")) throw new ServiceError("not_found", `no route for ${method} ${exchange.url.pathname}`);
     if (method !== "GET" && method !== "HEAD" && method !== "DELETE") {
@@ -41,7 +41,7 @@ export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGate
       sendJson(exchange.res, 200, { id, object: "response", deleted: true });
       return;
     }
-    sendRaw(exchange, await gateway.retrieve(accountId, id));
+    sendAnswer(exchange.res, { json: await gateway.retrieve(accountId, id), replayed: false });
   });
 }
 
@@ -57,14 +57,4 @@ async function sendEvents(exchange: RestExchange, batches: AsyncIterable<Respons
     if (!writeEvent(res, events)) await drained(res);
   }
   if (!signal.aborted) out.end();
-}
-
-function sendRaw(exchange: RestExchange, json: string, headers: Record<string, string> = {}): void {
-  asHttp1(exchange.res).writeHead(200, {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(json),
-    "cache-control": "no-store",
-    ...headers,
-  });
-  exchange.res.end(json);
 }
