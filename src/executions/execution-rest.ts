@@ -1,6 +1,7 @@
 import { create, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import {
   CancelExecutionRequestSchema,
+  type CreateExecutionRequest,
   CreateExecutionRequestSchema,
   DeleteExecutionRequestSchema,
   ExecutionService,
@@ -37,10 +38,10 @@ export function executionRoutes(router: RestRouter, rpc: RestRpc, download?: Pla
     const fields = isObject(body) ? body : undefined;
     const planId = fields?.planId ?? fields?.plan_id;
 
-    if (fields && planId !== undefined && planId !== null && planId !== "" && fields.cancel !== undefined && fields.cancel !== false) {
+    if (fields && planId !== undefined && planId !== null && planId !== "" && asksToCancel(fields)) {
       const method = methods.cancelExecution;
       const { message, responseHeader } = await rpc.call(exchange, method, () => {
-        if (fields.cancel !== true) throw invalidRequest("cancel must be true or false", "cancel");
+        requireCancelTrue(fields);
         const mixed = RESUME_ONLY_FIELDS.find((name) => fields[name] !== undefined);
         if (mixed) throw invalidRequest(`cancel cannot be combined with ${mixed}`, mixed);
         return decodeRequest(CancelExecutionRequestSchema, { id: planId });
@@ -58,7 +59,7 @@ export function executionRoutes(router: RestRouter, rpc: RestRpc, download?: Pla
     const { message, responseHeader } = await rpc.call(exchange, method, () => {
       if (bodyError !== undefined) throw bodyError;
       if (!fields) throw invalidRequest("the body must be a JSON object");
-      return decodeRequest(CreateExecutionRequestSchema, createFields(fields));
+      return createRequest(fields);
     });
     sendJson(exchange.res, 202, restJson(method.output, message), responseHeader);
   });
@@ -133,16 +134,37 @@ function downloadHandler(rpc: RestRpc, download: PlanDownloader): RestHandler {
   };
 }
 
+/** Any `cancel` but `false` asks to cancel; that it is `true` is checked after authorization (requireCancelTrue). */
+function asksToCancel(body: JsonObject): boolean {
+  return body.cancel !== undefined && body.cancel !== false;
+}
+
+function requireCancelTrue(body: JsonObject): void {
+  if (body.cancel !== true) throw invalidRequest("cancel must be true or false", "cancel");
+}
+
 /** Fields that ask a resume for something, which a cancel cannot also do. */
 const RESUME_ONLY_FIELDS = ["approve", "feedback"] as const;
 
-/** A create reads `goal` and `outcome`; an outcome that is not a known string falls back to the default, never an error. */
-function createFields(body: JsonObject): JsonObject {
+/**
+ * A create reads `goal` and `outcome`; an outcome that is not a known string
+ * falls back to the default, never an error (the interface document). The
+ * resume's fields are checked as a resume checks them, and `cancel` or
+ * `feedback` with no plan to act on is refused: dropped, it would start a
+ * new plan and spend a generation instead.
+ */
+function createRequest(body: JsonObject): CreateExecutionRequest {
+  if (asksToCancel(body)) {
+    requireCancelTrue(body);
+    throw invalidRequest("cancel needs the planId of the plan to cancel", "planId");
+  }
+  const { feedback } = decodeRequest(ResumeExecutionRequestSchema, resumeFields(body));
+  if (feedback !== undefined) throw invalidRequest("feedback needs the planId of the plan to revise", "planId");
   const { goal, outcome } = body;
-  return {
+  return decodeRequest(CreateExecutionRequestSchema, {
     ...(goal === undefined ? {} : { goal }),
     ...(typeof outcome === "string" ? { outcome } : {}),
-  };
+  });
 }
 
 /** A resume reads `planId`, `approve` and `feedback` (a revision); `goal` and `outcome` are ignored, whatever they hold. */

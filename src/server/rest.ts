@@ -146,9 +146,27 @@ export function decodeRequest<Desc extends DescMessage>(schema: Desc, json: Json
   try {
     return fromJson(schema, json, { ignoreUnknownFields: true });
   } catch (error) {
-    const detail = error instanceof Error ? error.message.replace(/^cannot decode [^:]*: /, "") : "";
-    throw invalidRequest(`invalid field in request body${detail ? `: ${detail}` : ""}`);
+    throw invalidRequest(decodeFailure(schema, error instanceof Error ? error.message : ""));
   }
+}
+
+/**
+ * protobuf-es says `cannot decode field zero.v1.Msg.plan_id from JSON:
+ * expected string, got 5`; the client sent `planId`, so that is the name
+ * the message gives.
+ */
+function decodeFailure(schema: DescMessage, message: string): string {
+  const prefix = "cannot decode field ";
+  const separator = " from JSON: ";
+  const at = message.indexOf(separator);
+  if (!message.startsWith(prefix) || at === -1) {
+    const detail = message.startsWith("cannot decode ") && message.includes(": ") ? message.slice(message.indexOf(": ") + 2) : message;
+    return `invalid field in request body${detail ? `: ${detail}` : ""}`;
+  }
+  const path = message.slice(prefix.length, at);
+  const name = path.slice(path.lastIndexOf(".") + 1);
+  const field = schema.fields.find((f) => f.name === name);
+  return `invalid field \`${field?.jsonName ?? name}\` in request body: ${message.slice(at + separator.length)}`;
 }
 
 export function sendJson(res: NodeResponse, status: number, body: unknown, headers?: Headers | Record<string, string>): void {

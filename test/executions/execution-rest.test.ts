@@ -35,11 +35,69 @@ describe("POST and GET /api/execution", () => {
     expect((await postExecution(app.url, cred(), { goal: 12345678 })).status).toBe(400);
     expect((await postExecution(app.url, cred(), { goal: ["A site for my bakery"] })).status).toBe(400);
     expect((await postExecution(app.url, cred(), {})).status).toBe(400);
-    for (const outcome of [42, null, { kind: "ebook" }, "EBOOK", ""]) {
+    // The interface document: an unrecognised outcome "falls back to the default and does not cause an error", whatever its type.
+    for (const outcome of [42, null, { kind: "ebook" }, ["ebook"], "EBOOK", ""]) {
       const answer = await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: "A site for my bakery", outcome });
       expect(answer.status, JSON.stringify(outcome)).toBe(202);
       expect(answer.body.plan.outcome).toBe("website");
     }
+  });
+
+  it("type-checks every field of a create as a resume does, and creates nothing when one is wrong", async () => {
+    const before = await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: "A website for a bakery" });
+    const listed = await getExecution<{ plans: RestPlan[] }>(app.url, cred());
+    for (const wrong of [
+      { approve: "review" },
+      { approve: [1] },
+      { approve: { review: true } },
+      { feedback: 5 },
+      { cancel: "yes" },
+      { cancel: 1 },
+      { cancel: null },
+      { planId: 5 },
+      { plan_id: false },
+    ]) {
+      const answer = await postExecution<{ error: { type: string; message: string } }>(app.url, cred(), { goal: "A website for a bakery", ...wrong });
+      expect(answer.status, JSON.stringify(wrong)).toBe(400);
+      expect(answer.body, JSON.stringify(wrong)).toEqual({ error: { type: "invalid_request", message: expect.any(String) } });
+      // Named as the client knows the field (JSON's camelCase, whichever spelling was sent).
+      const field = Object.keys(wrong)[0] === "plan_id" ? "planId" : Object.keys(wrong)[0]!;
+      expect(answer.body.error.message, JSON.stringify(wrong)).toContain(field);
+    }
+    // The same approve values are refused on a resume.
+    for (const approve of ["review", [1]]) {
+      expect((await postExecution(app.url, cred(), { planId: before.body.plan.id, approve })).status).toBe(400);
+    }
+    expect((await getExecution<{ plans: RestPlan[] }>(app.url, cred())).body.plans.map((p) => p.id)).toEqual(listed.body.plans.map((p) => p.id));
+    const after = await postExecution(app.url, cred(), { goal: "A website for a bakery" });
+    expect(Number(after.headers.get("ratelimit-remaining"))).toBe(Number(before.headers.get("ratelimit-remaining")) - 1);
+  });
+
+  it("answers 400 naming planId to cancel or feedback without one, and creates nothing", async () => {
+    const before = await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: "A website for a florist" });
+    const listed = await getExecution<{ plans: RestPlan[] }>(app.url, cred());
+    for (const body of [
+      { goal: "A website created by a cancel request", cancel: true },
+      { goal: "A website created by a feedback request", feedback: "make it calm" },
+      { goal: "A website created by a feedback request", feedback: "" },
+      // An empty or null planId is no planId.
+      { goal: "A website created by a cancel request", planId: "", cancel: true },
+      { goal: "A website created by a cancel request", planId: null, cancel: true },
+      { goal: "A website created by a feedback request", plan_id: "", feedback: "make it calm" },
+      { cancel: true },
+    ]) {
+      const answer = await postExecution<{ error: { type: string; message: string } }>(app.url, cred(), body);
+      expect(answer.status, JSON.stringify(body)).toBe(400);
+      expect(answer.body, JSON.stringify(body)).toEqual({ error: { type: "invalid_request", message: expect.stringContaining("planId") } });
+    }
+    expect((await getExecution<{ plans: RestPlan[] }>(app.url, cred())).body.plans.map((p) => p.id)).toEqual(listed.body.plans.map((p) => p.id));
+    const after = await postExecution(app.url, cred(), { goal: "A website for a florist" });
+    expect(after.status).toBe(202);
+    expect(Number(after.headers.get("ratelimit-remaining"))).toBe(Number(before.headers.get("ratelimit-remaining")) - 1);
+    // Without cancel or feedback, an empty planId stays a create, as does `cancel: false`.
+    const created = await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: "A website for a florist", planId: "", cancel: false });
+    expect(created.status).toBe(202);
+    expect(created.body.plan.id).not.toBe(before.body.plan.id);
   });
 
   it("checks credentials before the body: no credentials is 401 even with a broken body", async () => {
