@@ -31,7 +31,8 @@ Options:
 
 Environment: ZERO_API_KEY (a key made in the Console), ZERO_URL.
 Exit codes: 0 ok, 1 plan failed, 2 usage, 3 auth (401/403), 4 not found,
-5 rate limited or unavailable (429/503), 6 stopped at the approval gate, 130 interrupted.
+5 rate limited or unavailable (429/503), 6 stopped at the approval gate, 130 interrupted,
+141 output closed (the reader of a pipe has gone).
 `;
 
 /** A command line that cannot be run; exits 2 with the message and a hint. */

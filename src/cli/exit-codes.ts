@@ -19,6 +19,8 @@ export const ExitCode = {
   atGate: 6,
   /** Ctrl-C: stopped following (the plan keeps running on the service). */
   interrupted: 130,
+  /** Whoever read the output has gone (`… | head -1`): 128 + SIGPIPE, as a shell reports `cat` or `git log` ended the same way. */
+  outputClosed: 141,
 } as const;
 
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];

@@ -1,4 +1,18 @@
 import { runCli } from "./cli.js";
+import { ExitCode } from "./exit-codes.js";
+
+// A reader that has gone (`project-zero plans --all | head -1`) ends the
+// command quietly, wherever it was, as SIGPIPE ends `cat` or `git log`. Node
+// ignores SIGPIPE, so the failed write arrives here as an EPIPE 'error'
+// instead. Exit 141 (128 + SIGPIPE, what a shell shows for those tools), not
+// 0: 0 would tell a script that `run` saw its plan succeed when following it
+// stopped half-way; 1 would say the plan failed.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPIPE") throw error;
+    process.exit(ExitCode.outputClosed);
+  });
+}
 
 // The `project-zero` command's process: real streams, real signals.
 const code = await runCli(process.argv.slice(2), {

@@ -32,6 +32,11 @@ describe("project-zero against a running service", () => {
 
   const planOf = async (id: string) => (await getExecution<{ plan: RestPlan }>(app.url, { apiKey: key }, id)).body.plan;
   const planIdIn = (text: string) => /pln_[A-Za-z0-9]+/.exec(text)?.[0] ?? "";
+  /** Gives a plan built by the test's stage work the files a real build leaves, so it has something to download. */
+  const makeDownloadable = async (id: string) => {
+    await app.artifacts.put(`index/plans/${id}/project.json`, JSON.stringify({ id: `prj_${id.slice(4, 12)}`, name: "Test project", slug: "test-project" }));
+    await app.artifacts.put(`preview/${id}/index.html`, "<!doctype html><title>Test project</title>");
+  };
 
   it("runs a website goal to the gate, approves it and prints where it is published", async () => {
     const { code, stdout, stderr } = await runCli(["run", "A website for a neighbourhood bicycle repair cafe", "--approve"], env);
@@ -250,6 +255,58 @@ describe("project-zero against a running service", () => {
     expect(JSON.parse(json.stderr)).toEqual({
       error: { type: "outcome_unavailable", message: "the ebook outcome cannot run on this service", unavailable: ["ebook"] },
     });
+  });
+
+  it("stops quietly with exit 141 when whoever reads its output has gone (plans --all, history, download -o -)", async () => {
+    const first = await runCli(["run", "A website for a lending library of tools", "--approve"], env);
+    expect(first.code).toBe(0);
+    const id = planIdIn(first.stderr);
+    await makeDownloadable(id);
+    for (const args of [
+      ["plans", "--all"],
+      ["history", id],
+      ["history", id, "--json"],
+      ["download", id, "-o", "-"],
+    ]) {
+      // The reader is gone before the first line, as when `head -1` has had its line.
+      const run = startCli(args, env);
+      run.child.stdout.destroy();
+      run.child.stdin.end();
+      expect({ args, code: await run.exit, stderr: run.stderr }).toEqual({ args, code: 141, stderr: "" });
+    }
+  });
+
+  it("download -o names the path it cannot write and why, exits 2 and leaves no partial file behind", async () => {
+    const first = await runCli(["run", "A website for a mending circle", "--approve"], env);
+    expect(first.code).toBe(0);
+    const id = planIdIn(first.stderr);
+    await makeDownloadable(id);
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-cli-download-"));
+    try {
+      await fs.mkdir(path.join(dir, "taken"));
+      const noDir = path.join(dir, "nonexistent", "x.zip");
+      const missing = await runCli(["download", id, "-o", noDir], env);
+      expect(missing).toEqual({ code: 2, stdout: "", stderr: `project-zero: cannot write ${noDir}: no such directory\n` });
+
+      // A directory where the file should go: written whole beside it, then refused at the rename.
+      const onDir = await runCli(["download", id, "-o", path.join(dir, "taken")], env);
+      expect(onDir).toEqual({ code: 2, stdout: "", stderr: `project-zero: cannot write ${path.join(dir, "taken")}: it is a directory\n` });
+
+      const json = await runCli(["download", id, "-o", noDir, "--json"], env);
+      expect(json.code).toBe(2);
+      expect(JSON.parse(json.stderr)).toEqual({ error: { type: "invalid_request", message: `cannot write ${noDir}: no such directory` } });
+
+      const saved = await runCli(["download", id, "-o", path.join(dir, "site.zip")], env);
+      expect(saved.code).toBe(0);
+      const underFile = path.join(dir, "site.zip", "x.zip");
+      const notDir = await runCli(["download", id, "-o", underFile], env);
+      expect(notDir.stderr).toBe(`project-zero: cannot write ${underFile}: a part of the path is not a directory\n`);
+      expect(notDir.code).toBe(2);
+      expect((await fs.readdir(dir)).sort()).toEqual(["site.zip", "taken"]);
+      expect(await fs.readdir(path.join(dir, "taken"))).toEqual([]);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("says so when nothing answers at ZERO_URL, and exits 2 on a bad command line", async () => {

@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { createWriteStream } from "node:fs";
-import { rename, rm, stat } from "node:fs/promises";
+import { open, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -24,13 +23,15 @@ export async function downloadCommand(ctx: CliContext, args: { id: string; outpu
       await pipeline(body, ctx.io.stdout);
       return ExitCode.ok;
     }
-    const target = path.resolve(args.output ?? file.filename);
-    const partial = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(4).toString("hex")}.part`);
+    const named = args.output ?? file.filename;
+    const target = path.resolve(named);
     try {
-      await pipeline(body, createWriteStream(partial, { flags: "wx" }));
-      await rename(partial, target);
-    } finally {
-      await rm(partial, { force: true });
+      await saveWhole(body, target);
+    } catch (error) {
+      if (!(error instanceof CannotWrite)) throw error;
+      // The user's own path and what is wrong with it; the plan and the service are fine, so not 1.
+      ctx.report("invalid_request", `cannot write ${named}: ${error.reason}`);
+      return ExitCode.usage;
     }
     const bytes = (await stat(target)).size;
     if (ctx.json) ctx.emit({ file: target, bytes, contentType: file.contentType });
@@ -40,5 +41,53 @@ export async function downloadCommand(ctx: CliContext, args: { id: string; outpu
     return ctx.fail(error);
   } finally {
     stopListening();
+  }
+}
+
+/** The file system refused the file at `-o`; `reason` says why in words, without the temporary name. */
+class CannotWrite extends Error {
+  readonly reason: string;
+  constructor(cause: unknown) {
+    super("cannot write the download", { cause });
+    const code = (cause as NodeJS.ErrnoException).code ?? "";
+    this.reason = REASONS[code] ?? (code || "the file system refused it");
+  }
+}
+
+/** Why a file cannot be written, for the errors a bad or full `-o` path gives. */
+const REASONS: Record<string, string> = {
+  ENOENT: "no such directory",
+  ENOTDIR: "a part of the path is not a directory",
+  EISDIR: "it is a directory",
+  EACCES: "permission denied",
+  EPERM: "permission denied",
+  EROFS: "read-only file system",
+  ENOSPC: "no space left on device",
+  EDQUOT: "disk quota exceeded",
+  ENAMETOOLONG: "the name is too long",
+};
+
+/**
+ * Streams `body` into `target` through a hidden file beside it, renamed once
+ * complete, and removes that file whatever happens. What the file system
+ * refuses rejects as CannotWrite; a failed download rejects as it was.
+ */
+async function saveWhole(body: Readable, target: string): Promise<void> {
+  const partial = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(4).toString("hex")}.part`);
+  const handle = await open(partial, "wx").catch((error: unknown) => {
+    throw new CannotWrite(error);
+  });
+  try {
+    const out = handle.createWriteStream();
+    let refused: unknown;
+    out.once("error", (error) => (refused = error));
+    await pipeline(body, out).catch((error: unknown) => {
+      throw error === refused ? new CannotWrite(error) : error;
+    });
+    await rename(partial, target).catch((error: unknown) => {
+      throw new CannotWrite(error);
+    });
+  } finally {
+    await rm(partial, { force: true });
   }
 }
