@@ -85,5 +85,7 @@ export function changedLines(before: Plan, after: Plan, style: PlanStyle): strin
 }
 
 function stageChanged(a: Stage, b: Stage): boolean {
-  return a.state !== b.state || a.attempts !== b.attempts || a.error?.type !== b.error?.type || a.error?.message !== b.error?.message;
+  return (
+    a.state !== b.state || a.attempts !== b.attempts || a.progress !== b.progress || a.error?.type !== b.error?.type || a.error?.message !== b.error?.message
+  );
 }

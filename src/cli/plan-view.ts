@@ -65,12 +65,17 @@ export function barLine(plan: Plan, style: PlanStyle): string {
   return line([[progressBar(plan.progress, BAR_WIDTH, !style.ansi)], ["  "], [plan.status, toneOf(plan.status)]], style.columns, style.color);
 }
 
-/** One stage: state, attempts and, when it failed, its error. */
+/**
+ * One stage: state, attempts, how far a running stage has got (the bar counts
+ * only finished stages, so this is what moves during a long one) and, when it
+ * failed, its error.
+ */
 export function stageLine(stage: Stage, style: PlanStyle): string {
   const segments: Segment[] = [["  "]];
   if (style.ansi) segments.push([`${icon(stage.state, style.frame ?? 0)} `, toneOf(stage.state)]);
   segments.push([stage.id.padEnd(11)], [stage.state.padEnd(STATE_WIDTH), toneOf(stage.state)]);
   if (stage.attempts > 0) segments.push([`  attempt ${stage.attempts}`, "dim"]);
+  if (stage.state === "running" && stage.progress > 0) segments.push([`  ${stage.progress}%`, "cyan"]);
   if (stage.error) segments.push([`  ${stage.error.type}: ${stage.error.message}`, "red"]);
   return line(segments, style.columns, style.color);
 }

@@ -24,7 +24,7 @@ export interface StageInput {
   revision?: StageRevision;
   /** Aborted when the lease is lost or the instance shuts down: stop and throw. */
   signal: AbortSignal;
-  /** Partial progress of this stage, 0..1 (e.g. chapters written); moves plan.progress. */
+  /** Partial progress of this stage, 0..1 (e.g. chapters written); shown as the stage's `progress`. */
   progress(fraction: number): Promise<void>;
 }
 

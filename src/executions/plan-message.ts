@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { PlanSchema } from "../../gen/zero/v1/execution_pb.js";
-import type { PlanState } from "./plan-transitions.js";
+import { stageProgress, type PlanState } from "./plan-transitions.js";
 
 /** A plan as the API shows it (REST renders it with nulls for unset fields). */
 export function toPlanMessage(plan: PlanState): MessageInitShape<typeof PlanSchema> {
@@ -21,6 +21,7 @@ export function toPlanMessage(plan: PlanState): MessageInitShape<typeof PlanSche
       state: stage.state,
       attempts: stage.attempts,
       error: stage.error ?? undefined,
+      progress: stageProgress(stage),
     })),
     outcome: plan.outcome,
     createdAt: timestampFromDate(plan.createdAt),

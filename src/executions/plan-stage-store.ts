@@ -6,7 +6,16 @@ import type { InterruptedStage, StageChange, StageClaim, StageStore, StageWrite 
 import type { Notifier } from "./notifier.js";
 import { StatementBatcher, type StatementObserver } from "../db/statement-batcher.js";
 import { type ClaimFor, LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL, STAGE_REVOKED_CHANNEL, type SaveResult } from "./plan-repository.js";
-import { stageFailed, stageInterrupted, stageProgressed, stageReleased, stageRetrying, stageSucceeded, type PlanState } from "./plan-transitions.js";
+import {
+  stageFailed,
+  stageInterrupted,
+  stageProgress,
+  stageProgressed,
+  stageReleased,
+  stageRetrying,
+  stageSucceeded,
+  type PlanState,
+} from "./plan-transitions.js";
 import { type RunWrite, type RunWriteResult, saveRunWrites } from "./run-writes.js";
 import { claimOf, claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases } from "./stage-queue.js";
 
@@ -164,8 +173,10 @@ function transitionFor(position: number, change: StageChange): (plan: PlanState)
     case "progress":
       return (plan) => {
         const next = stageProgressed(plan, position, change.fraction);
-        // Only whole percentage points are worth a write and a notification.
-        return next.progress === plan.progress ? plan : next;
+        const stage = plan.stages[position];
+        const moved = next.stages[position];
+        // Only whole percentage points of the stage are worth a write and a notification.
+        return !stage || !moved || stageProgress(moved) === stageProgress(stage) ? plan : next;
       };
     case "succeeded":
       return (plan) => stageSucceeded(plan, position, change.outcome);

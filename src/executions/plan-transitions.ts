@@ -107,19 +107,26 @@ export function newPlanState(init: { id: string; accountId: string; goal: string
 }
 
 /**
- * Percentage of the stages that succeeded, plus the partial progress of a
- * running one. It reaches 100 only when every stage succeeded.
+ * Percentage of the stages that succeeded, floor(100 × succeeded / all), as
+ * the contract defines it: movement inside the running stage is shown by
+ * `stageProgress`, never here, so 100 means every stage succeeded.
  */
 export function planProgress(stages: readonly StageRecord[]): number {
   if (stages.length === 0) return 0;
-  let done = 0;
-  let partial = 0;
-  for (const stage of stages) {
-    if (stage.state === "succeeded") done++;
-    else if (stage.state === "running") partial += Math.min(1, Math.max(0, stage.progress));
-  }
-  if (done === stages.length) return 100;
-  return Math.min(99, Math.floor((100 * (done + partial)) / stages.length));
+  const done = stages.filter((stage) => stage.state === "succeeded").length;
+  return Math.floor((100 * done) / stages.length);
+}
+
+/**
+ * A stage's own completion as a percentage: 100 once succeeded, the partial
+ * progress while running (at most 99, so 100 means done), 0 otherwise.
+ * Rounded, not floored: the fraction is stored as a `real`, so 0.7 reads back
+ * as 0.6999999881.
+ */
+export function stageProgress(stage: Pick<StageRecord, "state" | "progress">): number {
+  if (stage.state === "succeeded") return 100;
+  if (stage.state !== "running") return 0;
+  return Math.min(99, Math.round(100 * Math.min(1, Math.max(0, stage.progress))));
 }
 
 /** The stage a worker ran returned: record it and move on to the next stage. */

@@ -87,6 +87,16 @@ describe("a plan as lines", () => {
     expect(planLines(failed, plain)[1]).toBe("[##########--------------------]  33%  failed");
   });
 
+  it("shows how far a running stage has got on its line, while the bar counts finished stages", () => {
+    const writing = plan(2);
+    writing.stages[2]!.progress = 50;
+    const lines = planLines(writing, plain);
+    expect(lines[1]).toBe("[##########--------------------]  33%  running");
+    expect(lines[4]).toBe("  write      running            attempt 1  50%");
+    // Without a terminal, the stage's progress is a change worth a line; the unchanged bar is not repeated.
+    expect(changedLines(plan(2), writing, plain)).toEqual(["  write      running            attempt 1  50%"]);
+  });
+
   it("adds the project, the warning and URLs made absolute against the service", () => {
     const atGate = plan(4, "awaiting_approval", {
       status: "awaiting_approval",

@@ -242,7 +242,12 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     await poll(() => card.locator(".stage-running").textContent()).toContain("Write");
     expect(await card.locator(".status").textContent()).toBe("Running");
     await poll(() => requests.some((url) => url.endsWith("/zero.v1.ExecutionService/WatchExecution"))).toBe(true);
-    (await work.next()).succeed();
+    // Halfway through writing, the stage shows it; the bar still counts finished stages (2 of 6).
+    const writing = await work.next();
+    await writing.input.progress(0.5);
+    await poll(() => card.locator(".stage-running .stage-progress").textContent()).toBe("50%");
+    expect(await card.locator("progress").getAttribute("value")).toBe("33");
+    writing.succeed();
     // The change arrives without a reload.
     await poll(() => card.locator(".status").textContent()).toBe("Waiting for approval");
     expect(Number(await card.locator("progress").getAttribute("value"))).toBeGreaterThan(0);

@@ -69,8 +69,8 @@ describe.each(TRANSPORTS)("executions over $name", ({ make }) => {
       });
       expect(plan.id).toMatch(/^pln_[0-9A-Za-z]+$/);
       expect(plan.stages.map((s) => s.id)).toEqual(WEBSITE_STAGES);
-      expect(plan.stages[0]).toEqual({ id: "understand", title: "Understand the goal", state: "running", attempts: 1, error: null });
-      for (const stage of plan.stages.slice(1)) expect(stage).toMatchObject({ state: "pending", attempts: 0, error: null });
+      expect(plan.stages[0]).toEqual({ id: "understand", title: "Understand the goal", state: "running", attempts: 1, error: null, progress: 0 });
+      for (const stage of plan.stages.slice(1)) expect(stage).toMatchObject({ state: "pending", attempts: 0, error: null, progress: 0 });
       expect(answer.headers.get("ratelimit-limit")).toBe("20");
       expect(Number(answer.headers.get("ratelimit-remaining"))).toBeLessThan(20);
       expect(Number(answer.headers.get("ratelimit-reset"))).toBeGreaterThan(0);
@@ -236,6 +236,7 @@ describe.each(TRANSPORTS)("executions over $name", ({ make }) => {
         state: "failed",
         attempts: 1,
         error: { type: "writer_error", message: "the writer could not finish the outline stage" },
+        progress: 0,
       });
       expect(failed.stages[2]).toMatchObject({ state: "pending", attempts: 0 });
 
@@ -268,12 +269,24 @@ describe.each(TRANSPORTS)("executions over $name", ({ make }) => {
       expect(work.runs(created.id, "outline")).toBe(1);
     });
 
-    it("moves progress with a stage's partial progress and reports a warning", async () => {
+    it("counts succeeded stages in plan progress and shows a running stage's partial progress on the stage; reports a warning", async () => {
       const created = expectCreated(await api.create(key(owner), { goal: "A site for a baker half@outline warn" }));
-      const halfway = await waitForPlan(app.url, key(owner), created.id, (p) => p.progress > 16);
-      expect(halfway.progress).toBe(25);
-      expect(halfway.status).toBe("running");
+      await waitForPlan(app.url, key(owner), created.id, (p) => (p.stages[1]?.progress ?? 0) > 0);
+      const halfway = (await api.get(key(owner), created.id)).plan!;
+      // SPEC: succeeded stages over all stages, floor(100 × 1 / 6); the half-written outline is not counted.
+      expect(halfway).toMatchObject({ status: "running", progress: 16 });
+      expect(halfway.stages.map((s) => [s.id, s.state, s.progress])).toEqual([
+        ["understand", "succeeded", 100],
+        ["outline", "running", 50],
+        ["write", "pending", 0],
+        ["build", "pending", 0],
+        ["review", "pending", 0],
+        ["publish", "pending", 0],
+      ]);
       (await work.held(created.id, "outline")).succeed();
+      const next = await waitForPlan(app.url, key(owner), created.id, (p) => p.stages[1]?.state === "succeeded");
+      expect(next.progress).toBeGreaterThanOrEqual(33);
+      expect(next.stages[1]!.progress).toBe(100);
       await waitForPlan(app.url, key(owner), created.id, (p) => p.status === "awaiting_approval");
       await api.resume(key(owner), { planId: created.id, approve: ["review"] });
       const done = await waitForPlan(app.url, key(owner), created.id, (p) => p.status === "succeeded");
@@ -293,7 +306,7 @@ describe.each(TRANSPORTS)("executions over $name", ({ make }) => {
 
       const resumed = await idle.resume(key(user), { planId: created.id });
       expect(resumed.plan).toMatchObject({ status: "running", resumable: false });
-      expect(resumed.plan!.stages[0]).toEqual({ id: "understand", title: "Understand the goal", state: "running", attempts: 2, error: null });
+      expect(resumed.plan!.stages[0]).toEqual({ id: "understand", title: "Understand the goal", state: "running", attempts: 2, error: null, progress: 0 });
       const [again] = (await claimStages(idleApp.store.db, "ins_next", 1, 60_000)).map((c) => c.claim);
       expect(again).toMatchObject({ planId: created.id, stageId: "understand", attempts: 2 });
       expect(again!.leaseToken).toBeGreaterThan(claim!.leaseToken);

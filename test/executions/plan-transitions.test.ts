@@ -6,6 +6,7 @@ import {
   resumePlan,
   stageFailed,
   stageInterrupted,
+  stageProgress,
   stageProgressed,
   stageReleased,
   stageSucceeded,
@@ -115,13 +116,30 @@ describe("plan transitions (SPEC.md)", () => {
     expect(startsWork(plan, resumePlan(plan, ["review"]))).toBe(false);
   });
 
-  it("counts partial progress of the running stage, never 100 before the end", () => {
+  it("counts only succeeded stages in plan progress; the running stage's partial progress is its own", () => {
     const plan = stageProgressed(stageSucceeded(newPlan(), 0, {}), 1, 0.5);
-    expect(plan.progress).toBe(25);
+    expect(plan.progress).toBe(16);
+    expect(plan.stages.map(stageProgress)).toEqual([100, 50, 0, 0, 0, 0]);
     expect(stageProgressed(plan, 1, 7).stages[1]!.progress).toBe(1);
     expect(stageProgressed(plan, 1, Number.NaN).stages[1]!.progress).toBe(0);
-    const nearlyDone = newPlan().stages.map((s, i) => ({ ...s, state: i < 5 ? ("succeeded" as const) : ("running" as const), progress: i < 5 ? 1 : 1 }));
-    expect(planProgress(nearlyDone)).toBe(99);
+    // A stage that says it is done is not done until it succeeded: 99, and the plan still counts 5 of 6.
+    const nearlyDone = newPlan().stages.map((s, i) => ({ ...s, state: i < 5 ? ("succeeded" as const) : ("running" as const), progress: 1 }));
+    expect(planProgress(nearlyDone)).toBe(83);
+    expect(stageProgress(nearlyDone[5]!)).toBe(99);
+    expect(planProgress(nearlyDone.map((s) => ({ ...s, state: "succeeded" as const })))).toBe(100);
+    // floor(100 × succeeded / all), whatever the running stage reports.
+    for (let done = 0; done < 6; done++) {
+      const stages = newPlan().stages.map((s, i) => ({
+        ...s,
+        state: i < done ? ("succeeded" as const) : i === done ? ("running" as const) : ("pending" as const),
+        progress: i === done ? 0.75 : 0,
+      }));
+      expect(planProgress(stages)).toBe(Math.floor((100 * done) / 6));
+    }
+    // A fraction read back from a `real` column is not exact: 0.7 is 70, not 69.
+    expect(stageProgress({ state: "running", progress: Math.fround(0.7) })).toBe(70);
+    // Only a running stage shows partial progress; a failed, waiting or cancelled one shows 0.
+    for (const state of ["pending", "awaiting_approval", "failed", "cancelled"] as const) expect(stageProgress({ state, progress: 0.5 })).toBe(0);
   });
 
   it("hands a stage back without changing its attempts", () => {

@@ -12,7 +12,7 @@ export interface RestPlan {
   warning: string | null;
   previewUrl: string | null;
   publishedUrl: string | null;
-  stages: { id: string; title: string; state: string; attempts: number; error: { type: string; message: string } | null }[];
+  stages: { id: string; title: string; state: string; attempts: number; error: { type: string; message: string } | null; progress: number }[];
   createdAt: string;
   updatedAt: string;
   revisions: { number: number; feedback: string; createdAt: string; previewUrl: string | null }[];

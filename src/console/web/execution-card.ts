@@ -86,6 +86,8 @@ function stageList(plan: Plan): HTMLElement {
         h("span", { class: "stage-dot", "aria-hidden": "true" }),
         h("span", { class: "stage-title" }, stage.title || stage.id),
         h("span", { class: "sr-only" }, `: ${stageStateLabel(stage.state)}`),
+        // The plan's bar counts finished stages only; this is what moves during a long stage.
+        stage.state === "running" && stage.progress > 0 ? h("span", { class: "stage-progress" }, `${stage.progress}%`) : null,
       ),
     ),
   );
