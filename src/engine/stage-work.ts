@@ -6,6 +6,11 @@ export interface StageRevision {
   /** 1 for the first revision. */
   number: number;
   feedback: string;
+  /**
+   * The feedback of the revisions before this one, oldest first. The draft
+   * being revised already carries their changes, and this one keeps them.
+   */
+  earlier?: readonly string[];
   /** The outline of the draft being revised, as its stage stored it. */
   draft: JsonValue | null;
 }

@@ -58,7 +58,6 @@ export function claimOf(plan: PlanState, position: number, leaseToken: number): 
   const stage = plan.stages[position]!;
   const previous: Record<string, JsonValue> = {};
   for (const s of plan.stages) if (s.state === "succeeded" && s.output !== null) previous[s.id] = s.output;
-  const revision = plan.revisions.at(-1);
   return {
     planId: plan.id,
     position,
@@ -70,7 +69,7 @@ export function claimOf(plan: PlanState, position: number, leaseToken: number): 
     goal: plan.goal,
     outcome: plan.outcome,
     previous,
-    ...(revision ? { revision: stageRevision(revision) } : {}),
+    ...(plan.revisions.length > 0 ? { revision: stageRevision(plan.revisions) } : {}),
   };
 }
 
@@ -110,7 +109,9 @@ export async function pruneGenerationCounts(db: Kysely<Database>): Promise<void>
   await db.deleteFrom("generation_counts").where("window_start", "<", sql<Date>`now() - interval '32 days'`).execute();
 }
 
-/** What a stage is told of a plan's newest revision. */
-export function stageRevision(revision: PlanRevision): StageRevision {
-  return { number: revision.number, feedback: revision.feedback, draft: revision.draft };
+/** What a stage is told of a plan's newest revision (the last of `revisions`, oldest first), with the feedback of those before it. */
+export function stageRevision(revisions: readonly PlanRevision[]): StageRevision {
+  const newest = revisions.at(-1)!;
+  const earlier = revisions.slice(0, -1).map((r) => r.feedback);
+  return { number: newest.number, feedback: newest.feedback, earlier, draft: newest.draft };
 }

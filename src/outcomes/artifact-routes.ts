@@ -17,7 +17,12 @@ const CONTENT_TYPES: Record<string, string> = {
   jpeg: "image/jpeg",
   webp: "image/webp",
   svg: "image/svg+xml",
+  ico: "image/x-icon",
   txt: "text/plain; charset=utf-8",
+  // The sitemap declares its own encoding, as XML does.
+  xml: "application/xml",
+  json: "application/json",
+  webmanifest: "application/manifest+json",
 };
 
 /**
@@ -49,22 +54,28 @@ function artifactHandler(store: ArtifactStore, mount: ArtifactMount): RestHandle
     // The raw path, not the parsed URL: URL parsing resolves `..`, and a path that needed resolving is refused, not followed.
     const raw = (req.url ?? "").split("?")[0]!;
     if (!raw.startsWith(`/${mount}/`)) return sendError(res, new ServiceError("not_found", "no such page"));
-    const segments = decodeSegments(raw.slice(mount.length + 2));
-    if (!segments || segments.length === 0 || segments[0] === "") return sendError(res, new ServiceError("not_found", "no such page"));
+    const segments = raw
+      .slice(mount.length + 2)
+      .split("/")
+      .map(decodeSegment);
+    const site = segments[0];
+    // Without a readable first segment there is no site whose page could answer.
+    if (site === undefined || site === "") return sendError(res, new ServiceError("not_found", "no such page"));
     // `/sites/bakery` → `/sites/bakery/`, so the site's relative links resolve under it.
     if (segments.length === 1) {
-      if (!isValidKey(segments[0]!)) return sendError(res, new ServiceError("not_found", "no such page"));
+      if (!isValidKey(site)) return sendError(res, new ServiceError("not_found", "no such page"));
       res.statusCode = 308;
-      res.setHeader("location", `/${mount}/${encodeURIComponent(segments[0]!)}/${url.search}`);
+      res.setHeader("location", `/${mount}/${encodeURIComponent(site)}/${url.search}`);
       res.end();
       return;
     }
     if (segments.at(-1) === "") segments[segments.length - 1] = "index.html";
-    const key = [mount, ...segments].join("/");
-    const body = isValidKey(key) ? await store.get(key) : undefined;
+    // A segment with a broken percent-encoding names no file, but the address is still under the site.
+    const key = segments.includes(undefined) ? undefined : [mount, ...segments].join("/");
+    const body = key !== undefined && isValidKey(key) ? await store.get(key) : undefined;
     if (!body) {
       // A visitor's mistyped address gets the site's own page, not the API's JSON error.
-      const page = await notFoundPage(store, mount, segments[0]!);
+      const page = await notFoundPage(store, mount, site);
       if (!page) return sendError(res, new ServiceError("not_found", "no such page"));
       res.statusCode = 404;
       res.setHeader("content-type", CONTENT_TYPES.html!);
@@ -119,10 +130,10 @@ async function notFoundPage(store: ArtifactStore, mount: ArtifactMount, slug: st
   return new TextEncoder().encode(text);
 }
 
-/** Percent-decoded path segments, or undefined when the encoding is broken. */
-function decodeSegments(rest: string): string[] | undefined {
+/** A percent-decoded path segment, or undefined when its encoding is broken. */
+function decodeSegment(segment: string): string | undefined {
   try {
-    return rest.split("/").map((s) => decodeURIComponent(s));
+    return decodeURIComponent(segment);
   } catch {
     return undefined;
   }

@@ -12,6 +12,9 @@ import { replaceTree } from "../../src/outcomes/artifact-store.js";
 import { renderSite } from "../../src/outcomes/website/render-site.js";
 import { normalizeBrief, normalizeOutline } from "../../src/outcomes/website/website-stages.js";
 import { createOfflineWriter } from "../../src/outcomes/writers/offline-writer.js";
+import type { Chapter, EbookBrief } from "../../src/outcomes/content.js";
+import { renderEpub, renderReader } from "../../src/outcomes/ebook/render-book.js";
+import { answerFor } from "./support/model-answers.js";
 
 const EVIL = `<!DOCTYPE html><html lang="en"><head><title>original</title></head><body>
 <p id="said">nothing ran</p>
@@ -33,13 +36,13 @@ beforeAll(async () => {
 afterAll(() => app?.close());
 
 /** A GET with the path sent exactly as written (fetch would normalise dot segments first). */
-function rawGet(pathname: string): Promise<{ status: number; body: string }> {
+function rawGet(pathname: string): Promise<{ status: number; contentType: string | undefined; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(`${app.url}/`, { path: pathname }, (res) => {
       let body = "";
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, contentType: res.headers["content-type"], body }));
     });
     req.on("error", reject);
     req.end();
@@ -136,10 +139,19 @@ describe("a visitor's wrong address and a browser's cache", () => {
       expect((await fetch(`${app.url}${base}${body.match(/href="[^"]*(\/style\.css)"/)![1]}`)).status).toBe(200);
     }
     // A site without a 404 page (built before it existed) and an unknown site keep the documented JSON error.
-    for (const path of ["/sites/evil-site/nope.html", "/sites/no-such-site/index.html", "/books/no-such-book/x.html"]) {
+    for (const path of ["/sites/evil-site/nope.html", "/sites/no-such-site/index.html", "/books/no-such-book/x.html", "/sites/%ZZ/index.html"]) {
       const res = await fetch(`${app.url}${path}`);
       expect(res.status, path).toBe(404);
       expect(res.headers.get("content-type"), path).toContain("application/json");
+    }
+  });
+
+  it("gets the HTML 404 page for a broken percent-encoding too, not the API's JSON", async () => {
+    for (const path of ["/sites/maison-dupont/%ZZ", "/preview/pln_dupont/%ZZ", "/sites/maison-dupont/a/%E0%A4%A/b.html", "/preview/pln_dupont/%"]) {
+      const res = await rawGet(path);
+      expect(res.status, path).toBe(404);
+      expect(res.contentType, path).toBe("text/html; charset=utf-8");
+      expect(res.body, path).toContain('<h1 id="section-1">This page does not exist</h1>');
     }
   });
 
@@ -165,6 +177,49 @@ describe("a visitor's wrong address and a browser's cache", () => {
     const preview = await fetch(`${app.url}/preview/pln_dupont/index.html`);
     expect(preview.headers.get("cache-control")).toBe("no-cache");
     expect((await fetch(`${app.url}/preview/pln_dupont/index.html`, { headers: { "if-none-match": preview.headers.get("etag")! } })).status).toBe(304);
+  });
+});
+
+describe("the content type of every file the writers produce", () => {
+  const EXPECTED: Record<string, string> = {
+    html: "text/html; charset=utf-8",
+    css: "text/css; charset=utf-8",
+    svg: "image/svg+xml",
+    xml: "application/xml",
+    txt: "text/plain; charset=utf-8",
+    epub: "application/epub+zip",
+  };
+
+  it("names each one (sitemap.xml is XML), under a site, a preview and a book", async () => {
+    const writer = createOfflineWriter();
+    const context = { accountId: "acc_test", signal: new AbortController().signal };
+    const goal = "A website for a small neighbourhood bakery";
+    const brief = normalizeBrief(await writer.websiteBrief(goal, context));
+    const outline = normalizeOutline(brief, await writer.siteOutline(goal, brief, context));
+    const pages = [];
+    for (const page of outline.pages) pages.push(await writer.page(goal, brief, outline, page.slug, context));
+    const site = renderSite(brief, outline, pages, `${app.url}/sites/typed-bakery/`);
+    expect(site.has("sitemap.xml")).toBe(true);
+    await replaceTree(store, "sites/typed-bakery/", site);
+    await replaceTree(store, "preview/pln_typed/", site);
+    const bookBrief = answerFor("ebook_brief", {}) as EbookBrief;
+    const content = { chapters: [answerFor("chapter", {}) as Chapter] };
+    const book = new Map<string, string | Uint8Array>(renderReader(bookBrief, content, "typed-book.epub"));
+    book.set("typed-book.epub", renderEpub(bookBrief, content, { planId: "pln_typed", modified: new Date(0) }));
+    await replaceTree(store, "books/typed-book/", book);
+
+    const served = [
+      ...[...site.keys()].flatMap((name) => [`/sites/typed-bakery/${name}`, `/preview/pln_typed/${name}`]),
+      ...[...book.keys()].map((name) => `/books/typed-book/${name}`),
+    ];
+    const extensions = new Set(served.map((p) => p.slice(p.lastIndexOf(".") + 1)));
+    expect([...extensions].filter((ext) => !(ext in EXPECTED))).toEqual([]);
+    for (const path of served) {
+      const res = await fetch(`${app.url}${path}`);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get("content-type"), path).toBe(EXPECTED[path.slice(path.lastIndexOf(".") + 1)]);
+      await res.arrayBuffer();
+    }
   });
 });
 

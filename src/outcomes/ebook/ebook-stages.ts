@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { StageInput, StageOutcome } from "../../engine/stage-work.js";
+import type { StageInput, StageOutcome, StageRevision } from "../../engine/stage-work.js";
 import { StageFailure } from "../../engine/stage-work.js";
 import { copyTree, replaceTree } from "../artifact-store.js";
 import { bookContentSchema, bookOutlineSchema, chapterSchema, ebookBriefSchema, type Chapter } from "../content.js";
@@ -18,6 +18,12 @@ export const ebookUnderstandingSchema = {
 } as const satisfies Schema;
 
 const decoder = new TextDecoder();
+
+/** What of a revision a written chapter depends on: its feedback, and the earlier ones its prompt repeats (none for revision 1, whose key stays as it was). */
+const revisionKey = (revision: StageRevision) => ({
+  feedback: revision.feedback,
+  ...(revision.earlier && revision.earlier.length > 0 ? { earlier: revision.earlier } : {}),
+});
 
 /** The stages of the ebook outcome, except the engine's `review` gate. */
 export function ebookStages(deps: OutcomeDeps) {
@@ -51,7 +57,7 @@ export function ebookStages(deps: OutcomeDeps) {
       for (const [index, planned] of outline.chapters.entries()) {
         input.signal.throwIfAborted();
         const key = `work/${planKey(input.planId)}/chapters/${createHash("sha256")
-          .update(JSON.stringify({ brief, planned, index, ...(input.revision ? { feedback: input.revision.feedback } : {}) }))
+          .update(JSON.stringify({ brief, planned, index, ...(input.revision ? revisionKey(input.revision) : {}) }))
           .digest("hex")
           .slice(0, 32)}.json`;
         const cached = await deps.artifacts.get(key);

@@ -1,8 +1,8 @@
-import type { StageInput, StageOutcome } from "../../engine/stage-work.js";
+import type { StageInput, StageOutcome, StageRevision } from "../../engine/stage-work.js";
 import { StageFailure } from "../../engine/stage-work.js";
 import { copyTree, replaceTree } from "../artifact-store.js";
 import { siteContentSchema, siteOutlineSchema, websiteBriefSchema, type PageContent, type SiteOutline, type WebsiteBrief } from "../content.js";
-import type { Schema } from "../json-schema.js";
+import { fitToSchema, type Schema } from "../json-schema.js";
 import { cutSlug, ensureProject, readProject, slugOwner } from "../projects.js";
 import { asJson, chooseWriterKind, planKey, previewKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
 import { readFeedback, reviseBrief, unreadFeedbackWarning } from "../writers/offline-feedback.js";
@@ -17,34 +17,41 @@ export const websiteUnderstandingSchema = {
   additionalProperties: false,
 } as const satisfies Schema;
 
-const warningFor = (kind: WriterKind, brief: WebsiteBrief, input?: StageInput): Pick<StageOutcome, "warning"> => {
+/** The offline warning, and a sentence on the feedback it could not apply (`unread`, in the person's words). */
+const warningFor = (kind: WriterKind, brief: WebsiteBrief, unread: readonly string[] = []): Pick<StageOutcome, "warning"> => {
   if (kind !== "offline") return {};
-  const unread = input?.revision
-    ? unreadFeedbackWarning(
-        readFeedback(
-          input.revision.feedback,
-          brief.pages.map((p) => p.slug),
-        ),
-      )
-    : undefined;
-  return { warning: unread ? `${offlineWarning(brief.language)} ${unread}` : offlineWarning(brief.language) };
+  const sentence = unreadFeedbackWarning(unread);
+  return { warning: sentence ? `${offlineWarning(brief.language)} ${sentence}` : offlineWarning(brief.language) };
 };
+
+/** Every feedback a draft follows, oldest first: the earlier revisions' and then its own. */
+function feedbackSoFar(revision: StageRevision): string[] {
+  return [...(revision.earlier ?? []), revision.feedback];
+}
 
 /** The stages of the website outcome, except the engine's `review` gate. */
 export function websiteStages(deps: OutcomeDeps) {
   /**
    * The writer and brief a stage works from. For a revision the offline
    * writer applies what it read in the feedback (name, tone, pages dropped)
-   * to the brief; an upstream writer gets the feedback in every prompt.
+   * to the brief, each revision's in turn, so a draft keeps what the ones
+   * before it changed; an upstream writer gets the feedback in every prompt.
+   * `unread` is what the offline writer could not apply.
    */
-  const understanding = (input: StageInput) => {
+  const understanding = (input: StageInput): { writer: WriterKind; brief: WebsiteBrief; unread: string[] } => {
     const understood = previousOutput(input, "understand", websiteUnderstandingSchema);
-    if (!input.revision || understood.writer !== "offline") return understood;
-    const reading = readFeedback(
-      input.revision.feedback,
-      understood.brief.pages.map((p) => p.slug),
-    );
-    return { ...understood, brief: normalizeBrief(reviseBrief(understood.brief, reading)) };
+    if (!input.revision || understood.writer !== "offline") return { ...understood, unread: [] };
+    let brief = understood.brief;
+    const unread: string[] = [];
+    for (const feedback of feedbackSoFar(input.revision)) {
+      const reading = readFeedback(
+        feedback,
+        brief.pages.map((p) => p.slug),
+      );
+      brief = normalizeBrief(fitToSchema(websiteBriefSchema, reviseBrief(brief, reading)));
+      for (const part of reading.unread) if (!unread.includes(part)) unread.push(part);
+    }
+    return { ...understood, brief, unread };
   };
 
   return {
@@ -57,13 +64,13 @@ export function websiteStages(deps: OutcomeDeps) {
     },
 
     async outline(input: StageInput): Promise<StageOutcome> {
-      const { writer: kind, brief } = understanding(input);
+      const { writer: kind, brief, unread } = understanding(input);
       const outline = normalizeOutline(brief, await writerFor(deps, kind).siteOutline(input.goal, brief, input));
-      return { output: asJson(outline), ...warningFor(kind, brief, input) };
+      return { output: asJson(outline), ...warningFor(kind, brief, unread) };
     },
 
     async write(input: StageInput): Promise<StageOutcome> {
-      const { writer: kind, brief } = understanding(input);
+      const { writer: kind, brief, unread } = understanding(input);
       const outline = previousOutput(input, "outline", siteOutlineSchema);
       const writer = writerFor(deps, kind);
       const pages: PageContent[] = [];
@@ -74,11 +81,11 @@ export function websiteStages(deps: OutcomeDeps) {
         pages.push({ ...content, slug: page.slug });
         await input.progress((index + 1) / outline.pages.length);
       }
-      return { output: asJson({ pages }), ...warningFor(kind, brief, input) };
+      return { output: asJson({ pages }), ...warningFor(kind, brief, unread) };
     },
 
     async build(input: StageInput): Promise<StageOutcome> {
-      const { writer: kind, brief } = understanding(input);
+      const { writer: kind, brief, unread } = understanding(input);
       const outline = previousOutput(input, "outline", siteOutlineSchema);
       const content = previousOutput(input, "write", siteContentSchema);
       // Built with the address it will be published at, so canonical links and the sitemap are right once it is.
@@ -90,18 +97,18 @@ export function websiteStages(deps: OutcomeDeps) {
       return {
         output: asJson({ files: [...files.keys()].sort(), theme: brief.tone }),
         previewUrl: previewUrl(deps, input.planId, revision),
-        ...warningFor(kind, brief, input),
+        ...warningFor(kind, brief, unread),
       };
     },
 
     async publish(input: StageInput): Promise<StageOutcome> {
-      const { writer: kind, brief } = understanding(input);
+      const { writer: kind, brief, unread } = understanding(input);
       const slug = await ownSlug(deps, input);
       // The newest revision is what was approved.
       const copied = await copyTree(deps.artifacts, `preview/${previewKey(input.planId, input.revision?.number)}/`, `sites/${slug}/`);
       if (copied === 0) throw new StageFailure("internal", "There is no built site to publish; re-run the build stage.");
       const publishedUrl = `${deps.config.publicUrl}/sites/${slug}/`;
-      return { output: asJson({ slug, files: copied }), publishedUrl, ...warningFor(kind, brief, input) };
+      return { output: asJson({ slug, files: copied }), publishedUrl, ...warningFor(kind, brief, unread) };
     },
   };
 }

@@ -98,8 +98,8 @@ export function renamed<T>(value: T, from: string, to: string): T {
   return value;
 }
 
-/** The sentence added to the offline warning when part of the feedback could not be applied. */
-export function unreadFeedbackWarning(reading: FeedbackReading): string | undefined {
-  if (reading.unread.length === 0) return undefined;
-  return `The offline writer could not apply this part of your feedback: ${reading.unread.map((part) => `"${part}"`).join("; ")}. It applies a new name in quotes, a tone (warm, professional, playful, calm, bold) and pages to drop; an upstream model applies any feedback.`;
+/** The sentence added to the offline warning when part of the feedback (`unread`, as `FeedbackReading` has it) could not be applied. */
+export function unreadFeedbackWarning(unread: readonly string[]): string | undefined {
+  if (unread.length === 0) return undefined;
+  return `The offline writer could not apply this part of your feedback: ${unread.map((part) => `"${part}"`).join("; ")}. It applies a new name in quotes, a tone (warm, professional, playful, calm, bold) and pages to drop; an upstream model applies any feedback.`;
 }

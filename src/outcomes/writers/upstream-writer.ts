@@ -153,17 +153,40 @@ function altTextAsk(of: "site" | "book", field: "visualAlt" | "coverAlt"): strin
   );
 }
 
+/** Most characters of earlier revisions' feedback repeated in a prompt; older requests live on in the previous draft's outline. */
+const EARLIER_FEEDBACK_BUDGET = 8000;
+
 /**
- * What every writer prompt of a revision adds: the person's feedback, and the
- * previous draft's brief and outline, so the model changes what was asked
- * and keeps the rest. Empty for a first draft.
+ * What every writer prompt of a revision adds: the person's feedback, that
+ * of the revisions before it (oldest first, which the previous draft already
+ * made), and the brief and the previous draft's outline, so the model
+ * changes what was asked and keeps the rest, earlier changes included. The
+ * brief is the first draft's, which earlier revisions may have changed.
+ * Empty for a first draft.
  */
 export function revisionNote(brief: WebsiteBrief | EbookBrief, context: WriterContext): string {
   const revision = context.revision;
   if (!revision) return "";
+  const earlier = revision.earlier ?? [];
+  const kept: string[] = [];
+  let budget = EARLIER_FEEDBACK_BUDGET;
+  for (const feedback of [...earlier].reverse()) {
+    if (feedback.length > budget) break;
+    budget -= feedback.length;
+    kept.unshift(feedback);
+  }
+  const omitted = earlier.length - kept.length;
+  const history =
+    earlier.length === 0
+      ? ""
+      : `Earlier reviews asked for these changes, oldest first, and the previous draft made them; keep them unless the new feedback says otherwise:\n` +
+        (omitted > 0 ? `(${omitted} older request${omitted === 1 ? " is" : "s are"} not repeated here; the previous draft's outline carries them.)\n` : "") +
+        kept.map((feedback, i) => `${omitted + i + 1}. """\n${feedback}\n"""\n`).join("") +
+        "\n";
   return (
-    `\n\nThis is revision ${revision.number} of an earlier draft. The person reviewed that draft and asked for these changes:\n` +
-    `"""\n${revision.feedback}\n"""\n\nBrief of the previous draft:\n${JSON.stringify(brief, null, 2)}\n\n` +
+    `\n\nThis is revision ${revision.number} of an earlier draft. ${history}` +
+    `The person reviewed ${earlier.length === 0 ? "that" : "the previous"} draft and asked for these changes:\n` +
+    `"""\n${revision.feedback}\n"""\n\n${earlier.length === 0 ? "Brief of the previous draft" : "Brief of the first draft, before any of these changes"}:\n${JSON.stringify(brief, null, 2)}\n\n` +
     `Outline of the previous draft:\n${JSON.stringify(revision.draft, null, 2)}\n\n` +
     `Change what the person asked for, and keep everything else as it was in the previous draft.`
   );
