@@ -18,6 +18,8 @@ export const ERROR_TYPES = {
   internal: { status: 500, code: Code.Internal },
   unavailable: { status: 503, code: Code.Unavailable },
   outcome_unavailable: { status: 503, code: Code.Unavailable },
+  /** An RPC's own deadline (`connect-timeout-ms`, `grpc-timeout`) ran out; REST calls have none. */
+  deadline_exceeded: { status: 504, code: Code.DeadlineExceeded },
   // Chat (OpenAI-shaped bodies under /v1).
   model_not_found: { status: 404, code: Code.NotFound },
   program_mismatch: { status: 422, code: Code.InvalidArgument },
@@ -66,6 +68,8 @@ export function typeForCode(code: Code): ErrorType {
       return "method_not_allowed";
     case Code.Unavailable:
       return "unavailable";
+    case Code.DeadlineExceeded:
+      return "deadline_exceeded";
     default:
       return "internal";
   }

@@ -20,6 +20,8 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  *   up through `apiKeys`, which remembers live ones (see ApiKeyCache).
  * - Otherwise the `zero_session` cookie, where the method allows it. A cookie
  *   on a write must come with this service's own `Origin` (CSRF).
+ * - The chat gateway takes keys only (mode "key", as OpenAI's API does), and
+ *   its refusals carry OpenAI's names: `invalid_api_key`, `insufficient_scope`.
  */
 export function createAuthenticator(deps: { db: Kysely<Database>; config: Config; apiKeys: ApiKeyCache }): Authenticator {
   const publicOrigin = new URL(deps.config.publicUrl).origin;
@@ -37,18 +39,20 @@ export function createAuthenticator(deps: { db: Kysely<Database>; config: Config
     const secret = match?.[1];
     // A remembered key is checked without an await, as most requests' keys are.
     const key = secret && API_KEY_PATTERN.test(secret) ? (deps.apiKeys.remembered(secret) ?? (await deps.apiKeys.find(secret))) : undefined;
-    if (!key) throw new ServiceError("unauthenticated", "invalid or revoked API key");
+    const keyOnly = request.rule.mode === "key";
+    if (!key) throw new ServiceError(keyOnly ? "invalid_api_key" : "unauthenticated", "invalid or revoked API key");
     if (request.rule.mode === "session") {
       throw new ServiceError("permission_denied", "API keys cannot do this; sign in to the Console");
     }
     if (!key.scopes.includes(request.rule.scope)) {
-      throw new ServiceError("permission_denied", `this API key lacks the \`${request.rule.scope}\` scope`);
+      throw new ServiceError(keyOnly ? "insufficient_scope" : "permission_denied", `this API key lacks the \`${request.rule.scope}\` scope`);
     }
     deps.apiKeys.recordUse(key);
     return { accountId: key.account_id, via: "api_key", scopes: key.scopes, credentialId: key.id };
   }
 
   async function authenticateCookie(request: AuthRequest): Promise<Principal> {
+    if (request.rule.mode === "key") throw new ServiceError("invalid_api_key", "no API key: send it as `Authorization: Bearer <API_KEY>`");
     const token = readSessionToken(request.headers.get("cookie"));
     if (token !== undefined) return authenticateSession(request, token);
     throw new ServiceError("unauthenticated", "authentication required: send an API key as `Authorization: Bearer <key>`, or sign in");

@@ -2,7 +2,6 @@ import http from "node:http";
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { accessRule, type Authenticator } from "../server/access.js";
 import type { Principal } from "../server/context.js";
-import { ServiceError } from "../server/errors.js";
 import type { CompletionResult } from "../server/idempotency.js";
 import type { NodeRequest, NodeResponse } from "../server/node-http.js";
 import { requestInfo } from "../server/request-info.js";
@@ -73,31 +72,17 @@ export function drained(res: NodeResponse): Promise<void> {
 }
 
 /**
- * The `/v1` routes take bearer keys only (a Console cookie is not a
- * credential here) and names its auth errors as OpenAI clients expect:
- * 401 `invalid_api_key`, 403 `insufficient_scope`. This is the one place the
- * shared authenticator's errors are renamed for `/v1`.
+ * The `/v1` routes authenticate as ChatService's RPCs do (its access rule:
+ * an API key with `chat`, never a Console cookie, refusals named as OpenAI
+ * clients expect). Only the key is passed on: cookies and the rest of the
+ * request's headers are no credential here.
  */
-export async function authenticateBearer(exchange: RestExchange, authenticator: Authenticator): Promise<Principal> {
-  const authorization = exchange.req.headers.authorization;
-  if (!authorization) {
-    throw new ServiceError("invalid_api_key", "no API key: send it as `Authorization: Bearer <API_KEY>`");
-  }
-  try {
-    return await authenticator.authenticate({
-      rule: accessRule(ChatService.method.createChatCompletion),
-      // The key alone: cookies and the rest of the request's headers are no credential here.
-      headers: { get: (name) => (name.toLowerCase() === "authorization" ? authorization : null) },
-      requestMethod: "POST",
-      clientAddress: requestInfo(exchange.req)?.clientAddress ?? "",
-    });
-  } catch (error) {
-    if (error instanceof ServiceError && error.type === "unauthenticated") {
-      throw new ServiceError("invalid_api_key", error.detail.message, { headers: Object.fromEntries(error.metadata.entries()) });
-    }
-    if (error instanceof ServiceError && error.type === "permission_denied") {
-      throw new ServiceError("insufficient_scope", error.detail.message);
-    }
-    throw error;
-  }
+export function authenticateBearer(exchange: RestExchange, authenticator: Authenticator): Promise<Principal> {
+  const authorization = exchange.req.headers.authorization ?? null;
+  return authenticator.authenticate({
+    rule: accessRule(ChatService.method.createChatCompletion),
+    headers: { get: (name) => (name.toLowerCase() === "authorization" ? authorization : null) },
+    requestMethod: "POST",
+    clientAddress: requestInfo(exchange.req)?.clientAddress ?? "",
+  });
 }

@@ -1,4 +1,4 @@
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type {
@@ -293,7 +293,12 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
               signal.addEventListener("abort", done, { once: true });
             });
           }
-          if (signal.aborted) return;
+          if (signal.aborted) {
+            // The client's own deadline ends the watch with its code, so the client never takes it for a plan at rest;
+            // a client that has gone, or a server that is stopping, just ends it.
+            if (signal.reason instanceof ConnectError && signal.reason.code === Code.DeadlineExceeded) throw signal.reason;
+            return;
+          }
           changed = false;
           const next = await loadPlan(db, request.id, { accountId });
           if (!next) return;

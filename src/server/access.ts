@@ -7,7 +7,7 @@ import { ServiceError } from "./errors.js";
 
 /** What a method demands of its caller, read from its `(zero.v1.access)` option. */
 export interface AccessRule {
-  mode: "public" | "session" | "account";
+  mode: "public" | "session" | "account" | "key";
   scope: string;
   /** Declared `idempotency_level = NO_SIDE_EFFECTS`: not a write, so no CSRF check. */
   readOnly: boolean;
@@ -31,7 +31,7 @@ export function accessRule(method: DescMethod): AccessRule {
 }
 
 function toRule(option: Access, readOnly: boolean): AccessRule {
-  if (option.mode !== "public" && option.mode !== "session" && option.mode !== "account") {
+  if (option.mode !== "public" && option.mode !== "session" && option.mode !== "account" && option.mode !== "key") {
     throw new Error(`unknown access mode "${option.mode}"`);
   }
   return { mode: option.mode, scope: option.scope, readOnly };

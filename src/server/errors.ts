@@ -44,13 +44,23 @@ export class ServiceError extends ConnectError {
       capacityState: options.capacityState,
       resetAt: options.resetAt,
     });
-    super(message, ERROR_TYPES[type].code, new Headers(options.headers), [{ desc: ErrorDetailSchema, value: detail }], options.cause);
+    super(message, codeFor(type, options.status), new Headers(options.headers), [{ desc: ErrorDetailSchema, value: detail }], options.cause);
     // `name` stays "ConnectError": Connect recognises its errors by name across module copies.
     this.type = type;
     this.status = options.status ?? ERROR_TYPES[type].status;
     this.detail = detail;
     this.param = options.param;
   }
+}
+
+/**
+ * The Connect code of a type, or, where the status is overridden, the code
+ * of that status (a prefixed model is `model_not_found` with 400, so an RPC
+ * sees an invalid argument, as REST sees a 400).
+ */
+function codeFor(type: ErrorType, status: number | undefined): Code {
+  if (status === undefined || status === ERROR_TYPES[type].status) return ERROR_TYPES[type].code;
+  return Object.values(ERROR_TYPES).find((entry) => entry.status === status)?.code ?? ERROR_TYPES[type].code;
 }
 
 /** Shorthands for the common cases. */

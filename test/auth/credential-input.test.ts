@@ -1,8 +1,8 @@
-import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConsoleService } from "../../gen/zero/v1/console_pb.js";
 import { startTestApp, type TestApp } from "../support/app.js";
+import { PROTOCOLS, rpcTransport } from "../support/transports.js";
 
 /**
  * Credentials arrive from anyone, before any sign-in: their checks must cost
@@ -17,16 +17,12 @@ describe("credential input is bounded before it is parsed", () => {
 
   // Just under the 1 MiB body cap. `a@` + dots + `@` made the old e-mail regex backtrack quadratically.
   const pathologicalEmail = `a@${".".repeat(1_000_000)}@`;
-  const transports: Record<string, () => Transport> = {
-    connect: () => createConnectTransport({ baseUrl: app.url, httpVersion: "1.1" }),
-    grpc: () => createGrpcTransport({ baseUrl: app.url }),
-    "grpc-web": () => createGrpcWebTransport({ baseUrl: app.url, httpVersion: "1.1" }),
-  };
 
   // No wall-clock bound here: on a shared two-core CI machine a timed assertion decides nothing. What keeps
   // these checks linear is structural: the length is capped before anything else reads the input, and
   // `npm run lint:regex` refuses any regex in src/ that can backtrack super-linearly (the old e-mail regex).
-  for (const [name, transport] of Object.entries(transports)) {
+  for (const name of PROTOCOLS) {
+    const transport = () => rpcTransport(app.url, name);
     for (const method of ["signUp", "signIn"] as const) {
       it(`${method} over ${name}: a 1 MiB pathological e-mail is refused by its length, and the server keeps answering`, async () => {
         const client = createClient(ConsoleService, transport());
@@ -45,7 +41,7 @@ describe("credential input is bounded before it is parsed", () => {
   }
 
   it("refuses an over-long password by its length, before hashing it or creating an account", async () => {
-    const client = createClient(ConsoleService, transports.connect!());
+    const client = createClient(ConsoleService, rpcTransport(app.url, "connect"));
     const email = "long-password@example.test";
     const outcome = await client.signUp({ email, password: "p".repeat(1_000_000) }).catch((e: unknown) => e);
     expect((outcome as ConnectError).code).toBe(Code.InvalidArgument);
@@ -69,7 +65,7 @@ describe("credential input is bounded before it is parsed", () => {
   });
 
   it("still accepts an ordinary address and tells a malformed one apart", async () => {
-    const client = createClient(ConsoleService, transports.connect!());
+    const client = createClient(ConsoleService, rpcTransport(app.url, "connect"));
     const { account } = await client.signUp({ email: "  Ordinary.Person+tag@Example.test ", password: "long enough password" });
     expect(account?.email).toBe("ordinary.person+tag@example.test");
     for (const email of ["no-at-sign.example.test", "two@@example.test", "a@b", "a b@example.test", "@example.test", "a@.test", "a@example."]) {

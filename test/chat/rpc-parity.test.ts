@@ -1,9 +1,9 @@
 import { fromJson, toJson } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ChatCompletionParamsSchema, ChatCompletionSchema, ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { createAccountWithKey } from "../support/accounts.js";
+import { PROTOCOLS, rpcTransport } from "../support/transports.js";
 import type { TestApp } from "../support/app.js";
 import { completion, FakeUpstream, reply, stream, textChunks } from "./support/fake-upstream.js";
 import { startGateway } from "./support/gateway.js";
@@ -25,15 +25,9 @@ describe("ChatService parity with /v1", () => {
   });
   beforeEach(() => upstream.reset());
 
-  const transports = {
-    connect: () => createConnectTransport({ baseUrl: app.url, httpVersion: "1.1" }),
-    grpc: () => createGrpcTransport({ baseUrl: app.url }),
-    "grpc-web": () => createGrpcWebTransport({ baseUrl: app.url, httpVersion: "1.1" }),
-  };
-
-  it.each(Object.keys(transports) as (keyof typeof transports)[])("passes fields with no typed home to the upstream, over %s", async (name) => {
+  it.each(PROTOCOLS)("passes fields with no typed home to the upstream, over %s", async (name) => {
     upstream.next(reply(completion("ok")));
-    const client = createClient(ChatService, transports[name]());
+    const client = createClient(ChatService, rpcTransport(app.url, name));
     const { completion: answer } = await client.createChatCompletion(
       {
         params: fromJson(ChatCompletionParamsSchema, {
@@ -56,7 +50,7 @@ describe("ChatService parity with /v1", () => {
 
   it("serves the Responses API over gRPC: a response object, and the typed events of a stream", async () => {
     upstream.next(reply(completion("Hi there")), stream(textChunks(["Hi", " there"])));
-    const client = createClient(ChatService, transports.grpc());
+    const client = createClient(ChatService, rpcTransport(app.url, "grpc"));
     const { response } = await client.createResponse({ params: { model: "project-zero", input: "hello", instructions: "Be brief." } }, { headers });
     expect(response).toMatchObject({
       object: "response",

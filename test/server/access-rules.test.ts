@@ -15,7 +15,7 @@ describe("access rules live in the API definition", () => {
       for (const method of service.methods) {
         expect(hasOption(method, access), `${service.typeName}.${method.name}`).toBe(true);
         const rule = accessRule(method);
-        if (rule.mode === "account") expect(["read", "build", "chat"]).toContain(rule.scope);
+        if (rule.mode === "account" || rule.mode === "key") expect(["read", "build", "chat"]).toContain(rule.scope);
       }
     }
   });
@@ -24,7 +24,8 @@ describe("access rules live in the API definition", () => {
     expect(accessRule(ExecutionService.method.createExecution)).toMatchObject({ mode: "account", scope: "build" });
     expect(accessRule(ExecutionService.method.resumeExecution)).toMatchObject({ mode: "account", scope: "build" });
     expect(accessRule(ExecutionService.method.getExecution)).toMatchObject({ mode: "account", scope: "read", readOnly: true });
-    expect(accessRule(ChatService.method.createChatCompletion)).toMatchObject({ mode: "account", scope: "chat" });
+    // The chat gateway takes API keys only, as /v1 (and OpenAI's API) does.
+    for (const method of ChatService.methods) expect(accessRule(method), method.name).toMatchObject({ mode: "key", scope: "chat" });
     expect(accessRule(ConsoleService.method.createApiKey)).toMatchObject({ mode: "session" });
     expect(accessRule(ConsoleService.method.revokeApiKey)).toMatchObject({ mode: "session" });
     expect(accessRule(CapabilitiesService.method.getCapabilities)).toMatchObject({ mode: "public" });

@@ -26,6 +26,7 @@ export type Access = Message<"zero.v1.Access"> & {
    * "public": no credential needed.
    * "session": a signed-in Console session only; an API key is refused.
    * "account": a session, or an API key carrying `scope`.
+   * "key": an API key carrying `scope` only (the chat gateway, as OpenAI's API takes keys).
    *
    * @generated from field: string mode = 1;
    */

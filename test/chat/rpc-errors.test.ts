@@ -1,0 +1,97 @@
+import { fromJson } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { ChatCompletionParamsSchema, ChatService } from "../../gen/zero/v1/chat_pb.js";
+import { ErrorDetailSchema } from "../../gen/zero/v1/error_pb.js";
+import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
+import { createAccountWithKey, sessionHeaders, type TestAccount } from "../support/accounts.js";
+import { PROTOCOLS, type Protocol, rpcTransport } from "../support/transports.js";
+import type { TestApp } from "../support/app.js";
+import { FakeUpstream, hang } from "./support/fake-upstream.js";
+import { startGateway } from "./support/gateway.js";
+
+// Faults a typed client meets over RPC, found by trying each service as a new user: each has the code and type REST gives it.
+describe("RPC errors as the REST routes name them", () => {
+  let upstream: FakeUpstream;
+  let app: TestApp;
+  let account: TestAccount;
+  let readOnly: TestAccount;
+
+  beforeAll(async () => {
+    upstream = await FakeUpstream.start();
+    app = await startGateway([upstream]);
+    account = await createAccountWithKey(app, ["chat", "build", "read"]);
+    readOnly = await createAccountWithKey(app, ["read"]);
+  });
+  afterAll(async () => {
+    await app.close();
+    await upstream.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+  // The deadline is sent as a header rather than as the client's `timeoutMs`, so what is checked is the server's answer, not the client's own timer.
+  const deadline = (name: Protocol, ms: number) => (name === "connect" ? { "connect-timeout-ms": String(ms) } : { "grpc-timeout": `${ms}m` });
+  const chat = (model: string) => ({ params: fromJson(ChatCompletionParamsSchema, { model, messages: [{ role: "user", content: "hi" }] }) });
+  const message = chat("project-zero");
+
+  async function refusal(call: Promise<unknown>): Promise<{ code: Code; type: string | undefined }> {
+    const error = await call.then(
+      () => expect.fail("the call succeeded"),
+      (e: unknown) => ConnectError.from(e),
+    );
+    return { code: error.code, type: error.findDetails(ErrorDetailSchema)[0]?.type };
+  }
+
+  it.each(PROTOCOLS)("answers a client's deadline on a chat call with deadline_exceeded, over %s", async (name) => {
+    upstream.otherwise(hang());
+    const client = createClient(ChatService, rpcTransport(app.url, name));
+    expect(await refusal(client.createChatCompletion(message, { headers: { ...bearer(account.apiKey), ...deadline(name, 300) } }))).toEqual({
+      code: Code.DeadlineExceeded,
+      type: "deadline_exceeded",
+    });
+  });
+
+  it("ends a watch at the client's deadline with deadline_exceeded, not as if the plan had come to rest", async () => {
+    // The writer's first call hangs, so the plan stays running past the deadline.
+    upstream.otherwise(hang());
+    const executions = createClient(ExecutionService, rpcTransport(app.url, "connect"));
+    const { plan } = await executions.createExecution({ goal: "A website for a repair cafe" }, { headers: bearer(account.apiKey) });
+    const seen: string[] = [];
+    const watched = (async () => {
+      for await (const { plan: now } of executions.watchExecution({ id: plan!.id }, { headers: { ...bearer(account.apiKey), ...deadline("connect", 500) } })) {
+        seen.push(now!.status);
+      }
+    })();
+    expect(await refusal(watched)).toMatchObject({ code: Code.DeadlineExceeded });
+    expect(seen).toEqual(["running"]);
+  });
+
+  it("takes API keys only, as /v1 does: a Console session is refused and nothing reaches the upstream", async () => {
+    const client = createClient(ChatService, rpcTransport(app.url, "connect"));
+    expect(await refusal(client.createChatCompletion(message, { headers: sessionHeaders(app.url, account.cookie) }))).toEqual({
+      code: Code.Unauthenticated,
+      type: "invalid_api_key",
+    });
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it("names the chat refusals as /v1 does", async () => {
+    const client = createClient(ChatService, rpcTransport(app.url, "connect"));
+    expect(await refusal(client.createChatCompletion(message, { headers: bearer("zk_not-a-key") }))).toEqual({
+      code: Code.Unauthenticated,
+      type: "invalid_api_key",
+    });
+    expect(await refusal(client.createChatCompletion(message, { headers: bearer(readOnly.apiKey) }))).toEqual({
+      code: Code.PermissionDenied,
+      type: "insufficient_scope",
+    });
+    // A provider-prefixed alias is a 400 on /v1, so an invalid argument here, not a not-found.
+    const prefixed = chat("openai/project-zero");
+    expect(await refusal(client.createChatCompletion(prefixed, { headers: bearer(account.apiKey) }))).toEqual({
+      code: Code.InvalidArgument,
+      type: "model_not_found",
+    });
+    expect(upstream.requests).toHaveLength(0);
+  });
+});
