@@ -107,6 +107,8 @@ export type SignUpRequest = Message<"zero.v1.SignUpRequest"> & {
   email: string;
 
   /**
+   * 8 to 256 characters (code points).
+   *
    * @generated from field: string password = 2;
    */
   password: string;
@@ -347,7 +349,7 @@ export type ChangePasswordRequest = Message<"zero.v1.ChangePasswordRequest"> & {
   currentPassword: string;
 
   /**
-   * 8 to 1,024 characters.
+   * 8 to 256 characters (code points), as for a new account.
    *
    * @generated from field: string new_password = 2;
    */
