@@ -13,8 +13,9 @@ export const file_zero_v1_error: GenFile = /*@__PURE__*/
   fileDesc("ChN6ZXJvL3YxL2Vycm9yLnByb3RvEgd6ZXJvLnYxIq8BCgtFcnJvckRldGFpbBIMCgR0eXBlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEwoLdW5hdmFpbGFibGUYAyADKAkSKwoOY2FwYWNpdHlfc3RhdGUYBCABKAlIAFIOY2FwYWNpdHlfc3RhdGWIAQESHwoIcmVzZXRfYXQYBSABKAlIAVIIcmVzZXRfYXSIAQFCEQoPX2NhcGFjaXR5X3N0YXRlQgsKCV9yZXNldF9hdGIGcHJvdG8z");
 
 /**
- * Attached as a detail to every RPC error, and rendered as the `error` object
- * of every REST error body: `{"error": {"type": "...", "message": "..."}}`.
+ * Attached as a detail to every error the service raises over RPC (a request
+ * Connect itself cannot read carries only its code and message), and rendered
+ * as the `error` object of every REST error body: `{"error": {"type": "...", "message": "..."}}`.
  *
  * @generated from message zero.v1.ErrorDetail
  */
