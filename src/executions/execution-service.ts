@@ -20,7 +20,7 @@ import type { Logger } from "../observability/logger.js";
 import type { Store } from "../db/database.js";
 import type { Notifier } from "./notifier.js";
 import type { PlanEvents } from "./plan-events.js";
-import { RESTING_STATUSES } from "../api/plans.js";
+import { type PlanStatus, RESTING_STATUSES } from "../api/plans.js";
 import { cancelPlan, initialStages, newPlanState, resumePlan, revisePlan, startsWork, type PlanState } from "./plan-transitions.js";
 import { DEFAULT_OUTCOME, isOutcomeId, type OutcomeId } from "../api/outcomes.js";
 import { unavailableOutcomes } from "../outcomes/availability.js";
@@ -55,6 +55,16 @@ export interface PlanAccepted {
 }
 
 const PLAN_NOT_FOUND = "no plan with that id";
+
+/** A plan's status as a refusal says it to a person. */
+const STATUS_IN_WORDS: Record<PlanStatus, string> = {
+  running: "is still running",
+  awaiting_approval: "is waiting for approval",
+  interrupted: "was interrupted",
+  failed: "has failed",
+  succeeded: "has already succeeded",
+  cancelled: "was cancelled",
+};
 
 /**
  * ExecutionService: the service functions behind both the RPCs and the REST
@@ -94,7 +104,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       const before = await loadPlan(trx, planId, { accountId, forUpdate: true });
       if (!before) throw notFound(PLAN_NOT_FOUND);
       if (before.status !== "awaiting_approval") {
-        throw new ServiceError("conflict", `plan ${planId} is ${before.status}: feedback is taken only while it waits for approval`);
+        throw new ServiceError("conflict", `plan ${planId} ${STATUS_IN_WORDS[before.status]}: feedback is taken only while it waits for approval`);
       }
       requireAvailable(before.outcome, unavailable);
       const spent = await spendGeneration(trx, accountId, window);

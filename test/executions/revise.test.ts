@@ -154,6 +154,8 @@ describe.each(TRANSPORTS)("refusing a revision over $name", ({ make }) => {
       const before = (await api.get(key(owner), plan.id)).plan!;
       const answer = await api.resume(key(owner), { planId: plan.id, feedback: "Make it warmer" });
       expect(answer, plan.goal).toMatchObject({ status: 409, errorType: "conflict" });
+      // Said in words a person reads, not as a status value ("is succeeded").
+      expect(answer.errorMessage).toContain({ running: "is still running", failed: "has failed", succeeded: "has already succeeded" }[before.status]);
       const after = (await api.get(key(owner), plan.id)).plan!;
       expect(after.revisions).toEqual([]);
       expect(after.status).toBe(before.status);
