@@ -42,7 +42,7 @@ export function createMetrics(): Metrics {
     registry,
     httpRequests: new LabelledCounter({
       name: "zero_http_requests_total",
-      help: "Requests served, by route (REST path or RPC procedure), method and status code.",
+      help: 'Requests served, by route (REST path or RPC procedure), method and status code ("aborted" when the response closed before its head was sent).',
       labelNames: ["route", "method", "code"],
       registry,
     }),

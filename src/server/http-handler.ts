@@ -111,10 +111,13 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
   function closed(this: NodeResponse): void {
     const info = requestInfo(this.req)!;
     info.responseClosed(this.writableFinished);
-    endSpan(info.span, { "http.response.status_code": this.statusCode }, this.statusCode >= 500);
+    // A response closed before its head was sent (the client left, or shutdown's grace ran out) has no status:
+    // `statusCode` is only Node's default 200 then.
+    const status = this.headersSent ? this.statusCode : undefined;
+    endSpan(info.span, status === undefined ? {} : { "http.response.status_code": status }, status === undefined || status >= 500);
     const seconds = (performance.now() - info.startedAt) / 1000;
     const method = this.req.method ?? "GET";
-    httpRequests.inc({ route: info.route, method, code: String(this.statusCode) });
+    httpRequests.inc({ route: info.route, method, code: status === undefined ? "aborted" : String(status) });
     httpDuration.observe({ route: info.route, method }, seconds);
     if (logger.isLevelEnabled("info")) {
       logger.info(
@@ -122,7 +125,7 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
           requestId: info.id,
           method,
           path: pathOf(this.req.url),
-          status: this.statusCode,
+          status: status ?? null,
           ms: Math.round(seconds * 1e5) / 100,
           aborted: !this.writableFinished,
         },

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeUpstream } from "../chat/support/fake-upstream.js";
+import { FakeUpstream, hang } from "../chat/support/fake-upstream.js";
 import { openAiClient, upstreamsEnv } from "../chat/support/gateway.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
@@ -73,5 +73,30 @@ describe("operational metrics", () => {
       expect(statements, writer).toBeGreaterThanOrEqual(1);
       expect(rows, writer).toBeGreaterThanOrEqual(statements);
     }
+  });
+
+  it("counts a request whose client left before any answer as aborted, not as the 200 it never got", async () => {
+    upstream.next(hang());
+    const leaving = new AbortController();
+    const request = fetch(`${app.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${account.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "project-zero", messages: [{ role: "user", content: "wait" }] }),
+      signal: leaving.signal,
+    }).catch(() => undefined);
+    const sent = upstream.requests.length;
+    for (let i = 0; i < 100 && upstream.requests.length === sent; i++) await new Promise((r) => setTimeout(r, 10));
+    const before = await scrape();
+    const count = (text: string, code: string) =>
+      value(text, new RegExp(`zero_http_requests_total\\{route="/v1/chat/completions",method="POST",code="${code}"\\} (\\d+)`)) || 0;
+    leaving.abort();
+    await request;
+    let after = before;
+    for (let i = 0; i < 50 && count(after, "aborted") === count(before, "aborted"); i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      after = await scrape();
+    }
+    expect(count(after, "aborted")).toBe(count(before, "aborted") + 1);
+    expect(count(after, "200")).toBe(count(before, "200"));
   });
 });
