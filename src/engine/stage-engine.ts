@@ -1,3 +1,4 @@
+import { RepeatingFailure } from "../observability/repeating-failure.js";
 import { EventEmitter } from "node:events";
 import { isOutcomeId } from "../api/outcomes.js";
 import type { Logger } from "../observability/logger.js";
@@ -89,6 +90,9 @@ export class StageEngine {
   readonly #options: Required<Omit<StageEngineOptions, "retry">> & Pick<StageEngineOptions, "retry">;
   readonly #store: StageStore;
   readonly #log: Logger;
+  readonly #claimFailures: RepeatingFailure;
+  readonly #renewFailures: RepeatingFailure;
+  readonly #reapFailures: RepeatingFailure;
   readonly #runs = new Map<number, Run>();
   #wanted = false;
   #filling: Promise<void> | undefined;
@@ -107,6 +111,9 @@ export class StageEngine {
     };
     this.#store = options.store;
     this.#log = options.logger.child({ component: "stage-engine" });
+    this.#claimFailures = new RepeatingFailure(this.#log, "claiming stages");
+    this.#renewFailures = new RepeatingFailure(this.#log, "renewing stage leases");
+    this.#reapFailures = new RepeatingFailure(this.#log, "checking for expired leases");
   }
 
   /** Starts listening, polling and heartbeating. */
@@ -177,12 +184,13 @@ export class StageEngine {
         // When a slot frees up, the finishing run wakes us again.
         if (free <= 0) return;
         const claims = await this.#store.claim(instanceId, free, leaseMs);
+        this.#claimFailures.succeeded();
         for (const claim of claims) this.#launch(claim);
         if (claims.length === free) this.#wanted = true;
       }
     } catch (error) {
       // The next poll tries again.
-      this.#log.warn({ err: error }, "claiming stages failed");
+      this.#claimFailures.failed(error);
     }
   }
 
@@ -318,6 +326,7 @@ export class StageEngine {
         this.#options.leaseMs,
       )
       .then((valid) => {
+        this.#renewFailures.succeeded();
         const now = performance.now();
         for (const run of runs) {
           if (valid.has(run.claim.leaseToken)) run.renewedAt = now;
@@ -325,7 +334,7 @@ export class StageEngine {
         }
       })
       .catch((error: unknown) => {
-        this.#log.warn({ err: error }, "renewing stage leases failed");
+        this.#renewFailures.failed(error);
         const now = performance.now();
         for (const run of runs) if (now - run.renewedAt > this.#options.leaseMs) abort(run, "lost");
       })
@@ -346,12 +355,13 @@ export class StageEngine {
     this.#reaping = this.#store
       .interruptExpired(100)
       .then((interrupted) => {
+        this.#reapFailures.succeeded();
         for (const stage of interrupted) {
           this.#log.warn({ planId: stage.planId, position: stage.position }, "stage lease expired; plan interrupted");
           this.events.emit("stage:interrupted", stage);
         }
       })
-      .catch((error: unknown) => this.#log.warn({ err: error }, "checking for expired leases failed"))
+      .catch((error: unknown) => this.#reapFailures.failed(error))
       .finally(() => (this.#reaping = undefined));
   }
 }
