@@ -1,3 +1,4 @@
+import fs from "node:fs/promises";
 import path from "node:path";
 import { build } from "esbuild";
 
@@ -49,6 +50,69 @@ export async function bundleServer(entry: string, outfile: string): Promise<void
 
 const root = path.resolve(import.meta.dirname, "..");
 
+/** The client's entry points: `node` is the package's "." under Node, `web` its "./web" and "." for browsers. */
+const CLIENT_ENTRIES = { node: "src/client/node.ts", web: "src/client/zero-client.ts" };
+
+/**
+ * `npm run build` and `prepare` (so an install from git or a tarball has
+ * it): the typed client as package.json "exports" name it, because Node does
+ * not strip types from files under node_modules. `dist/client` gets
+ * `node.js` and `web.js` as ES modules, sharing one chunk so that ZeroError
+ * is one class whichever a program imports; `dist/types` gets the
+ * declarations. Packages stay imports, resolved from the consumer's
+ * node_modules: a program that makes its own connect-node transport, or
+ * catches ConnectError, must share our copy of Connect. Only our own
+ * modules (src/client, what it uses of src/api, gen) are bundled, and not
+ * minified: a consumer's bundler minifies.
+ *
+ * The declarations need TypeScript, a devDependency: an install from git has
+ * it when `prepare` runs, and an install without devDependencies still gets
+ * the JavaScript, with a warning that the declarations are left out.
+ */
+export async function buildClient(): Promise<void> {
+  const js = path.join(root, "dist/client");
+  const types = path.join(root, "dist/types");
+  // Chunk names carry a hash: an earlier build's chunk would otherwise ship beside this one.
+  await Promise.all([js, types].map((dir) => fs.rm(dir, { recursive: true, force: true })));
+  await build({
+    absWorkingDir: root,
+    entryPoints: CLIENT_ENTRIES,
+    outdir: js,
+    bundle: true,
+    splitting: true,
+    packages: "external",
+    platform: "neutral",
+    format: "esm",
+    target: "es2023",
+    logLevel: "warning",
+  });
+  let ts: typeof import("typescript");
+  try {
+    ts = (await import("typescript")).default;
+  } catch (error) {
+    if ((error as { code?: string }).code !== "ERR_MODULE_NOT_FOUND") throw error;
+    console.warn("TypeScript is not installed (an install without devDependencies): the client's declarations, dist/types, are left out");
+    return;
+  }
+  const tsconfig = ts.getParsedCommandLineOfConfigFile(path.join(root, "tsconfig.json"), undefined, {
+    ...ts.sys,
+    onUnRecoverableConfigFileDiagnostic: () => {},
+  });
+  const program = ts.createProgram(
+    Object.values(CLIENT_ENTRIES).map((entry) => path.join(root, entry)),
+    { ...tsconfig?.options, noEmit: false, declaration: true, emitDeclarationOnly: true, rootDir: root, outDir: types },
+  );
+  // Type errors are `npm run typecheck`'s to report; only a declaration that cannot be written stops the build.
+  const { emitSkipped, diagnostics } = program.emit();
+  if (emitSkipped || diagnostics.length > 0) {
+    const host = { getCanonicalFileName: (name: string) => name, getCurrentDirectory: () => root, getNewLine: () => "\n" };
+    throw new Error(`the client's declarations were not written:\n${ts.formatDiagnostics(diagnostics, host)}`);
+  }
+}
+
 if (process.argv[1] && path.resolve(process.argv[1]) === import.meta.filename) {
-  await bundleServer(path.join(root, "src/main.ts"), path.join(root, "dist/main.js"));
+  // `tsx src/build.ts` builds both; `server` (before `npm start`, which needs only dist/main.js) or `client` (`prepare`) one.
+  const only = process.argv[2];
+  if (only !== "client") await bundleServer(path.join(root, "src/main.ts"), path.join(root, "dist/main.js"));
+  if (only !== "server") await buildClient();
 }

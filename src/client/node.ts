@@ -3,7 +3,8 @@ import { buildZeroClient, type TransportFactory, type ZeroClient, type ZeroClien
 
 // The package's entry under Node: the same client, over Node's own HTTP
 // stack (connect-node) instead of fetch. Browsers resolve "." to
-// zero-client.ts through the "browser" export condition and never load this.
+// zero-client.ts (built as dist/client/web.js, src/build.ts) through the
+// "browser" export condition and never load this.
 
 export * from "./zero-client.js";
 
