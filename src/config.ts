@@ -1,5 +1,7 @@
-import type net from "node:net";
+import fs from "node:fs";
+import net from "node:net";
 import path from "node:path";
+import tls from "node:tls";
 import { parseTrustedProxies } from "./server/client-address.js";
 import { withoutTrailingSlashes } from "./strings.js";
 
@@ -120,8 +122,12 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"
 /**
  * Reads and validates the configuration. Every bad value is reported, one line
  * each, in a single ConfigError, so an operator fixes them all in one go.
- */
-/**
+ *
+ * Besides `env`, it reads the files the configuration names (the TLS
+ * certificate and key, DATABASE_URL's `sslrootcert` …) and looks at the data
+ * directory's parents, so that a value that could only fail later fails here,
+ * before anything is created or started. It writes nothing.
+ *
  * `terminal` says a person is watching stdout (`npm start` in a shell): then
  * the default log level is `warn`, and the one line a newcomer needs, the URL
  * to open, comes from `main.ts`. Under a supervisor the default stays `info`.
@@ -156,13 +162,16 @@ export function loadConfig(env: Env = process.env, options: { terminal?: boolean
 
   const port = read("PORT", 8080, int(0, 65535));
   const host = env.HOST?.trim() || "127.0.0.1";
+  if (!isIpOrHostName(host)) problems.push(`HOST: expected an IP address or a host name, got "${host}"`);
   const databaseUrl = env.DATABASE_URL?.trim() || undefined;
-  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    problems.push(`DATABASE_URL: expected a postgres:// or postgresql:// URL`);
-  }
+  if (databaseUrl !== undefined) checkDatabaseUrl(databaseUrl, problems);
   const dataDir = path.resolve(env.ZERO_DATA_DIR?.trim() || "./data");
   const embeddedDatabase = oneOf<"postgres" | "pglite" | "auto">("ZERO_EMBEDDED_DATABASE", ["postgres", "pglite", "auto"], "auto");
   const artifacts = readArtifacts(env, databaseUrl, dataDir, problems);
+  // The embedded database lives in the data dir, and so do `file` artifacts unless `file:<dir>` moves them.
+  if (databaseUrl === undefined || (artifacts.kind === "file" && artifacts.dir === path.join(dataDir, "artifacts"))) {
+    checkDirectory("ZERO_DATA_DIR", dataDir, problems);
+  }
   const publicUrl = readPublicUrl(env.ZERO_PUBLIC_URL, host, port, problems);
   const upstreams = readUpstreams(env.ZERO_UPSTREAMS, problems);
   const upstreamTimeouts: UpstreamTimeouts = {
@@ -183,6 +192,8 @@ export function loadConfig(env: Env = process.env, options: { terminal?: boolean
   const tlsKeyFile = env.ZERO_TLS_KEY_FILE?.trim() || undefined;
   if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
     problems.push("ZERO_TLS_CERT_FILE / ZERO_TLS_KEY_FILE: set both or neither");
+  } else if (tlsCertFile !== undefined && tlsKeyFile !== undefined) {
+    checkTlsFiles(tlsCertFile, tlsKeyFile, problems);
   }
   const workerConcurrency = read("ZERO_WORKER_CONCURRENCY", 4, int(0, 256));
   const stageLeaseMs = read("ZERO_STAGE_LEASE_MS", 30_000, int(200, 3_600_000));
@@ -243,7 +254,11 @@ function readArtifacts(env: Env, databaseUrl: string | undefined, dataDir: strin
   const raw = env.ZERO_ARTIFACTS?.trim() || (databaseUrl ? "postgres" : "file");
   if (raw === "postgres") return { kind: "postgres" };
   if (raw === "file") return { kind: "file", dir: path.join(dataDir, "artifacts") };
-  if (raw.startsWith("file:") && raw.length > "file:".length) return { kind: "file", dir: path.resolve(raw.slice("file:".length)) };
+  if (raw.startsWith("file:") && raw.length > "file:".length) {
+    const dir = path.resolve(raw.slice("file:".length));
+    checkDirectory("ZERO_ARTIFACTS", dir, problems);
+    return { kind: "file", dir };
+  }
   if (!raw.startsWith("s3://")) {
     problems.push(`ZERO_ARTIFACTS: expected file, file:<dir>, postgres or s3://bucket/prefix, got "${raw}"`);
     return { kind: "postgres" };
@@ -253,15 +268,18 @@ function readArtifacts(env: Env, databaseUrl: string | undefined, dataDir: strin
   // S3's bucket naming rules, lowercase letters, digits, dots and hyphens, which also keeps the bucket safe in a host name.
   if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) problems.push(`ZERO_ARTIFACTS: "${bucket}" is not an S3 bucket name`);
   const region = env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim() || "us-east-1";
-  const endpointRaw = env.AWS_ENDPOINT_URL_S3?.trim() || env.AWS_ENDPOINT_URL?.trim() || `https://s3.${region}.amazonaws.com`;
-  let endpoint = endpointRaw;
-  try {
-    const url = new URL(endpointRaw);
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error();
-    endpoint = withoutTrailingSlashes(url.href);
-  } catch {
-    problems.push(`AWS_ENDPOINT_URL: expected an http:// or https:// URL, got "${endpointRaw}"`);
+  // The S3-specific variable wins over the general one, as in the AWS SDKs; a bad value is reported under its own name.
+  const endpointVariable = env.AWS_ENDPOINT_URL_S3?.trim() ? "AWS_ENDPOINT_URL_S3" : env.AWS_ENDPOINT_URL?.trim() ? "AWS_ENDPOINT_URL" : undefined;
+  const endpointRaw = (endpointVariable && env[endpointVariable]?.trim()) || `https://s3.${region}.amazonaws.com`;
+  const endpointUrl = httpUrl(endpointRaw);
+  if (endpointUrl === undefined) {
+    problems.push(
+      endpointVariable
+        ? `${endpointVariable}: expected an http:// or https:// URL, got "${endpointRaw}"`
+        : `AWS_REGION: "${region}" does not make an S3 endpoint (${endpointRaw})`,
+    );
   }
+  const endpoint = endpointUrl ? withoutTrailingSlashes(endpointUrl.href) : endpointRaw;
   const accessKeyId = env.AWS_ACCESS_KEY_ID?.trim() ?? "";
   const secretAccessKey = env.AWS_SECRET_ACCESS_KEY?.trim() ?? "";
   if (!accessKeyId || !secretAccessKey) problems.push("AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY: an s3:// ZERO_ARTIFACTS needs both");
@@ -320,14 +338,23 @@ function readTrustedProxies(raw: string | undefined, problems: string[]): net.Bl
 function readPublicUrl(raw: string | undefined, host: string, port: number, problems: string[]): string {
   const value = raw?.trim();
   if (!value) return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
-  try {
-    const url = new URL(value);
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error();
-    return withoutTrailingSlashes(url.href);
-  } catch {
+  const url = httpUrl(value);
+  if (url === undefined) {
     problems.push(`ZERO_PUBLIC_URL: expected an http:// or https:// URL, got "${value}"`);
     return "";
   }
+  // Public URLs are this base with a path appended: a query or fragment would end up in the middle of each.
+  if (value.includes("?") || value.includes("#")) {
+    problems.push(`ZERO_PUBLIC_URL: expected a base URL without a query or fragment (? or #), got "${value}"`);
+    return "";
+  }
+  return withoutTrailingSlashes(url.href);
+}
+
+/** `raw` as a URL if it is an http:// or https:// one. */
+function httpUrl(raw: string): URL | undefined {
+  const url = URL.parse(raw);
+  return url && (url.protocol === "http:" || url.protocol === "https:") ? url : undefined;
 }
 
 function readUpstreams(raw: string | undefined, problems: string[]): UpstreamConfig[] {
@@ -353,10 +380,8 @@ function readUpstreams(raw: string | undefined, problems: string[]): UpstreamCon
       problems.push(`ZERO_UPSTREAMS[${index}]: missing or invalid ${missing.join(", ")}`);
       return;
     }
-    try {
-      new URL(entry.baseUrl as string);
-    } catch {
-      problems.push(`ZERO_UPSTREAMS[${index}].baseUrl: not a URL`);
+    if (httpUrl(entry.baseUrl as string) === undefined) {
+      problems.push(`ZERO_UPSTREAMS[${index}].baseUrl: expected an http:// or https:// URL, got "${entry.baseUrl as string}"`);
       return;
     }
     upstreams.push({
@@ -368,4 +393,152 @@ function readUpstreams(raw: string | undefined, problems: string[]): UpstreamCon
     });
   });
   return upstreams;
+}
+
+/**
+ * An address `listen` can bind: an IP address, or a name made of DNS labels.
+ * A name of dotted numbers is an IPv4 address or nothing (`999.1.1.1`), as no
+ * top-level domain is all digits.
+ */
+function isIpOrHostName(host: string): boolean {
+  if (net.isIP(host) !== 0) return true;
+  const name = host.endsWith(".") ? host.slice(0, -1) : host;
+  if (name === "" || name.length > 253) return false;
+  const labels = name.split(".");
+  if (/^\d+$/.test(labels.at(-1)!)) return false;
+  // Underscores are not DNS but are common in container and compose service names, which /etc/hosts resolves.
+  return labels.every((label) => label.length <= 63 && /^[\w-]+$/.test(label) && !label.startsWith("-") && !label.endsWith("-"));
+}
+
+/** The sslmode values `pg` reads: libpq's, less `allow` (which `pg` cannot do: plain first, TLS if refused), and `pg`'s own `no-verify`. */
+const SSL_MODES = ["disable", "prefer", "require", "verify-ca", "verify-full", "no-verify"];
+
+/**
+ * What would otherwise surface only when connecting, as "cannot reach the
+ * database": a URL that does not parse, no host, a bad port, an sslmode `pg`
+ * does not know, a certificate file it cannot read. The URL is never echoed:
+ * it may hold a password.
+ */
+function checkDatabaseUrl(raw: string, problems: string[]): void {
+  const shape = "expected postgres://user:password@host:port/database, with @ : / ? # in the password percent-encoded";
+  if (!/^postgres(ql)?:\/\//.test(raw)) {
+    problems.push(`DATABASE_URL: expected a postgres:// or postgresql:// URL`);
+    return;
+  }
+  let url = URL.parse(raw);
+  let hostname = url?.hostname ?? "";
+  if (url === null) {
+    // As pg reads it: `user@/db` is a URL with no host (a `host=` parameter may give one, a socket directory, say).
+    url = URL.parse(raw.replace("@/", "@placeholder/"));
+    hostname = "";
+  }
+  if (url === null) {
+    problems.push(`DATABASE_URL: not a valid URL (${shape})`);
+    return;
+  }
+  if (!url.searchParams.get("host") && hostname === "") problems.push(`DATABASE_URL: no host (${shape})`);
+  const port = url.searchParams.get("port") ?? url.port;
+  if (port !== "" && !(/^\d{1,5}$/.test(port) && Number(port) >= 1 && Number(port) <= 65535)) {
+    problems.push(`DATABASE_URL: port "${port}" is not a port number (1 to 65535)`);
+  }
+  const sslmode = url.searchParams.get("sslmode");
+  if (sslmode !== null && !SSL_MODES.includes(sslmode)) {
+    problems.push(`DATABASE_URL: sslmode "${sslmode}" is not one of ${SSL_MODES.join(", ")}`);
+  }
+  // libpq's verify-ca (pg's too, in its libpq mode) checks the chain against a CA the URL must name.
+  const libpqModes = (url.searchParams.get("uselibpqcompat") ?? "true") === "true";
+  if (sslmode === "verify-ca" && libpqModes && !url.searchParams.get("sslrootcert")) {
+    problems.push("DATABASE_URL: sslmode=verify-ca needs sslrootcert=<CA certificate file> (or use sslmode=verify-full)");
+  }
+  for (const parameter of ["sslrootcert", "sslcert", "sslkey"]) {
+    const file = url.searchParams.get(parameter);
+    if (file) readFile(`DATABASE_URL: ${parameter}`, file, problems);
+  }
+}
+
+/** The first of `dir` and its parents that exists must be a directory; a file there fails every mkdir below it. */
+function checkDirectory(variable: string, dir: string, problems: string[]): void {
+  for (let current = dir; ; current = path.dirname(current)) {
+    let stat: fs.Stats | undefined;
+    try {
+      stat = fs.statSync(current);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      // Not there yet (mkdir makes it), or a parent is not a directory (found further up).
+      if (code !== "ENOENT" && code !== "ENOTDIR") return;
+    }
+    if (stat) {
+      if (!stat.isDirectory()) problems.push(`${variable}: ${current} is ${stat.isFile() ? "a file, not a directory" : "not a directory"}`);
+      return;
+    }
+    if (path.dirname(current) === current) return;
+  }
+}
+
+/**
+ * Both files read, and one TLS context built from them as the server will:
+ * a file that is missing, a directory, not PEM, or a key of another
+ * certificate is reported now, naming its variable.
+ */
+function checkTlsFiles(certFile: string, keyFile: string, problems: string[]): void {
+  const cert = readFile("ZERO_TLS_CERT_FILE", certFile, problems);
+  const key = readFile("ZERO_TLS_KEY_FILE", keyFile, problems);
+  if (cert === undefined || key === undefined) return;
+  try {
+    tls.createSecureContext({ cert, key });
+    return;
+  } catch (error) {
+    // Which one is at fault: each alone, then the pair.
+    const certProblem = tlsProblem({ cert });
+    const keyProblem = tlsProblem({ key });
+    if (certProblem) problems.push(`ZERO_TLS_CERT_FILE: ${certFile} is not a PEM certificate (${certProblem})`);
+    if (keyProblem) problems.push(`ZERO_TLS_KEY_FILE: ${keyFile} is not a PEM private key (${keyProblem})`);
+    if (certProblem || keyProblem) return;
+    problems.push(
+      (error as NodeJS.ErrnoException).code === "ERR_OSSL_X509_KEY_VALUES_MISMATCH"
+        ? `ZERO_TLS_KEY_FILE: ${keyFile} is not the key of ZERO_TLS_CERT_FILE's certificate (${opensslReason(error)})`
+        : `ZERO_TLS_CERT_FILE / ZERO_TLS_KEY_FILE: cannot serve TLS with ${certFile} and ${keyFile} (${opensslReason(error)})`,
+    );
+  }
+}
+
+function tlsProblem(options: tls.SecureContextOptions): string | undefined {
+  try {
+    tls.createSecureContext(options);
+    return undefined;
+  } catch (error) {
+    return opensslReason(error);
+  }
+}
+
+/** `error:0480006C:PEM routines::no start line` → `no start line`. */
+function opensslReason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const end = message.lastIndexOf("::");
+  return end >= 0 ? message.slice(end + 2) : message;
+}
+
+function readFile(variable: string, file: string, problems: string[]): Buffer | undefined {
+  try {
+    return fs.readFileSync(file);
+  } catch (error) {
+    problems.push(`${variable}: cannot read ${file}: ${fileProblem(error as NodeJS.ErrnoException)}`);
+    return undefined;
+  }
+}
+
+function fileProblem(error: NodeJS.ErrnoException): string {
+  switch (error.code) {
+    case "ENOENT":
+      return "no such file";
+    case "EISDIR":
+      return "a directory, not a file";
+    case "ENOTDIR":
+      return "a parent is not a directory";
+    case "EACCES":
+    case "EPERM":
+      return "permission denied";
+    default:
+      return error.message;
+  }
 }

@@ -90,8 +90,9 @@ export async function migrate(db: Kysely<Database>): Promise<void> {
 }
 
 function openPostgres(url: string, options: StoreOptions): Store {
+  const connection = postgresClientConfig(url);
   const pool = new pg.Pool({
-    connectionString: url,
+    ...connection,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: 5000,
     types: {
@@ -121,7 +122,7 @@ function openPostgres(url: string, options: StoreOptions): Store {
 
   const connectListener = (): Promise<pg.Client> => {
     listenerReady ??= (async () => {
-      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+      const client = new pg.Client({ ...connection, connectionTimeoutMillis: 5000 });
       client.on("notification", (message) => {
         for (const handler of handlers.get(message.channel) ?? []) handler(message.payload ?? "");
       });
@@ -191,6 +192,32 @@ function openPostgres(url: string, options: StoreOptions): Store {
       await db.destroy();
     },
   };
+}
+
+/**
+ * What `pg` connects with for a `postgres://` URL: the URL, with its sslmode
+ * read as libpq (psql) reads it. `pg` 8 takes `prefer`, `require` and
+ * `verify-ca` for `verify-full`, so a managed Postgres whose certificate is
+ * signed by the provider's own CA is refused, after a warning; under libpq,
+ * `prefer` and `require` encrypt without verifying (`require` with an
+ * `sslrootcert` verifies the chain), `verify-ca` checks the chain and
+ * `verify-full` the host name too. `pg` reads them so with `uselibpqcompat=true`,
+ * added here unless the URL says `uselibpqcompat` itself.
+ */
+export function postgresClientConfig(url: string): pg.ClientConfig {
+  return { connectionString: withLibpqSslModes(url) };
+}
+
+const MODES_PG_READS_OTHERWISE = new Set(["prefer", "require", "verify-ca"]);
+
+function withLibpqSslModes(url: string): string {
+  const queryStart = url.indexOf("?");
+  if (queryStart < 0) return url;
+  const fragmentStart = url.indexOf("#", queryStart);
+  const queryEnd = fragmentStart < 0 ? url.length : fragmentStart;
+  const query = new URLSearchParams(url.slice(queryStart + 1, queryEnd));
+  if (query.has("uselibpqcompat") || !MODES_PG_READS_OTHERWISE.has(query.get("sslmode") ?? "")) return url;
+  return `${url.slice(0, queryEnd)}&uselibpqcompat=true${url.slice(queryEnd)}`;
 }
 
 async function openEmbedded(options: StoreOptions): Promise<Store> {

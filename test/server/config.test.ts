@@ -1,5 +1,20 @@
-import { describe, expect, it } from "vitest";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
+import { selfSignedCertificate } from "../support/tls.js";
+
+/** The lines of the ConfigError `env` gets; none when it loads. */
+function problems(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+    return [];
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    return error.message.split("\n");
+  }
+}
 
 describe("configuration from the environment", () => {
   it("has the documented defaults", () => {
@@ -112,5 +127,118 @@ describe("configuration from the environment", () => {
     expect(() => loadConfig({ ZERO_UPSTREAMS: JSON.stringify([{ name: "a", apiKey: "k" }]) })).toThrow(
       /ZERO_UPSTREAMS\[0\]: missing or invalid baseUrl, model/,
     );
+  });
+
+  it("refuses a ZERO_PUBLIC_URL with a query or fragment, which would land inside every public URL", () => {
+    for (const value of [
+      "https://zero.example.com/app?x=1#frag",
+      "https://zero.example.com/app?x=1",
+      "https://zero.example.com/app#frag",
+      "https://zero.example.com/?",
+    ]) {
+      expect(problems({ ZERO_PUBLIC_URL: value })).toEqual([expect.stringMatching(/^ZERO_PUBLIC_URL: .*query or fragment/)]);
+    }
+    expect(loadConfig({ ZERO_PUBLIC_URL: "https://zero.example.com/app/" }).publicUrl).toBe("https://zero.example.com/app");
+  });
+
+  it("refuses an upstream baseUrl that is not http:// or https://", () => {
+    for (const baseUrl of ["ftp://host/v1", "javascript:alert(1)", "file:///etc/passwd"]) {
+      expect(problems({ ZERO_UPSTREAMS: JSON.stringify([{ name: "a", baseUrl, apiKey: "k", model: "m" }]) })).toEqual([
+        `ZERO_UPSTREAMS[0].baseUrl: expected an http:// or https:// URL, got "${baseUrl}"`,
+      ]);
+    }
+  });
+
+  it("refuses a HOST that is neither an IP address nor a host name", () => {
+    for (const host of ["999.1.1.1", "1.2.3", "bad host", "-lead.example.com", "[::1]", "a..b"]) {
+      expect(problems({ HOST: host })).toEqual([`HOST: expected an IP address or a host name, got "${host}"`]);
+    }
+    for (const host of ["0.0.0.0", "127.0.0.1", "::", "::1", "fe80::1%eth0", "localhost", "zero-api.internal", "my_service", "example.com."]) {
+      expect(loadConfig({ HOST: host }).host).toBe(host);
+    }
+  });
+
+  it("refuses a malformed DATABASE_URL as a bad value rather than an unreachable database", () => {
+    for (const url of ["postgres://u@127.0.0.1:notaport/db", "postgres://", "postgres://u@127.0.0.1:99999/db", "postgresql://u@/db"]) {
+      expect(problems({ DATABASE_URL: url })).toEqual([expect.stringMatching(/^DATABASE_URL: /)]);
+    }
+    // The password never appears in the message.
+    expect(problems({ DATABASE_URL: "postgres://u:hunter2@h:nope/db" }).join("\n")).not.toContain("hunter2");
+    for (const url of [
+      "postgres://u@host:5432/db?sslmode=require",
+      "postgresql://u:p%40ss@[::1]:5432/db",
+      "postgres://u@host/db",
+      "postgres:///db?host=/var/run/postgresql",
+    ]) {
+      expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url);
+    }
+  });
+
+  it("refuses in DATABASE_URL an sslmode pg cannot honour, verify-ca without a CA, and an unreadable sslrootcert", () => {
+    expect(problems({ DATABASE_URL: "postgres://u@h/db?sslmode=verify-ca" })).toEqual([
+      expect.stringMatching(/^DATABASE_URL: sslmode=verify-ca needs sslrootcert/),
+    ]);
+    expect(problems({ DATABASE_URL: "postgres://u@h/db?sslmode=strict" })).toEqual([expect.stringMatching(/^DATABASE_URL: sslmode "strict"/)]);
+    expect(problems({ DATABASE_URL: "postgres://u@h/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem" })).toEqual([
+      "DATABASE_URL: sslrootcert: cannot read /nonexistent/ca.pem: no such file",
+    ]);
+    expect(problems({ DATABASE_URL: "postgres://u@h/db?sslmode=allow" })).toEqual([expect.stringMatching(/^DATABASE_URL: sslmode "allow" is not one of/)]);
+  });
+
+  it("names the AWS endpoint variable that holds the bad value", () => {
+    const s3 = { ZERO_ARTIFACTS: "s3://ok-bucket", AWS_ACCESS_KEY_ID: "AKID", AWS_SECRET_ACCESS_KEY: "secret" };
+    expect(problems({ ...s3, AWS_ENDPOINT_URL_S3: "notaurl" })).toEqual(['AWS_ENDPOINT_URL_S3: expected an http:// or https:// URL, got "notaurl"']);
+    expect(problems({ ...s3, AWS_ENDPOINT_URL: "notaurl" })).toEqual(['AWS_ENDPOINT_URL: expected an http:// or https:// URL, got "notaurl"']);
+    expect(problems({ ...s3, AWS_ENDPOINT_URL: "notaurl", AWS_ENDPOINT_URL_S3: "http://minio:9000" })).toEqual([]);
+    expect(problems({ ...s3, AWS_REGION: "eu west" })).toEqual(['AWS_REGION: "eu west" does not make an S3 endpoint (https://s3.eu west.amazonaws.com)']);
+  });
+
+  describe("files it names, checked before anything starts", () => {
+    let dir: string;
+    let good: Awaited<ReturnType<typeof selfSignedCertificate>>;
+    let other: Awaited<ReturnType<typeof selfSignedCertificate>>;
+    beforeAll(async () => {
+      dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-config-"));
+      await fs.writeFile(path.join(dir, "junk.pem"), "not a certificate\n");
+      await fs.writeFile(path.join(dir, "a-file"), "");
+      [good, other] = await Promise.all([selfSignedCertificate(), selfSignedCertificate()]);
+    });
+    afterAll(async () => {
+      await fs.rm(dir, { recursive: true, force: true });
+      await good.remove();
+      await other.remove();
+    });
+
+    it("loads a certificate and its key", () => {
+      expect(loadConfig(good.env)).toMatchObject({ tlsCertFile: good.env.ZERO_TLS_CERT_FILE, tlsKeyFile: good.env.ZERO_TLS_KEY_FILE });
+    });
+
+    it("refuses TLS files that are missing, a directory, not PEM, or a key of another certificate, naming the variable", () => {
+      const missing = path.join(dir, "missing.pem");
+      const junk = path.join(dir, "junk.pem");
+      expect(problems({ ...good.env, ZERO_TLS_CERT_FILE: missing })).toEqual([`ZERO_TLS_CERT_FILE: cannot read ${missing}: no such file`]);
+      expect(problems({ ZERO_TLS_CERT_FILE: missing, ZERO_TLS_KEY_FILE: missing })).toEqual([
+        `ZERO_TLS_CERT_FILE: cannot read ${missing}: no such file`,
+        `ZERO_TLS_KEY_FILE: cannot read ${missing}: no such file`,
+      ]);
+      expect(problems({ ...good.env, ZERO_TLS_KEY_FILE: dir })).toEqual([`ZERO_TLS_KEY_FILE: cannot read ${dir}: a directory, not a file`]);
+      expect(problems({ ...good.env, ZERO_TLS_CERT_FILE: junk })).toEqual([
+        expect.stringMatching(new RegExp(`^ZERO_TLS_CERT_FILE: ${junk} is not a PEM certificate \\(.*no start line\\)$`)),
+      ]);
+      expect(problems({ ...good.env, ZERO_TLS_KEY_FILE: junk })).toEqual([
+        expect.stringMatching(new RegExp(`^ZERO_TLS_KEY_FILE: ${junk} is not a PEM private key`)),
+      ]);
+      expect(problems({ ...good.env, ZERO_TLS_KEY_FILE: other.env.ZERO_TLS_KEY_FILE })).toEqual([
+        expect.stringMatching(/^ZERO_TLS_KEY_FILE: .* is not the key of ZERO_TLS_CERT_FILE's certificate \(.*key values mismatch\)$/),
+      ]);
+    });
+
+    it("refuses a ZERO_DATA_DIR that is a file or lies under one", () => {
+      const file = path.join(dir, "a-file");
+      expect(problems({ ZERO_DATA_DIR: file })).toEqual([`ZERO_DATA_DIR: ${file} is a file, not a directory`]);
+      expect(problems({ ZERO_DATA_DIR: path.join(file, "data") })).toEqual([`ZERO_DATA_DIR: ${file} is a file, not a directory`]);
+      expect(problems({ ZERO_ARTIFACTS: `file:${file}/artifacts` })).toEqual([`ZERO_ARTIFACTS: ${file} is a file, not a directory`]);
+      expect(loadConfig({ ZERO_DATA_DIR: path.join(dir, "new", "data") }).dataDir).toBe(path.join(dir, "new", "data"));
+    });
   });
 });

@@ -66,6 +66,33 @@ describe("the server process, built as npm start builds it", () => {
     expect(run.stderr()).toContain("project-zero: bad configuration: ZERO_SIGNUP:");
   });
 
+  it("checks the TLS files and the data dir with the rest of the configuration: exit 2, one line each, nothing made or started", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-proc-"));
+    try {
+      const dataDir = path.join(dir, "data");
+      const missing = path.join(dir, "missing.pem");
+      const run = runServer({ PORT: "0", ZERO_DATA_DIR: dataDir, ZERO_TLS_CERT_FILE: missing, ZERO_TLS_KEY_FILE: dir });
+      expect(await run.exit).toBe(2);
+      const lines = run
+        .stderr()
+        .trim()
+        .split("\n")
+        .filter((l) => !l.includes("npm warn"));
+      expect(lines).toEqual([
+        `project-zero: bad configuration: ZERO_TLS_CERT_FILE: cannot read ${missing}: no such file`,
+        `project-zero: bad configuration: ZERO_TLS_KEY_FILE: cannot read ${dir}: a directory, not a file`,
+      ]);
+      expect(await fs.readdir(dir)).toEqual([]);
+
+      await fs.writeFile(path.join(dir, "a-file"), "");
+      const underFile = runServer({ PORT: "0", ZERO_DATA_DIR: path.join(dir, "a-file", "data") });
+      expect(await underFile.exit).toBe(2);
+      expect(underFile.stderr().trim()).toBe(`project-zero: bad configuration: ZERO_DATA_DIR: ${path.join(dir, "a-file")} is a file, not a directory`);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("refuses a second process on the same data dir with one line, and the first keeps its data", async () => {
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-proc-"));
     const [firstPort, secondPort] = [await unusedPort(), await unusedPort()];
