@@ -25,14 +25,16 @@ Commands:
                         start the service (same environment as npm start)
 
 Options:
-  --url <url>           the service (default: $ZERO_URL, else http://127.0.0.1:8080)
+  --url <url>           the service, http(s)://host:port (default: $ZERO_URL,
+                        else http://127.0.0.1:8080)
   --json                machine-readable JSON on stdout (one object per line when following)
   -h, --help            this help
 
 Environment: ZERO_API_KEY (a key made in the Console), ZERO_URL.
-Exit codes: 0 ok, 1 plan failed, 2 usage, 3 auth (401/403), 4 not found,
-5 rate limited or unavailable (429/503), 6 stopped at the approval gate, 130 interrupted,
-141 output closed (the reader of a pipe has gone).
+Exit codes: 0 ok, 1 plan failed, interrupted or cancelled, 2 usage or invalid request
+(400/409), 3 auth (401/403), 4 not found, 5 rate limited or unavailable (429/5xx,
+unreachable), 6 stopped at the approval gate, 130 interrupted, 141 output closed
+(the reader of a pipe has gone).
 `;
 
 /** A command line that cannot be run; exits 2 with the message and a hint. */

@@ -28,7 +28,10 @@ export class CommandStop extends Error {
 export class CliContext {
   readonly out: Terminal;
   readonly err: Terminal;
+  /** The service, `http(s)://host:port` (or the value as given, when it is not one: see `client()`). */
   readonly baseUrl: string;
+  /** Why --url or ZERO_URL cannot be the service's address; reported by the first command that calls it. */
+  readonly #badUrl: string | undefined;
   #client: ZeroClient | undefined;
 
   constructor(
@@ -37,15 +40,22 @@ export class CliContext {
   ) {
     this.out = terminalFor(io.stdout, io.env);
     this.err = terminalFor(io.stderr, io.env);
-    this.baseUrl = withoutTrailingSlashes(options.url ?? io.env.ZERO_URL ?? DEFAULT_URL);
+    const [source, value] = options.url !== undefined ? ["--url", options.url] : io.env.ZERO_URL ? ["ZERO_URL", io.env.ZERO_URL] : ["", DEFAULT_URL];
+    const url = serviceUrl(value);
+    this.baseUrl = url.ok ? url.origin : value;
+    this.#badUrl = url.ok ? undefined : `${source} must be http(s)://host:port${url.problem}, not ${JSON.stringify(value)}${url.hint}`;
   }
 
   get json(): boolean {
     return this.options.json;
   }
 
-  /** The client, with the key from ZERO_API_KEY; stops with exit 3 when there is none. */
+  /** The client, with the key from ZERO_API_KEY; stops with exit 2 on a bad --url or ZERO_URL, exit 3 without a key. */
   client(): ZeroClient {
+    if (this.#badUrl) {
+      this.report("invalid_request", this.#badUrl);
+      throw new CommandStop(ExitCode.usage);
+    }
     const apiKey = this.io.env.ZERO_API_KEY?.trim();
     if (!apiKey) {
       this.report("unauthenticated", `ZERO_API_KEY is not set; make a key in the Console (${this.baseUrl}/console) and export ZERO_API_KEY=zk_…`);
@@ -78,6 +88,10 @@ export class CliContext {
   fail(error: unknown): ExitCode {
     if (error instanceof CommandStop) return error.exitCode;
     const zeroError = ZeroError.from(error);
+    if (answeredByAnotherServer(zeroError)) {
+      this.report("unreachable", `${this.baseUrl} is not a project-zero service (it answered: ${zeroError.message}); check --url or ZERO_URL`);
+      return ExitCode.unavailable;
+    }
     this.report(zeroError.type, describeError(zeroError, { baseUrl: this.baseUrl, scope: this.options.scope }), zeroError);
     return exitCodeFor(zeroError);
   }
@@ -92,4 +106,39 @@ export class CliContext {
       this.err.write(`project-zero: ${line}\n`);
     }
   }
+}
+
+/**
+ * `value` as the service's address. The client appends RPC paths to it, so
+ * anything past the port (`/api`) would reach nothing, and a value without
+ * `http://` is no URL at all (or, as `localhost:8080`, one with scheme `localhost:`).
+ */
+export function serviceUrl(value: string): { ok: true; origin: string } | { ok: false; problem: string; hint: string } {
+  const url = parsedUrl(withoutTrailingSlashes(value));
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
+    const guess = value.includes("://") ? undefined : serviceUrl(`http://${value}`);
+    return { ok: false, problem: "", hint: guess?.ok ? ` (did you mean http://${value}?)` : "" };
+  }
+  if (url.pathname !== "/" && url.pathname !== "") return { ok: false, problem: " with no path", hint: "" };
+  if (url.search !== "" || url.hash !== "" || url.username !== "" || url.password !== "") return { ok: false, problem: "", hint: "" };
+  return { ok: true, origin: url.origin };
+}
+
+function parsedUrl(value: string): URL | undefined {
+  try {
+    return new URL(value);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A failure no project-zero service would send: every error it answers with
+ * carries an ErrorDetail, so an answer without one that the transport took
+ * for a wrong content type, a missing route (404, 405) or a server fault came
+ * from something else at that address. Failures this process raised itself
+ * (a ConnectError wrapping another error) are not that.
+ */
+function answeredByAnotherServer(error: ZeroError): boolean {
+  return !error.fromServer && (error.type === "internal" || error.type === "method_not_allowed") && error.cause.cause === undefined;
 }

@@ -1,19 +1,21 @@
+import { typeForCode, type ErrorType } from "../api/errors.js";
 import type { ZeroError } from "../client/zero-client.js";
+import { transportFailureOf } from "../client/zero-error.js";
 import { trimEndOf } from "../strings.js";
 
 /** What `project-zero` exits with, so scripts can branch without reading text. */
 export const ExitCode = {
   /** Done: the plan succeeded, the command did what it was asked. */
   ok: 0,
-  /** The plan failed or was interrupted (resumable), or an unexpected error. */
+  /** The plan ended without its result: failed or interrupted (resumable), or cancelled. */
   failed: 1,
-  /** Bad command line, or a request the service refused as invalid (e.g. goal too short). */
+  /** Bad command line or --url, or a request the service refused as invalid (goal too short; 409, not in the plan's state). */
   usage: 2,
   /** No key, a key the service does not accept (401), or one without the scope (403). */
   auth: 3,
   /** No such plan for this key (404). */
   notFound: 4,
-  /** Rate limited (429), or the service or the outcome is unavailable (503, unreachable). */
+  /** Rate limited (429), the service failed (5xx) or the outcome is unavailable (503), or no project-zero service answered. */
   unavailable: 5,
   /** Stopped at the approval gate without approval; resume with `--approve review`. */
   atGate: 6,
@@ -25,34 +27,43 @@ export const ExitCode = {
 
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
-/** The exit code for a failed call, by the service's error type. */
+/**
+ * The exit code for each error type the service sends (and the client's own),
+ * written out for every one so that a new type has to be placed. None is 1:
+ * that says the plan failed, not that a call did.
+ */
+const EXIT_CODES = {
+  invalid_request: ExitCode.usage,
+  program_mismatch: ExitCode.usage,
+  method_not_allowed: ExitCode.usage,
+  payload_too_large: ExitCode.usage,
+  unsupported_media_type: ExitCode.usage,
+  idempotency_key_reused: ExitCode.usage,
+  // 409: the request does not fit the plan's state (cancel a succeeded plan, revise one not at the gate).
+  conflict: ExitCode.usage,
+  unauthenticated: ExitCode.auth,
+  invalid_api_key: ExitCode.auth,
+  permission_denied: ExitCode.auth,
+  insufficient_scope: ExitCode.auth,
+  not_found: ExitCode.notFound,
+  model_not_found: ExitCode.notFound,
+  rate_limited: ExitCode.unavailable,
+  zero_capacity_unavailable: ExitCode.unavailable,
+  unavailable: ExitCode.unavailable,
+  outcome_unavailable: ExitCode.unavailable,
+  upstream_error: ExitCode.unavailable,
+  upstream_timeout: ExitCode.unavailable,
+  deadline_exceeded: ExitCode.unavailable,
+  idempotency_key_in_progress: ExitCode.unavailable,
+  // The service's own fault (500): like a 503, something to try again later, not the caller's doing.
+  internal: ExitCode.unavailable,
+  unreachable: ExitCode.unavailable,
+  canceled: ExitCode.interrupted,
+} as const satisfies Record<ErrorType | "unreachable" | "canceled", ExitCode>;
+
+/** The exit code for a failed call, by the service's error type; a type this CLI does not know (a newer service's) by its code. */
 export function exitCodeFor(error: ZeroError): ExitCode {
-  switch (error.type) {
-    case "unauthenticated":
-    case "invalid_api_key":
-    case "permission_denied":
-    case "insufficient_scope":
-      return ExitCode.auth;
-    case "not_found":
-    case "model_not_found":
-      return ExitCode.notFound;
-    case "rate_limited":
-    case "zero_capacity_unavailable":
-    case "unavailable":
-    case "outcome_unavailable":
-    case "upstream_error":
-    case "upstream_timeout":
-    case "unreachable":
-    case "deadline_exceeded":
-      return ExitCode.unavailable;
-    case "invalid_request":
-    case "program_mismatch":
-      return ExitCode.usage;
-    case "canceled":
-      return ExitCode.interrupted;
-    default:
-      return ExitCode.failed;
-  }
+  return Object.hasOwn(EXIT_CODES, error.type) ? EXIT_CODES[error.type as keyof typeof EXIT_CODES] : EXIT_CODES[typeForCode(error.code)];
 }
 
 export interface ErrorContext {
@@ -74,6 +85,8 @@ export function describeError(error: ZeroError, context: ErrorContext): string {
       return `the API key may not do this (403 ${error.type}): ${message}; it needs the "${context.scope}" scope`;
     case "not_found":
       return `not found (404): ${message}`;
+    case "conflict":
+      return `conflict (409): ${message}`;
     case "rate_limited":
       return `rate limited (429): ${message}${error.retryAfterSeconds !== undefined ? `; retry in ${error.retryAfterSeconds} s` : ""}`;
     case "zero_capacity_unavailable":
@@ -83,7 +96,8 @@ export function describeError(error: ZeroError, context: ErrorContext): string {
     case "unavailable":
       return `the service is unavailable (503): ${message}; try again shortly`;
     case "unreachable":
-      return `cannot reach ${context.baseUrl}: ${message}; is the service running? (start one with: project-zero serve)`;
+      // Advice only where nothing answered: a TLS mismatch or a refused certificate says what is wrong itself.
+      return `cannot reach ${context.baseUrl}: ${message}${transportFailureOf(error.cause) === "no_answer" ? "; is the service running? (start one with: project-zero serve)" : ""}`;
     default:
       return `${error.type}: ${message}`;
   }

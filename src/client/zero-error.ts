@@ -35,11 +35,13 @@ export class ZeroError extends Error {
 
   constructor(cause: ConnectError) {
     const [detail] = cause.findDetails(ErrorDetailSchema);
-    super(detail?.message || cause.rawMessage || codeName(cause.code));
+    // A transport failure surfaces as one of these codes; a cancelled call or a deadline keeps its own type.
+    const failure = detail || !TRANSPORT_CODES.has(cause.code) ? undefined : transportFailureOf(cause);
+    super(detail?.message || (failure && TRANSPORT_FAILURE_MESSAGES[failure]) || cause.rawMessage || codeName(cause.code));
     this.cause = cause;
     this.code = cause.code;
     this.fromServer = detail !== undefined;
-    this.type = detail?.type || typeWithoutDetail(cause);
+    this.type = detail?.type || (failure ? "unreachable" : typeWithoutDetail(cause));
     this.unavailable = detail?.unavailable ?? [];
     this.capacityState = detail?.capacityState;
     this.resetAt = detail?.resetAt;
@@ -54,8 +56,43 @@ export class ZeroError extends Error {
   }
 }
 
-// Node's and undici's words for "nothing answered at that address".
-const NETWORK_FAILURE = /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ECONNRESET|EAI_AGAIN|fetch failed|Failed to fetch|NetworkError|Load failed/i;
+/**
+ * Why a call never got through to the service, when that is what happened:
+ * `no_answer`, nothing answered at that address (refused, no such host, the
+ * connection dropped); `not_tls`, `https://` to a server that speaks plain
+ * HTTP; `tls`, any other failed TLS handshake (a certificate not trusted);
+ * `not_http2`, gRPC (HTTP/2 without TLS) to a server that does not speak it.
+ * Each is a ZeroError of type `unreachable`.
+ */
+export type TransportFailure = "no_answer" | "not_tls" | "tls" | "not_http2";
+
+// Node's, undici's and browsers' words for each, tried in this order: the
+// more telling words are often a cause or two deeper than "fetch failed".
+const TRANSPORT_FAILURES: readonly (readonly [TransportFailure, RegExp])[] = [
+  ["not_tls", /wrong version number|WRONG_VERSION_NUMBER/i],
+  ["tls", /ERR_SSL_|ERR_TLS_|CERT_|_CERT|SELF_SIGNED|UNABLE_TO_VERIFY|EPROTO/],
+  ["not_http2", /ERR_HTTP2_ERROR|ERR_HTTP2_SESSION_ERROR|ERR_HTTP2_INVALID_SESSION/],
+  ["no_answer", /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ECONNRESET|EAI_AGAIN|fetch failed|Failed to fetch|NetworkError|Load failed/i],
+];
+
+const TRANSPORT_CODES: ReadonlySet<Code> = new Set([Code.Unavailable, Code.Unknown, Code.Internal]);
+
+/** What to say instead of the transport's own words, where those are an OpenSSL or nghttp2 internal. */
+const TRANSPORT_FAILURE_MESSAGES: Partial<Record<TransportFailure, string>> = {
+  not_tls: "the server does not speak TLS (try http://)",
+  not_http2: "the server does not speak HTTP/2 without TLS (h2c), which gRPC over http:// needs",
+};
+
+/** How `error` (a call's failure, or anything it wraps) failed to get through, or undefined when it did. */
+export function transportFailureOf(error: unknown): TransportFailure | undefined {
+  const words: string[] = [];
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string") words.push(code);
+    words.push(current.message);
+  }
+  return TRANSPORT_FAILURES.find(([, pattern]) => words.some((text) => pattern.test(text)))?.[0];
+}
 
 /**
  * Errors without an ErrorDetail come from proxies, from the transport, or
@@ -63,22 +100,9 @@ const NETWORK_FAILURE = /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ECONNRE
  * service's own error table pairs them, so `type` is always meaningful.
  */
 function typeWithoutDetail(error: ConnectError): ZeroErrorType {
-  if ((error.code === Code.Unavailable || error.code === Code.Unknown || error.code === Code.Internal) && isNetworkFailure(error)) {
-    return "unreachable";
-  }
   if (error.code === Code.Canceled) return "canceled";
   if (error.code === Code.DeadlineExceeded) return "deadline_exceeded";
   return typeForCode(error.code);
-}
-
-function isNetworkFailure(error: unknown): boolean {
-  // The useful words are often one or two causes deep (ConnectError → TypeError("fetch failed") → Error("connect ECONNREFUSED")).
-  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && NETWORK_FAILURE.test(code)) return true;
-    if (NETWORK_FAILURE.test(current.message)) return true;
-  }
-  return false;
 }
 
 function codeName(code: Code): string {

@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { ErrorDetailSchema } from "../../gen/zero/v1/error_pb.js";
+import { ERROR_TYPES } from "../../src/api/errors.js";
 import { parseCommand, UsageError } from "../../src/cli/args.js";
 import { describeError, ExitCode, exitCodeFor } from "../../src/cli/exit-codes.js";
 import { ZeroError } from "../../src/client/zero-client.js";
@@ -69,10 +70,27 @@ describe("exit codes and error lines", () => {
     expect(exitCodeFor(zeroError(Code.ResourceExhausted, "rate_limited"))).toBe(ExitCode.unavailable);
     expect(exitCodeFor(zeroError(Code.Unavailable, "outcome_unavailable"))).toBe(ExitCode.unavailable);
     expect(exitCodeFor(zeroError(Code.InvalidArgument, "invalid_request"))).toBe(ExitCode.usage);
-    expect(exitCodeFor(zeroError(Code.Internal, "internal"))).toBe(ExitCode.failed);
+    // 409: the request does not fit the plan's state (cancel a succeeded plan): an invalid request, not a failed plan.
+    expect(exitCodeFor(zeroError(Code.AlreadyExists, "conflict"))).toBe(ExitCode.usage);
+    // The service's own fault (500): something to try again later, like a 503.
+    expect(exitCodeFor(zeroError(Code.Internal, "internal"))).toBe(ExitCode.unavailable);
     // No ErrorDetail (a proxy answered): the code still decides.
     expect(exitCodeFor(zeroError(Code.Unauthenticated))).toBe(ExitCode.auth);
     expect(exitCodeFor(zeroError(Code.Unavailable))).toBe(ExitCode.unavailable);
+  });
+
+  it("never answer a refused call with 1, which says the plan failed", () => {
+    for (const [type, { code }] of Object.entries(ERROR_TYPES)) {
+      expect({ type, exit: exitCodeFor(zeroError(code, type)) }).not.toEqual({ type, exit: ExitCode.failed });
+    }
+  });
+
+  it("read a type they do not know (a newer service's) by its code", () => {
+    expect(exitCodeFor(zeroError(Code.FailedPrecondition, "brand_new_refusal"))).toBe(ExitCode.usage);
+    expect(exitCodeFor(zeroError(Code.NotFound, "brand_new_missing"))).toBe(ExitCode.notFound);
+    expect(exitCodeFor(zeroError(Code.PermissionDenied, "brand_new_key_problem"))).toBe(ExitCode.auth);
+    expect(exitCodeFor(zeroError(Code.Internal, "brand_new_fault"))).toBe(ExitCode.unavailable);
+    expect(exitCodeFor(zeroError(Code.Unknown, "constructor"))).toBe(ExitCode.unavailable);
   });
 
   it("say what happened and what to do, in one line", () => {

@@ -1,4 +1,6 @@
 import fs from "node:fs/promises";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -100,14 +102,29 @@ describe("project-zero against a running service", () => {
     expect((await runCli(["cancel", id], env)).code).toBe(4);
   });
 
-  it("cancel of a succeeded plan fails with the service's conflict", async () => {
+  it("cancel or revise of a succeeded plan is refused with the service's conflict as an invalid request (exit 2, not 1)", async () => {
     const first = await runCli(["run", "A website for a seed library", "--approve"], env);
     expect(first.code).toBe(0);
     const id = planIdIn(first.stderr + first.stdout);
     const refused = await runCli(["cancel", id], env);
-    expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain("already succeeded");
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/^project-zero: conflict \(409\): .*already succeeded.*\n$/);
+    const revised = await runCli(["revise", id, "Make it calmer"], env);
+    expect(revised.code).toBe(2);
+    expect(revised.stderr).toMatch(/^project-zero: conflict \(409\): /);
     expect((await planOf(id)).status).toBe("succeeded");
+  });
+
+  it("show --follow of a cancelled plan exits 1: it ended without its result", async () => {
+    work.instant = new Set(["understand"]);
+    const created = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: key }, { goal: "A website for a village cider press" });
+    const id = created.body.plan.id;
+    await work.next();
+    expect((await runCli(["cancel", id], env)).code).toBe(0);
+    const followed = await runCli(["show", id, "--follow"], env);
+    expect(followed.code).toBe(1);
+    expect(followed.stderr).toBe(`Plan ${id} cancelled\n`);
+    expect((await runCli(["show", id], env)).code).toBe(0);
   });
 
   it("stops at the gate without --approve when nobody can be asked, then resume passes it", async () => {
@@ -306,6 +323,60 @@ describe("project-zero against a running service", () => {
       expect(await fs.readdir(path.join(dir, "taken"))).toEqual([]);
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("says https:// met a server without TLS, and exits 5 as for one that does not answer", async () => {
+    const https = app.url.replace(/^http:/, "https:");
+    const wrong = await runCli(["plans", "--url", https], env);
+    expect(wrong).toEqual({ code: 5, stdout: "", stderr: `project-zero: cannot reach ${https}: the server does not speak TLS (try http://)\n` });
+  });
+
+  it("refuses a --url or ZERO_URL that is not http(s)://host:port as a usage error naming the value (exit 2)", async () => {
+    const port = new URL(app.url).port;
+    const refusals: [string[], Record<string, string>, string][] = [
+      [["plans", "--url", `127.0.0.1:${port}`], env, `--url must be http(s)://host:port, not "127.0.0.1:${port}" (did you mean http://127.0.0.1:${port}?)`],
+      [["plans", "--url", `${app.url}/api`], env, `--url must be http(s)://host:port with no path, not "${app.url}/api"`],
+      [
+        ["plans"],
+        { ...env, ZERO_URL: `localhost:${port}` },
+        `ZERO_URL must be http(s)://host:port, not "localhost:${port}" (did you mean http://localhost:${port}?)`,
+      ],
+      [["plans"], { ...env, ZERO_URL: `ftp://127.0.0.1:${port}` }, `ZERO_URL must be http(s)://host:port, not "ftp://127.0.0.1:${port}"`],
+      [["show", "pln_x", "--json"], { ...env, ZERO_URL: `${app.url}?x=1` }, `ZERO_URL must be http(s)://host:port, not "${app.url}?x=1"`],
+    ];
+    for (const [args, runEnv, message] of refusals) {
+      const refused = await runCli(args, runEnv);
+      const stderr = args.includes("--json") ? `${JSON.stringify({ error: { type: "invalid_request", message } })}\n` : `project-zero: ${message}\n`;
+      expect({ args, ...refused }).toEqual({ args, code: 2, stdout: "", stderr });
+    }
+    // A trailing slash is still the service's address; a bad ZERO_URL does not stop commands that do not call it.
+    expect((await runCli(["plans", "--url", `${app.url}/`], env)).code).toBe(0);
+    expect((await runCli(["--help"], { ZERO_URL: "nonsense" })).code).toBe(0);
+  });
+
+  it("says a server that does not speak the API is not a project-zero service (exit 5)", async () => {
+    let answer: (response: http.ServerResponse) => void = () => {};
+    const other = http.createServer((_request, response) => answer(response));
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    try {
+      answer = (response) => response.writeHead(200, { "content-type": "application/json" }).end("{}");
+      const json = await runCli(["plans", "--url", url], env);
+      expect(json).toEqual({
+        code: 5,
+        stdout: "",
+        stderr: `project-zero: ${url} is not a project-zero service (it answered: unsupported content type application/json); check --url or ZERO_URL\n`,
+      });
+      answer = (response) => response.writeHead(404, { "content-type": "text/html" }).end("<h1>Not here</h1>");
+      const missing = await runCli(["show", "pln_x", "--json"], { ...env, ZERO_URL: url });
+      expect(missing.code).toBe(5);
+      expect(JSON.parse(missing.stderr)).toEqual({
+        error: { type: "unreachable", message: `${url} is not a project-zero service (it answered: HTTP 404); check --url or ZERO_URL` },
+      });
+    } finally {
+      other.closeAllConnections();
+      await new Promise((resolve) => other.close(resolve));
     }
   });
 

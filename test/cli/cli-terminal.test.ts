@@ -49,7 +49,7 @@ describe("project-zero on a terminal", () => {
   });
 
   /** Starts `project-zero <args>` in a fresh tmux window named `name`; the shell prints EXIT=<code> after it. */
-  async function startOnTerminal(name: string, apiKey: string, args: string): Promise<void> {
+  async function startOnTerminal(name: string, apiKey: string, args: string, columns = 110): Promise<void> {
     const script = path.join(dir, `${name}.sh`);
     await fs.writeFile(
       script,
@@ -63,7 +63,7 @@ describe("project-zero on a terminal", () => {
       ].join("\n"),
     );
     await tmux("kill-session", "-t", "cli").catch(() => {});
-    await tmux("new-session", "-d", "-s", "cli", "-x", "110", "-y", "30", `sh ${script}`);
+    await tmux("new-session", "-d", "-s", "cli", "-x", String(columns), "-y", "30", `sh ${script}`);
   }
 
   it("draws a progress bar and a line per stage, repaints them in place as the plan moves, and asks at the gate", async () => {
@@ -104,6 +104,27 @@ describe("project-zero on a terminal", () => {
     expect(shown).toContain(`[${"█".repeat(30)}] 100%  succeeded`);
     expect(shown).toMatch(/ ✓ publish\s+succeeded\s+attempt 1/);
     expect(shown).toContain(`published  ${app.url}/sites/${held.input.planId}/`);
+  });
+
+  it("keeps one frame in place on a narrow terminal when the goal is written in double-width characters", async () => {
+    const { apiKey } = await createAccountWithKey(app, ["read", "build"]);
+    work.instant = new Set(["understand", "outline", "build", "publish"]);
+    const goal = "🚲 東京の自転車修理カフェのウェブサイトを作ってください。営業時間と地図も載せて、温かい雰囲気で。";
+    await startOnTerminal("wide", apiKey, `run '${goal}'`, 70);
+    const held = await work.next();
+    await screenShows("]  33%  running");
+    // The spinner repaints ten times a second; a frame that takes more rows than it counts leaves a copy behind each time.
+    await sleep(1500);
+    const rows = (await screen()).split("\n");
+    expect(rows.filter((row) => row.includes("plan pln_"))).toHaveLength(1);
+    const header = rows.findIndex((row) => row.includes("plan pln_"));
+    expect(rows[header]).toContain(`plan ${held.input.planId}  website  "🚲 東京の自転`);
+    expect(rows[header]).toMatch(/…$/);
+    // The header did not wrap: the bar is on the very next row.
+    expect(rows[header + 1]).toMatch(/^\[█+░+\] {2}33% {2}running/);
+    await tmux("send-keys", "-t", "cli", "C-c");
+    await screenShows("EXIT=130");
+    held.succeed();
   });
 
   it("Ctrl-C stops following, leaves the plan running and says how to pick it up", async () => {
