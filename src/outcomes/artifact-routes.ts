@@ -51,19 +51,33 @@ function artifactHandler(store: ArtifactStore, mount: ArtifactMount): RestHandle
       res.setHeader("allow", "GET, HEAD");
       return sendError(res, new ServiceError("method_not_allowed", `use GET or HEAD on /${mount}/`));
     }
+    // A person's browser gets a page saying so, an API client that asked for JSON the API's error.
+    const notFound = (page = PLAIN_NOT_FOUND[mount]): void => {
+      res.setHeader("vary", "accept");
+      if (wantsJson(req.headers.accept)) {
+        sendError(res, new ServiceError("not_found", "no such page"));
+        return;
+      }
+      res.statusCode = 404;
+      res.setHeader("content-type", CONTENT_TYPES.html!);
+      res.setHeader("content-length", page.byteLength);
+      res.setHeader("cache-control", "no-store");
+      if (req.method === "HEAD") res.end();
+      else (res as { end(chunk: Uint8Array): void }).end(page);
+    };
     // The raw path, not the parsed URL: URL parsing resolves `..`, and a path that needed resolving is refused, not followed.
     const raw = (req.url ?? "").split("?")[0]!;
-    if (!raw.startsWith(`/${mount}/`)) return sendError(res, new ServiceError("not_found", "no such page"));
+    if (!raw.startsWith(`/${mount}/`)) return notFound();
     const segments = raw
       .slice(mount.length + 2)
       .split("/")
       .map(decodeSegment);
     const site = segments[0];
     // Without a readable first segment there is no site whose page could answer.
-    if (site === undefined || site === "") return sendError(res, new ServiceError("not_found", "no such page"));
+    if (site === undefined || site === "") return notFound();
     // `/sites/bakery` → `/sites/bakery/`, so the site's relative links resolve under it.
     if (segments.length === 1) {
-      if (!isValidKey(site)) return sendError(res, new ServiceError("not_found", "no such page"));
+      if (!isValidKey(site)) return notFound();
       res.statusCode = 308;
       res.setHeader("location", `/${mount}/${encodeURIComponent(site)}/${url.search}`);
       res.end();
@@ -73,18 +87,8 @@ function artifactHandler(store: ArtifactStore, mount: ArtifactMount): RestHandle
     // A segment with a broken percent-encoding names no file, but the address is still under the site.
     const key = segments.includes(undefined) ? undefined : [mount, ...segments].join("/");
     const body = key !== undefined && isValidKey(key) ? await store.get(key) : undefined;
-    if (!body) {
-      // A visitor's mistyped address gets the site's own page, not the API's JSON error.
-      const page = await notFoundPage(store, mount, site);
-      if (!page) return sendError(res, new ServiceError("not_found", "no such page"));
-      res.statusCode = 404;
-      res.setHeader("content-type", CONTENT_TYPES.html!);
-      res.setHeader("content-length", page.byteLength);
-      res.setHeader("cache-control", "no-store");
-      if (req.method === "HEAD") res.end();
-      else (res as { end(chunk: Uint8Array): void }).end(page);
-      return;
-    }
+    // A visitor's mistyped address under a site gets the site's own page; an unknown or deleted site, the plain one.
+    if (!body) return notFound(await siteNotFoundPage(store, mount, site));
 
     const name = segments.at(-1)!;
     const ext = name.includes(".") ? name.slice(name.lastIndexOf(".") + 1).toLowerCase() : "";
@@ -116,12 +120,47 @@ function matchesEtag(header: string | string[] | undefined, etag: string): boole
   });
 }
 
+/** True when the client asked for JSON and not for a page: an API client, never a browser (which asks for HTML, or anything). */
+function wantsJson(accept: string | string[] | undefined): boolean {
+  const types = (Array.isArray(accept) ? accept.join(",") : (accept ?? "")).split(",").map((range) => range.split(";")[0]!.trim().toLowerCase());
+  return types.some((type) => type === "application/json" || type.endsWith("+json")) && !types.includes("text/html");
+}
+
+const NOUNS: Record<ArtifactMount, string> = { preview: "preview", sites: "site", books: "book" };
+const encoder = new TextEncoder();
+/**
+ * The page for an address that names no site, preview or book (never made,
+ * mistyped, deleted): plain and the same for every address, so it says
+ * nothing of what exists, and unstyled (the sandbox allows no inline style).
+ */
+const PLAIN_NOT_FOUND = Object.fromEntries(
+  ARTIFACT_MOUNTS.map((mount) => [
+    mount,
+    encoder.encode(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<title>Nothing here</title>
+</head>
+<body>
+<main>
+<h1>Nothing here</h1>
+<p>There is no ${NOUNS[mount]} at this address. Check that it is typed exactly as it was given to you; a ${NOUNS[mount]} that was deleted is gone.</p>
+</main>
+</body>
+</html>
+`),
+  ]),
+) as Record<ArtifactMount, Uint8Array>;
+
 /**
  * The site's generated `404.html`, with its relative links made absolute
  * under `/{mount}/{slug}/`, since it answers at any depth (`/sites/x/a/b`).
  * Undefined when the tree has none (books, or sites built before it existed).
  */
-async function notFoundPage(store: ArtifactStore, mount: ArtifactMount, slug: string): Promise<Uint8Array | undefined> {
+async function siteNotFoundPage(store: ArtifactStore, mount: ArtifactMount, slug: string): Promise<Uint8Array | undefined> {
   const key = `${mount}/${slug}/404.html`;
   const page = isValidKey(key) ? await store.get(key) : undefined;
   if (!page) return undefined;

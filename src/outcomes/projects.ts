@@ -28,20 +28,39 @@ export async function ensureProject(store: ArtifactStore, planId: string, name: 
     if (existing.name !== name) await store.put(recordKey, JSON.stringify(renamed));
     return renamed;
   }
-  const base = slugify(name);
+  const project = { id: projectIdFor(planId), name, slug: await claimSlug(store, planId, slugify(name)) };
+  await store.put(recordKey, JSON.stringify(project));
+  return project;
+}
+
+/**
+ * Gives a plan's project the name its newest draft uses: a revision can
+ * rename the site, and the API, CLI and Console show the project's name.
+ * A revision is taken at the approval gate, before anything is published,
+ * so the address follows the name too: the new name's slug is claimed and
+ * the old one let go (no site was ever served there). A project already
+ * published keeps its address. Undefined before `understand`.
+ */
+export async function renameProject(store: ArtifactStore, planId: string, name: string): Promise<Project | undefined> {
+  const existing = await readProject(store, planId);
+  if (!existing || existing.name === name) return existing;
+  const published = (await store.list(`sites/${existing.slug}/`)).length > 0 || (await store.list(`books/${existing.slug}/`)).length > 0;
+  // The claim finds this plan's own slug again when the new name makes it ("Bakery" for "bakery-2").
+  const slug = published ? existing.slug : await claimSlug(store, planId, slugify(name));
+  const project = { ...existing, name, slug };
+  await store.put(`index/plans/${planId}/project.json`, JSON.stringify(project));
+  // Let go only once the record names the new slug: a crash in between leaves an unused claim, never a plan without one.
+  if (slug !== existing.slug && (await slugOwner(store, existing.slug)) === planId) await store.remove(`index/slugs/${existing.slug}`);
+  return project;
+}
+
+/** Claims `base`, or `base-2`, `base-3`… for `planId`: the first that no other plan holds. */
+async function claimSlug(store: ArtifactStore, planId: string, base: string): Promise<string> {
   for (let n = 1; ; n++) {
     const slug = n === 1 ? base : `${cutSlug(base, 60 - 1 - String(n).length)}-${n}`;
-    if (await store.put(`index/slugs/${slug}`, planId, { ifAbsent: true })) {
-      const project = { id: projectIdFor(planId), name, slug };
-      await store.put(recordKey, JSON.stringify(project));
-      return project;
-    }
+    if (await store.put(`index/slugs/${slug}`, planId, { ifAbsent: true })) return slug;
     // A claim left by this very plan (a crash between claim and record) is ours.
-    if ((await slugOwner(store, slug)) === planId) {
-      const project = { id: projectIdFor(planId), name, slug };
-      await store.put(recordKey, JSON.stringify(project));
-      return project;
-    }
+    if ((await slugOwner(store, slug)) === planId) return slug;
   }
 }
 

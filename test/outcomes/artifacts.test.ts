@@ -138,11 +138,15 @@ describe("a visitor's wrong address and a browser's cache", () => {
       expect(body).toContain(`href="${base}/index.html"`);
       expect((await fetch(`${app.url}${base}${body.match(/href="[^"]*(\/style\.css)"/)![1]}`)).status).toBe(200);
     }
-    // A site without a 404 page (built before it existed) and an unknown site keep the documented JSON error.
+    // A site without a 404 page (built before it existed) and an unknown site get the plain HTML page
+    // (artifact-not-found.test.ts); the API's JSON error only when the client asks for JSON.
     for (const path of ["/sites/evil-site/nope.html", "/sites/no-such-site/index.html", "/books/no-such-book/x.html", "/sites/%ZZ/index.html"]) {
       const res = await fetch(`${app.url}${path}`);
       expect(res.status, path).toBe(404);
-      expect(res.headers.get("content-type"), path).toContain("application/json");
+      expect(res.headers.get("content-type"), path).toBe("text/html; charset=utf-8");
+      expect(await res.text(), path).toContain("<h1>Nothing here</h1>");
+      const json = await fetch(`${app.url}${path}`, { headers: { accept: "application/json" } });
+      expect(json.headers.get("content-type"), path).toContain("application/json");
     }
   });
 

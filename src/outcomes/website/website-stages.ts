@@ -3,7 +3,7 @@ import { StageFailure } from "../../engine/stage-work.js";
 import { copyTree, replaceTree } from "../artifact-store.js";
 import { siteContentSchema, siteOutlineSchema, websiteBriefSchema, type PageContent, type SiteOutline, type WebsiteBrief } from "../content.js";
 import { fitToSchema, type Schema } from "../json-schema.js";
-import { cutSlug, ensureProject, readProject, slugOwner } from "../projects.js";
+import { cutSlug, ensureProject, readProject, renameProject, slugOwner } from "../projects.js";
 import { asJson, chooseWriterKind, planKey, previewKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
 import { readFeedback, reviseBrief, unreadFeedbackWarning } from "../writers/offline-feedback.js";
 import { copyLanguage, offlineWarning, type WriterKind } from "../writers/writer.js";
@@ -21,7 +21,8 @@ export const websiteUnderstandingSchema = {
 const warningFor = (kind: WriterKind, brief: WebsiteBrief, unread: readonly string[] = []): Pick<StageOutcome, "warning"> => {
   if (kind !== "offline") return {};
   const sentence = unreadFeedbackWarning(unread);
-  return { warning: sentence ? `${offlineWarning(brief.language)} ${sentence}` : offlineWarning(brief.language) };
+  const warning = offlineWarning(brief.language, brief.name);
+  return { warning: sentence ? `${warning} ${sentence}` : warning };
 };
 
 /** Every feedback a draft follows, oldest first: the earlier revisions' and then its own. */
@@ -88,8 +89,11 @@ export function websiteStages(deps: OutcomeDeps) {
       const { writer: kind, brief, unread } = understanding(input);
       const outline = previousOutput(input, "outline", siteOutlineSchema);
       const content = previousOutput(input, "write", siteContentSchema);
+      // A revision may have renamed the site (the offline writer applies a quoted name): the project follows the draft.
+      const project = input.revision
+        ? await renameProject(deps.artifacts, planKey(input.planId), brief.name)
+        : await readProject(deps.artifacts, planKey(input.planId));
       // Built with the address it will be published at, so canonical links and the sitemap are right once it is.
-      const project = await readProject(deps.artifacts, planKey(input.planId));
       const siteUrl = project ? `${deps.config.publicUrl}/sites/${project.slug}/` : undefined;
       const files = renderSite(brief, outline, content.pages, siteUrl, copyLanguage(kind, brief.language));
       const revision = input.revision?.number;
@@ -97,6 +101,7 @@ export function websiteStages(deps: OutcomeDeps) {
       return {
         output: asJson({ files: [...files.keys()].sort(), theme: brief.tone }),
         previewUrl: previewUrl(deps, input.planId, revision),
+        ...(input.revision && project ? { project } : {}),
         ...warningFor(kind, brief, unread),
       };
     },

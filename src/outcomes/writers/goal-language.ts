@@ -6,8 +6,55 @@ export interface GoalLanguage {
   detected: boolean;
 }
 
-type Detector = (text: string) => { language: string; isReliable(): boolean };
+interface Detection {
+  language: string;
+  isReliable(): boolean;
+  getScores(): Record<string, number>;
+}
+type Detector = (text: string) => Detection;
 let detector: Promise<Detector> | undefined;
+
+/**
+ * Grammar words by language, as goals use them ("a", "for", "in"; "een",
+ * "voor"; "für", "mit"), and for English the few verbs goals are phrased
+ * with ("make", "called", "sells"): they carry no name or subject, so on a
+ * goal of a few words they say more about its language than its letters
+ * do. A word several languages share counts for each of them.
+ */
+const FUNCTION_WORDS: Readonly<Record<string, ReadonlySet<string>>> = Object.fromEntries(
+  Object.entries({
+    en: "a an the and or for of with without my our your their its to at in on by from near about that this which who where is are we i me us please make build create need want called named selling sells offering offers",
+    de: "der die das den dem des ein eine einen einem einer und oder für mit ohne von vom zu zum zur im am in an auf aus bei nach über unter ist sind wir ich mein meine meinen meinem meiner unser unsere unseren unserem unserer sie es wo wie bitte",
+    nl: "de het een en of voor van met zonder mijn onze ons jouw uw in op aan bij naar uit over is zijn wij we ik die dat waar graag",
+    fr: "le la les l un une des du de d et ou pour avec sans mon ma mes notre nos votre à au aux en dans sur chez par est sont nous je qui que où",
+    es: "el la los las un una unos unas de del al y o para por con sin mi mis nuestro nuestra nuestros su en es son que donde nosotros yo",
+    pt: "o a os as um uma de do da dos das e ou para por com sem meu minha nosso nossa em no na nos nas é são que onde eu nós",
+    it: "il lo la i gli le l un una uno di del della dei delle e o per con senza mio mia nostro nostra in a al alla da su è sono che dove noi io",
+    ca: "el la els les l un una de del i o per amb sense meu meva nostre nostra a al en és que on",
+    sv: "en ett och eller för med utan min mitt mina vår vårt våra i på av till från som är vi jag",
+    da: "en et og eller for med uden min mit mine vores i på af til fra som er vi jeg",
+    no: "en et ei og eller for med uten min mitt mine vår vårt i på av til fra som er vi jeg",
+    pl: "i oraz lub w we z ze na dla do od o mój moja mojej mojego nasz nasza naszej jest są się który która",
+    cs: "a nebo v ve na pro s se z do od o můj moje náš naše je jsou který",
+    sk: "a alebo v vo na pre s so z do od o môj moja moje náš naša je sú ktorý",
+    hu: "a az egy és vagy meg van hogy nem is számára",
+    ro: "un o și sau pentru cu fără meu mea nostru noastră în la de din pe este sunt care",
+    tr: "bir ve veya için ile bu da de benim bizim",
+    id: "untuk dan atau di ke dari yang saya kami dengan ini",
+    tl: "ang ng sa para mga at ako aking namin",
+    fi: "ja tai on ovat minun meidän varten",
+  }).map(([language, words]) => [language, new Set(words.split(" "))]),
+);
+
+/** How far below the best language English may score on a short goal's words and still be taken as unsure. */
+const UNSURE_MARGIN = 0.15;
+/** Words (names aside) up to which a goal counts as short. */
+const SHORT_GOAL_WORDS = 8;
+/**
+ * Letters English words are written with, the accents of its loanwords (café, jalapeño) included; "ä" or "ł" is
+ * another language's. As escapes (à â ç è-ë î ï ñ ô û): the server bundle stays ASCII, and esbuild leaves regular expressions as written.
+ */
+const ENGLISH_LETTERS = /^[\p{ASCII}\u00E0\u00E2\u00E7\u00E8-\u00EB\u00EE\u00EF\u00F1\u00F4\u00FB]*$/iu;
 
 /**
  * Detects the language of a goal with eld (ISO 639-1 codes, 60 languages).
@@ -15,6 +62,17 @@ let detector: Promise<Detector> | undefined;
  * first goal the offline writer reads, never by a server that only uses an
  * upstream model. An unreliable answer (a few letters of nothing, "zzzz
  * qqqq") counts as English, the language of the writer's own copy.
+ *
+ * People type short goals, and a short goal's letters are largely the
+ * names in it ("A website for a bicycle repair cafe in Utrecht" scored
+ * Dutch, "A bakery in München" German). So a goal in Latin script that eld
+ * does not call English is English when its grammar words are more English
+ * than any other language's, or, when they are even (often none, or only
+ * "in"), when it is short, written in English's letters, and English scores
+ * close to the best on its words without the capitalised names. A bare noun
+ * and a town ("Friseur in Berlin") can then read as English; the offline
+ * writer's copy is English either way, and a goal of any length in another
+ * language has grammar words of its own.
  */
 export async function detectGoalLanguage(goal: string): Promise<GoalLanguage> {
   detector ??= import("eld/extrasmall").then(
@@ -24,11 +82,52 @@ export async function detectGoalLanguage(goal: string): Promise<GoalLanguage> {
   );
   const detect = await detector;
   // Addresses, links and numbers say nothing about the language and only add noise.
-  const words = goal.split(/\s+/).filter((word) => !/[@\d]|^https?:/i.test(word));
+  const words = goal.split(/\s+/).filter((word) => word !== "" && !/[@\d]|^https?:/i.test(word));
   const result = detect(words.join(" "));
   const tag = result.language;
   if (!tag || !result.isReliable()) return { tag: "en", detected: false };
+  if (tag !== "en" && isLatin(words) && readsAsEnglish(words, detect)) return { tag: "en", detected: true };
   return { tag, detected: true };
+}
+
+/** True when most of the goal's letters are Latin: the scripts whose words grammar-word lists can tell apart. */
+function isLatin(words: readonly string[]): boolean {
+  const letters = words.join("").match(/\p{L}/gu) ?? [];
+  const latin = letters.filter((letter) => /\p{Script=Latin}/u.test(letter)).length;
+  return letters.length > 0 && latin / letters.length >= 0.8;
+}
+
+/** The English reading of a Latin-script goal the n-grams gave to another language (see detectGoalLanguage). */
+function readsAsEnglish(words: readonly string[], detect: Detector): boolean {
+  const counts = grammarWordCounts(words);
+  const english = counts.get("en") ?? 0;
+  const other = Math.max(0, ...[...counts].filter(([language]) => language !== "en").map(([, count]) => count));
+  if (english !== other) return english > other;
+  const unnamed = withoutNames(words);
+  if (unnamed.length === 0 || unnamed.length > SHORT_GOAL_WORDS || !ENGLISH_LETTERS.test(unnamed.join(" "))) return false;
+  const scores = detect(unnamed.join(" ")).getScores();
+  const best = Math.max(0, ...Object.values(scores));
+  return best - (scores.en ?? 0) < UNSURE_MARGIN;
+}
+
+/** How many of the goal's words are grammar words of each language. */
+function grammarWordCounts(words: readonly string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const token of words
+    .join(" ")
+    .toLowerCase()
+    .split(/[^\p{L}]+/u)) {
+    if (token === "") continue;
+    for (const [language, list] of Object.entries(FUNCTION_WORDS)) {
+      if (list.has(token)) counts.set(language, (counts.get(language) ?? 0) + 1);
+    }
+  }
+  return counts;
+}
+
+/** The goal without capitalised words inside a sentence: the names and places, which are in their own language. */
+function withoutNames(words: readonly string[]): string[] {
+  return words.filter((word, i) => i === 0 || /[.!?:]$/.test(words[i - 1]!) || !/^\P{L}*\p{Lu}/u.test(word));
 }
 
 /** The English name of a language ("Arabic"), for messages. */

@@ -6,7 +6,7 @@ import { detectGoalLanguage } from "./goal-language.js";
 import { pickProfile, say, UNREAD_PROFILE, type Profile, type ProfileWords } from "./offline-profiles.js";
 import { renamed } from "./offline-feedback.js";
 import { describeArt } from "../website/hero-art.js";
-import { OFFLINE_LANGUAGES, type Writer } from "./writer.js";
+import { OFFLINE_LANGUAGES, UNNAMED_SITE, type Writer } from "./writer.js";
 
 type SectionPlan = Omit<Section, "kind"> & { kind: Section["kind"]; summary: string };
 interface PagePlan {
@@ -75,9 +75,6 @@ async function detectLanguage(goal: string): Promise<string> {
   return (await detectGoalLanguage(goal)).tag;
 }
 
-/** The generic brand of a site whose goal, in a language the writer cannot read, quotes no name. */
-const UNNAMED = "Welcome";
-
 /**
  * The whole site for a goal: brief and pages with their words. `language` is
  * the goal's (it becomes the site's `lang`); the copy is English, and only
@@ -86,7 +83,7 @@ const UNNAMED = "Welcome";
 export function composeSite(goal: string, language = "en"): { brief: WebsiteBrief; pages: PagePlan[]; facts: GoalFacts; profile: Profile } {
   const facts = readGoal(goal, OFFLINE_LANGUAGES.includes(language) ? language : "unread");
   const named = facts.name !== undefined;
-  const name = facts.name ?? UNNAMED;
+  const name = facts.name ?? UNNAMED_SITE;
   const profile = facts.subject === undefined ? UNREAD_PROFILE : pickProfile(facts.subject, goal);
   const w: ProfileWords = { name, subject: facts.subject ?? "", inPlace: facts.place ? ` in ${facts.place}` : "" };
   const audience = facts.audience ? `${name} is made for ${facts.audience}.` : say(profile.audience, w);

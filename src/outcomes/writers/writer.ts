@@ -42,9 +42,21 @@ export function copyLanguage(kind: WriterKind, language: string): string {
   return kind === "offline" && !OFFLINE_LANGUAGES.includes(language) ? "en" : language;
 }
 
-/** The offline warning for a site in `language`, saying so when its copy is English instead. */
-export function offlineWarning(language: string): string {
-  if (OFFLINE_LANGUAGES.includes(language)) return OFFLINE_WARNING;
+/**
+ * What the offline writer calls a site whose goal gives no name it can read
+ * (one in a language it cannot read that quotes none, or "Make me a
+ * website"): it says there is no name yet rather than pass off a word the
+ * goal did not use as one. The warning says how to give it one.
+ */
+export const UNNAMED_SITE = "Untitled site";
+
+/** The offline warning for a site in `language` called `name`, saying so when its copy is English instead or it has no name yet. */
+export function offlineWarning(language: string, name?: string): string {
+  const unnamed =
+    name === UNNAMED_SITE
+      ? ` The goal gives no name the offline writer can read, so the site is called "${UNNAMED_SITE}": ask for a revision that gives the name in quotes (Call it "…") to name it.`
+      : "";
+  if (OFFLINE_LANGUAGES.includes(language)) return `${OFFLINE_WARNING}${unnamed}`;
   const called = languageName(language);
-  return `${OFFLINE_WARNING} The copy is in English: the offline writer has no phrasing for ${called}, so only the names the goal quoted are in ${called}. An upstream model writes the whole site in ${called}.`;
+  return `${OFFLINE_WARNING} The copy is in English: the offline writer has no phrasing for ${called}, so only the names the goal quoted are in ${called}. An upstream model writes the whole site in ${called}.${unnamed}`;
 }
