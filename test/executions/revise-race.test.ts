@@ -3,9 +3,29 @@ import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { createTestDatabase, onRealPostgres } from "../support/database.js";
 import { postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
+import type { StageWorkResolver } from "../../src/engine/stage-work.js";
 import { instantWork } from "../support/stage-work.js";
 
 const ROUNDS = 30;
+
+/**
+ * Instant work, except that a revision's stages take a moment, as any real
+ * writer's do. With every stage instant, a revision could be written and back
+ * at the gate before the approve sent with it was handled (on a loaded CI
+ * machine, it was): that approve then meets the new draft, which an approval
+ * that names no draft cannot be told from, and the plan is published. What is
+ * under test is the approve that arrives while the revision is being written.
+ */
+function slowRevisions(): StageWorkResolver {
+  const instant = instantWork();
+  return (outcome, stageId) => {
+    const work = instant(outcome, stageId);
+    return async (input) => {
+      if (input.revision) await new Promise((resolve) => setTimeout(resolve, 200));
+      return work(input);
+    };
+  };
+}
 const resting = (p: RestPlan) => p.status === "awaiting_approval" || p.status === "succeeded";
 
 // A revise sent to one instance racing an approve sent to the other, on one
@@ -18,8 +38,8 @@ describe.runIf(onRealPostgres)("revise racing approve on two instances", () => {
   beforeAll(async () => {
     const databaseUrl = (await createTestDatabase())!;
     const env = { ZERO_GENERATION_LIMIT: "1000" };
-    a = await startTestApp({ databaseUrl, env, stageWork: instantWork() });
-    b = await startTestApp({ databaseUrl, env, stageWork: instantWork() });
+    a = await startTestApp({ databaseUrl, env, stageWork: slowRevisions() });
+    b = await startTestApp({ databaseUrl, env, stageWork: slowRevisions() });
     account = await createAccountWithKey(a, ["build", "read"]);
   }, 60_000);
   afterAll(() => Promise.all([a, b].map((app) => app?.close())));
