@@ -1,14 +1,13 @@
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import fs from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHROMIUM, openConsoleBrowser } from "./support/console-browser.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { HeldWork } from "../support/stage-work.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = path.resolve("test-artifacts");
 const require = createRequire(import.meta.url);
 
@@ -51,7 +50,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
   let app: TestApp;
   let context: BrowserContext;
   let page: Page;
-  let profile: string;
+  let browser: Awaited<ReturnType<typeof openConsoleBrowser>> | undefined;
   const requests: string[] = [];
   const cspViolations: string[] = [];
   const pageErrors: string[] = [];
@@ -61,24 +60,8 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
 
   beforeAll(async () => {
     app = await startTestApp({ stageWork: work.resolver });
-    profile = await fs.mkdtemp(path.join(os.tmpdir(), "zero-chromium-"));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      viewport: { width: 1280, height: 860 },
-      locale: "en-GB",
-      colorScheme: "light",
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = await openConsoleBrowser();
+    ({ context, page } = browser);
     page.on("request", (request) => requests.push(request.url()));
     page.on("pageerror", (error) => pageErrors.push(error.message));
     page.on("console", (message) => {
@@ -88,8 +71,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
   }, 60_000);
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) await fs.rm(profile, { recursive: true, force: true });
+    await browser?.close();
     await app?.close();
   });
 

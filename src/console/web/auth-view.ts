@@ -31,8 +31,12 @@ const COPY = {
   },
 } as const;
 
-/** Sign-in and sign-up: one form, two wordings. The server sets the HttpOnly session cookie. */
-export function renderAuth(root: HTMLElement, mode: AuthMode, handlers: AuthHandlers): void {
+/**
+ * Sign-in and sign-up: one form, two wordings. The server sets the HttpOnly
+ * session cookie. `notice` says why the person is here (signed out, session
+ * ended), above the form.
+ */
+export function renderAuth(root: HTMLElement, mode: AuthMode, notice: string | undefined, handlers: AuthHandlers): void {
   const copy = COPY[mode];
   const email = h("input", {
     id: "auth-email",
@@ -99,6 +103,7 @@ export function renderAuth(root: HTMLElement, mode: AuthMode, handlers: AuthHand
         h("div", { class: "brand brand-large" }, h("img", { src: "/console/assets/icon.svg", alt: "", width: 36, height: 36 }), h("span", {}, "project-zero")),
         h("h1", { id: "auth-title", tabindex: "-1" }, copy.title),
         h("p", { class: "lede" }, copy.lede),
+        notice ? h("p", { class: "notice notice-info" }, notice) : null,
         form,
         h("p", { class: "switch" }, `${copy.switchText} `, switchLink),
       ),

@@ -36,8 +36,17 @@ export function showError(slot: HTMLElement, message: string | undefined): void 
   slot.hidden = !message;
 }
 
-/** Disables a form's controls while a request runs, and marks it busy for assistive tech. */
-export function setBusy(form: HTMLFormElement, busy: boolean): void {
+/** Where focus was when a form went busy: disabling the focused control drops focus to the page body. */
+const focusBeforeBusy = new WeakMap<HTMLFormElement, HTMLElement>();
+
+/**
+ * Disables a form's controls while a request runs, and marks it busy for
+ * assistive tech. Afterwards focus goes back to `returnFocus`, or to the
+ * control that had it, unless the person has moved it elsewhere meanwhile.
+ */
+export function setBusy(form: HTMLFormElement, busy: boolean, returnFocus?: HTMLElement): void {
+  const focused = document.activeElement;
+  if (busy && focused instanceof HTMLElement && form.contains(focused)) focusBeforeBusy.set(form, focused);
   form.setAttribute("aria-busy", String(busy));
   for (const element of Array.from(form.elements)) {
     if (
@@ -49,4 +58,13 @@ export function setBusy(form: HTMLFormElement, busy: boolean): void {
       element.disabled = busy;
     }
   }
+  if (busy) return;
+  const target = returnFocus ?? focusBeforeBusy.get(form);
+  focusBeforeBusy.delete(form);
+  if (target?.isConnected && focusIsLost()) target.focus();
+}
+
+/** True when nothing has focus but the page itself, as after the focused control was disabled or removed. */
+export function focusIsLost(): boolean {
+  return document.activeElement === null || document.activeElement === document.body;
 }

@@ -1,5 +1,6 @@
 import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
-import { h } from "./dom.js";
+import { FEEDBACK_MAX_LENGTH } from "../../api/limits.js";
+import { h, showError } from "./dom.js";
 import { timeElement } from "./format.js";
 import { outcomeLabel, stageStateLabel, statusLabel } from "./labels.js";
 import { historyDisclosure } from "./plan-history.js";
@@ -16,6 +17,8 @@ export interface PlanActions {
   cancel(plan: Plan, button: HTMLButtonElement): void;
   /** Asks, then deletes a plan with its history and files. */
   remove(plan: Plan, button: HTMLButtonElement): void;
+  /** The plan turned out not to exist any more (deleted elsewhere). */
+  gone(plan: Plan): void;
 }
 
 /** One plan as a list item: its title, status, progress and stages, and what can be done with it. */
@@ -36,14 +39,24 @@ export function planCard(plan: Plan, actions: PlanActions): HTMLElement {
       failureNotice(plan),
       draftList(plan),
       planActions(plan, actions),
-      historyDisclosure(plan),
+      historyDisclosure(plan, () => actions.gone(plan)),
     ),
   );
 }
 
+const TITLE_LENGTH = 80;
+
+/** The goal as a title: at most 80 characters, cut between whole characters (never inside an emoji). */
 export function shortGoal(plan: Plan): string {
   const goal = plan.goal.trim();
-  return goal.length > 80 ? `${goal.slice(0, 79)}…` : goal;
+  const characters = graphemes(goal);
+  return characters.length > TITLE_LENGTH ? `${characters.slice(0, TITLE_LENGTH - 1).join("")}…` : goal;
+}
+
+/** What a reader counts as characters where the browser can tell (Intl.Segmenter), else code points. */
+function graphemes(text: string): string[] {
+  if (typeof Intl.Segmenter !== "function") return [...text];
+  return Array.from(new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(text), (s) => s.segment);
 }
 
 function cardHead(plan: Plan, titleId: string, title: string): HTMLElement {
@@ -99,7 +112,7 @@ function failureNotice(plan: Plan): HTMLElement | null {
 }
 
 function planActions(plan: Plan, actions: PlanActions): HTMLElement {
-  const error = h("p", { class: "form-error", role: "alert", hidden: true });
+  const error = h("p", { class: "form-error", role: "alert", hidden: true, "data-plan-error": true });
   const buttons: HTMLElement[] = [];
   if (plan.status === "awaiting_approval") {
     const gateId = plan.stages.find((s) => s.state === "awaiting_approval")?.id;
@@ -145,11 +158,11 @@ function planActions(plan: Plan, actions: PlanActions): HTMLElement {
 function feedbackForm(plan: Plan, actions: PlanActions, error: HTMLElement): HTMLFormElement {
   const fieldId = `plan-${plan.id}-feedback`;
   const hintId = `${fieldId}-hint`;
+  // No maxlength: it counts UTF-16 units, the service counts characters (code points); the length is checked on submit.
   const field = h("textarea", {
     id: fieldId,
     name: "feedback",
     rows: 2,
-    maxlength: 2000,
     required: true,
     "aria-describedby": hintId,
     "data-focus-key": "feedback",
@@ -169,7 +182,19 @@ function feedbackForm(plan: Plan, actions: PlanActions, error: HTMLElement): HTM
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const feedback = field.value.trim();
-    if (feedback !== "") actions.revise(plan, feedback, form, error);
+    const length = [...feedback].length;
+    const problem =
+      length === 0
+        ? "Say what should change before asking for a new draft."
+        : length > FEEDBACK_MAX_LENGTH
+          ? `Feedback can be at most ${FEEDBACK_MAX_LENGTH} characters (it has ${length}).`
+          : undefined;
+    if (problem) {
+      showError(error, problem);
+      field.focus();
+      return;
+    }
+    actions.revise(plan, feedback, form, error);
   });
   return form;
 }

@@ -1,6 +1,6 @@
 import { LIST_LIMIT } from "../../api/limits.js";
 import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
-import { errorMessage, executionsApi, isSignedOut, isUnimplemented } from "./api.js";
+import { errorMessage, executionsApi, isNotFound, isSignedOut, isUnimplemented } from "./api.js";
 import type { ExecutionList } from "./execution-list.js";
 import type { ViewContext } from "./view.js";
 
@@ -10,8 +10,14 @@ import type { ViewContext } from "./view.js";
  */
 const MAX_STREAMS = 2;
 const POLL_MS = 3000;
+/**
+ * With nothing left to follow, the list is still read this often while the
+ * page is visible: plans created, changed or deleted in another tab or
+ * through the API show up without a reload.
+ */
+const REFRESH_MS = 5000;
 
-/** Keeps the list current: a WatchExecution stream for a few running plans, polling for the rest. */
+/** Keeps the list current: a WatchExecution stream for a few running plans, polling for the rest, and a slower refresh always. */
 export class ExecutionUpdates {
   readonly #list: ExecutionList;
   readonly #context: ViewContext;
@@ -21,6 +27,7 @@ export class ExecutionUpdates {
   #pollTimer: number | undefined;
   readonly #onVisible = (): void => {
     if (document.visibilityState === "visible") void this.refresh();
+    else window.clearTimeout(this.#pollTimer);
   };
 
   /** `onUnimplemented`: this server does not run executions at all. */
@@ -67,24 +74,45 @@ export class ExecutionUpdates {
     this.schedulePoll();
   }
 
-  /** Polls only while some running plan is not followed by a stream. */
+  /** Reads again soon while some running plan is not followed by a stream, else at the slower pace; never while the page is hidden. */
   schedulePoll(): void {
     window.clearTimeout(this.#pollTimer);
     if (this.#stopped) return;
     const running = this.#list.plans().filter(isLive);
     this.#watches.sync(running);
     const unwatched = running.some((p) => !this.#watches.has(p.id));
-    if (unwatched && document.visibilityState === "visible") this.#pollTimer = window.setTimeout(() => void this.refresh(), POLL_MS);
+    if (document.visibilityState === "visible") this.#pollTimer = window.setTimeout(() => void this.refresh(), unwatched ? POLL_MS : REFRESH_MS);
+  }
+
+  /**
+   * Reads one plan afresh, after an action found it other than its card
+   * said: the card is redrawn, or removed when the plan is gone. Answers the
+   * plan, or undefined when it no longer exists; other failures are thrown.
+   */
+  async reread(id: string): Promise<Plan | undefined> {
+    try {
+      const { plan } = await executionsApi.getExecution({ id });
+      if (plan) this.#list.upsert(plan);
+      this.schedulePoll();
+      return plan;
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      this.forget(id);
+      return undefined;
+    }
+  }
+
+  /** A plan that no longer exists: its card and its stream go. */
+  forget(id: string): void {
+    this.#list.remove(id);
+    this.#watches.unwatch(id);
   }
 
   #show(plans: Plan[]): void {
     const fresh = new Set(plans.map((p) => p.id));
     // Once older pages are shown, a plan missing from the newest may only have moved down among them.
     for (const id of this.#list.pagedBack ? [] : this.#list.ids()) {
-      if (!fresh.has(id)) {
-        this.#list.remove(id);
-        this.#watches.unwatch(id);
-      }
+      if (!fresh.has(id)) this.forget(id);
     }
     // Newest first, as the service orders them.
     for (const [index, plan] of plans.entries()) this.#list.upsert(plan, index);

@@ -1,12 +1,13 @@
 import type { GetCapabilitiesResponse } from "../../../gen/zero/v1/capabilities_pb.js";
 import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
 import { LIST_LIMIT } from "../../api/limits.js";
-import { capabilitiesApi, errorMessage, executionsApi, isSignedOut } from "./api.js";
+import { capabilitiesApi, errorMessage, executionsApi, isConflict, isNotFound, isSignedOut } from "./api.js";
 import { ConfirmDialog } from "./confirm-dialog.js";
-import { h, setBusy, showError } from "./dom.js";
+import { focusIsLost, h, setBusy, showError } from "./dom.js";
 import { shortGoal } from "./execution-card.js";
 import { ExecutionList } from "./execution-list.js";
 import { ExecutionUpdates } from "./execution-updates.js";
+import { statusInWords } from "./labels.js";
 import { applyCapabilities, newExecutionForm, type StartForm } from "./new-execution-form.js";
 import { pageHeading, type ViewContext } from "./view.js";
 
@@ -29,6 +30,7 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
     revise: (plan, feedback, form, error) => void revise(page, plan, feedback, form, error),
     cancel: (plan, button) => confirmCancel(page, plan, button),
     remove: (plan, button) => confirmDelete(page, plan, button),
+    gone: (plan) => gone(page, plan),
   });
   const dialog = new ConfirmDialog(context);
   const start = newExecutionForm(context, (plan) => started(page, plan));
@@ -38,7 +40,7 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
   main.append(
     pageHeading("Executions", "Describe a goal; project-zero plans it, writes and builds it, and waits for your approval before it publishes."),
     h("section", { class: "card", "aria-labelledby": "start-title" }, h("h2", { id: "start-title" }, "Start an execution"), start.form),
-    h("section", { class: "card", "aria-labelledby": "executions-title" }, list.title, list.status, list.element, list.olderButton),
+    h("section", { class: "card", "aria-labelledby": "executions-title" }, list.title, list.notice, list.status, list.element, list.olderButton),
     dialog.element,
   );
 
@@ -79,10 +81,50 @@ async function resume(page: ExecutionsPage, plan: Plan, approve: string[], butto
     page.context.announce(`${verb}: ${shortGoal(plan)}`);
     page.updates.schedulePoll();
   } catch (caught) {
-    if (isSignedOut(caught)) return page.context.signedOut();
+    if (await settleFailure(page, plan, caught)) return;
     button.disabled = false;
     showError(error, errorMessage(caught));
   }
+}
+
+/**
+ * After an action failed: a plan that is gone loses its card, and one whose
+ * state did not allow the action (it changed in another tab or through the
+ * API) is read again, so its card shows what it is now, saying why nothing
+ * was done. True when that was the case; otherwise the caller shows the error.
+ */
+async function settleFailure(page: ExecutionsPage, plan: Plan, caught: unknown): Promise<boolean> {
+  if (isSignedOut(caught)) {
+    page.context.signedOut();
+    return true;
+  }
+  if (isNotFound(caught)) {
+    gone(page, plan);
+    return true;
+  }
+  if (!isConflict(caught)) return false;
+  let fresh: Plan | undefined;
+  try {
+    fresh = await page.updates.reread(plan.id);
+  } catch {
+    return false;
+  }
+  if (!fresh) {
+    gone(page, plan);
+    return true;
+  }
+  const message = `Not done: this plan changed elsewhere and ${statusInWords(fresh.status)}.`;
+  page.list.showCardError(plan.id, message);
+  if (focusIsLost()) page.list.cardHeading(plan.id)?.focus();
+  return true;
+}
+
+/** A plan deleted elsewhere: its card goes, with a word about it, and focus stays on the list. */
+function gone(page: ExecutionsPage, plan: Plan): void {
+  const focusWasInCard = page.list.element.querySelector(`[data-plan-id="${plan.id}"]`)?.contains(document.activeElement) ?? false;
+  page.updates.forget(plan.id);
+  page.list.showNotice(`“${shortGoal(plan)}” no longer exists: it was deleted elsewhere.`);
+  if (focusWasInCard || focusIsLost()) page.list.title.focus();
 }
 
 function confirmCancel(page: ExecutionsPage, plan: Plan, opener: HTMLButtonElement): void {
@@ -93,9 +135,14 @@ function confirmCancel(page: ExecutionsPage, plan: Plan, opener: HTMLButtonEleme
       confirmLabel: "Cancel plan",
     },
     async () => {
-      const { plan: cancelled } = await executionsApi.cancelExecution({ id: plan.id });
-      if (cancelled) page.list.upsert(cancelled);
-      page.context.announce(`Cancelled: ${shortGoal(plan)}`);
+      try {
+        const { plan: cancelled } = await executionsApi.cancelExecution({ id: plan.id });
+        if (cancelled) page.list.upsert(cancelled);
+        page.context.announce(`Cancelled: ${shortGoal(plan)}`);
+      } catch (caught) {
+        if (isSignedOut(caught) || !(await settleFailure(page, plan, caught))) throw caught;
+        return page.list.cardHeading(plan.id) ?? page.list.title;
+      }
       // The redrawn card's Delete button: the Cancel button that opened the dialog is gone.
       return page.list.element.querySelector<HTMLElement>(`[data-plan-id="${plan.id}"] [data-focus-key="delete"]`) ?? undefined;
     },
@@ -111,9 +158,15 @@ function confirmDelete(page: ExecutionsPage, plan: Plan, opener: HTMLButtonEleme
       confirmLabel: "Delete plan",
     },
     async () => {
-      await executionsApi.deleteExecution({ id: plan.id });
-      page.list.remove(plan.id);
-      page.context.announce(`Deleted: ${shortGoal(plan)}`);
+      try {
+        await executionsApi.deleteExecution({ id: plan.id });
+        page.updates.forget(plan.id);
+        page.context.announce(`Deleted: ${shortGoal(plan)}`);
+      } catch (caught) {
+        // Already deleted elsewhere: what was asked for is done.
+        if (!isNotFound(caught)) throw caught;
+        gone(page, plan);
+      }
       // The card and its button are gone; keep focus on the list rather than lose it to the page body.
       return page.list.title;
     },
@@ -129,9 +182,11 @@ async function revise(page: ExecutionsPage, plan: Plan, feedback: string, form: 
     if (response.plan) page.list.upsert(response.plan);
     page.context.announce(`New draft asked for: ${shortGoal(plan)}`);
     page.updates.schedulePoll();
+    // The form went with the redrawn card.
+    if (focusIsLost()) page.list.cardHeading(plan.id)?.focus();
   } catch (caught) {
-    if (isSignedOut(caught)) return page.context.signedOut();
     setBusy(form, false);
+    if (await settleFailure(page, plan, caught)) return;
     showError(error, errorMessage(caught));
   }
 }
@@ -146,8 +201,8 @@ async function showOlder(page: ExecutionsPage): Promise<void> {
     const { plans } = await executionsApi.listExecutions({ before });
     const shown = page.list.element.children.length;
     page.list.appendOlder(plans, plans.length >= LIST_LIMIT);
-    page.list.element.children[shown]?.querySelector<HTMLElement>("h3")?.setAttribute("tabindex", "-1");
-    page.list.element.children[shown]?.querySelector<HTMLElement>("h3")?.focus();
+    const firstNew = page.list.element.children[shown]?.getAttribute("data-plan-id");
+    if (firstNew) page.list.cardHeading(firstNew)?.focus();
     page.context.announce(plans.length === 0 ? "No older executions." : `${plans.length} older executions shown.`);
     page.updates.schedulePoll();
   } catch (caught) {

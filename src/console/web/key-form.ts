@@ -5,6 +5,8 @@ import { secretPanel, showSecret } from "./key-secret.js";
 import type { ViewContext } from "./view.js";
 
 const SCOPE_CHOICES = SCOPES.map((id) => ({ id, summary: SCOPE_SUMMARIES[id] }));
+/** The service's longest key name, in characters (code points). */
+const NAME_MAX_LENGTH = 100;
 
 /** The "Create a key" form's controls, and the panel where the new secret appears. */
 export interface KeyForm {
@@ -30,7 +32,7 @@ function keyForm(): KeyForm {
     id: "key-name",
     name: "name",
     required: true,
-    maxlength: 100,
+    // No maxlength: it counts UTF-16 units (an emoji is two), the service counts characters; checked on submit.
     autocomplete: "off",
     placeholder: "e.g. Deploy pipeline",
     "aria-describedby": "key-name-hint",
@@ -83,8 +85,9 @@ async function submitKey(create: KeyForm, context: ViewContext, onCreated: () =>
   const { form, name, scopeBoxes, error } = create;
   showError(error, undefined);
   const scopes = scopeBoxes.filter((box) => box.checked).map((box) => box.value);
-  if (!name.value.trim()) {
-    showError(error, "Give the key a name.");
+  const nameLength = [...name.value.trim()].length;
+  if (nameLength === 0 || nameLength > NAME_MAX_LENGTH) {
+    showError(error, nameLength === 0 ? "Give the key a name." : `The name can be at most ${NAME_MAX_LENGTH} characters (it has ${nameLength}).`);
     name.focus();
     return;
   }

@@ -11,6 +11,16 @@ const STATUS_LABELS: Readonly<Record<PlanStatus, string>> = {
   cancelled: "Cancelled",
 };
 
+/** How a plan stands, to end a sentence ("… and was cancelled"). */
+const STATUS_IN_WORDS: Readonly<Record<PlanStatus, string>> = {
+  running: "is running",
+  awaiting_approval: "is waiting for approval",
+  interrupted: "was interrupted",
+  failed: "has failed",
+  succeeded: "has succeeded",
+  cancelled: "was cancelled",
+};
+
 const STATE_LABELS: Readonly<Record<StageState, string>> = {
   pending: "pending",
   running: "running",
@@ -42,6 +52,7 @@ function lookup(labels: Readonly<Record<string, string>>, value: string): string
 }
 
 export const statusLabel = (status: string): string => lookup(STATUS_LABELS, status);
+export const statusInWords = (status: string): string => (Object.hasOwn(STATUS_IN_WORDS, status) ? STATUS_IN_WORDS[status as PlanStatus] : `is ${status}`);
 export const stageStateLabel = (state: string): string => lookup(STATE_LABELS, state);
 export const outcomeLabel = (outcome: string): string => lookup(OUTCOME_LABELS, outcome);
 export const eventLabel = (type: string): string => lookup(EVENT_LABELS, type);

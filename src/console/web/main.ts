@@ -16,6 +16,8 @@ let leaveView: (() => void) | undefined;
 let firstRender = true;
 /** The page asked for before signing in, to return to afterwards. */
 let afterSignIn: string | undefined;
+/** Why the sign-in screen is shown, said on it once (e.g. the session ended elsewhere). */
+let signInNotice: string | undefined;
 
 function announce(message: string): void {
   // Clearing first makes a repeated message be read again.
@@ -28,8 +30,12 @@ function navigate(path: string, options: { replace?: boolean } = {}): void {
   render();
 }
 
-function endSession(message: string): void {
+/** Back to sign-in, saying `message` there; `comeBack`: the session ended by itself, so signing in returns to this page. */
+function endSession(message: string, comeBack = false): void {
+  const here = currentPath();
+  if (comeBack && PAGES.some((p) => p.path === here)) afterSignIn = here;
   account = undefined;
+  signInNotice = message;
   announce(message);
   navigate(`${BASE}/sign-in`, { replace: true });
 }
@@ -49,7 +55,9 @@ function renderSignIn(path: string): void {
     history.replaceState(null, "", `${BASE}/sign-in`);
   }
   document.title = `${mode === "sign-in" ? "Sign in" : "Create account"} · project-zero Console`;
-  renderAuth(root, mode, {
+  const notice = signInNotice;
+  signInNotice = undefined;
+  renderAuth(root, mode, notice, {
     onSignedIn(signedIn) {
       account = signedIn;
       announce(`Signed in as ${signedIn.email}`);
@@ -69,8 +77,8 @@ function renderPage(path: string, signedIn: Account): void {
   }
   document.title = `${page.label} · project-zero Console`;
   const main = h("main", { id: "main", class: "page", tabindex: "-1" });
-  replaceChildren(root, shellHeader(signedIn, page, { announce, endSession }), main);
-  const context: ViewContext = { account: signedIn, announce, signedOut: () => endSession("Your session has ended. Sign in again.") };
+  replaceChildren(root, shellHeader(signedIn, page, { endSession }), main);
+  const context: ViewContext = { account: signedIn, announce, signedOut: () => endSession("Your session has ended. Sign in again.", true) };
   leaveView = page.view(main, context) ?? undefined;
   focusHeading();
 }

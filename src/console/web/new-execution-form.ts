@@ -41,8 +41,6 @@ export function newExecutionForm(context: ViewContext, onStarted: (plan: Plan | 
 export function applyCapabilities(start: StartForm, caps: GetCapabilitiesResponse): void {
   if (caps.limits && caps.limits.goalMaxLength > 0) {
     start.limits = { min: caps.limits.goalMinLength, max: caps.limits.goalMaxLength };
-    start.goal.minLength = start.limits.min;
-    start.goal.maxLength = start.limits.max;
     start.goalHint.textContent = goalHint(start.limits);
   }
   const { outcome } = start;
@@ -64,8 +62,7 @@ function startForm(limits: GoalLimits): StartForm {
     name: "goal",
     rows: 3,
     required: true,
-    minlength: limits.min,
-    maxlength: limits.max,
+    // No minlength / maxlength: they count UTF-16 units (an emoji is two), the service counts characters; checked on submit.
     "aria-describedby": "goal-hint",
   });
   const goalHintElement = h("p", { class: "hint", id: "goal-hint" }, goalHint(limits));
@@ -110,6 +107,7 @@ async function submitStart(start: StartForm, context: ViewContext, onStarted: (p
     if (isSignedOut(error)) return context.signedOut();
     showError(start.error, errorMessage(error));
   } finally {
-    setBusy(start.form, false);
+    // Back in the goal, started or not: ready for the next one, or to fix this one.
+    setBusy(start.form, false, start.goal);
   }
 }

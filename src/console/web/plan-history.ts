@@ -1,6 +1,6 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Plan, PlanEvent } from "../../../gen/zero/v1/execution_pb.js";
-import { errorMessage, executionsApi } from "./api.js";
+import { errorMessage, executionsApi, isNotFound } from "./api.js";
 import { h, replaceChildren } from "./dom.js";
 import { eventLabel } from "./labels.js";
 
@@ -13,8 +13,9 @@ const clock = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyl
  * A plan's history as a disclosure: closed, it costs nothing; opened, it
  * reads GetExecutionHistory and lists each event with its time, stage and
  * attempt, how long a finished stage ran, and a failure's error.
+ * `onGone`: the plan no longer exists.
  */
-export function historyDisclosure(plan: Plan): HTMLElement {
+export function historyDisclosure(plan: Plan, onGone: () => void): HTMLElement {
   const list = h("div", { class: "history-body", "aria-live": "polite" });
   const details = h("details", { class: "history", "data-focus-key": "history", open: openHistories.has(plan.id) }, h("summary", {}, "History"), list);
   const load = async () => {
@@ -23,6 +24,8 @@ export function historyDisclosure(plan: Plan): HTMLElement {
       const { events } = await executionsApi.getExecutionHistory({ id: plan.id });
       replaceChildren(list, timeline(events));
     } catch (error) {
+      // Deleted elsewhere: the card goes, with one message from the list rather than an error here.
+      if (isNotFound(error)) return onGone();
       replaceChildren(list, h("p", { class: "form-error", role: "alert" }, errorMessage(error)));
     }
   };

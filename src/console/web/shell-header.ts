@@ -1,17 +1,17 @@
 import type { Account } from "../../../gen/zero/v1/console_pb.js";
 import { consoleApi, errorMessage, isSignedOut } from "./api.js";
-import { h } from "./dom.js";
+import { h, showError } from "./dom.js";
 import { BASE, PAGES, type Page } from "./router.js";
 
 /** What the header's Sign out button needs from the shell. */
 export interface ShellActions {
-  announce(message: string): void;
   /** The session is over: forget the account and show sign-in, saying `message`. */
   endSession(message: string): void;
 }
 
 /** The top bar of every signed-in page: brand, page tabs, the account and Sign out. */
 export function shellHeader(signedIn: Account, current: Page, actions: ShellActions): HTMLElement {
+  const error = h("p", { class: "form-error topbar-error", role: "alert", hidden: true });
   const nav = h(
     "nav",
     { class: "tabs", "aria-label": "Console" },
@@ -31,26 +31,30 @@ export function shellHeader(signedIn: Account, current: Page, actions: ShellActi
         h("span", { class: "brand-sub" }, "Console"),
       ),
       nav,
-      h("div", { class: "account" }, h("span", { class: "account-email", title: signedIn.email }, signedIn.email), signOutButton(signedIn, actions)),
+      h("div", { class: "account" }, h("span", { class: "account-email", title: signedIn.email }, signedIn.email), signOutButton(signedIn, actions, error)),
     ),
+    error,
   );
 }
 
-function signOutButton(signedIn: Account, actions: ShellActions): HTMLButtonElement {
+/** Sign out; a failure (the service unreachable) is shown in `error`, under the bar, and the person stays signed in. */
+function signOutButton(signedIn: Account, actions: ShellActions, error: HTMLElement): HTMLButtonElement {
   const signOut = h("button", { type: "button", class: "button ghost small", title: `Signed in as ${signedIn.email}` }, "Sign out");
   signOut.addEventListener("click", async () => {
     signOut.disabled = true;
+    showError(error, undefined);
     try {
       await consoleApi.signOut({});
-    } catch (error) {
+    } catch (caught) {
       // A session that already ended is signed out all the same.
-      if (!isSignedOut(error)) {
+      if (!isSignedOut(caught)) {
         signOut.disabled = false;
-        actions.announce(errorMessage(error));
+        showError(error, `Could not sign out. ${errorMessage(caught)}`);
+        signOut.focus();
         return;
       }
     }
-    actions.endSession("Signed out");
+    actions.endSession("You have signed out.");
   });
   return signOut;
 }

@@ -1,0 +1,319 @@
+import { existsSync } from "node:fs";
+import type { Locator, Page, Route } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHROMIUM, openConsoleBrowser } from "./support/console-browser.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+import { HeldWork, typicalOutcome } from "../support/stage-work.js";
+
+/** Waits for a value in the page; generous, because CI machines are shared and slow. */
+const poll = <T>(read: () => Promise<T> | T) => expect.poll(read, { timeout: 15_000 });
+
+// Page-side code as expressions: this file is type-checked without the DOM library.
+/** True when nothing on the page reaches past the viewport's right edge. */
+const fitsViewport = (page: Page) => page.evaluate<boolean>("document.documentElement.scrollWidth <= window.innerWidth");
+/** The id of the element with keyboard focus ("" for none, e.g. the page body). */
+const focusedId = (page: Page) => page.evaluate<string>("document.activeElement?.id ?? ''");
+
+/** A lone UTF-16 surrogate (half an emoji), or the replacement character one turns into on the way out. */
+const BROKEN_TEXT = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|\uFFFD/;
+
+/**
+ * The corners a tester found in the Console: long unbroken text, changes
+ * made outside the page (another tab, the API), focus after a request,
+ * characters beyond the Basic Multilingual Plane, sessions ended elsewhere.
+ * One person, one server, one browser, in order, as in console-browser.test.ts.
+ */
+describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
+  let app: TestApp;
+  let page: Page;
+  let browser: Awaited<ReturnType<typeof openConsoleBrowser>> | undefined;
+  const pageErrors: string[] = [];
+  // Every stage finishes at once except `write`, which waits for the test.
+  const work = new HeldWork();
+  work.instant = new Set(["understand", "outline", "build", "assemble", "review", "publish"]);
+  const email = `edges-${Date.now()}@example.test`;
+  const password = "a long enough password";
+
+  beforeAll(async () => {
+    app = await startTestApp({ stageWork: work.resolver });
+    browser = await openConsoleBrowser();
+    ({ page } = browser);
+    page.on("pageerror", (error) => pageErrors.push(error.message));
+    await page.goto(`${app.url}/console/sign-up`);
+    await page.getByLabel("Email").fill(email);
+    await page.getByLabel("Password").fill(password);
+    await page.getByRole("button", { name: "Create account" }).click();
+    await page.waitForURL(`${app.url}/console/executions`);
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+  });
+
+  /** Through the REST API with the page's own session, as another tab or a script would. */
+  const api = (method: string, url: string, body?: unknown) =>
+    page.evaluate(
+      async ({ method, url, body }) => {
+        const response = await fetch(url, {
+          method,
+          headers: body === undefined ? {} : { "content-type": "application/json" },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        return { status: response.status, body: response.status === 204 ? undefined : ((await response.json()) as { plan?: { id: string } }) };
+      },
+      { method, url, body },
+    );
+
+  /** Each test starts from a fresh load of one page, so one failure does not leave the next somewhere else. */
+  async function open(name: "executions" | "keys"): Promise<void> {
+    await page.setViewportSize({ width: 1280, height: 860 });
+    await page.goto(`${app.url}/console/${name}`);
+    await page.getByRole("heading", { level: 1, name: name === "keys" ? "API keys" : "Executions" }).waitFor();
+  }
+
+  /** Stops the Console's list refreshes from reaching the server until `release`, so a test can make its cards stale on purpose. */
+  async function holdListRefreshes(): Promise<{ release(): Promise<void> }> {
+    const held: Route[] = [];
+    const pattern = /\/zero\.v1\.ExecutionService\/ListExecutions$/;
+    await page.route(pattern, (route) => void held.push(route));
+    return {
+      async release() {
+        await page.unroute(pattern);
+        for (const route of held) await route.continue();
+      },
+    };
+  }
+
+  /** Starts a plan from the form and lets it run to the gate. */
+  async function planAtGate(goal: string, outcome?: { warning?: string }): Promise<Locator> {
+    await page.getByLabel("Goal").fill(goal);
+    await page.getByLabel("Goal").press("Control+Enter");
+    const card = page.locator(".execution", { hasText: goal.slice(0, 40) });
+    await card.waitFor();
+    const held = await work.next();
+    held.succeed({ ...typicalOutcome(held.input), ...outcome });
+    await poll(() => card.locator(".status").textContent()).toBe("Waiting for approval");
+    return card;
+  }
+
+  it("keeps long unbroken text inside the page at 375 px and 1,280 px", async () => {
+    // A 100-character key name, the server's longest.
+    await open("keys");
+    await page.getByLabel("Name").fill("k".repeat(100));
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page.getByRole("button", { name: "Done, I have saved it" }).click();
+    await page.locator("tbody tr").first().waitFor();
+    for (const width of [1280, 375]) {
+      await page.setViewportSize({ width, height: 860 });
+      expect(await fitsViewport(page), `keys at ${width} px`).toBe(true);
+    }
+
+    // Revision feedback with a long address is copied into the plan's warning.
+    await open("executions");
+    const card = await planAtGate("A site for a bicycle repair cafe with long words", {
+      warning: `Use https://example.com/${"q".repeat(150)}${"x".repeat(2000)}`,
+    });
+    expect(await card.locator(".notice-warn").textContent()).toContain("https://example.com/qqq");
+    for (const width of [1280, 375]) {
+      await page.setViewportSize({ width, height: 860 });
+      expect(await fitsViewport(page), `executions at ${width} px`).toBe(true);
+    }
+    await page.setViewportSize({ width: 1280, height: 860 });
+  });
+
+  it("shows plans created, changed and deleted elsewhere without a reload, while none is running", async () => {
+    await open("executions");
+    const created = await api("POST", "/api/execution", { goal: "A site made in another tab for a choir" });
+    expect(created.status).toBe(202);
+    (await work.next()).succeed();
+    const card = page.locator(".execution", { hasText: "another tab for a choir" });
+    await poll(() =>
+      card
+        .locator(".status")
+        .textContent()
+        .catch(() => ""),
+    ).toBe("Waiting for approval");
+
+    expect((await api("POST", "/api/execution", { planId: created.body!.plan!.id, cancel: true })).status).toBe(202);
+    await poll(() => card.locator(".status").textContent()).toBe("Cancelled");
+
+    expect((await api("DELETE", `/api/execution?id=${created.body!.plan!.id}`)).status).toBe(204);
+    await poll(() => card.count()).toBe(0);
+  });
+
+  it("re-reads a plan when an action finds it changed elsewhere, and says so in plain words", async () => {
+    await open("executions");
+    const card = await planAtGate("A site for a lending library of tools");
+    const hold = await holdListRefreshes();
+    try {
+      const id = (await card.getAttribute("data-plan-id"))!;
+      expect((await api("POST", "/api/execution", { planId: id, cancel: true })).status).toBe(202);
+      // The card still offers what no longer applies; asking for a draft of a cancelled plan is a 409.
+      await card.getByLabel("Ask for changes").fill("Make it friendlier");
+      await card.getByRole("button", { name: "Ask for a new draft" }).click();
+      await poll(() => card.locator(".status").textContent()).toBe("Cancelled");
+      const alert = card.getByRole("alert");
+      await poll(() => alert.textContent()).toBe("Not done: this plan changed elsewhere and was cancelled.");
+      expect(await alert.textContent()).not.toContain("pln_");
+    } finally {
+      await hold.release();
+    }
+  });
+
+  it("clears a plan deleted elsewhere when an action finds it gone", async () => {
+    await open("executions");
+    const first = await planAtGate("A site for a seed swap that is deleted elsewhere");
+    const second = await planAtGate("A site for a repair night that is deleted elsewhere");
+    const hold = await holdListRefreshes();
+    try {
+      // Approve on a deleted plan: the card goes, with one short message, not two errors.
+      await first.locator(".history summary").click();
+      await first.locator(".timeline").waitFor();
+      expect((await api("DELETE", `/api/execution?id=${await first.getAttribute("data-plan-id")}`)).status).toBe(204);
+      await first.getByRole("button", { name: "Approve and publish" }).click();
+      await poll(() => first.count()).toBe(0);
+      const notice = page.locator(".list-notice");
+      await poll(() => notice.textContent()).toContain("no longer exists");
+      expect(await page.getByRole("alert").count()).toBe(0);
+
+      // Delete on a deleted plan: the dialog closes and the card goes.
+      expect((await api("DELETE", `/api/execution?id=${await second.getAttribute("data-plan-id")}`)).status).toBe(204);
+      await second.getByRole("button", { name: "Delete" }).click();
+      const dialog = page.getByRole("dialog");
+      await dialog.waitFor({ state: "visible" });
+      await dialog.getByRole("button", { name: "Delete plan" }).click();
+      await dialog.waitFor({ state: "hidden" });
+      await poll(() => second.count()).toBe(0);
+      await poll(() => focusedId(page)).toBe("executions-title");
+    } finally {
+      await hold.release();
+    }
+  });
+
+  it("keeps keyboard focus in the form after starting an execution, whether it starts or fails", async () => {
+    await open("executions");
+    await page.getByLabel("Goal").fill("A site for a book club, started with Enter on the button");
+    await page.getByRole("button", { name: "Start execution" }).press("Enter");
+    await page.locator(".execution", { hasText: "book club" }).waitFor();
+    (await work.next()).succeed();
+    await poll(() => focusedId(page)).toBe("goal");
+
+    await page.route(/\/CreateExecution$/, (route) => route.abort());
+    try {
+      await page.getByLabel("Goal").fill("A site for a bike shop, started while the service is away");
+      await page.getByLabel("Goal").press("Control+Enter");
+      await poll(() => page.locator(".start-form .form-error").textContent()).toContain("Could not reach the service");
+      await poll(() => focusedId(page)).toBe("goal");
+    } finally {
+      await page.unroute(/\/CreateExecution$/);
+    }
+  });
+
+  it("explains feedback that is only spaces instead of doing nothing", async () => {
+    await open("executions");
+    const card = await planAtGate("A site for a knitting circle that meets on Sundays");
+    await card.getByLabel("Ask for changes").fill("   ");
+    await card.getByRole("button", { name: "Ask for a new draft" }).click();
+    await poll(() => card.getByRole("alert").textContent()).toBe("Say what should change before asking for a new draft.");
+    expect(await card.locator(".status").textContent()).toBe("Waiting for approval");
+  });
+
+  it("counts lengths in characters, not UTF-16 units, and cuts titles on whole characters", async () => {
+    await open("executions");
+    // 1,500 emoji are 3,000 UTF-16 units but 1,500 characters: all are kept.
+    await page.getByLabel("Goal").fill("🚲".repeat(1500));
+    expect([...(await page.getByLabel("Goal").inputValue())].length).toBe(1500);
+    await page.getByLabel("Goal").fill("🚲".repeat(2001));
+    expect([...(await page.getByLabel("Goal").inputValue())].length).toBe(2001);
+    await page.getByRole("button", { name: "Start execution" }).click();
+    await poll(() => page.locator(".start-form .form-error").textContent()).toBe("The goal must be 8 to 2000 characters (it has 2001).");
+
+    // A title cut at 80 characters keeps the emoji whole.
+    const goal = `${"a".repeat(78)}${"🚲".repeat(10)}`;
+    await page.getByLabel("Goal").fill(goal);
+    await page.getByLabel("Goal").press("Control+Enter");
+    const card = page.locator(".execution", { hasText: "a".repeat(78) });
+    await card.waitFor();
+    (await work.next()).succeed();
+    await card.getByRole("button", { name: "Delete" }).click();
+    const dialog = page.getByRole("dialog");
+    await dialog.waitFor({ state: "visible" });
+    const title = (await dialog.locator("h2").textContent())!;
+    expect(title).not.toMatch(BROKEN_TEXT);
+    expect(title).toBe(`Delete “${"a".repeat(78)}🚲…”?`);
+    await page.keyboard.press("Escape");
+
+    // A key name of 100 emoji is within the server's 100 characters.
+    await open("keys");
+    await page.getByLabel("Name").fill("🔑".repeat(101));
+    expect([...(await page.getByLabel("Name").inputValue())].length).toBe(101);
+    await page.getByRole("button", { name: "Create key" }).click();
+    await poll(() => page.locator(".key-form .form-error").textContent()).toBe("The name can be at most 100 characters (it has 101).");
+    await page.getByLabel("Name").fill("🔑".repeat(100));
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page.getByRole("button", { name: "Done, I have saved it" }).click();
+    await poll(() => page.locator(".key-name", { hasText: "🔑🔑🔑" }).textContent()).toBe("🔑".repeat(100));
+  });
+
+  it("says so on the page when signing out fails", async () => {
+    await open("executions");
+    await page.route(/\/SignOut$/, (route) => route.abort());
+    try {
+      await page.getByRole("button", { name: "Sign out" }).click();
+      const alert = page.locator(".topbar").getByRole("alert");
+      await poll(() => alert.textContent()).toContain("Could not reach the service");
+      expect(await alert.isVisible()).toBe(true);
+      expect(await page.getByRole("button", { name: "Sign out" }).isEnabled()).toBe(true);
+    } finally {
+      await page.unroute(/\/SignOut$/);
+    }
+  });
+
+  it("after a session ended elsewhere, says so on the sign-in screen and returns to the page after signing in", async () => {
+    await open("keys");
+    // Signed out from another tab: this page still thinks it is signed in.
+    const ended = await page.evaluate(() =>
+      fetch("/zero.v1.ConsoleService/SignOut", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }).then((r) => r.status),
+    );
+    expect(ended).toBe(200);
+    await page.getByLabel("Name").fill("After the session ended");
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page.waitForURL(`${app.url}/console/sign-in`);
+    // On the screen, not only read out.
+    const notice = page.locator("main").getByText("Your session has ended. Sign in again.");
+    await poll(() => notice.isVisible()).toBe(true);
+    await page.getByLabel("Email").fill(email);
+    await page.getByLabel("Password").fill(password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(`${app.url}/console/keys`);
+  });
+
+  it("says when to try again after too many sign-in attempts", async () => {
+    await open("executions");
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(`${app.url}/console/sign-in`);
+    const stranger = `nobody-${Date.now()}@example.test`;
+    const statuses = await page.evaluate(async (who) => {
+      const out: number[] = [];
+      for (let i = 0; i < 10; i++) {
+        const response = await fetch("/zero.v1.ConsoleService/SignIn", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ email: who, password: "not the password" }),
+        });
+        out.push(response.status);
+      }
+      return out;
+    }, stranger);
+    expect(statuses.every((status) => status === 401)).toBe(true);
+    await page.getByLabel("Email").fill(stranger);
+    await page.getByLabel("Password").fill("not the password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await poll(() => page.getByRole("alert").textContent()).toMatch(/^Too many sign-in attempts; try again in \d+ (minutes?|seconds?)\.$/);
+  });
+
+  it("threw nothing in the page", () => {
+    expect(pageErrors).toEqual([]);
+  });
+});

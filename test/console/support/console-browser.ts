@@ -1,0 +1,36 @@
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+
+export const CHROMIUM = "/usr/bin/chromium";
+
+/** A person's browser for the Console: Chromium with its own fresh profile (cookies, storage), at a desktop size, in British English. */
+export async function openConsoleBrowser(): Promise<{ context: BrowserContext; page: Page; close(): Promise<void> }> {
+  const profile = await fs.mkdtemp(path.join(os.tmpdir(), "zero-chromium-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+    viewport: { width: 1280, height: 860 },
+    locale: "en-GB",
+    colorScheme: "light",
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  return {
+    context,
+    page,
+    async close() {
+      await context.close();
+      await fs.rm(profile, { recursive: true, force: true });
+    },
+  };
+}
