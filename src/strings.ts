@@ -25,9 +25,10 @@ export function withoutTrailingSlashes(url: string): string {
 }
 
 /**
- * A path segment percent-decoded, or as sent when its escapes are malformed
- * (`%ZZ`): such a segment can name nothing we store, so a lookup of it as
- * sent finds nothing, which is the answer a mistyped address deserves.
+ * Percent-decoded text (a path segment, a grpc-message), or the text as sent
+ * when its escapes are malformed (`%ZZ`): such a segment can name nothing we
+ * store, so a lookup of it as sent finds nothing, which is the answer a
+ * mistyped address deserves.
  */
 export function decodedOrAsSent(segment: string): string {
   try {

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { ServiceError } from "../server/errors.js";
 import { sendError, type RestHandler, type RestRouter } from "../server/rest.js";
 import { isValidKey, type ArtifactStore } from "./artifact-store.js";
+import { decodedOrAsSent } from "../strings.js";
 
 /** The three public trees of built artifacts, by URL prefix. */
 export const ARTIFACT_MOUNTS = ["preview", "sites", "books"] as const;
@@ -71,9 +72,8 @@ function artifactHandler(store: ArtifactStore, mount: ArtifactMount): RestHandle
     const segments = raw
       .slice(mount.length + 2)
       .split("/")
-      .map(decodeSegment);
+      .map(decodedOrAsSent);
     const site = segments[0];
-    // Without a readable first segment there is no site whose page could answer.
     if (site === undefined || site === "") return notFound();
     // `/sites/bakery` → `/sites/bakery/`, so the site's relative links resolve under it.
     if (segments.length === 1) {
@@ -84,9 +84,8 @@ function artifactHandler(store: ArtifactStore, mount: ArtifactMount): RestHandle
       return;
     }
     if (segments.at(-1) === "") segments[segments.length - 1] = "index.html";
-    // A segment with a broken percent-encoding names no file, but the address is still under the site.
-    const key = segments.includes(undefined) ? undefined : [mount, ...segments].join("/");
-    const body = key !== undefined && isValidKey(key) ? await store.get(key) : undefined;
+    const key = [mount, ...segments].join("/");
+    const body = isValidKey(key) ? await store.get(key) : undefined;
     // A visitor's mistyped address under a site gets the site's own page; an unknown or deleted site, the plain one.
     if (!body) return notFound(await siteNotFoundPage(store, mount, site));
 
@@ -167,13 +166,4 @@ async function siteNotFoundPage(store: ArtifactStore, mount: ArtifactMount, slug
   const base = `/${mount}/${encodeURIComponent(slug)}/`;
   const text = new TextDecoder().decode(page).replace(/(href)="(?![#/]|[a-z][a-z0-9+.-]*:)/g, `$1="${base}`);
   return new TextEncoder().encode(text);
-}
-
-/** A percent-decoded path segment, or undefined when its encoding is broken. */
-function decodeSegment(segment: string): string | undefined {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return undefined;
-  }
 }

@@ -2,6 +2,7 @@ import { Code, ConnectError, createConnectRouter, type ConnectRouter, type Conte
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { protobufParseFailure } from "../api/errors.js";
+import { decodedOrAsSent } from "../strings.js";
 import type { NodeRequest, NodeResponse } from "./rest.js";
 
 export interface ConnectAdapterOptions {
@@ -55,7 +56,7 @@ export function createConnectAdapter(options: ConnectAdapterOptions): (req: Node
 async function reclassifyParseErrors(response: UniversalServerResponse): Promise<UniversalServerResponse> {
   // gRPC: the status travels in trailers (or headers, for a trailers-only answer).
   for (const headers of [response.trailer, response.header]) {
-    if (headers?.get("grpc-status") === "13" && protobufParseFailure(percentDecoded(headers.get("grpc-message") ?? "")) !== undefined) {
+    if (headers?.get("grpc-status") === "13" && protobufParseFailure(decodedOrAsSent(headers.get("grpc-message") ?? "")) !== undefined) {
       headers.set("grpc-status", String(Code.InvalidArgument));
       return response;
     }
@@ -99,7 +100,7 @@ async function reclassifyGrpcWebTrailer(response: UniversalServerResponse, body:
   if (isTrailerOnly) {
     const trailer = bytes.subarray(5).toString("latin1");
     const message = /grpc-message:([^\r\n]*)/.exec(trailer)?.[1] ?? "";
-    if (/grpc-status:\s*13\b/.test(trailer) && protobufParseFailure(percentDecoded(message.trim())) !== undefined) {
+    if (/grpc-status:\s*13\b/.test(trailer) && protobufParseFailure(decodedOrAsSent(message.trim())) !== undefined) {
       const fixed = Buffer.from(trailer.replace(/grpc-status:\s*13\b/, `grpc-status:${Code.InvalidArgument}`), "latin1");
       const frame = Buffer.concat([Buffer.from([bytes[0]!, 0, 0, 0, 0]), fixed]);
       frame.writeUInt32BE(fixed.length, 1);
@@ -113,15 +114,6 @@ async function reclassifyGrpcWebTrailer(response: UniversalServerResponse, body:
 async function* prepend(first: Uint8Array, rest: AsyncIterator<Uint8Array>): AsyncIterable<Uint8Array> {
   yield first;
   for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
-}
-
-/** grpc-message is percent-encoded; a malformed one is read as it is. */
-function percentDecoded(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }
 
 async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {

@@ -1,56 +1,16 @@
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { Code } from "@connectrpc/connect";
-import { createGrpcTransport, createGrpcWebTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createZeroClient as createNodeClient } from "../../src/client/node.js";
-import { createZeroClient as createWebClient, isResting, ZeroError, type Plan, type ZeroClient } from "../../src/client/zero-client.js";
+import { isResting, type Plan } from "../../src/client/zero-client.js";
 import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { HeldWork } from "../support/stage-work.js";
 import { unusedPort } from "../support/ports.js";
+import { caught, http2Sessions, TRANSPORTS } from "./support.js";
 
 const WORK_STAGES = ["understand", "outline", "write", "build", "assemble", "publish"];
-
-/**
- * HTTP/2 sessions the gRPC clients opened, closed before the service is: a
- * client that hung up on a watch leaves its session open, and the service's
- * graceful close (src/server/listener.ts) then waits on that socket for good.
- */
-const http2Sessions: Http2SessionManager[] = [];
-
-/** The same client over each way in: fetch (the browser entry), connect-node, gRPC, gRPC-Web. */
-const TRANSPORTS: [string, (baseUrl: string, apiKey?: string) => ZeroClient][] = [
-  ["Connect over fetch (browser entry)", (baseUrl, apiKey) => createWebClient({ baseUrl, apiKey })],
-  ["Connect over connect-node (Node default)", (baseUrl, apiKey) => createNodeClient({ baseUrl, apiKey })],
-  [
-    "gRPC over h2c",
-    (baseUrl, apiKey) =>
-      createNodeClient({
-        baseUrl,
-        apiKey,
-        transport: (init) => {
-          const sessionManager = new Http2SessionManager(init.baseUrl);
-          http2Sessions.push(sessionManager);
-          return createGrpcTransport({ ...init, sessionManager });
-        },
-      }),
-  ],
-  [
-    "gRPC-Web through a transport factory",
-    (baseUrl, apiKey) => createNodeClient({ baseUrl, apiKey, transport: (init) => createGrpcWebTransport({ ...init, httpVersion: "1.1" }) }),
-  ],
-];
-
-async function caught(promise: Promise<unknown>): Promise<ZeroError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(ZeroError);
-    return error as ZeroError;
-  }
-  throw new Error("the call succeeded");
-}
 
 describe("createZeroClient", () => {
   let app: TestApp;

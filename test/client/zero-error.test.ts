@@ -1,41 +1,13 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createZeroClient as createNodeClient } from "../../src/client/node.js";
-import { createZeroClient as createWebClient, ZeroError, type ZeroClient } from "../../src/client/zero-client.js";
+import type { ZeroClient } from "../../src/client/zero-client.js";
 import { startTestApp, type TestApp } from "../support/app.js";
+import { caught, http2Sessions, TRANSPORTS } from "./support.js";
 
-/** gRPC sessions opened here, closed before the service is (a session left open holds its graceful close). */
-const http2Sessions: Http2SessionManager[] = [];
-
-const TRANSPORTS: [string, (baseUrl: string) => ZeroClient][] = [
-  ["Connect over fetch (browser entry)", (baseUrl) => createWebClient({ baseUrl, apiKey: "zk_test" })],
-  ["Connect over connect-node (Node default)", (baseUrl) => createNodeClient({ baseUrl, apiKey: "zk_test" })],
-  [
-    "gRPC",
-    (baseUrl) =>
-      createNodeClient({
-        baseUrl,
-        apiKey: "zk_test",
-        transport: (init) => {
-          const sessionManager = new Http2SessionManager(init.baseUrl);
-          http2Sessions.push(sessionManager);
-          return createGrpcTransport({ ...init, sessionManager });
-        },
-      }),
-  ],
-];
-
-async function caught(promise: Promise<unknown>): Promise<ZeroError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(ZeroError);
-    return error as ZeroError;
-  }
-  throw new Error("the call succeeded");
-}
+/** Fetch, connect-node and gRPC, each with a key the service never sees (no call here gets that far). */
+const CLIENTS: [string, (baseUrl: string) => ZeroClient][] = TRANSPORTS.slice(0, 3).map(([name, connect]) => [name, (baseUrl) => connect(baseUrl, "zk_test")]);
 
 // A call that never got through to the service is `unreachable`, however the transport failed, in words a person can act on.
 describe("ZeroError for a call that never got through", () => {
@@ -48,7 +20,7 @@ describe("ZeroError for a call that never got through", () => {
     await app.close();
   });
 
-  it.each(TRANSPORTS)("%s: https:// to the service, which speaks plain HTTP", async (_name, connect) => {
+  it.each(CLIENTS)("%s: https:// to the service, which speaks plain HTTP", async (_name, connect) => {
     const error = await caught(connect(app.url.replace(/^http:/, "https:")).executions.list());
     expect(error).toMatchObject({ type: "unreachable", fromServer: false, message: "the server does not speak TLS (try http://)" });
   });
