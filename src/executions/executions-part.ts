@@ -41,7 +41,7 @@ export interface ExecutionsPartDeps {
 export function executionsPart(deps: ExecutionsPartDeps): AppPart {
   const { config, store, logger } = deps;
   const events = new PlanEvents(store, logger);
-  const notifier = new Notifier(store.db, logger);
+  const notifier = new Notifier(store.db, logger, { sender: deps.instanceId });
   const engine = new StageEngine({
     store: new PlanStageStore(store, notifier, groupCommitObserver(deps.metrics, "stage_results")),
     logger,

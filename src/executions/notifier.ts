@@ -18,25 +18,35 @@ import { PLAN_CHANGED_CHANNEL, STAGE_READY_CHANNEL, STAGE_REVOKED_CHANNEL } from
  * `stageReadyEveryMs` (the last one trailing). Without that, a stream of
  * creates sent one NOTIFY statement, and one notification to every
  * listener, per plan.
+ *
+ * This instance's own engine hears "a stage is ready" at once, in process
+ * (`onStageReadyHere`), and the NOTIFY names its sender so that the echo is
+ * not acted on twice: a create's first stage starts one claim after the
+ * commit, not after a NOTIFY's round trip and delivery.
  */
 export class Notifier {
   readonly #db: Kysely<Database>;
   readonly #log: Logger;
   readonly #pending = new Map<string, Set<string>>();
   readonly #stageReadyEveryMs: number;
+  readonly #sender: string;
+  readonly #readyHere = new Set<() => void>();
   #flushing: Promise<void> | undefined;
   #scheduled = false;
   #stageReadySentAt = -Infinity;
   #stageReadyTimer: NodeJS.Timeout | undefined;
 
-  constructor(db: Kysely<Database>, logger: Logger, options: { stageReadyEveryMs?: number } = {}) {
+  /** `sender`: this instance's id, the payload of its "a stage is ready". */
+  constructor(db: Kysely<Database>, logger: Logger, options: { stageReadyEveryMs?: number; sender?: string } = {}) {
     this.#db = db;
     this.#log = logger;
     this.#stageReadyEveryMs = options.stageReadyEveryMs ?? 5;
+    this.#sender = options.sender ?? "";
   }
 
-  /** A stage is waiting for a worker. */
+  /** A stage is waiting for a worker. Call once the write that made it ready has committed. */
   stageReady(): void {
+    for (const onReady of this.#readyHere) onReady();
     if (this.#stageReadyTimer) return;
     const wait = this.#stageReadySentAt + this.#stageReadyEveryMs - performance.now();
     if (wait <= 0) {
@@ -51,7 +61,18 @@ export class Notifier {
 
   #queueStageReady(): void {
     this.#stageReadySentAt = performance.now();
-    this.#add(STAGE_READY_CHANNEL, "");
+    this.#add(STAGE_READY_CHANNEL, this.#sender);
+  }
+
+  /** Calls `onReady` whenever this notifier announces a ready stage, before the NOTIFY goes out; answers a function that stops. */
+  onStageReadyHere(onReady: () => void): () => void {
+    this.#readyHere.add(onReady);
+    return () => this.#readyHere.delete(onReady);
+  }
+
+  /** True when a "stage is ready" payload is this notifier's own, already told in process. */
+  sentHere(payload: string): boolean {
+    return this.#sender !== "" && payload === this.#sender;
   }
 
   /** The runs holding these fencing tokens lost their stage (a cancel): engines stop them. */

@@ -52,8 +52,21 @@ export class PlanStageStore implements StageStore {
     return this.#runWrites.statements;
   }
 
-  listenForReady(onReady: () => void): Promise<() => Promise<void>> {
-    return this.#store.listen(STAGE_READY_CHANNEL, onReady);
+  /** Ready stages announced by this instance are told in process at once; only other instances' NOTIFYs are acted on. */
+  async listenForReady(onReady: () => void): Promise<() => Promise<void>> {
+    const stopHere = this.#notifier.onStageReadyHere(onReady);
+    try {
+      const unlisten = await this.#store.listen(STAGE_READY_CHANNEL, (sender) => {
+        if (!this.#notifier.sentHere(sender)) onReady();
+      });
+      return async () => {
+        stopHere();
+        await unlisten();
+      };
+    } catch (error) {
+      stopHere();
+      throw error;
+    }
   }
 
   /** A cancel drops a running stage's lease and announces its token (Notifier.stageRevoked) once committed. */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Notifier } from "../../src/executions/notifier.js";
 import { PLAN_CHANGED_CHANNEL, STAGE_READY_CHANNEL } from "../../src/executions/plan-repository.js";
+import { PlanStageStore } from "../../src/executions/plan-stage-store.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 
@@ -56,5 +57,33 @@ describe("the engine's notifications", () => {
         .sort(),
     ).toEqual(["pln_a", "pln_b", "pln_c"]);
     expect(received.filter((n) => n.channel === STAGE_READY_CHANNEL)).toHaveLength(2);
+  });
+
+  it("tells this instance's engine of a ready stage at once, and acts on other instances' NOTIFYs but not on its own echo", async () => {
+    const here = new Notifier(app.store.db, createLogger("silent"), { sender: "ins_here", stageReadyEveryMs: 0 });
+    const elsewhere = new Notifier(app.store.db, createLogger("silent"), { sender: "ins_elsewhere", stageReadyEveryMs: 0 });
+    let wakes = 0;
+    const stop = await new PlanStageStore(app.store, here).listenForReady(() => wakes++);
+    try {
+      here.stageReady();
+      // Before any NOTIFY could have gone out and come back.
+      expect(wakes).toBe(1);
+      await here.flush();
+      await sleep(150);
+      expect(received.filter((n) => n.channel === STAGE_READY_CHANNEL && n.payload === "ins_here").length).toBeGreaterThan(0);
+      expect(wakes).toBe(1);
+      elsewhere.stageReady();
+      await elsewhere.flush();
+      await sleep(150);
+      expect(wakes).toBe(2);
+    } finally {
+      await stop();
+    }
+    // Stopped: neither this notifier nor another instance's reaches it any more.
+    here.stageReady();
+    elsewhere.stageReady();
+    await Promise.all([here.flush(), elsewhere.flush()]);
+    await sleep(150);
+    expect(wakes).toBe(2);
   });
 });
