@@ -91,8 +91,6 @@ export function createRestRpc(options: RpcPipelineOptions): RestRpc {
       const { req, url } = exchange;
       const info = requestInfo(req);
       const clientAddress = info?.clientAddress ?? "";
-      const abort = new AbortController();
-      req.once("close", () => abort.abort());
       const context = createHandlerContext({
         service: method.parent,
         method,
@@ -100,7 +98,7 @@ export function createRestRpc(options: RpcPipelineOptions): RestRpc {
         requestMethod: req.method ?? "GET",
         url: url.href,
         requestHeader: headerEntries(req.headers),
-        requestSignal: abort.signal,
+        requestSignal: info?.hangUpSignal ?? NEVER_ABORTED,
         shutdownSignal: options.shutdownSignal,
         contextValues: createContextValues().set(clientAddressKey, clientAddress).set(requestLogKey, info),
       });
@@ -130,11 +128,15 @@ export function createRestRpc(options: RpcPipelineOptions): RestRpc {
         return { message: response.message as MessageShape<O>, responseHeader: response.header };
       } finally {
         // As Connect's handlers do when a call ends: the context lets go of the shutdown signal it listens to.
-        context.abort();
+        // With a reason made once: without one, every call built an AbortError DOMException (3% of a create's CPU).
+        context.abort(CALL_ENDED);
       }
     },
   };
 }
+
+const NEVER_ABORTED = new AbortController().signal;
+const CALL_ENDED = new Error("the call has ended");
 
 /** Node's request headers as Fetch header entries. */
 function headerEntries(headers: NodeJS.Dict<string | string[]>): [string, string][] {
