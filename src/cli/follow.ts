@@ -40,7 +40,9 @@ export async function followToEnd(ctx: CliContext, plan: Plan, options: FollowOp
         return ExitCode.atGate;
       }
       ctx.note(`Approved "${gate}"; going on.`);
-      plan = (await client.executions.resume({ planId: plan.id, approve: [gate] }, { signal: stop.signal })).plan;
+      // Approves the draft that was shown: if a revision made elsewhere replaced it meanwhile, the service refuses (409).
+      const revision = plan.revisions.at(-1)?.number ?? 0;
+      plan = (await client.executions.resume({ planId: plan.id, approve: [gate], revision }, { signal: stop.signal })).plan;
     }
   } catch (error) {
     view.settle();

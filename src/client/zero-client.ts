@@ -81,6 +81,12 @@ export interface ResumeExecutionInput {
   planId: string;
   /** Stage ids to approve, e.g. `["review"]` to pass the approval gate. */
   approve?: string[];
+  /**
+   * The draft the approval is for: the newest `revisions[].number` the caller
+   * saw, 0 before any revision. If the plan has a newer draft by then, the
+   * service refuses with a `conflict` and nothing changes.
+   */
+  revision?: number;
 }
 
 /** One chat message in OpenAI's JSON shape. */
@@ -108,9 +114,10 @@ export interface ZeroClient {
     /**
      * At the gate: a new draft with `feedback` (1 to 2000 characters). The
      * draft stages run again and the plan stops at the gate once more; it
-     * counts against the generation limit. Answers at once.
+     * counts against the generation limit. Answers at once. With `revision`
+     * (the draft the feedback is about, as in `resume`), a newer draft is a `conflict`.
      */
-    revise(id: string, feedback: string, options?: CallOptions): Promise<PlanAccepted>;
+    revise(id: string, feedback: string, options?: CallOptions & { revision?: number }): Promise<PlanAccepted>;
     get(id: string, options?: CallOptions): Promise<Plan>;
     /** The caller's ten most recent plans, newest first; with `before` (a plan id), the ten older than it. */
     list(options?: CallOptions & { before?: string }): Promise<Plan[]>;
@@ -180,9 +187,11 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
       create: (input, callOptions) =>
         wrap(async () => accepted(await executions.createExecution({ goal: input.goal, outcome: input.outcome ?? "" }, call(callOptions)))),
       resume: (input, callOptions) =>
-        wrap(async () => accepted(await executions.resumeExecution({ planId: input.planId, approve: input.approve ?? [] }, call(callOptions)))),
-      revise: (id, feedback, callOptions) =>
-        wrap(async () => accepted(await executions.resumeExecution({ planId: id, approve: [], feedback }, call(callOptions)))),
+        wrap(async () =>
+          accepted(await executions.resumeExecution({ planId: input.planId, approve: input.approve ?? [], revision: input.revision }, call(callOptions))),
+        ),
+      revise: (id, feedback, { revision, ...callOptions } = {}) =>
+        wrap(async () => accepted(await executions.resumeExecution({ planId: id, approve: [], feedback, revision }, call(callOptions)))),
       get: (id, callOptions) => wrap(async () => required((await executions.getExecution({ id }, call(callOptions))).plan)),
       list: ({ before = "", ...callOptions } = {}) => wrap(async () => (await executions.listExecutions({ before }, call(callOptions))).plans),
       watch: (id, callOptions) =>

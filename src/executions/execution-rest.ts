@@ -144,7 +144,7 @@ function requireCancelTrue(body: JsonObject): void {
 }
 
 /** Fields that ask a resume for something, which a cancel cannot also do. */
-const RESUME_ONLY_FIELDS = ["approve", "feedback"] as const;
+const RESUME_ONLY_FIELDS = ["approve", "feedback", "revision"] as const;
 
 /**
  * A create reads `goal` and `outcome`; an outcome that is not a known string
@@ -158,8 +158,9 @@ function createRequest(body: JsonObject): CreateExecutionRequest {
     requireCancelTrue(body);
     throw invalidRequest("cancel needs the planId of the plan to cancel", "planId");
   }
-  const { feedback } = decodeRequest(ResumeExecutionRequestSchema, resumeFields(body));
+  const { feedback, revision } = decodeRequest(ResumeExecutionRequestSchema, resumeFields(body));
   if (feedback !== undefined) throw invalidRequest("feedback needs the planId of the plan to revise", "planId");
+  if (revision !== undefined) throw invalidRequest("revision needs the planId of the plan at the gate", "planId");
   const { goal, outcome } = body;
   return decodeRequest(CreateExecutionRequestSchema, {
     ...(goal === undefined ? {} : { goal }),
@@ -167,13 +168,14 @@ function createRequest(body: JsonObject): CreateExecutionRequest {
   });
 }
 
-/** A resume reads `planId`, `approve` and `feedback` (a revision); `goal` and `outcome` are ignored, whatever they hold. */
+/** A resume reads `planId`, `approve`, `feedback` (a revision) and `revision` (the draft they are for); `goal` and `outcome` are ignored, whatever they hold. */
 function resumeFields(body: JsonObject): JsonObject {
-  const { planId, plan_id, approve, feedback } = body;
+  const { planId, plan_id, approve, feedback, revision } = body;
   return {
     planId: planId ?? plan_id ?? null,
     ...(approve === undefined ? {} : { approve }),
     ...(feedback === undefined ? {} : { feedback }),
+    ...(revision === undefined || revision === null ? {} : { revision }),
   };
 }
 

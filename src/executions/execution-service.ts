@@ -67,6 +67,26 @@ const STATUS_IN_WORDS: Record<PlanStatus, string> = {
 };
 
 /**
+ * `revision` on an approve or a revision names the draft its sender saw: it
+ * must still be the plan's newest (0: the first, before any revision), or
+ * nothing changes. Otherwise an approve sent as someone else's revision
+ * reaches the gate would publish a draft its sender never saw. A retry of an
+ * approval that went through passes: the newest draft is still that one.
+ */
+function requireNewestDraft(plan: PlanState, revision: number): void {
+  const newest = plan.revisions.at(-1)?.number ?? 0;
+  if (newest === revision) return;
+  throw new ServiceError(
+    "conflict",
+    `the newest draft of plan ${plan.id} is ${draftInWords(newest)}, not ${draftInWords(revision)}; read the plan again and act on the draft it shows`,
+  );
+}
+
+function draftInWords(revision: number): string {
+  return revision === 0 ? "the first draft" : `revision ${revision}'s draft`;
+}
+
+/**
  * ExecutionService: the service functions behind both the RPCs and the REST
  * routes. Each reads the caller from the context (authorization already ran),
  * validates, and answers; none waits for a stage.
@@ -97,12 +117,13 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
    * event and the unit are written in one transaction under the plan's lock,
    * so a revise racing an approve ends in exactly one of the two.
    */
-  const revise = async (planId: string, feedback: string, context: HandlerContext): Promise<PlanAccepted> => {
+  const revise = async (planId: string, feedback: string, revision: number | undefined, context: HandlerContext): Promise<PlanAccepted> => {
     const { accountId } = requirePrincipal(context);
     const unavailable = unavailableOutcomes(config);
     const { plan, wake, usage } = await db.transaction().execute(async (trx) => {
       const before = await loadPlan(trx, planId, { accountId, forUpdate: true });
       if (!before) throw notFound(PLAN_NOT_FOUND);
+      if (revision !== undefined) requireNewestDraft(before, revision);
       if (before.status !== "awaiting_approval") {
         throw new ServiceError("conflict", `plan ${planId} ${STATUS_IN_WORDS[before.status]}: feedback is taken only while it waits for approval`);
       }
@@ -225,11 +246,15 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
     async resumeExecution(request: ResumeExecutionRequest, context: HandlerContext): Promise<PlanAccepted> {
       const { accountId } = requirePrincipal(context);
       if (request.planId === "") throw invalidRequest("planId is required to resume a plan", "planId");
-      if (request.feedback !== undefined) return revise(request.planId, validFeedback(request.feedback, request.approve), context);
+      if (request.feedback !== undefined) return revise(request.planId, validFeedback(request.feedback, request.approve), request.revision, context);
+      if (request.revision !== undefined && request.approve.length === 0) {
+        throw invalidRequest("revision names the draft an approve or feedback is for; send it with one of them", "revision");
+      }
       const unavailable = unavailableOutcomes(config);
       const { plan, wake } = await db.transaction().execute(async (trx) => {
         const before = await loadPlan(trx, request.planId, { accountId, forUpdate: true });
         if (!before) throw notFound(PLAN_NOT_FOUND);
+        if (request.revision !== undefined) requireNewestDraft(before, request.revision);
         const after = resumePlan(before, request.approve);
         if (after === before) return { plan: before, wake: undefined };
         if (startsWork(before, after)) requireAvailable(before.outcome, unavailable);

@@ -8,10 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { CLI_BIN } from "../support/cli.js";
-import { getExecution, type RestPlan } from "../support/executions.js";
+import { getExecution, postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
 import { HeldWork } from "../support/stage-work.js";
 
 const exec = promisify(execFile);
+const WORK_STAGES = ["understand", "outline", "write", "build", "publish"];
 
 /**
  * `project-zero run` on a real terminal: tmux gives it a pseudo-terminal and
@@ -125,6 +126,23 @@ describe("project-zero on a terminal", () => {
     await tmux("send-keys", "-t", "cli", "C-c");
     await screenShows("EXIT=130");
     held.succeed();
+  });
+
+  it("a yes at the gate approves the draft it showed: one revised elsewhere meanwhile is not published", async () => {
+    const { apiKey } = await createAccountWithKey(app, ["read", "build"]);
+    work.instant = new Set(WORK_STAGES);
+    await startOnTerminal("stale", apiKey, "run 'A website for a bike shop in York'");
+    const shown = await screenShows(/Approve "review" and publish (pln_\w+)\? \[y\/N\]/);
+    const planId = /publish (pln_\w+)\?/.exec(shown)![1]!;
+    // Someone else asks for a new draft, which reaches the gate while the question waits.
+    expect((await postExecution(app.url, { apiKey }, { planId, feedback: "Make it darker" })).status).toBe(202);
+    await waitForPlan(app.url, { apiKey }, planId, (p) => p.status === "awaiting_approval" && p.revisions.length === 1);
+    await tmux("send-keys", "-t", "cli", "y", "Enter");
+    const refused = await screenShows(/EXIT=\d+/);
+    expect(refused).toContain("EXIT=2");
+    expect(refused).toContain("conflict (409): the newest draft of plan");
+    const { body } = await getExecution<{ plan: RestPlan }>(app.url, { apiKey }, planId);
+    expect(body.plan).toMatchObject({ status: "awaiting_approval", publishedUrl: null });
   });
 
   it("Ctrl-C stops following, leaves the plan running and says how to pick it up", async () => {

@@ -50,11 +50,17 @@ describe("createZeroClient", () => {
       const progress = seen.map((p) => p.progress);
       expect(progress).toEqual([...progress].sort((a, b) => a - b));
 
-      const revised = await client.executions.revise(plan.id, "Make it warmer");
+      const revised = await client.executions.revise(plan.id, "Make it warmer", { revision: 0 });
       expect(revised.plan.revisions.map((r) => [r.number, r.feedback])).toEqual([[1, "Make it warmer"]]);
       for await (const now of client.executions.watch(plan.id)) expect(now.revisions).toHaveLength(1);
 
-      const resumed = await client.executions.resume({ planId: plan.id, approve: ["review"] });
+      // Naming a draft that is no longer the newest changes nothing.
+      const stale = await caught(client.executions.resume({ planId: plan.id, approve: ["review"], revision: 0 }));
+      expect(stale).toMatchObject({ code: Code.AlreadyExists, type: "conflict" });
+      expect(await caught(client.executions.revise(plan.id, "Make it cooler", { revision: 0 }))).toMatchObject({ type: "conflict" });
+      expect(await client.executions.get(plan.id)).toMatchObject({ status: "awaiting_approval", revisions: [{ number: 1 }] });
+
+      const resumed = await client.executions.resume({ planId: plan.id, approve: ["review"], revision: 1 });
       expect(resumed.plan.id).toBe(plan.id);
       let last: Plan | undefined;
       for await (const now of client.executions.watch(plan.id)) last = now;

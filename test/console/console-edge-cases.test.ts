@@ -161,6 +161,30 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
     }
   });
 
+  it("approves only the draft the card shows: a newer one made elsewhere is shown, not published", async () => {
+    await open("executions");
+    const card = await planAtGate("A site for a community orchard");
+    const hold = await holdListRefreshes();
+    try {
+      const id = (await card.getAttribute("data-plan-id"))!;
+      expect((await api("POST", "/api/execution", { planId: id, feedback: "Make it greener" })).status).toBe(202);
+      const held = await work.next();
+      held.succeed(typicalOutcome(held.input));
+      await poll(async () => (await api("GET", `/api/execution?id=${id}`)).body?.plan).toMatchObject({
+        status: "awaiting_approval",
+        revisions: [{ number: 1 }],
+      });
+      // The card still shows the first draft; approving it must not publish the second.
+      await card.getByRole("button", { name: "Approve and publish" }).click();
+      const alert = card.getByRole("alert");
+      await poll(() => alert.textContent()).toBe("Not done: a newer draft was asked for elsewhere; look at it before you approve or ask for changes.");
+      expect((await api("GET", `/api/execution?id=${id}`)).body?.plan).toMatchObject({ status: "awaiting_approval", publishedUrl: null });
+      expect(await card.textContent()).toContain("Make it greener");
+    } finally {
+      await hold.release();
+    }
+  });
+
   it("clears a plan deleted elsewhere when an action finds it gone", async () => {
     await open("executions");
     const first = await planAtGate("A site for a seed swap that is deleted elsewhere");

@@ -13,7 +13,8 @@ const ROUNDS = 30;
  * writer's do. With every stage instant, a revision could be written and back
  * at the gate before the approve sent with it was handled (on a loaded CI
  * machine, it was): that approve then meets the new draft, which an approval
- * that names no draft cannot be told from, and the plan is published. What is
+ * that names no draft cannot be told from, and the plan is published (one
+ * that names its draft with `revision` is refused: revise.test.ts). What is
  * under test is the approve that arrives while the revision is being written.
  */
 function slowRevisions(): StageWorkResolver {

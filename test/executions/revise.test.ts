@@ -8,6 +8,7 @@ import { ScriptedWork } from "../support/stage-work.js";
 // Revise at the gate: `feedback` on a resume. The flow runs the real website
 // stages with the offline writer, so previews are real files; the refusals
 // run on scripted stages, where a plan can be held running or made to fail.
+const api = restApi;
 const TRANSPORTS = [
   { name: "REST", make: (url: string) => restApi(url) },
   { name: "Connect RPC", make: (url: string) => rpcApi(url, "connect") },
@@ -178,11 +179,62 @@ describe.each(TRANSPORTS)("refusing a revision over $name", ({ make }) => {
     expect(ok.plan!.revisions[0]!.feedback).toBe("🙂".repeat(2000));
   });
 
+  it("takes an approve or feedback naming a draft only while that draft is the newest (0 before any revision): else 409, and nothing changes", async () => {
+    const plan = await gatePlan();
+    const early = await api.resume(key(owner), { planId: plan.id, approve: ["review"], revision: 1 });
+    expect(early).toMatchObject({ status: 409, errorType: "conflict" });
+    expect(early.errorMessage).toContain("is the first draft, not revision 1's draft");
+    expect((await api.get(key(owner), plan.id)).plan).toMatchObject({ status: "awaiting_approval", revisions: [] });
+
+    expect(await api.resume(key(owner), { planId: plan.id, feedback: "Make it warmer", revision: 0 })).toMatchObject({ status: 202 });
+    await waitForPlan(scripted.url, key(owner), plan.id, (p) => atGate(p) && p.revisions.length === 1);
+    // Sent by someone who saw only the first draft: neither may act on revision 1's.
+    const staleApprove = await api.resume(key(owner), { planId: plan.id, approve: ["review"], revision: 0 });
+    expect(staleApprove).toMatchObject({ status: 409, errorType: "conflict" });
+    expect(staleApprove.errorMessage).toContain("is revision 1's draft, not the first draft");
+    expect(await api.resume(key(owner), { planId: plan.id, feedback: "Make it cooler", revision: 0 })).toMatchObject({ status: 409, errorType: "conflict" });
+    const unchanged = (await api.get(key(owner), plan.id)).plan!;
+    expect(unchanged.status).toBe("awaiting_approval");
+    expect(unchanged.revisions.map((r) => r.feedback)).toEqual(["Make it warmer"]);
+
+    expect(await api.resume(key(owner), { planId: plan.id, approve: ["review"], revision: 1 })).toMatchObject({ status: 202 });
+    await waitForPlan(scripted.url, key(owner), plan.id, (p) => p.status === "succeeded");
+    // A retry of that approval is answered with the plan as it stands, not refused.
+    expect(await api.resume(key(owner), { planId: plan.id, approve: ["review"], revision: 1 })).toMatchObject({ status: 202 });
+  });
+
+  it("answers 400 to a revision with neither approve nor feedback", async () => {
+    const plan = await gatePlan();
+    const answer = await api.resume(key(owner), { planId: plan.id, revision: 0 });
+    expect(answer).toMatchObject({ status: 400, errorType: "invalid_request" });
+    expect(answer.errorMessage).toContain("revision");
+  });
+
   it("answers 404 for another account's plan, like a missing one", async () => {
     const plan = await gatePlan();
     const stranger = await createAccountWithKey(scripted, ["build", "read"]);
     expect(await api.resume(key(stranger), { planId: plan.id, feedback: "Make it warmer" })).toMatchObject({ status: 404, errorType: "not_found" });
     expect(await api.resume(key(owner), { planId: "pln_missing", feedback: "Make it warmer" })).toMatchObject({ status: 404, errorType: "not_found" });
+  });
+});
+
+describe("a revision number over REST", () => {
+  it("must be a whole number of at least 0, sent with a planId, and not with cancel", async () => {
+    const owner = await createAccountWithKey(scripted, ["build", "read"]);
+    const created = await postExecution(scripted.url, key(owner), { goal: "A site for my bakery" });
+    const plan = await waitForPlan(scripted.url, key(owner), (created.body.plan as RestPlan).id, atGate);
+    for (const revision of [-1, 1.5, "one", true, [0]]) {
+      const answer = await postExecution(scripted.url, key(owner), { planId: plan.id, approve: ["review"], revision });
+      expect(answer.status, JSON.stringify(revision)).toBe(400);
+      expect(answer.body.error).toEqual({ type: "invalid_request", message: expect.stringContaining("revision") });
+    }
+    const withoutPlan = await postExecution(scripted.url, key(owner), { goal: "A site for my bakery", revision: 0 });
+    expect(withoutPlan.status).toBe(400);
+    expect(withoutPlan.body.error).toEqual({ type: "invalid_request", message: expect.stringContaining("planId") });
+    const withCancel = await postExecution(scripted.url, key(owner), { planId: plan.id, cancel: true, revision: 0 });
+    expect(withCancel.status).toBe(400);
+    expect(withCancel.body.error).toEqual({ type: "invalid_request", message: expect.stringContaining("revision") });
+    expect((await api(scripted.url).get(key(owner), plan.id)).plan).toMatchObject({ status: "awaiting_approval", revisions: [] });
   });
 });
 

@@ -24,7 +24,7 @@ export interface ExecutionApi {
   name: string;
   /** `headers` go with the request: the REST header or the RPC metadata of the same name. */
   create(credential: Credential, body: { goal?: string; outcome?: string }, headers?: Record<string, string>): Promise<ApiAnswer>;
-  resume(credential: Credential, body: { planId: string; approve?: string[]; feedback?: string }): Promise<ApiAnswer>;
+  resume(credential: Credential, body: { planId: string; approve?: string[]; feedback?: string; revision?: number }): Promise<ApiAnswer>;
   get(credential: Credential, id: string): Promise<ApiAnswer>;
   /** `before` pages back: `?before=` over REST, the `before` field over RPC. */
   list(credential: Credential, before?: string): Promise<ApiAnswer>;

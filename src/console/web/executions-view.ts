@@ -76,7 +76,8 @@ async function resume(page: ExecutionsPage, plan: Plan, approve: string[], butto
   button.disabled = true;
   showError(error, undefined);
   try {
-    const response = await executionsApi.resumeExecution({ planId: plan.id, approve });
+    // An approval names the draft on the card, so a newer one, made elsewhere meanwhile, is not published unseen.
+    const response = await executionsApi.resumeExecution({ planId: plan.id, approve, ...(approve.length > 0 ? { revision: newestDraft(plan) } : {}) });
     if (response.plan) page.list.upsert(response.plan);
     page.context.announce(`${verb}: ${shortGoal(plan)}`);
     page.updates.schedulePoll();
@@ -85,6 +86,11 @@ async function resume(page: ExecutionsPage, plan: Plan, approve: string[], butto
     button.disabled = false;
     showError(error, errorMessage(caught));
   }
+}
+
+/** The draft a card shows: its newest revision's number, 0 before any. */
+function newestDraft(plan: Plan): number {
+  return plan.revisions.at(-1)?.number ?? 0;
 }
 
 /**
@@ -113,7 +119,10 @@ async function settleFailure(page: ExecutionsPage, plan: Plan, caught: unknown):
     gone(page, plan);
     return true;
   }
-  const message = `Not done: this plan changed elsewhere and ${statusInWords(fresh.status)}.`;
+  const message =
+    newestDraft(fresh) !== newestDraft(plan)
+      ? "Not done: a newer draft was asked for elsewhere; look at it before you approve or ask for changes."
+      : `Not done: this plan changed elsewhere and ${statusInWords(fresh.status)}.`;
   page.list.showCardError(plan.id, message);
   if (focusIsLost()) page.list.cardHeading(plan.id)?.focus();
   return true;
@@ -178,7 +187,7 @@ async function revise(page: ExecutionsPage, plan: Plan, feedback: string, form: 
   setBusy(form, true);
   showError(error, undefined);
   try {
-    const response = await executionsApi.resumeExecution({ planId: plan.id, feedback });
+    const response = await executionsApi.resumeExecution({ planId: plan.id, feedback, revision: newestDraft(plan) });
     if (response.plan) page.list.upsert(response.plan);
     page.context.announce(`New draft asked for: ${shortGoal(plan)}`);
     page.updates.schedulePoll();
