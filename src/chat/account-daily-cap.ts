@@ -9,11 +9,19 @@ import { nextUtcMidnight, utcDay } from "./free-pool.js";
  * stage writers also draw on. One conditional upsert per request, exact under
  * any concurrency and across instances; like a pool unit, a request no
  * upstream accepted gives its count back.
+ *
+ * So a request counted is not yet served: while this instance holds some of
+ * the account's requests in flight, a refusal says to retry in a second
+ * (they may fail and give their counts back), as the pool's `in_flight`
+ * does; only with none in flight here is the day used up. Requests in flight
+ * on other instances are not seen: their refusal reads as the day's end.
  */
 export class AccountDailyCap {
   readonly #db: Kysely<Database>;
   readonly #limit: number;
   readonly #now: () => number;
+  /** Requests counted on this instance and not yet settled, by account. */
+  readonly #inFlight = new Map<string, number>();
 
   constructor(db: Kysely<Database>, limit: number, now: () => number = Date.now) {
     this.#db = db;
@@ -21,7 +29,11 @@ export class AccountDailyCap {
     this.#now = now;
   }
 
-  /** Counts one request for the account, or throws `rate_limited` when its day is used up. Returns the day counted. */
+  /**
+   * Counts one request for the account, or throws `rate_limited` when its day
+   * is used up (or, while some of its requests are in flight here, to retry in
+   * a second). Returns the day counted; `settle` it once the request is answered.
+   */
   async take(accountId: string): Promise<string> {
     const now = this.#now();
     const day = utcDay(now);
@@ -33,8 +45,16 @@ export class AccountDailyCap {
       )
       .returning("requests")
       .executeTakeFirst();
-    if (counted && counted.requests <= this.#limit) return day;
-    if (counted) await this.give(accountId, day);
+    if (counted && counted.requests <= this.#limit) {
+      this.#inFlight.set(accountId, (this.#inFlight.get(accountId) ?? 0) + 1);
+      return day;
+    }
+    if (counted) await this.#give(accountId, day);
+    if (this.#inFlight.has(accountId)) {
+      throw new ServiceError("rate_limited", `this account's last chat requests for today are still being answered; try again in a moment`, {
+        headers: { "retry-after": "1", "x-should-retry": "true" },
+      });
+    }
     const { resetMs, resetAt } = nextUtcMidnight(now);
     throw new ServiceError("rate_limited", `this account has used its ${this.#limit} chat requests for today; the count resets at ${resetAt}`, {
       resetAt,
@@ -42,8 +62,15 @@ export class AccountDailyCap {
     });
   }
 
-  /** Gives back a request counted on `day` that no upstream accepted. */
-  async give(accountId: string, day: string): Promise<void> {
+  /** A request `take` counted is answered: "spent" when an upstream accepted it, "refunded" (its count given back) when none did. */
+  async settle(accountId: string, day: string, how: "spent" | "refunded"): Promise<void> {
+    const left = (this.#inFlight.get(accountId) ?? 1) - 1;
+    if (left > 0) this.#inFlight.set(accountId, left);
+    else this.#inFlight.delete(accountId);
+    if (how === "refunded") await this.#give(accountId, day);
+  }
+
+  async #give(accountId: string, day: string): Promise<void> {
     await this.#db
       .updateTable("chat_account_days")
       .set({ requests: sql`greatest(requests - 1, 0)` })

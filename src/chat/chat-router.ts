@@ -172,16 +172,17 @@ export class ChatRouter implements ChatCompleter {
     try {
       if (!this.#pool.tryTake()) await this.#pool.take();
     } catch (error) {
-      if (countedDay) await capped!.give(options.accountId, countedDay);
+      if (countedDay) await capped!.settle(options.accountId, countedDay, "refunded");
       throw error;
     }
     try {
       const answer = await this.#upstreams.send(request, { stream, signal: options.signal, embeddings });
       this.#pool.settle("spent");
+      if (countedDay) void capped!.settle(options.accountId, countedDay, "spent");
       return answer;
     } catch (error) {
       this.#pool.settle("refunded");
-      if (countedDay) await capped!.give(options.accountId, countedDay).catch(() => {});
+      if (countedDay) await capped!.settle(options.accountId, countedDay, "refunded").catch(() => {});
       throw error;
     }
   }

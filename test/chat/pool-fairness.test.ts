@@ -72,9 +72,11 @@ describe("ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT", () => {
     const statuses = answers.map((r) => r.status).sort();
     expect(statuses.filter((s) => s === 200)).toHaveLength(5);
     expect(statuses.filter((s) => s === 429)).toHaveLength(7);
-    const refusal = answers.find((r) => r.status === 429)!;
+    // Once the five are served, the day is used up: not to be retried before midnight.
+    const refusal = await postChat(app, greedy.apiKey, hello);
+    expect(refusal.status).toBe(429);
     expect(refusal.headers.get("x-should-retry")).toBe("false");
-    expect(Number(refusal.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(Number(refusal.headers.get("retry-after"))).toBeGreaterThan(1);
     expect(((await refusal.json()) as { error: Record<string, unknown> }).error).toMatchObject({ type: "rate_limited", code: "rate_limited" });
 
     const rpc = createClient(ChatService, createConnectTransport({ baseUrl: app.url, httpVersion: "1.1" }));
@@ -88,6 +90,25 @@ describe("ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT", () => {
 
     expect((await postChat(app, other.apiKey, hello)).status).toBe(200);
     expect(upstream.requests).toHaveLength(6);
+  });
+
+  it("while the account's last requests are in flight, others are told to retry in a second, not at midnight; served once those fail", async () => {
+    const account = await createAccountWithKey(app, ["chat"]);
+    upstream.next(...Array.from({ length: 5 }, () => slowFailure(600)));
+    const inFlight = Array.from({ length: 5 }, () => postChat(app, account.apiKey, hello));
+    await sleep(200);
+    const refused = await postChat(app, account.apiKey, hello);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("x-should-retry")).toBe("true");
+    expect(refused.headers.get("retry-after")).toBe("1");
+    const body = (await refused.json()) as { error: { type: string; message: string } };
+    expect(body.error.type).toBe("rate_limited");
+    expect(body.error.message).toContain("still being answered");
+    expect((await Promise.all(inFlight)).map((r) => r.status)).toEqual([502, 502, 502, 502, 502]);
+    // None was served, so the whole day's five are still there.
+    const served = await Promise.all(Array.from({ length: 5 }, () => postChat(app, account.apiKey, hello)));
+    expect(served.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect((await postChat(app, account.apiKey, hello)).headers.get("x-should-retry")).toBe("false");
   });
 
   it("a request no upstream accepted does not count", async () => {
