@@ -51,8 +51,9 @@ export class ChatRouter implements ChatCompleter {
     const answer = await this.#open(request, false, options);
     const completion = await readJson(answer, options.signal);
     if (!isCompletion(completion)) {
-      this.#logger.warn({ upstream: answer.upstream }, "upstream answered 2xx without a completion");
-      throw new ServiceError("upstream_error", "the model returned an answer that is not a chat completion");
+      const failed = new ServiceError("upstream_error", "the model returned an answer that is not a chat completion");
+      answer.broke(failed);
+      throw failed;
     }
     return clientCompletion(completion, newCompletionId());
   }
@@ -86,7 +87,7 @@ export class ChatRouter implements ChatCompleter {
             finished = true;
             break;
           }
-          const chunk = this.#chunkOf(event, answer);
+          const chunk = chunkOf(event);
           if (chunk instanceof ServiceError) {
             failure = chunk;
             break;
@@ -100,8 +101,10 @@ export class ChatRouter implements ChatCompleter {
       }
       throw new ServiceError("upstream_error", "the model's stream ended before it finished; the answer is incomplete");
     } catch (error) {
-      if (signal?.aborted || error instanceof ServiceError) throw error;
-      throw failure(error, answer);
+      if (signal?.aborted) throw error;
+      const failed = error instanceof ServiceError ? error : failure(error, answer);
+      answer.broke(failed);
+      throw failed;
     } finally {
       if (finished) {
         answer.body.ignoreRest();
@@ -110,21 +113,6 @@ export class ChatRouter implements ChatCompleter {
         answer.body.abort();
       }
     }
-  }
-
-  /** An upstream's event as a chunk to relay, or why it is not one. */
-  #chunkOf(event: SseEvent, answer: UpstreamAnswer): ChatChunkJson | ServiceError {
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(event.data);
-    } catch {
-      return new ServiceError("upstream_error", "the model sent a malformed chunk; the answer is incomplete");
-    }
-    if (typeof chunk !== "object" || chunk === null || Array.isArray(chunk) || "error" in chunk || event.event === "error") {
-      this.#logger.warn({ upstream: answer.upstream }, "upstream reported an error mid-stream");
-      return new ServiceError("upstream_error", "the model failed mid-answer; the answer is incomplete");
-    }
-    return chunk as ChatChunkJson;
   }
 
   /**
@@ -194,7 +182,9 @@ async function readJson(answer: UpstreamAnswer, signal: AbortSignal | undefined)
     return JSON.parse(await answer.body.text());
   } catch (error) {
     if (signal?.aborted) throw error;
-    throw failure(error, answer);
+    const failed = failure(error, answer);
+    answer.broke(failed);
+    throw failed;
   }
 }
 
@@ -208,4 +198,18 @@ function failure(error: unknown, answer: UpstreamAnswer): ServiceError {
   return new ServiceError("upstream_error", "the connection to the model broke; the answer is incomplete", {
     cause: { upstream: answer.upstream, error },
   });
+}
+
+/** An upstream's event as a chunk to relay, or why it is not one. */
+function chunkOf(event: SseEvent): ChatChunkJson | ServiceError {
+  let chunk: unknown;
+  try {
+    chunk = JSON.parse(event.data);
+  } catch {
+    return new ServiceError("upstream_error", "the model sent a malformed chunk; the answer is incomplete");
+  }
+  if (typeof chunk !== "object" || chunk === null || Array.isArray(chunk) || "error" in chunk || event.event === "error") {
+    return new ServiceError("upstream_error", "the model failed mid-answer; the answer is incomplete");
+  }
+  return chunk as ChatChunkJson;
 }

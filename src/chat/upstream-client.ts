@@ -18,6 +18,8 @@ export interface UpstreamAnswer {
   model: string;
   /** Operator-facing name, for logs only. */
   upstream: string;
+  /** Tells the operator (metrics and log) that this answer failed after it began: it broke off, stalled or made no sense. */
+  broke(error: ServiceError): void;
 }
 
 interface Target {
@@ -27,6 +29,7 @@ interface Target {
   embeddingsPath: string;
   headers: Record<string, string>;
   streamHeaders: Record<string, string>;
+  broke(error: ServiceError): void;
 }
 
 /** Statuses that say the request itself is at fault: another upstream would refuse it too. */
@@ -82,6 +85,10 @@ export class UpstreamClient {
         embeddingsPath: `${withoutTrailingSlashes(base.pathname)}/embeddings`,
         headers,
         streamHeaders: { ...headers, accept: "text/event-stream" },
+        broke: (error: ServiceError) => {
+          this.#metrics?.upstreamErrors.inc({ upstream: config.name, kind: error.type === "upstream_timeout" ? "timeout" : "stream" });
+          this.#logger.warn({ upstream: config.name, err: error.message }, "upstream answer failed after it began");
+        },
       };
     });
   }
@@ -148,7 +155,7 @@ export class UpstreamClient {
         statusCode >= 200 && statusCode < 300 ? undefined : statusCode === 429 ? "status_429" : statusCode >= 500 ? "status_5xx" : `status_${statusCode}`,
       );
       if (statusCode >= 200 && statusCode < 300) {
-        return { body, model: options.embeddings ? target.config.embeddingModel! : target.config.model, upstream: target.config.name };
+        return { body, model: options.embeddings ? target.config.embeddingModel! : target.config.model, upstream: target.config.name, broke: target.broke };
       }
       timedOut = false;
       const text = await body.text().catch(() => "");

@@ -346,6 +346,29 @@ describe("streaming", () => {
     expect(events.at(-1)).toBe("[DONE]");
   });
 
+  it("a failure after the first byte is counted by kind in zero_upstream_errors_total and logged once, as earlier failures are", async () => {
+    const errorsOfKind = async (kind: string) => {
+      const text = await (await fetch(`${app.url}/metrics`)).text();
+      const lines = text.split("\n").filter((line) => line.startsWith("zero_upstream_errors_total{") && line.includes(`kind="${kind}"`));
+      return lines.reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0);
+    };
+    const brokeLines = () => app.logs.filter((line) => line.includes("upstream answer failed after it began")).length;
+    const [streamBefore, timeoutBefore, logsBefore] = [await errorsOfKind("stream"), await errorsOfKind("timeout"), brokeLines()];
+    primary.next(
+      stream(textChunks(["one", "two", "three"]), { dropAfter: 2 }),
+      stream(textChunks(["cut"]), { done: false }),
+      reply({ not: "a completion" }),
+      stream(textChunks(["one", "two"]), { hangAfter: 2 }),
+    );
+    await readSse(await postChat(app, apiKey, { model: "project-zero", messages, stream: true }));
+    await readSse(await postChat(app, apiKey, { model: "project-zero", messages, stream: true }));
+    expect((await postChat(app, apiKey, { model: "project-zero", messages })).status).toBe(502);
+    await readSse(await postChat(app, apiKey, { model: "project-zero", messages, stream: true }));
+    expect(await errorsOfKind("stream")).toBe(streamBefore + 3);
+    expect(await errorsOfKind("timeout")).toBe(timeoutBefore + 1);
+    expect(brokeLines()).toBe(logsBefore + 4);
+  });
+
   it("the SDK raises the in-stream error event", async () => {
     primary.otherwise(fail(500));
     secondary.otherwise(fail(500));
