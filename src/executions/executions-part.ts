@@ -14,7 +14,7 @@ import type { Logger } from "../observability/logger.js";
 import { executionRoutes, type PlanDownloader } from "./execution-rest.js";
 import { executionService } from "./execution-service.js";
 import { PlanStageStore } from "./plan-stage-store.js";
-import { observeStageEngine } from "./stage-telemetry.js";
+import { stageTelemetry } from "./stage-telemetry.js";
 
 export interface ExecutionsPartDeps {
   config: Config;
@@ -42,11 +42,12 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
   const { config, store, logger } = deps;
   const events = new PlanEvents(store, logger);
   const notifier = new Notifier(store.db, logger, { sender: deps.instanceId });
+  const telemetry = stageTelemetry(deps.metrics, deps.tracing);
   const engine = new StageEngine({
     store: new PlanStageStore(store, notifier, groupCommitObserver(deps.metrics, "stage_results")),
     logger,
     instanceId: deps.instanceId,
-    resolveWork: deps.stageWork,
+    resolveWork: telemetry.traced(deps.stageWork),
     concurrency: config.workerConcurrency,
     leaseMs: config.stageLeaseMs,
     stopGraceMs: Math.min(config.shutdownGraceMs, 10_000),
@@ -58,7 +59,7 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
       ...(deps.retryJitter ? { random: deps.retryJitter } : {}),
     },
   });
-  observeStageEngine(engine, deps.metrics, deps.tracing);
+  telemetry.observe(engine);
   deps.metrics.onScrape(async () => {
     const row = await store.db
       .selectFrom("plan_stages")

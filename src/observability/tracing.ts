@@ -1,4 +1,5 @@
-import { SpanKind, SpanStatusCode, type Attributes, type Span, type Tracer } from "@opentelemetry/api";
+import { AsyncLocalStorage } from "node:async_hooks";
+import { type Attributes, type Context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace, TraceFlags } from "@opentelemetry/api";
 import { withoutTrailingSlashes } from "../strings.js";
 
 /**
@@ -10,8 +11,14 @@ import { withoutTrailingSlashes } from "../strings.js";
  * server without a collector never needs.
  */
 export interface Tracing {
-  /** Starts a span; end it with `endSpan`. */
-  start(name: string, kind: "server" | "client" | "internal", attributes?: Attributes): Span;
+  /**
+   * Starts a span; end it with `endSpan`. Its parent: the span `within` is
+   * running, else the caller's W3C `traceparent` when given, else none (a new
+   * trace); `root` starts a new trace whatever runs around it.
+   */
+  start(name: string, kind: "server" | "client" | "internal", attributes?: Attributes, from?: { traceparent?: string; root?: boolean }): Span;
+  /** Runs `fn` with `span` as the parent of every span started inside it, however deep (AsyncLocalStorage). */
+  within<T>(span: Span, fn: () => T): T;
   /** Flushes what is buffered and stops exporting. */
   shutdown(): Promise<void>;
 }
@@ -46,10 +53,33 @@ export async function createTracing(options: TracingOptions): Promise<Tracing> {
     ],
   });
   const tracer: Tracer = provider.getTracer("project-zero", options.version);
+  const current = new AsyncLocalStorage<Span>();
   return {
-    start: (name, kind, attributes) => tracer.startSpan(name, { kind: KINDS[kind], attributes }),
+    start: (name, kind, attributes, from = {}) => {
+      const parent = from.root ? undefined : current.getStore();
+      const context = parent ? trace.setSpan(ROOT_CONTEXT, parent) : from.root ? ROOT_CONTEXT : remoteParent(from.traceparent);
+      return tracer.startSpan(name, { kind: KINDS[kind], attributes, root: context === ROOT_CONTEXT }, context);
+    },
+    within: (span, fn) => current.run(span, fn),
     shutdown: () => provider.shutdown(),
   };
+}
+
+/** `version-traceid-parentid-flags`, lower-case hex (W3C Trace Context); ids of all zeros are invalid. */
+const TRACEPARENT = /^([\da-f]{2})-([\da-f]{32})-([\da-f]{16})-([\da-f]{2})$/;
+
+/** The context a caller's `traceparent` header names, or the root context when it names none validly. */
+function remoteParent(traceparent: string | undefined): Context {
+  const match = traceparent === undefined ? null : TRACEPARENT.exec(traceparent.trim());
+  if (!match) return ROOT_CONTEXT;
+  const [, version, traceId, spanId, flags] = match as unknown as [string, string, string, string, string];
+  if (version === "ff" || /^0+$/.test(traceId) || /^0+$/.test(spanId)) return ROOT_CONTEXT;
+  return trace.setSpanContext(ROOT_CONTEXT, {
+    traceId,
+    spanId,
+    traceFlags: Number.parseInt(flags, 16) & TraceFlags.SAMPLED,
+    isRemote: true,
+  });
 }
 
 /** Ends a span with its final attributes, marking it failed when `failed` is true. */

@@ -14,7 +14,7 @@ import { authInterceptor, errorInterceptor } from "./interceptors.js";
 import type { RequestListener } from "./listener.js";
 import { registerReflection } from "./reflection.js";
 import { assignRequestInfo, requestInfo, type RequestInfo } from "./request-info.js";
-import { RestRouter, sendError, sendJson, type NodeRequest, type NodeResponse, type RestExchange } from "./rest.js";
+import { RestRouter, sendError, sendJson, type NodeRequest, type NodeResponse, type RestExchange, type RestHandler } from "./rest.js";
 import type { AppPart } from "./app-part.js";
 import { createRestRpc } from "./rpc-pipeline.js";
 import { corsPolicy } from "./cors.js";
@@ -142,14 +142,22 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
     const method = req.method ?? "GET";
     const route = rest.match(method, pathname);
     info.route = route ? rest.label(method, pathname) : rpcRoutes.has(pathname) ? pathname : "other";
-    info.span = options.tracing?.start(`${method} ${info.route}`, "server", {
-      "http.request.method": method,
-      "http.route": info.route,
-      "zero.request_id": info.id,
-    });
+    const traceparent = req.headers.traceparent;
+    info.span = options.tracing?.start(
+      `${method} ${info.route}`,
+      "server",
+      { "http.request.method": method, "http.route": info.route, "zero.request_id": info.id },
+      { traceparent: typeof traceparent === "string" ? traceparent : undefined },
+    );
     // A response closes once, so `on` (which spares `once`'s wrapper and its removal) is enough.
     res.on("close", closed);
     if (cors?.(req, res, pathname)) return;
+    // Spans started while serving it (upstream attempts) are the request's children.
+    if (info.span) options.tracing!.within(info.span, () => serve(req, res, route, info));
+    else serve(req, res, route, info);
+  };
+
+  function serve(req: NodeRequest, res: NodeResponse, route: RestHandler | undefined, info: RequestInfo): void {
     if (!route) {
       connect(req, res);
       return;
@@ -159,7 +167,7 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
     } catch (error) {
       sendError(res, error, req);
     }
-  };
+  }
 }
 
 /** A REST exchange whose URL is parsed only when a route reads it: most routes need the path alone, which routing already has. */

@@ -4,10 +4,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { instantWork } from "../support/stage-work.js";
+import { answer, fail, FakeUpstream } from "../chat/support/fake-upstream.js";
+import { postChat, upstreamsEnv } from "../chat/support/gateway.js";
+import { waitForPlan } from "../support/executions.js";
+import { writerModel } from "../outcomes/support/model-answers.js";
 
 interface ExportedSpan {
   name: string;
   kind: number;
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
   attributes: { key: string; value: Record<string, unknown> }[];
 }
 
@@ -75,4 +82,59 @@ describe("OpenTelemetry tracing when an OTLP endpoint is configured", () => {
     // Nothing secret travels in spans.
     expect(JSON.stringify(collector.spans)).not.toContain(apiKey);
   });
+});
+
+describe("trace context", () => {
+  let collector: Awaited<ReturnType<typeof startCollector>>;
+  let failing: FakeUpstream;
+  let serving: FakeUpstream;
+  let app: TestApp;
+  beforeAll(async () => {
+    [collector, failing, serving] = await Promise.all([startCollector(), FakeUpstream.start(), FakeUpstream.start()]);
+    failing.otherwise(fail(500));
+    serving.otherwise(writerModel);
+    app = await startTestApp({
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        ZERO_UPSTREAMS: upstreamsEnv([failing.url, serving.url]),
+        ZERO_OFFLINE_WRITER: "off",
+      },
+    });
+  });
+  afterAll(async () => {
+    await app.close();
+    await Promise.all([collector.close(), failing.close(), serving.close()]);
+  });
+
+  it("puts a request's upstream attempts under its span, in the caller's trace; and each stage's writer calls under the stage", async () => {
+    const { apiKey } = await createAccountWithKey(app, ["build", "read", "chat"]);
+    serving.next(answer("hello"));
+    const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    const chat = await postChat(app, apiKey, { model: "project-zero", messages: [{ role: "user", content: "hi" }] }, { traceparent });
+    expect(chat.status).toBe(200);
+    const created = await fetch(`${app.url}/api/execution`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ goal: "Sea kayaking trips for beginners in Cornwall" }),
+    });
+    const planId = ((await created.json()) as { plan: { id: string } }).plan.id;
+    await waitForPlan(app.url, { apiKey }, planId, (p) => p.status === "awaiting_approval", 30_000);
+    await app.close();
+
+    const request = collector.spans.find((s) => s.name === "POST /v1/chat/completions")!;
+    expect(request.traceId).toBe("0af7651916cd43dd8448eb211c80319c");
+    expect(request.parentSpanId).toBe("b7ad6b7169203331");
+    const attempts = collector.spans.filter((s) => s.name === "upstream chat completion" && s.parentSpanId === request.spanId);
+    // The failing upstream, then the one that served: both the request's, in its trace.
+    expect(attempts.map((s) => attribute(s, "zero.result"))).toEqual(["500", "200"]);
+    expect(attempts.every((s) => s.traceId === request.traceId)).toBe(true);
+
+    const stages = collector.spans.filter((s) => s.name.startsWith("stage ") && attribute(s, "zero.plan_id") === planId);
+    expect(stages.map((s) => s.name)).toEqual(expect.arrayContaining(["stage understand", "stage outline", "stage write"]));
+    for (const stage of stages) expect(stage.parentSpanId || undefined, stage.name).toBeUndefined();
+    const understand = stages.find((s) => s.name === "stage understand")!;
+    const writerCalls = collector.spans.filter((s) => s.name === "upstream chat completion" && s.parentSpanId === understand.spanId);
+    expect(writerCalls.length).toBeGreaterThan(0);
+    expect(writerCalls.every((s) => s.traceId === understand.traceId)).toBe(true);
+  }, 60_000);
 });
