@@ -73,14 +73,18 @@ export class ApiKeyCache {
     this.#now = options.now ?? Date.now;
   }
 
-  /** Subscribes to revocations; until then, lookups are not remembered. */
+  /** Subscribes to revocations; until then, and while the subscription is lost, lookups are not remembered. */
   async start(): Promise<void> {
+    // Before the subscription is asked for, so that a failure to get it (told through onGap) is not overwritten.
+    this.#listening = true;
     this.#unlisten = await this.#listen(
       API_KEY_REVOKED_CHANNEL,
       (keyId) => this.forget(keyId),
-      () => this.clear(),
+      (listening) => {
+        this.#listening = listening;
+        this.clear();
+      },
     );
-    this.#listening = true;
     this.#sweeper = setInterval(() => this.#dropExpired(), this.#sweepEveryMs);
     this.#sweeper.unref();
   }

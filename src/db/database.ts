@@ -23,11 +23,11 @@ export interface Store {
   /**
    * Calls `onPayload` for each NOTIFY on `channel`. Delivery is best effort:
    * listeners keep a polling fallback for anything missed while reconnecting.
-   * `onGap` is called when notifications may have been missed: when the
-   * listener connection is lost, and again once it listens anew (PGlite,
-   * in-process, never loses it).
+   * `onGap` is called when notifications may have been missed: with `false`
+   * when the listener connection is lost (or could not be had at all), and
+   * with `true` once it listens anew (PGlite, in-process, never loses it).
    */
-  listen(channel: string, onPayload: (payload: string) => void, onGap?: () => void): Promise<() => Promise<void>>;
+  listen(channel: string, onPayload: (payload: string) => void, onGap?: (listening: boolean) => void): Promise<() => Promise<void>>;
   /** PGlite only: the data directory as a tarball (a backup, or a template for `pgliteTemplate`). */
   dumpDataDir?(): Promise<Blob>;
   close(): Promise<void>;
@@ -112,12 +112,12 @@ function openPostgres(url: string, options: StoreOptions): Store {
   let listener: pg.Client | undefined;
   let listenerReady: Promise<pg.Client> | undefined;
   const handlers = new Map<string, Set<(payload: string) => void>>();
-  const gapHandlers = new Set<() => void>();
+  const gapHandlers = new Set<(listening: boolean) => void>();
   // Set while no listener is subscribed although handlers are registered: notifications are being missed.
   let missing = false;
   let closed = false;
-  const reportGap = () => {
-    for (const onGap of gapHandlers) onGap();
+  const reportGap = (listening: boolean) => {
+    for (const onGap of gapHandlers) onGap(listening);
   };
 
   const connectListener = (): Promise<pg.Client> => {
@@ -132,7 +132,7 @@ function openPostgres(url: string, options: StoreOptions): Store {
         listenerReady = undefined;
         client.end().catch(() => {});
         missing = true;
-        reportGap();
+        reportGap(false);
         if (!closed && handlers.size > 0) setTimeout(() => void resubscribe(), 1000).unref();
       });
       await client.connect();
@@ -141,7 +141,7 @@ function openPostgres(url: string, options: StoreOptions): Store {
       if (missing) {
         missing = false;
         // Whatever was notified between the loss and now is gone.
-        reportGap();
+        reportGap(true);
       }
       return client;
     })().catch((error: unknown) => {
@@ -175,6 +175,7 @@ function openPostgres(url: string, options: StoreOptions): Store {
       } catch (error) {
         options.logger.warn({ err: reason(error) }, "database listener unavailable; polling only");
         missing = true;
+        onGap?.(false);
         void resubscribe();
       }
       return async () => {

@@ -12,7 +12,7 @@ function harness(options: { maxEntries?: number; sweepEveryMs?: number } = {}) {
   const loads: string[] = [];
   const touches: string[] = [];
   let onRevoked: ((keyId: string) => void) | undefined;
-  let onGap: (() => void) | undefined;
+  let onGap: ((listening: boolean) => void) | undefined;
   /** While set, lookups wait for the test to let them answer. */
   let gate: Promise<void> | undefined;
   const cache = new ApiKeyCache({
@@ -60,7 +60,11 @@ function harness(options: { maxEntries?: number; sweepEveryMs?: number } = {}) {
     },
     loseListener() {
       if (!onGap) throw new Error("no gap handler");
-      onGap();
+      onGap(false);
+    },
+    listenAgain() {
+      if (!onGap) throw new Error("no gap handler");
+      onGap(true);
     },
     /** Holds every lookup until the returned function is called. */
     holdLookups(): () => void {
@@ -181,6 +185,28 @@ describe("ApiKeyCache", () => {
     h.loads.length = 0;
     for (const secret of ["zk_a", "zk_b", "zk_c"]) await h.cache.find(secret);
     expect(h.loads).toEqual(["zk_a", "zk_b", "zk_c"]);
+  });
+
+  it("remembers nothing while the listener is lost, so a revocation it cannot hear is seen at once; and again once it listens", async () => {
+    const h = harness();
+    await h.cache.start();
+    h.addKey("zk_a", "key_a");
+    await h.cache.find("zk_a");
+    h.loseListener();
+    expect((await h.cache.find("zk_a"))?.id).toBe("key_a");
+    // Revoked elsewhere; the notification is lost with the listener.
+    h.revokeInTable("zk_a");
+    expect(await h.cache.find("zk_a")).toBeUndefined();
+    h.addKey("zk_b", "key_b");
+    h.loads.length = 0;
+    await h.cache.find("zk_b");
+    await h.cache.find("zk_b");
+    expect(h.loads).toEqual(["zk_b", "zk_b"]);
+    h.listenAgain();
+    h.loads.length = 0;
+    await h.cache.find("zk_b");
+    await h.cache.find("zk_b");
+    expect(h.loads).toEqual(["zk_b"]);
   });
 
   it("remembers nothing before start or after stop, when revocations could not reach it", async () => {

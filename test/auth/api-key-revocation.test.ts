@@ -48,6 +48,20 @@ async function revokeThroughConsole(app: { url: string }, account: TestAccount):
   return keyId;
 }
 
+/** Waits until both instances' LISTEN connections are back after a test cut them. */
+async function listenersBack(databaseUrl: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  try {
+    const count = async () =>
+      (await admin.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where datname = current_database() and query like 'LISTEN %'`))
+        .rows[0]!.n;
+    expect(await eventually(async () => (await count()) >= 2, true, 5000)).toBe(true);
+  } finally {
+    await admin.end();
+  }
+}
+
 /** Polls until `check` answers `expected` or `withinMs` has passed; the last answer. */
 async function eventually<T>(check: () => Promise<T>, expected: T, withinMs: number): Promise<T> {
   const deadline = Date.now() + withinMs;
@@ -144,6 +158,29 @@ describe.runIf(onRealPostgres)("a revoked key on another instance of the same da
     await revokeThroughConsole(a, account);
     expect(await eventually(() => restStatus(b, account.apiKey), 401, 2000)).toBe(401);
     expect(await rpcStatus(b, account.apiKey)).toBe(401);
+  });
+
+  it("is refused at once when revoked while that instance's listener is down: it remembers no key until it listens again", async () => {
+    const account = await createAccountWithKey(a, ["read"]);
+    expect(await restStatus(b, account.apiKey)).toBe(200);
+    const lost = () => b.logs.filter((line) => line.includes("database listener lost")).length;
+    const lostBefore = lost();
+    const admin = new pg.Client({ connectionString: databaseUrl });
+    await admin.connect();
+    try {
+      await admin.query(
+        `select pg_terminate_backend(pid) from pg_stat_activity
+          where datname = current_database() and pid <> pg_backend_pid() and query like 'LISTEN %'`,
+      );
+    } finally {
+      await admin.end();
+    }
+    for (let i = 0; i < 100 && lost() === lostBefore; i++) await sleep(5);
+    // B reconnects after a second: all of this happens in the gap.
+    expect(await restStatus(b, account.apiKey)).toBe(200);
+    await revokeThroughConsole(a, account);
+    expect(await restStatus(b, account.apiKey)).toBe(401);
+    await listenersBack(databaseUrl);
   });
 
   it("is forgotten when the listener connection is lost, since revocations may have been missed", async () => {
