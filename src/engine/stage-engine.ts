@@ -260,10 +260,14 @@ export class StageEngine {
       // The next stage of this plan, claimed in the same write: run it on this slot at once.
       if (typeof written === "object") this.#launch(written.next);
     } else {
-      if (!(result.error instanceof StageFailure)) {
+      // Work that lost the database (a restart, a failover) met an outage, not a fault of its own: tried again like one.
+      const storeAway = !(result.error instanceof StageFailure) && this.#store.isUnavailable(result.error);
+      if (storeAway) {
+        this.#log.warn({ err: result.error, planId: claim.planId, stage: claim.stageId }, "stage work lost the database; it is tried again");
+      } else if (!(result.error instanceof StageFailure)) {
         this.#log.error({ err: result.error, planId: claim.planId, stage: claim.stageId }, "stage work threw");
       }
-      const error = stageError(result.error);
+      const error = storeAway ? STORE_AWAY : stageError(result.error);
       const retry = this.#options.retry;
       const tries = (claim.retries ?? 0) + 1;
       if (retry && tries < retry.maxAttempts && retry.isTransient(error.type)) {
@@ -392,6 +396,8 @@ function abort(run: Run, reason: StopReason): void {
 }
 
 /** What a failed stage shows: a StageFailure's own words, otherwise a generic message. */
+const STORE_AWAY: StageErrorInfo = { type: "unavailable", message: "the database was unreachable while the stage ran" };
+
 function stageError(error: unknown): StageErrorInfo {
   if (error instanceof StageFailure) return { type: error.type, message: error.message };
   return GENERIC_STAGE_ERROR;

@@ -3,7 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { authHeaders, postExecution, waitForPlan, type Credential, type RestPlan } from "../support/executions.js";
-import { ScriptedWork } from "../support/stage-work.js";
+import pg from "pg";
+import type { StageWorkResolver } from "../../src/engine/stage-work.js";
+import { createTestDatabase, onRealPostgres } from "../support/database.js";
+import { ScriptedWork, typicalOutcome } from "../support/stage-work.js";
 
 interface RestEvent {
   type: string;
@@ -174,5 +177,50 @@ describe("the wait before a retry", () => {
       await app2?.close();
       await fs.rm(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+// The stage's own database work (an artifact write, say) meets a Postgres restart: the connection is
+// cut under it, for real. That is an outage, so the stage is tried again, not failed for good.
+describe.runIf(onRealPostgres)("a stage whose work loses the database", () => {
+  let app: TestApp;
+  let account: TestAccount;
+  let databaseUrl: string;
+  const cutOnce = new Set<string>();
+  const work: StageWorkResolver = (_outcome, stageId) => async (input) => {
+    if (stageId === "outline" && !cutOnce.has(input.planId)) {
+      cutOnce.add(input.planId);
+      const client = new pg.Client({ connectionString: databaseUrl });
+      client.on("error", () => {});
+      await client.connect();
+      const { rows } = await client.query<{ pid: number }>("select pg_backend_pid() as pid");
+      const admin = new pg.Client({ connectionString: databaseUrl });
+      await admin.connect();
+      await admin.query("select pg_terminate_backend($1)", [rows[0]!.pid]);
+      await admin.end();
+      await client.query("select 1");
+    }
+    return typicalOutcome(input);
+  };
+  beforeAll(async () => {
+    databaseUrl = (await createTestDatabase())!;
+    app = await startTestApp({
+      databaseUrl,
+      stageWork: work,
+      env: { ZERO_STAGE_MAX_ATTEMPTS: "3", ZERO_STAGE_RETRY_BASE_MS: String(BASE_MS), ZERO_STAGE_RETRY_CAP_MS: String(CAP_MS) },
+    });
+    account = await createAccountWithKey(app, ["build", "read"]);
+  });
+  afterAll(() => app.close());
+
+  it("is retried as unavailable and goes on, instead of failing the plan", async () => {
+    const created = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: account.apiKey }, { goal: "A site for my bakery" });
+    const planId = created.body.plan.id;
+    const plan = await waitForPlan(app.url, { apiKey: account.apiKey }, planId, (p) => p.status !== "running");
+    expect(plan.status).toBe("awaiting_approval");
+    expect(plan.stages.find((s) => s.id === "outline")).toMatchObject({ state: "succeeded", attempts: 2 });
+    const retried = (await history(app.url, { apiKey: account.apiKey }, planId)).find((e) => e.type === "stage_retrying");
+    expect(retried).toMatchObject({ stage: "outline", attempt: 1, detail: { error: { type: "unavailable" } } });
+    expect(app.logs.some((line) => line.includes("stage work lost the database; it is tried again"))).toBe(true);
   });
 });
