@@ -7,11 +7,12 @@ import { invalidRequest, ServiceError } from "./errors.js";
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
 /**
- * How long a first request may hold its key. Longer than any upstream
- * attempt can run; a row still in flight after it belongs to an instance
- * that died mid-request, and the next retry takes the key over.
+ * How long a first request holds its key between heartbeats: it is renewed
+ * every third of it while the request runs (`runIdempotently`), so a row
+ * still in flight after it belongs to an instance that died mid-request,
+ * and the next retry takes the key over within seconds, not minutes.
  */
-const DEFAULT_LEASE_MS = 10 * 60 * 1000;
+const DEFAULT_LEASE_MS = 15_000;
 
 const MAX_KEY_LENGTH = 255;
 
@@ -111,6 +112,22 @@ export class IdempotencyStore {
     throw new ServiceError("idempotency_key_in_progress", "a request with this Idempotency-Key is still being served; retry after it completes");
   }
 
+  /** How often a request in flight renews its key's lease. */
+  get renewEveryMs(): number {
+    return Math.max(1, Math.floor(this.#leaseMs / 3));
+  }
+
+  /** Extends the lease of a key whose request is still running here. */
+  async renew(accountId: string, key: string): Promise<void> {
+    await this.#db
+      .updateTable("chat_idempotency_keys")
+      .set({ lease_until: new Date(this.#now() + this.#leaseMs) })
+      .where("account_id", "=", accountId)
+      .where("key", "=", key)
+      .where("state", "=", "in_flight")
+      .execute();
+  }
+
   /** Records the response the key replays from now on. */
   async complete(accountId: string, key: string, response: string): Promise<void> {
     await this.#db.updateTable("chat_idempotency_keys").set({ state: "done", response }).where("account_id", "=", accountId).where("key", "=", key).execute();
@@ -148,12 +165,17 @@ export async function runIdempotently(
   const key = IdempotencyStore.validKey(call.key);
   const claim = await idempotency.begin(call.accountId, key, IdempotencyStore.hash(call.request));
   if (claim.kind === "replay") return { json: claim.response, replayed: true };
+  // The heartbeat that keeps the key this request's while it runs; a missed beat is caught up by the next.
+  const heartbeat = setInterval(() => void idempotency.renew(call.accountId, key).catch(() => {}), idempotency.renewEveryMs);
+  heartbeat.unref();
   let json: string;
   try {
     json = await produce();
   } catch (error) {
     await idempotency.release(call.accountId, key).catch(() => {});
     throw error;
+  } finally {
+    clearInterval(heartbeat);
   }
   await idempotency.complete(call.accountId, key, json);
   return { json, replayed: false };

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { IDEMPOTENCY_TTL_MS, IdempotencyStore } from "../../src/server/idempotency.js";
+import { IDEMPOTENCY_TTL_MS, IdempotencyStore, runIdempotently } from "../../src/server/idempotency.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 
 let app: TestApp;
@@ -33,6 +33,24 @@ describe("the idempotency store", () => {
     await expect(store.begin("acc_1", "dies", hash)).rejects.toMatchObject({ type: "idempotency_key_in_progress" });
     now += 61_000;
     expect(await store.begin("acc_1", "dies", hash)).toEqual({ kind: "claimed" });
+  });
+
+  it("a request running past its lease keeps its key by heartbeat; once its instance stops beating, a retry takes the key over", async () => {
+    const store = new IdempotencyStore(app.store.db, { leaseMs: 300 });
+    const call = { accountId: "acc_3", key: "slow", request: { c: 3 } };
+    let finish!: (json: string) => void;
+    const running = runIdempotently(store, call, () => new Promise<string>((resolve) => (finish = resolve)));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // Three leases later, another instance's retry still finds it in flight.
+    await expect(store.begin("acc_3", "slow", IdempotencyStore.hash(call.request))).rejects.toMatchObject({ type: "idempotency_key_in_progress" });
+    finish('{"id":"chatcmpl-slow"}');
+    expect(await running).toEqual({ json: '{"id":"chatcmpl-slow"}', replayed: false });
+
+    // A claim whose instance died (no heartbeat): free again after one lease.
+    const hash = IdempotencyStore.hash({ d: 4 });
+    expect(await store.begin("acc_3", "orphan", hash)).toEqual({ kind: "claimed" });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await store.begin("acc_3", "orphan", hash)).toEqual({ kind: "claimed" });
   });
 
   it("the sweep deletes expired keys only", async () => {
