@@ -60,8 +60,13 @@ export function textDirection(tag: string): "ltr" | "rtl" {
   }
 }
 
-/** Everything a generated page has before its own header: one stylesheet, no script, a skip link. */
+/**
+ * Everything a generated page has before its own header: one stylesheet, no
+ * script, a skip link. The skip link is English, so on a page in any other
+ * language it is marked as English, read left to right.
+ */
 export function documentStart(lang: string, title: string | Html, description: string, head: Html = html``): Html {
+  const english = lang.toLowerCase().startsWith("en") ? html`` : html` lang="en" dir="ltr"`;
   return html`<!DOCTYPE html>
 <html lang="${lang}" dir="${textDirection(lang)}">
 <head>
@@ -72,5 +77,5 @@ export function documentStart(lang: string, title: string | Html, description: s
 ${head}<link rel="stylesheet" href="style.css">
 </head>
 <body>
-<a class="skip-link" href="#main">Skip to content</a>`;
+<a class="skip-link" href="#main"${english}>Skip to content</a>`;
 }

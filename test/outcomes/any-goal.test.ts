@@ -6,6 +6,7 @@ import { createOfflineWriter } from "../../src/outcomes/writers/offline-writer.j
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
+import { LONG_QUOTED_NAME } from "./support/goal-corpus.js";
 
 /**
  * The offline writer is the first thing a newcomer meets: no goal a person
@@ -27,6 +28,9 @@ async function problemsFor(goal: string): Promise<string[]> {
 /** A business name of 75 characters: "About <name>" overflowed a page title's 60. */
 const LONG_NAME = "The Extraordinarily Long Named Neighbourhood Association Of Upper Riverside";
 const LONG_NAME_GOAL = `We need a site for ${LONG_NAME}, a community group that runs a garden and a repair cafe.`;
+/** A quoted name as long as a brief's name may be, in eleven words: kept whole, it must still fit every title and slug made from it. */
+const LONGEST_QUOTED_NAME = `${LONG_QUOTED_NAME} Cafe`;
+const LONGEST_QUOTED_NAME_GOAL = `A website for "${LONGEST_QUOTED_NAME}" in Inverness`;
 /** 2,000 characters asking for more sections than a page may hold. */
 const LONG_GOAL = (
   "We want a website for our family bakery in Lyon with prices and a menu and events and a timetable and a newsletter " +
@@ -41,6 +45,12 @@ describe("the offline writer fits every answer to its stage's schema", () => {
     expect(LONG_NAME.length).toBe(75);
     expect(await problemsFor(LONG_GOAL)).toEqual([]);
     expect(await problemsFor(LONG_NAME_GOAL)).toEqual([]);
+  });
+
+  it("for a quoted name as long as the brief's name may be, kept whole", async () => {
+    expect(LONGEST_QUOTED_NAME.length).toBe(websiteBriefSchema.properties.name.maxLength);
+    expect((await writer.websiteBrief(LONGEST_QUOTED_NAME_GOAL, context)).name).toBe(LONGEST_QUOTED_NAME);
+    expect(await problemsFor(LONGEST_QUOTED_NAME_GOAL)).toEqual([]);
   });
 
   it("for any text of 8 to 2,000 code points", async () => {
@@ -112,6 +122,7 @@ describe("through the real service, those goals reach the review gate", () => {
   for (const [label, goal] of [
     ["a 2,000-character goal", LONG_GOAL],
     ["a 75-character business name", LONG_NAME_GOAL],
+    ["an 80-character quoted name", LONGEST_QUOTED_NAME_GOAL],
   ] as const) {
     it(label, async () => {
       const created = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: account.apiKey }, { goal });

@@ -96,6 +96,32 @@ describe.runIf(haveChromium)("the corpus's goals in a browser", () => {
     60_000,
   );
 
+  // Words longer than a line (a German compound in a quoted name, a Welsh town) wrap instead of widening the page.
+  it.each([
+    'Eine Website für unsere Praxis „Kieferorthopädiepraxisgemeinschaft Müller" in Köln',
+    "A website for Llanfairpwllgwyngyllgogerychwyrndrobwllllantysiliogogogoch Bakery in Wales",
+  ])(
+    "%s: every page fits 375 and 1280 px without sideways scrolling",
+    async (goal) => {
+      const deps = await outcomeDeps();
+      await runStages(createStageWork(deps), { planId: "pln_words", outcome: "website", goal }, { until: "build" });
+      const site = path.join(deps.dir, "artifacts", "preview/pln_words");
+      const files = (await fs.readdir(site)).filter((file) => file.endsWith(".html"));
+      expect(files.length).toBeGreaterThanOrEqual(3);
+      const page = await browser.newPage();
+      for (const file of files) {
+        for (const width of [375, 1280]) {
+          await page.setViewportSize({ width, height: 800 });
+          await page.goto(pathToFileURL(path.join(site, file)).href, { waitUntil: "load" });
+          const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+          expect(overflow, `${file} at ${width} px`).toBeLessThanOrEqual(0);
+        }
+      }
+      await page.close();
+    },
+    60_000,
+  );
+
   it("renders two books' readers, in English and in Arabic (screenshots kept)", async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-book-shots-"));
     for (const [label, brief, content] of BOOKS) {

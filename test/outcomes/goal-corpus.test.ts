@@ -6,7 +6,7 @@ import { type Tone, websiteBriefSchema } from "../../src/outcomes/content.js";
 import { escapeHtml } from "../../src/outcomes/html.js";
 import { ART_MOTIFS } from "../../src/outcomes/website/hero-art.js";
 import { validate } from "../../src/outcomes/json-schema.js";
-import { htmlProblems, httpCompleter, outcomeDeps, readTree } from "./support/outcome-kit.js";
+import { htmlProblems, httpCompleter, outcomeDeps, readTree, textOf } from "./support/outcome-kit.js";
 import { readProject } from "../../src/outcomes/projects.js";
 import { runStages } from "./support/run-stages.js";
 import { type Case, CASES, LONG_GOAL, LONG_NAME, modelWritingIn, upTo } from "./support/goal-corpus.js";
@@ -17,20 +17,13 @@ import { type Case, CASES, LONG_GOAL, LONG_NAME, modelWritingIn, upTo } from "./
  * goal's names verbatim (or invent none), carry the goal's language and
  * direction, mangle nothing and never point at something it does not have.
  */
-/** Page text without markup, entities decoded enough to read. */
-function textOf(page: string): string {
-  return page
-    .replace(/<[^>]+>/g, " ")
-    .replace(/&#39;/g, "'")
-    .replace(/&quot;/g, '"')
-    .replace(/&amp;/g, "&")
-    .replace(/\s+/g, " ");
-}
-
 /** Headings, card titles, questions and buttons: the short strings a fragment shows up in. */
 function labelsOf(page: string): string[] {
   return [...page.matchAll(/<(h[1-3]|summary|a)\b[^>]*>([^<]*)<\/\1>/g)].map((m) => textOf(m[2] ?? "").trim());
 }
+
+/** The skip link every page starts with: the writer's English, marked as such on a page in another language. */
+const skipLink = (lang: string) => `<a class="skip-link" href="#main"${lang === "en" ? "" : ' lang="en" dir="ltr"'}>Skip to content</a>`;
 
 const FOREIGN_SCRIPT = /[\p{Script=Arabic}\p{Script=Hebrew}\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Cyrillic}\p{Script=Devanagari}]/u;
 
@@ -52,7 +45,10 @@ describe("the offline writer on a corpus of goals in many languages and scripts"
 
     // The goal's language and direction, on every page.
     expect(brief.language).toBe(lang);
-    for (const [file, page] of pages) expect(page, file).toContain(`<html lang="${lang}" dir="${dir}">`);
+    for (const [file, page] of pages) {
+      expect(page, file).toContain(`<html lang="${lang}" dir="${dir}">`);
+      expect(page, file).toContain(skipLink(lang));
+    }
 
     // English copy on a site in another language says so, so it reads left to right and is spoken as English;
     // the names from the goal keep the page's language.
@@ -170,6 +166,7 @@ describe("the upstream writer on the same corpus, through a fake model that answ
     expect(pages.map(([file]) => file).sort()).toEqual(["about.html", "index.html"]);
     for (const [file, page] of pages) {
       expect(page, file).toContain(`<html lang="${c.lang}" dir="${c.dir}">`);
+      expect(page, file).toContain(skipLink(c.lang));
       // The model's words reach the page as written: nothing cut, re-cased or glued to English.
       expect(textOf(page), file).toContain(upTo(c.goal, 400).replace(/\s+/g, " ").trim());
     }

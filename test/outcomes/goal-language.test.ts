@@ -56,6 +56,9 @@ const OTHER: [language: string, goal: string][] = [
   ["it", "Un sito per la mia pasticceria a Roma"],
   ["ja", "京都の和菓子屋のウェブサイトを作ってください"],
   ["ja", "自転車修理カフェのサイト"],
+  // Numbers in a script written without spaces: the whole goal is one "word", and it was dropped with its digits (English).
+  ["ja", "東京の小さなラーメン屋「麺屋はなび」のウェブサイトを作ってください。営業時間は11時から22時まで、電話番号は03-1234-5678です。"],
+  ["zh", "为我在上海的茶馆“清风茶舍”做一个网站，提供绿茶和点心。营业时间每天10点到22点"],
   ["ar", "موقع لمخبز صغير في القاهرة يبيع الخبز البلدي والكعك"],
   ["ar", "موقع لمخبز في القاهرة"],
   ["zh", "为我在上海的小咖啡馆做一个网站，出售手冲咖啡和蛋糕"],

@@ -5,6 +5,7 @@ import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
 import { outcomeDeps, readTree } from "./support/outcome-kit.js";
+import { LONG_QUOTED_NAME } from "./support/goal-corpus.js";
 import { runStages } from "./support/run-stages.js";
 
 /**
@@ -27,6 +28,15 @@ const NAMES: [goal: string, name: string][] = [
   ["京都の和菓子屋のウェブサイトを作ってください", UNTITLED],
   ["京都の和菓子屋「さくら堂」のウェブサイト", "さくら堂"],
   ["Make me a website", UNTITLED],
+  // Words that only look like names: weekdays, acronyms, code, an address's scheme. The subject and place name the site instead.
+  ["A bakery in Leeds, open Tuesday to Sunday", "Leeds Bakery"],
+  ["A dentist in Leeds, open Mon-Sat", "Leeds Dentist"],
+  ["A yoga studio in Berlin, open Mon-Fri 9-5", "Berlin Yoga Studio"],
+  ["Website for an IT support company in London, 24/7 help", "London IT Support"],
+  ["A website for Robert'); DROP TABLE plans;-- bakery", "Robert"],
+  ["https://example.com/my-bakery", UNTITLED],
+  // A quoted name is what the person asked for, however many words it has.
+  [`A website for "${LONG_QUOTED_NAME}" in Inverness`, LONG_QUOTED_NAME],
 ];
 
 describe("the offline writer's site names", () => {

@@ -116,7 +116,7 @@ export function stylesheet(theme: Theme): string {
 }
 ${scriptFontsCss(theme)}*, *::before, *::after { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; }
-body { margin: 0; background: var(--bg); color: var(--text); font: 1.0625rem/1.65 var(--body); }
+body { margin: 0; background: var(--bg); color: var(--text); font: 1.0625rem/1.65 var(--body); overflow-wrap: anywhere; }
 h1, h2, h3 { font-family: var(--heading); line-height: 1.2; margin: 0 0 .6em; }
 h1 { font-size: clamp(2.1rem, 5vw, 3.4rem); letter-spacing: -0.02em; }
 h2 { font-size: clamp(1.5rem, 3vw, 2.1rem); }

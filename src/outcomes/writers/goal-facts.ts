@@ -1,3 +1,5 @@
+import { websiteBriefSchema } from "../content.js";
+
 /**
  * What the offline writer can read from a goal without a language model:
  * plain pattern matching on the sentence a person typed. Everything found is
@@ -27,14 +29,25 @@ export interface GoalFacts {
 
 const SITE_WORDS =
   /\b(?:(?:simple|small|new|modern|nice|clean|beautiful|one-page|single-page|static)\s+)*(?:web\s*site|site|landing\s+page|home\s*page|web\s+page|page|online\s+presence|portfolio\s+site)\b/i;
+/** A full stop or a colon that ends a clause; the point or colon inside a number ("£2.20", "7.30", "10:00") ends nothing. */
+const FULL_STOP = String.raw`(?:(?<!\d)\.|\.(?!\d))`;
+const COLON = String.raw`(?:(?<!\d):|:(?!\d))`;
+/** Commas, "and", "or", "&" and "+" between items; the comma inside a number ("£1,299") is part of it. */
 // eslint-disable-next-line regexp/no-super-linear-move -- bounded goal text (see the note above readGoal)
-const LIST_SPLIT = /\s*,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*&\s*|\s*\+\s*/i;
-const STOP = String.raw`(?=\s+(?:in|at|near|based|located|called|named|that|which|who|where|with|including|to|so|because|selling|offering|where)\b|[,.;:!?()]|$)`;
+const LIST_SPLIT = /\s*(?:(?<!\d),|,(?!\d))\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*&\s*|\s*\+\s*/i;
+const STOP = String.raw`(?=\s+(?:in|at|near|based|located|called|named|that|which|who|where|with|including|to|so|because|selling|offering|where)\b|[,;!?()]|${FULL_STOP}|${COLON}|$)`;
 const COMMAND = /^\s*(?:please\s+)?(?:make|build|create|design|write|set up|i need|we need|i want|we want)\s+(?:me\s+|us\s+)?/i;
 const ARTICLES = /^(?:my|our|a|an|the|his|her|their|some|its|your)\s+/i;
 /** A clause rather than a thing ("we want people to join", "I need"): a list split mid-sentence, never an offering. */
 const CLAUSE = /^(?:we|i|you|they|he|she|it|us|them|there)\b|\b(?:we|i|you|they) (?:want|need|would like)\b/i;
 const NAME_FILLERS = /^(?:small|little|new|local|simple|tiny|independent|family|family-run|friendly|modern|own|personal)\s+/i;
+/** Web addresses: they name no one, and their scheme is no word ("Https"). */
+const LINKS = /\b(?:https?:\/\/|www\.)\S+/gi;
+/** Days and months, whole or shortened: "Mon-Sat" and "Tuesday to Sunday" say when, not who. */
+const CALENDAR_WORD =
+  /^(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?$/i;
+/** The longest name a brief may have: a quoted name up to it is kept whole. */
+const NAME_MAX = websiteBriefSchema.properties.name.maxLength;
 
 /**
  * Reads a goal. Deterministic: the same goal always gives the same facts.
@@ -48,8 +61,11 @@ const NAME_FILLERS = /^(?:small|little|new|local|simple|tiny|independent|family|
 export function readGoal(goal: string, language = "en"): GoalFacts {
   const text = goal.trim().replace(/\s+/g, " ");
   const email = /(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+/.exec(text)?.[0];
-  const phone = /(?:\+\d[\d\s().-]{6,}\d|\b0\d[\d\s.-]{6,}\d)/.exec(text)?.[0]?.trim();
-  const withoutContacts = text.replace(email ?? "\u0000", "").replace(phone ?? "\u0000", "");
+  const phone = readPhone(text);
+  const withoutContacts = text
+    .replace(email ?? "\u0000", "")
+    .replace(phone ?? "\u0000", "")
+    .replace(LINKS, "");
   // The patterns below read English. In any other language they would cut
   // sentences into "names" and "offerings", so only what is marked in every
   // script is read: a quoted name, an address, a number.
@@ -83,16 +99,23 @@ export function readGoal(goal: string, language = "en"): GoalFacts {
   const offerings = uniqueItems(
     [
       ...withoutContacts.replace(COMMAND, "").matchAll(
-        // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
-        /\b(?:sells?|selling|offers?|offering|makes?|making|bakes?|baking|serves?|serving|teaches|teaching|teach|provides?|providing|brews?|brewing|repairs?|repairing|grows?|growing|designs?|designing|hosts?|hosting|organi[sz]es?)\s+(.+?)(?=\s+(?:with|for|to|so|where|that|because|in order)\b|[.;:!?()]|,\s*(?:with|and (?:a|an|has|wants?|needs?))\b|$)/gi,
+        // "for" followed by a price belongs to the item ("tea for $1.99").
+        new RegExp(
+          // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
+          String.raw`\b(?:sells?|selling|offers?|offering|makes?|making|bakes?|baking|serves?|serving|teaches|teaching|teach|provides?|providing|brews?|brewing|repairs?|repairing|grows?|growing|designs?|designing|hosts?|hosting|organi[sz]es?)\s+(.+?)(?=\s+(?:with|for(?!\s+\p{Sc}?\d)|to|so|where|that|because|in order)\b|[;!?()]|${FULL_STOP}|${COLON}|,\s*(?:with|and (?:a|an|has|wants?|needs?))\b|$)`,
+          "giu",
+        ),
       ),
     ].map((m) => m[1] ?? ""),
   );
   const features = uniqueItems(
     [
       ...withoutContacts.matchAll(
-        // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
-        /\b(?:with|including|featuring|plus|showing|that (?:shows|lists|has)|should (?:have|show|include))\s+(.+?)(?=[.;!?()]|$)/gi,
+        new RegExp(
+          // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
+          String.raw`\b(?:with|including|featuring|plus|showing|that (?:shows|lists|has)|should (?:have|show|include))\s+(.+?)(?=[;!?()]|${FULL_STOP}|$)`,
+          "gi",
+        ),
       ),
     ].map((m) => m[1] ?? ""),
   ).filter((f) => !SITE_WORDS.test(f));
@@ -120,7 +143,7 @@ function readGivenName(text: string): string | undefined {
     /(?<!^|[.!?]\s)(?<!\b(?:in|at|near)\s)\b((?:\p{Lu}[\p{L}'&-]*\d*)(?:\s+(?:\p{Lu}[\p{L}'&-]*|&|of|the|and|de|du|la))*\s*(?:\p{Lu}[\p{L}'&-]*))/gu,
   )) {
     const proper = match[1];
-    if (!proper || /^(?:I|A|An|The|My|Our|We|Please|Make|Build|Create)$/.test(proper) || proper.split(" ").length > 5) continue;
+    if (!proper || /^(?:I|A|An|The|My|Our|We|Please|Make|Build|Create)$/.test(proper) || proper.split(" ").length > 5 || onlyLooksLikeName(proper)) continue;
     const precededByPlaceWord = new RegExp(String.raw`\b(?:in|at|near|based in|located in)\s+${escapeRegExp(proper)}`).test(text);
     if (!precededByPlaceWord) return tidyName(proper);
   }
@@ -128,16 +151,58 @@ function readGivenName(text: string): string | undefined {
 }
 
 /**
+ * Digits set out as a phone number: groups joined by a space, a dot or a
+ * hyphen, or by brackets ("+44 (0)20 7946 0000", "(555) 123-4567"), not
+ * part of a word, a price or a longer number.
+ */
+const NUMBER_LAYOUT = /(?<![\w\p{Sc}.,/+-])\+?(?:\(\d{1,5}\) ?)?\d+(?:(?: ?[.-] ?| |\) ?| ?\()\d+)*(?!\w)/gu;
+const TIME = String.raw`(?:(?:[01]?\d|2[0-3])[.:][0-5]\d|(?:[01]\d|2[0-3])[0-5]\d)`;
+/** Numbers set out like that which are something else: a date (01.02.2003, 2003-02-01), opening hours (08.00-18.00, 0800 - 1800), a ZIP+4 code. */
+const NOT_A_PHONE = new RegExp(String.raw`^(?:\d{1,2}([.-])\d{1,2}\1(?:\d{2}|\d{4})|\d{4}([.-])\d{1,2}\2\d{1,2}|${TIME} ?- ?${TIME}|\d{5}-\d{4})$`);
+/** The words a number follows when it is a phone number: "phone", "call us on", "tel.:", "mobile number". */
+const PHONE_WORD = /\b(?:tel(?:ephone)?|phone|call|ring|mobile|cell|whatsapp)(?:\s+(?:us|me|them))?(?:\s+(?:number|no))?(?:\s+(?:on|at|is))?[\s.:#-]*$/i;
+/** The North American layouts, (555) 123-4567 and 555-123-4567 (or dots), which need no introduction. */
+const NORTH_AMERICAN = /^(?:\(\d{3}\) ?|\d{3}([.-]))\d{3}[.-]\d{4}$/;
+
+/**
+ * The goal's phone number, if it gives one it is sure of: 7 to 15 digits,
+ * after a word like "phone" or "call", in international form (+44 …), in a
+ * North American layout, or a national number that starts with 0 and has
+ * 9 digits or more. A date or opening hours set out the same way is none;
+ * when in doubt, none ("or not at all").
+ */
+function readPhone(text: string): string | undefined {
+  for (const match of text.matchAll(NUMBER_LAYOUT)) {
+    const number = match[0];
+    const digits = number.replace(/\D/g, "").length;
+    if (digits < 7 || digits > 15 || NOT_A_PHONE.test(number)) continue;
+    const introduced = PHONE_WORD.test(text.slice(Math.max(0, match.index - 40), match.index));
+    if (introduced || number.startsWith("+") || NORTH_AMERICAN.test(number) || (number.startsWith("0") && digits >= 9)) return number;
+  }
+  return undefined;
+}
+
+/** Capitalised words that name no one: days and months ("Mon-Sat"), and acronyms or code in capitals throughout ("IT", "DROP TABLE"). */
+function onlyLooksLikeName(words: string): boolean {
+  const parts = words.split(/[\s&/-]+/).filter((part) => part !== "");
+  return parts.every((part) => CALENDAR_WORD.test(part)) || !/\p{Ll}/u.test(words);
+}
+
+/**
  * A name set in quotation marks of any script: "…", \u201C…\u201D, \u00AB…\u00BB,
  * \u201E…\u201C, \u300C…\u300D, \u300E…\u300F. Taken as written, spaces inside
- * French guillemets aside; a quoted sentence is no name.
+ * French guillemets aside, however many words it has, up to the longest name
+ * a brief may have; a quoted sentence is no name.
  */
 function readQuotedName(text: string): string | undefined {
   for (const match of text.matchAll(
-    /["\u201C\u201E\u00AB\u2039\u300C\u300E]([^"\u201C\u201D\u201E\u00AB\u00BB\u2039\u203A\u300C\u300D\u300E\u300F]{1,80})["\u201C\u201D\u00BB\u203A\u300D\u300F]/g,
+    new RegExp(
+      String.raw`["\u201C\u201E\u00AB\u2039\u300C\u300E]([^"\u201C\u201D\u201E\u00AB\u00BB\u2039\u203A\u300C\u300D\u300E\u300F]{1,${NAME_MAX}})["\u201C\u201D\u00BB\u203A\u300D\u300F]`,
+      "gu",
+    ),
   )) {
     const name = tidyName(match[1] ?? "");
-    if ([...name].length >= 2 && name.split(" ").length <= 8 && !/[.!?;:\u3002\uFF01\uFF1F]/.test(name)) return name;
+    if ([...name].length >= 2 && !/[.!?;:\u3002\uFF01\uFF1F]/.test(name)) return name;
   }
   return undefined;
 }
@@ -157,6 +222,9 @@ function readSubject(text: string): string | undefined {
       ?.replace(ARTICLES, "")
       .replace(/^(?:for|about)\s+/i, "")
       .replace(ARTICLES, "")
+      // A quotation mark the clause was cut from ("for Robert'); …").
+      .replace(/^['"\u2018\u2019\u201C\u201D]+/, "")
+      .replace(/(?<!['"\u2018\u2019\u201C\u201D])['"\u2018\u2019\u201C\u201D]+$/, "")
       .trim();
     if (subject && subject.length >= 3 && subject.split(" ").length <= 6 && !SITE_WORDS.test(subject)) return subject;
   }

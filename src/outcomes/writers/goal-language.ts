@@ -81,13 +81,27 @@ export async function detectGoalLanguage(goal: string): Promise<GoalLanguage> {
         eld.detect(text),
   );
   const detect = await detector;
-  // Addresses, links and numbers say nothing about the language and only add noise.
-  const words = goal.split(/\s+/).filter((word) => word !== "" && !/[@\d]|^https?:/i.test(word));
+  const words = goal.split(/\s+/).flatMap(languageWords);
   const result = detect(words.join(" "));
   const tag = result.language;
   if (!tag || !result.isReliable()) return { tag: "en", detected: false };
   if (tag !== "en" && isLatin(words) && readsAsEnglish(words, detect)) return { tag: "en", detected: true };
   return { tag, detected: true };
+}
+
+/** Scripts written without spaces between words, where one "word" can be the whole goal. */
+const UNSPACED_SCRIPT = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
+
+/**
+ * The parts of a white-space-separated word that tell its language: none of
+ * an address or a link, and none of a word with a number in it ("10am",
+ * "£2.20"), which only adds noise. In a script written without spaces that
+ * "word" may be a whole sentence, so only its numbers and punctuation go.
+ */
+function languageWords(word: string): string[] {
+  if (word === "" || /@|^https?:/i.test(word)) return [];
+  if (!/\d/.test(word)) return [word];
+  return UNSPACED_SCRIPT.test(word) ? word.split(/[^\p{L}\p{M}]+/u).filter((part) => part !== "") : [];
 }
 
 /** True when most of the goal's letters are Latin: the scripts whose words grammar-word lists can tell apart. */

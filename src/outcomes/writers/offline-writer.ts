@@ -100,11 +100,15 @@ export function composeSite(goal: string, language = "en"): { brief: WebsiteBrie
   const faq = profile.faq.map(([t, x]) => ({ title: say(t, w), text: say(x, w) }));
   // Only a question the site can answer: the goal's own address or number.
   if (hasContact) faq.push({ title: "How do I get in touch?", text: `${contactLines(facts, w)[0]} Every message is read and answered by a person.` });
-  const ctaPage = profile.cta.page === "offer" ? offer.slug : "contact";
-  const cta = { label: profile.cta.label, page: ctaPage };
+  // The buttons lead to the contact page only when the goal gave a way to get in touch; else to what is on offer.
+  const cta =
+    profile.cta.page === "contact" && !hasContact
+      ? { label: offer.more, page: offer.slug }
+      : { label: profile.cta.label, page: profile.cta.page === "offer" ? offer.slug : "contact" };
   const none = { label: "", page: "" };
   const requested = facts.features.map((f) => featureSection(f, facts, w, steps)).filter((s): s is SectionPlan => s !== undefined);
   const orderSteps = requested.find((s) => s.kind === "steps");
+  const findingUs = requested.filter((s) => s.kind === "text" && /hours|finding us/i.test(s.heading));
 
   const section = (kind: Section["kind"], heading: string, summary: string, rest: Partial<SectionPlan> = {}): SectionPlan => ({
     kind,
@@ -116,6 +120,8 @@ export function composeSite(goal: string, language = "en"): { brief: WebsiteBrie
     ...rest,
   });
   const ctaBand = section("cta", say(profile.cta.heading, w), "The call to action", { paragraphs: [say(profile.cta.text, w)], link: cta });
+  // No button to the page it is on.
+  const offerCtaBand = cta.page === offer.slug ? { ...ctaBand, link: none } : ctaBand;
 
   const home: PagePlan = {
     slug: "index",
@@ -164,7 +170,7 @@ export function composeSite(goal: string, language = "en"): { brief: WebsiteBrie
       // A page holds at most eight sections: the four of every offer page, and the first requested ones.
       ...requested.filter((s) => s.kind === "text" && !/hours|finding us/i.test(s.heading)).slice(0, 4),
       section("faq", "Questions", "Common questions", { items: faq }),
-      ctaBand,
+      offerCtaBand,
     ],
   };
   const contact: PagePlan = {
@@ -172,7 +178,7 @@ export function composeSite(goal: string, language = "en"): { brief: WebsiteBrie
     title: "Contact",
     navLabel: "Contact",
     description: named ? `How to get in touch with ${name}.` : "How to get in touch.",
-    // Only what the goal gave: an address, a number, a place. Without them the page says so plainly and points nowhere.
+    // Only what the goal gave: an address, a number, a place, the hours or directions it asked for; without any, no contact page.
     sections: [
       section("hero", "Get in touch", "Invitation", {
         paragraphs: [
@@ -184,7 +190,7 @@ export function composeSite(goal: string, language = "en"): { brief: WebsiteBrie
       ...(hasContact || facts.place
         ? [section("contact", hasContact ? "How to reach us" : "Where we are", "How to reach us", { paragraphs: contactLines(facts, w) })]
         : []),
-      ...requested.filter((s) => s.kind === "text" && /hours|finding us/i.test(s.heading)),
+      ...findingUs,
       ...(hasContact
         ? [
             section("timeline", "What happens next", "After you write", {
@@ -199,7 +205,8 @@ export function composeSite(goal: string, language = "en"): { brief: WebsiteBrie
     ],
   };
 
-  const pages = [home, offerPage, about, contact];
+  // A contact page with nothing to say (no way to get in touch, no place, no hours) is left out.
+  const pages = hasContact || facts.place !== undefined || findingUs.length > 0 ? [home, offerPage, about, contact] : [home, offerPage, about];
   const brief: WebsiteBrief = {
     name,
     tagline,

@@ -18,6 +18,8 @@ export interface Case {
 }
 
 export const LONG_NAME = "The Extraordinarily Long Named Neighbourhood Association Of Upper Riverside";
+/** A quoted name of ten words: quoted names of more than eight words were thrown away ("Untitled site"). */
+export const LONG_QUOTED_NAME = "The Grand Northern Highlands Artisan Coffee Roastery and Community Bookshop";
 /** 2,000 characters of a person thinking aloud, "we want" after "we want" (the goal that gave "We want" cards). */
 export const LONG_GOAL = (
   "We want a website for our community garden in Leeds where neighbours grow vegetables and herbs together, and we want people to join us. " +
@@ -108,6 +110,15 @@ export const CASES: Case[] = [
     lang: "en",
     dir: "ltr",
     name: LONG_NAME,
+    phrased: true,
+  },
+  {
+    label: "a quoted business name of ten words",
+    goal: `A website for "${LONG_QUOTED_NAME}" in Inverness`,
+    lang: "en",
+    dir: "ltr",
+    name: LONG_QUOTED_NAME,
+    words: ["Inverness"],
     phrased: true,
   },
   {

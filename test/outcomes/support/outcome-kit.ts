@@ -69,6 +69,16 @@ export async function htmlProblems(files: ReadonlyMap<string, string>): Promise<
   return problems;
 }
 
+/** Page text without markup, entities decoded enough to read. */
+export function textOf(page: string): string {
+  return page
+    .replace(/<[^>]+>/g, " ")
+    .replace(/&#39;/g, "'")
+    .replace(/&quot;/g, '"')
+    .replace(/&amp;/g, "&")
+    .replace(/\s+/g, " ");
+}
+
 /** Reads every key under a prefix as text. */
 export async function readTree(store: ArtifactStore, prefix: string): Promise<Map<string, string>> {
   const files = new Map<string, string>();

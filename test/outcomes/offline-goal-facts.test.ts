@@ -1,0 +1,139 @@
+import { describe, expect, it } from "vitest";
+import type { WebsiteBrief } from "../../src/outcomes/content.js";
+import { createStageWork } from "../../src/outcomes/outcomes-part.js";
+import { readGoal } from "../../src/outcomes/writers/goal-facts.js";
+import { outcomeDeps, readTree, textOf } from "./support/outcome-kit.js";
+import { runStages } from "./support/run-stages.js";
+
+/**
+ * Goals testers typed into the built server, and what a visitor saw on the
+ * site the offline writer made of each: a Japanese page marked English,
+ * prices cut at the decimal point, opening hours offered as a phone number,
+ * a phone number left out, a contact page with nothing on it. Each is
+ * checked on the built pages, as a visitor reads them.
+ */
+async function builtSite(goal: string) {
+  const deps = await outcomeDeps();
+  const run = await runStages(createStageWork(deps), { planId: "pln_facts", outcome: "website", goal }, { until: "build" });
+  const { brief } = run.previous.understand as { brief: WebsiteBrief };
+  const files = await readTree(deps.artifacts, "preview/pln_facts/");
+  const pages = [...files].filter(([file]) => file.endsWith(".html"));
+  return { brief, files, pages, text: textOf(pages.map(([, page]) => page).join("\n")), warning: run.outcomes.build?.warning ?? "" };
+}
+
+/** The buttons of a set of pages: where each leads and what it says. */
+function buttonsOf(pages: readonly (readonly [string, string])[]): { href: string; label: string }[] {
+  return pages.flatMap(([, page]) => [...page.matchAll(/<a class="button" href="([^"]+)">([^<]*)<\/a>/g)].map((m) => ({ href: m[1]!, label: m[2]! })));
+}
+
+describe("a goal in a script written without spaces, with numbers in it", () => {
+  it.each([
+    [
+      "ja",
+      "東京の小さなラーメン屋「麺屋はなび」のウェブサイトを作ってください。営業時間は11時から22時まで、電話番号は03-1234-5678です。",
+      "麺屋はなび",
+      "Japanese",
+    ],
+    ["zh", "为我在上海的茶馆“清风茶舍”做一个网站，提供绿茶和点心。营业时间每天10点到22点", "清风茶舍", "Chinese"],
+  ])("%s: keeps its language, and its sentences stay out of the English copy", async (lang, goal, name, language) => {
+    const site = await builtSite(goal);
+    for (const [file, page] of site.pages) expect(page, file).toContain(`<html lang="${lang}" dir="ltr">`);
+    expect(site.brief.name).toBe(name);
+    expect(site.files.get("index.html")).toContain(`<h1 id="section-1">${name}</h1>`);
+    expect(site.text).not.toMatch(/\b(?:a|an|the|for) [\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u);
+    expect(site.warning).toContain(`the offline writer has no phrasing for ${language}`);
+  });
+
+  it("still finds the phone number in it", async () => {
+    const site = await builtSite(
+      "東京の小さなラーメン屋「麺屋はなび」のウェブサイトを作ってください。営業時間は11時から22時まで、電話番号は03-1234-5678です。",
+    );
+    expect(textOf(site.files.get("contact.html")!)).toContain("Call 03-1234-5678.");
+  });
+});
+
+describe("numbers as the goal wrote them", () => {
+  it("keeps a price's pence and cents in the cards, the tagline and the description", async () => {
+    const site = await builtSite('A cafe called "Bean There" in Leeds selling espresso £2.20, carrot cake £3.50 and tea for $1.99');
+    const home = site.files.get("index.html")!;
+    expect(home).toContain('<meta name="description" content="A cafe in Leeds for espresso £2.20, carrot cake £3.50 and tea for $1.99.">');
+    for (const card of ["Espresso £2.20", "Carrot cake £3.50", "Tea for $1.99"]) expect(home).toContain(`<h3>${card}</h3>`);
+    // No price anywhere without its pennies ("£2." or "£2").
+    expect(site.text).not.toMatch(/[£$]\d+\.?(?![\d.])/);
+    expect(home).not.toMatch(/content="[^"]*[£$]\d+\.?"/);
+  });
+
+  it("keeps a time's minutes, after a colon or a dot", async () => {
+    const offered = await builtSite("A yoga studio in Leeds offering a beginners class at 10:00");
+    expect(offered.files.get("index.html")).toContain("<h3>Beginners class at 10:00</h3>");
+    const asked = await builtSite("A yoga studio in Leeds with a morning class at 7.30");
+    expect(asked.text).toContain("Ask us about morning class at 7.30:");
+  });
+});
+
+describe("phone numbers", () => {
+  it.each([
+    ['A bakery called "Crumbs" in Leeds, open 08.00-18.00 every day', "opening hours"],
+    ['A plumber called "Fix It" in Leeds, established 01.02.2003', "a date"],
+  ])("%s: %s is no phone number", async (goal) => {
+    const site = await builtSite(goal);
+    expect(site.text).not.toContain("Call ");
+    expect(site.text).not.toContain("How do I get in touch?");
+  });
+
+  it.each([
+    ["A plumber in Leeds, phone (555) 123-4567", "(555) 123-4567"],
+    ["A plumber in Leeds. Call 718-555-0199", "718-555-0199"],
+  ])("%s: the contact page gives the number", async (goal, phone) => {
+    const site = await builtSite(goal);
+    const contact = textOf(site.files.get("contact.html")!);
+    expect(contact).toContain(`Call ${phone}.`);
+    expect(contact).toContain("How to reach us");
+  });
+
+  // What the goal says, and the number a visitor may call, if any: numbers that are dates, times, prices, years or postcodes are none.
+  it.each([
+    ["Call us on +44 20 7946 0000", "+44 20 7946 0000"],
+    ["A bakery in Leeds, tel 0113 496 0000", "0113 496 0000"],
+    ["A bakery in Leeds, 0113 496 0000", "0113 496 0000"],
+    ["A bakery in Leeds. Tel:0113 496 0000", "0113 496 0000"],
+    ["A café in Paris, téléphone 01 23 45 67 89", "01 23 45 67 89"],
+    ["A barber in Boston, phone 555-0199 or 617.555.0123", "555-0199"],
+    ["A barber in Boston: 617-555-0123", "617-555-0123"],
+    ["A barber in Boston: (617) 555-0123", "(617) 555-0123"],
+    ["A barber in Boston, call +1 617 555 0123", "+1 617 555 0123"],
+    ["A bakery in Leeds, open 08.00 - 18.00", undefined],
+    ["A bakery in Leeds, open 0800-1800", undefined],
+    ["A gym in Leeds, call between 09:00-17:00", undefined],
+    ["A plumber in Leeds since 01/02/2003", undefined],
+    ["A plumber in Leeds since 2003-02-01", undefined],
+    ["A tutor in Boston, MA 02139-4307", undefined],
+    ["A shop in Leeds selling sofas from £1,299.00 to £2,499.00", undefined],
+    ["A club founded in 1987, 2003 and 2011", undefined],
+  ])("%s → %s", (goal, phone) => {
+    expect(readGoal(goal).phone).toBe(phone);
+  });
+});
+
+describe("a goal with no contact details", () => {
+  it("gets no contact page, and no button leads to one", async () => {
+    const site = await builtSite("A website for a dog grooming business");
+    expect(site.files.has("contact.html")).toBe(false);
+    for (const [file, page] of site.pages) expect(page, file).not.toContain('href="contact.html"');
+    const buttons = buttonsOf(site.pages);
+    expect(buttons.length).toBeGreaterThan(0);
+    for (const { href, label } of buttons) {
+      expect(site.files.has(href), href).toBe(true);
+      expect(label).not.toMatch(/get in touch/i);
+    }
+  });
+
+  it("keeps a contact page that says where it is, but no button asks to get in touch", async () => {
+    const site = await builtSite("A plumber in Leeds");
+    expect(textOf(site.files.get("contact.html")!)).toContain("You will find Leeds Plumber in Leeds.");
+    for (const { href, label } of buttonsOf(site.pages)) {
+      expect(href).not.toBe("contact.html");
+      expect(label).not.toMatch(/get in touch/i);
+    }
+  });
+});
