@@ -60,6 +60,8 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
   const instanceId = `ins_${randomBytes(8).toString("hex")}`;
   await store.db.insertInto("service_instances").values({ id: instanceId, hostname: os.hostname(), pid: process.pid, version: SERVICE_VERSION }).execute();
 
+  // Shutdown begins (readiness fails, watches end so clients watch elsewhere), then, once the grace period is over, stops.
+  const draining = new AbortController();
   const shutdown = new AbortController();
   const metrics = createMetrics();
   const tracing = config.otlpEndpoint
@@ -98,6 +100,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       instanceId,
       metrics,
       tracing,
+      draining: draining.signal,
       stageWork: options.stageWork ?? outcomes.stageWork,
       retryJitter: options.retryJitter,
       download: outcomes.download,
@@ -111,6 +114,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     authenticator: auth.authenticator,
     parts,
     ping: () => store.ping(),
+    drainingSignal: draining.signal,
     shutdownSignal: shutdown.signal,
     metrics,
     tracing,
@@ -137,8 +141,8 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     close() {
       closing ??= (async () => {
         logger.info("shutting down");
-        shutdown.abort();
-        await listener.close(config.shutdownGraceMs);
+        draining.abort();
+        await listener.close(config.shutdownGraceMs, () => shutdown.abort());
         for (const part of [...parts].reverse()) await part.stop?.();
         await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, "could not flush traces"));
         await store.close();

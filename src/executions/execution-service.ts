@@ -41,6 +41,8 @@ export interface ExecutionServiceDeps {
   notifier: Notifier;
   /** How often a watcher re-reads its plan when no notification came. */
   watchPollMs?: number;
+  /** Aborted when the instance begins to shut down: open watches end with `unavailable`. */
+  draining?: AbortSignal;
   /** Removes a deleted plan's artifact files (previews, published site or book); the outcomes own where they are. */
   deleteArtifacts?: (planId: string, known: { slug?: string; revisions: number }) => Promise<void>;
   logger?: Logger;
@@ -321,19 +323,21 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
               function done() {
                 clearTimeout(timer);
                 signal.removeEventListener("abort", done);
+                deps.draining?.removeEventListener("abort", done);
                 wake = undefined;
                 resolve();
               }
               wake = done;
               signal.addEventListener("abort", done, { once: true });
+              deps.draining?.addEventListener("abort", done, { once: true });
             });
           }
-          if (signal.aborted) {
-            // The client's own deadline ends the watch with its code, so the client never takes it for a plan at rest;
-            // a client that has gone, or a server that is stopping, just ends it.
-            if (signal.reason instanceof ConnectError && signal.reason.code === Code.DeadlineExceeded) throw signal.reason;
-            return;
-          }
+          // Neither ends the watch as if the plan were at rest: the client's own deadline with its code, and a
+          // server beginning to stop with `unavailable`, so the client watches again (another instance answers).
+          if (signal.reason instanceof ConnectError && signal.reason.code === Code.DeadlineExceeded) throw signal.reason;
+          if (deps.draining?.aborted) throw new ServiceError("unavailable", "this server is shutting down; watch the plan again");
+          // A client that has gone just ends it.
+          if (signal.aborted) return;
           changed = false;
           const next = await loadPlan(db, request.id, { accountId });
           if (!next) return;

@@ -21,6 +21,8 @@ export interface ExecutionsPartDeps {
   store: Store;
   logger: Logger;
   instanceId: string;
+  /** Aborted when the instance begins to shut down: open watches end with `unavailable`, so clients watch elsewhere. */
+  draining?: AbortSignal;
   /** The work of each stage; the engine runs whatever it is given. */
   stageWork: StageWorkResolver;
   /** See StageRetryPolicy.random. */
@@ -74,6 +76,7 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
     config,
     events,
     notifier,
+    draining: deps.draining,
     deleteArtifacts: deps.deleteArtifacts,
     logger,
     observeCreates: groupCommitObserver(deps.metrics, "plans"),

@@ -8,7 +8,8 @@ export interface HealthDeps {
   /** Resolves when the database answers. */
   ping(): Promise<void>;
   /** Aborted when the server starts shutting down. */
-  shutdownSignal: AbortSignal;
+  /** Aborted when shutdown begins. */
+  drainingSignal: AbortSignal;
 }
 
 const WATCH_INTERVAL_MS = 5000;
@@ -17,7 +18,7 @@ const WATCH_INTERVAL_MS = 5000;
 export function registerHealth(router: ConnectRouter, deps: HealthDeps): void {
   const known = new Set(["", ...deps.serviceNames]);
   const status = async (): Promise<Status> => {
-    if (deps.shutdownSignal.aborted) return Status.NOT_SERVING;
+    if (deps.drainingSignal.aborted) return Status.NOT_SERVING;
     try {
       await deps.ping();
       return Status.SERVING;
@@ -40,7 +41,7 @@ export function registerHealth(router: ConnectRouter, deps: HealthDeps): void {
         const current = await status();
         if (current !== last) yield { status: current };
         last = current;
-        if (deps.shutdownSignal.aborted) return;
+        if (deps.drainingSignal.aborted) return;
         await new Promise((resolve) => setTimeout(resolve, WATCH_INTERVAL_MS).unref());
       }
     },

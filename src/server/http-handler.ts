@@ -25,6 +25,9 @@ export interface HttpHandlerOptions {
   /** What each feature serves: typed services and plain HTTP routes (REST, SSE, pages, artifacts). */
   parts: readonly AppPart[];
   ping(): Promise<void>;
+  /** Aborted when shutdown begins: readiness and gRPC health say the instance is not serving. */
+  drainingSignal: AbortSignal;
+  /** Aborted when shutdown's grace period is over: RPC handlers still running are told to stop. */
   shutdownSignal: AbortSignal;
   /** Largest request body accepted by RPCs. */
   readMaxBytes?: number;
@@ -59,7 +62,7 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
       registerHealth(router, {
         serviceNames: services.map((s) => s.typeName),
         ping: options.ping,
-        shutdownSignal: options.shutdownSignal,
+        drainingSignal: options.drainingSignal,
       });
       registerReflection(router, services);
     },
@@ -79,7 +82,7 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
   rest.add("GET", "/healthz", ({ res }) => sendJson(res, 200, { status: "ok" }));
   rest.add("GET", "/readyz", async ({ res }) => {
     try {
-      if (options.shutdownSignal.aborted) throw new Error("shutting down");
+      if (options.drainingSignal.aborted) throw new Error("shutting down");
       await options.ping();
       sendJson(res, 200, { status: "ready" });
     } catch {

@@ -28,7 +28,8 @@ export interface Listener {
    * Stops accepting connections, lets in-flight requests finish for up to
    * `graceMs`, then closes whatever is left.
    */
-  close(graceMs: number): Promise<void>;
+  /** Stops accepting, waits up to `graceMs` for requests in flight, calls `onGraceOver`, then closes what is left. */
+  close(graceMs: number, onGraceOver?: () => void): Promise<void>;
 }
 
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -232,7 +233,7 @@ function wrap(
         });
       });
     },
-    async close(graceMs) {
+    async close(graceMs, onGraceOver) {
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       http1?.close();
       closeIdle();
@@ -246,6 +247,7 @@ function wrap(
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([allDone, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
       clearTimeout(timer);
+      onGraceOver?.();
       for (const session of sessions) session.destroy();
       closeAll();
       await stopped;

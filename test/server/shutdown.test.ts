@@ -1,7 +1,11 @@
-import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { toJson } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
+import { ChatCompletionChunkSchema, ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
+import { FakeUpstream, stream, textChunks } from "../chat/support/fake-upstream.js";
+import { postChat, readSse, startGateway } from "../chat/support/gateway.js";
 import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp } from "../support/app.js";
 import { HeldWork } from "../support/stage-work.js";
@@ -34,5 +38,66 @@ describe("graceful shutdown", () => {
     const closed = app.close().then(() => "closed");
     const outcome = await Promise.race([closed, new Promise((resolve) => setTimeout(() => resolve("still open"), 15_000))]);
     expect(outcome).toBe("closed");
+  });
+});
+
+describe("what clients see of a shutdown", () => {
+  const params = { model: "project-zero", messages: [{ role: "user", content: { kind: { case: "stringValue" as const, value: "Hi" } } }] };
+
+  it("a watch open at shutdown ends with UNAVAILABLE, never as if the plan were at rest, over gRPC and Connect", async () => {
+    const work = new HeldWork();
+    const app = await startTestApp({ stageWork: work.resolver, env: { ZERO_SHUTDOWN_GRACE_MS: "2000" } });
+    const { apiKey } = await createAccountWithKey(app, ["read", "build"]);
+    const headers = { authorization: `Bearer ${apiKey}` };
+    const grpc = createClient(ExecutionService, createGrpcTransport({ baseUrl: app.url }));
+    const connect = createClient(ExecutionService, createConnectTransport({ baseUrl: app.url, httpVersion: "1.1" }));
+    const { plan } = await grpc.createExecution({ goal: "A website for a bakery in Lyon" }, { headers });
+    const held = await work.next();
+    const watch = async (client: typeof grpc) => {
+      const seen: string[] = [];
+      try {
+        for await (const { plan: now } of client.watchExecution({ id: plan!.id }, { headers })) seen.push(now!.status);
+        return { seen, ended: "normally" };
+      } catch (error) {
+        return { seen, ended: ConnectError.from(error).code };
+      }
+    };
+    const watches = [watch(grpc), watch(connect)];
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const closed = app.close();
+    for (const outcome of await Promise.all(watches)) expect(outcome).toEqual({ seen: ["running"], ended: Code.Unavailable });
+    held.succeed();
+    await closed;
+  });
+
+  it("a chat stream under way at shutdown is answered in full within the grace period, over REST and RPC", async () => {
+    const upstream = await FakeUpstream.start();
+    const pieces = Array.from({ length: 8 }, (_, i) => `w${i} `);
+    upstream.otherwise(stream(textChunks(pieces), { delayMs: 100 }));
+    const app = await startGateway([upstream], { ZERO_SHUTDOWN_GRACE_MS: "5000", ZERO_UPSTREAM_IDLE_TIMEOUT_MS: "5000" });
+    const { apiKey } = await createAccountWithKey(app, ["chat"]);
+    const rest = postChat(app, apiKey, { model: "project-zero", messages: [{ role: "user", content: "Hi" }], stream: true }).then((r) => readSse(r));
+    const client = createClient(ChatService, createGrpcTransport({ baseUrl: app.url }));
+    const rpc = (async () => {
+      let text = "";
+      for await (const message of client.streamChatCompletion({ params }, { headers: { authorization: `Bearer ${apiKey}` } })) {
+        const chunk = toJson(ChatCompletionChunkSchema, message.chunk!) as { choices?: { delta?: { content?: string } }[] };
+        text += chunk.choices?.[0]?.delta?.content ?? "";
+      }
+      return text;
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const closed = app.close();
+    const events = await rest;
+    expect(events.at(-1)).toBe("[DONE]");
+    expect(
+      events
+        .slice(0, -1)
+        .map((e) => JSON.parse(e).choices?.[0]?.delta?.content ?? "")
+        .join(""),
+    ).toBe(pieces.join(""));
+    expect(await rpc).toBe(pieces.join(""));
+    await closed;
+    await upstream.close();
   });
 });
