@@ -99,8 +99,12 @@ const DELTA: Shape = {
   tool_calls: [{ index: true, ...TOOL_CALL }],
 };
 
-/** `system_fingerprint` is documented, but it identifies the upstream's backend: left out on purpose. */
-const COMPLETION_TOP = { id: true, object: true, created: true, model: true, usage: USAGE, service_tier: true, metadata: true, moderation: true } as const;
+/**
+ * Left out on purpose although documented, because they tell which upstream served: `system_fingerprint`
+ * (its backend), `service_tier` (each provider has its own values: OpenAI's "default", Groq's "on_demand")
+ * and `metadata` (whatever the provider put there). A client's own `service_tier` still reaches the upstream.
+ */
+const COMPLETION_TOP = { id: true, object: true, created: true, model: true, usage: USAGE, moderation: true } as const;
 
 export const COMPLETION: Shape = {
   ...COMPLETION_TOP,

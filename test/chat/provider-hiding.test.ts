@@ -65,6 +65,9 @@ describe("nothing of a provider reaches the client", () => {
       reply(
         completion("hello", {
           x_upstream_region: "us-east-secret-1",
+          // Documented, but a provider's own values tell which provider served (Groq's "on_demand").
+          service_tier: "SecretRouter-on-demand",
+          metadata: { routed_by: "SecretRouter" },
           choices: [
             {
               index: 0,
@@ -94,7 +97,11 @@ describe("nothing of a provider reaches the client", () => {
   });
 
   it("and in every streamed chunk", async () => {
-    const chunks: Record<string, unknown>[] = textChunks(["hel", "lo"]).map((c) => ({ ...c, x_upstream_region: "us-east-secret-1" }));
+    const chunks: Record<string, unknown>[] = textChunks(["hel", "lo"]).map((c) => ({
+      ...c,
+      x_upstream_region: "us-east-secret-1",
+      service_tier: "SecretRouter-on-demand",
+    }));
     chunks[1] = chunk({ content: "hel", provider_routing: "SecretRouter" }, null, { x_upstream_region: "us-east-secret-1" });
     upstream.next(stream(chunks));
     const events = await readSse(await postChat(app, apiKey, { ...hello, stream: true }));
