@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import { SCOPES } from "../api/scopes.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/schema.js";
-import type { Authenticator, AuthRequest } from "../server/access.js";
+import { type Authenticator, type AuthRequest, bearerToken } from "../server/access.js";
 import type { Principal } from "../server/context.js";
 import { ServiceError } from "../server/errors.js";
 import { findLiveSession } from "./accounts.js";
@@ -35,8 +35,7 @@ export function createAuthenticator(deps: { db: Kysely<Database>; config: Config
   };
 
   async function authenticateKey(request: AuthRequest, authorization: string): Promise<Principal> {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-    const secret = match?.[1];
+    const secret = bearerToken(authorization);
     // A remembered key is checked without an await, as most requests' keys are.
     const key = secret && API_KEY_PATTERN.test(secret) ? (deps.apiKeys.remembered(secret) ?? (await deps.apiKeys.find(secret))) : undefined;
     const keyOnly = request.rule.mode === "key";

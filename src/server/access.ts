@@ -5,6 +5,11 @@ import { access as accessOption, type Access } from "../../gen/zero/v1/access_pb
 import { authorizedKey, principalKey, type Principal } from "./context.js";
 import { ServiceError } from "./errors.js";
 
+/** The token of an `Authorization: Bearer <token>` header (the scheme in any case, RFC 7235), or undefined. */
+export function bearerToken(authorization: string | null | undefined): string | undefined {
+  return authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] : undefined;
+}
+
 /** What a method demands of its caller, read from its `(zero.v1.access)` option. */
 export interface AccessRule {
   mode: "public" | "session" | "account" | "key";

@@ -2,7 +2,7 @@ import { createContextValues } from "@connectrpc/connect";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { endSpan, type Tracing } from "../observability/tracing.js";
-import type { Authenticator } from "./access.js";
+import { type Authenticator, bearerToken } from "./access.js";
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { BlockList } from "node:net";
 import { clientAddressResolver } from "./client-address.js";
@@ -93,7 +93,7 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
   const metricsTokenHash = options.metricsToken === undefined ? undefined : sha256(options.metricsToken);
   rest.add("GET", "/metrics", async ({ req, res }) => {
     if (metricsTokenHash) {
-      const presented = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1] ?? "";
+      const presented = bearerToken(req.headers.authorization) ?? "";
       // Equal-length digests, so the comparison takes the same time whatever was sent.
       if (!timingSafeEqual(sha256(presented), metricsTokenHash)) {
         throw new ServiceError("unauthenticated", "metrics need `Authorization: Bearer <ZERO_METRICS_TOKEN>`");

@@ -17,9 +17,12 @@ describe("ZERO_METRICS_TOKEN", () => {
       expect(response.status, String(authorization)).toBe(401);
       expect(await response.json()).toEqual({ error: { type: "unauthenticated", message: expect.any(String) } });
     }
-    const response = await fetch(`${app.url}/metrics`, { headers: { authorization: "Bearer scrape-secret-123" } });
-    expect(response.status).toBe(200);
-    expect(await response.text()).toContain("http_requests_total");
+    // The scheme in any case (RFC 7235), as API keys are read.
+    for (const authorization of ["Bearer scrape-secret-123", "bearer scrape-secret-123"]) {
+      const response = await fetch(`${app.url}/metrics`, { headers: { authorization } });
+      expect(response.status, authorization).toBe(200);
+      expect(await response.text()).toContain("http_requests_total");
+    }
   });
 });
 
