@@ -10,6 +10,7 @@ import type { ChatRequest } from "./chat-types.js";
 import { completeIdempotently } from "./idempotent-completion.js";
 import { asHttp1, authenticateBearer, drained, idempotencyKeyOf, MAX_BODY_BYTES, sendAnswer, SSE_HEADERS, writeEvent } from "./openai-http.js";
 import type { IdempotencyStore } from "../server/idempotency.js";
+import { clientGone } from "../server/request-info.js";
 
 export interface ChatRestDeps {
   router: ChatRouter;
@@ -45,7 +46,7 @@ export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
       const result = await completeIdempotently(deps, request, { accountId: principal.accountId, idempotencyKey: idempotencyKeyOf(req), signal });
       if (!signal.aborted) sendAnswer(res, result);
     } catch (error) {
-      if (!signal.aborted) sendError(res, error, req);
+      if (!clientGone(signal)) sendError(res, signal.aborted ? signal.reason : error, req);
     }
   });
 }
@@ -108,9 +109,11 @@ async function streamCompletion(
       if (!writeEvent(res, events)) await drained(res);
       if (signal.aborted) break;
     }
+    if (signal.aborted) throw signal.reason;
   } catch (error) {
-    if (signal.aborted) return;
-    writeEvent(res, `data: ${JSON.stringify(renderError(error, req).body)}\n\n`);
+    if (clientGone(signal)) return;
+    // A shutdown that could not wait for the end says so, like any failure after the first byte.
+    writeEvent(res, `data: ${JSON.stringify(renderError(signal.aborted ? signal.reason : error, req).body)}\n\n`);
   }
-  if (!signal.aborted) out.end("data: [DONE]\n\n");
+  if (!clientGone(signal)) out.end("data: [DONE]\n\n");
 }

@@ -28,8 +28,11 @@ export interface Listener {
    * Stops accepting connections, lets in-flight requests finish for up to
    * `graceMs`, then closes whatever is left.
    */
-  /** Stops accepting, waits up to `graceMs` for requests in flight, calls `onGraceOver`, then closes what is left. */
-  close(graceMs: number, onGraceOver?: () => void): Promise<void>;
+  /**
+   * Stops accepting, waits up to `graceMs` for requests in flight, then tells
+   * `onGraceOver` which are still open (and waits for it), then closes what is left.
+   */
+  close(graceMs: number, onGraceOver?: (stillOpen: ReadonlySet<NodeResponse>) => void | Promise<void>): Promise<void>;
 }
 
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -200,16 +203,26 @@ function applyHttp1Timeouts(server: http.Server, options: ListenerOptions): void
 
 /** Requests whose responses have not closed yet. */
 class InFlight {
-  count = 0;
-  /** Called each time the count falls to zero. */
+  readonly responses = new Set<NodeResponse>();
+  /** Called each time the last response in flight closes. */
   onIdle: (() => void) | undefined;
-  // One function for every response, rather than a closure per request.
-  readonly #closed = () => {
-    if (--this.count === 0) this.onIdle?.();
-  };
+  // One function for every response (the emitter is `this`), rather than a closure per request.
+  readonly #closed: (this: NodeResponse) => void;
+
+  constructor() {
+    const inFlight = this;
+    this.#closed = function (this: NodeResponse) {
+      inFlight.responses.delete(this);
+      if (inFlight.responses.size === 0) inFlight.onIdle?.();
+    };
+  }
+
+  get count(): number {
+    return this.responses.size;
+  }
 
   add(res: NodeResponse): void {
-    this.count++;
+    this.responses.add(res);
     res.on("close", this.#closed);
   }
 }
@@ -247,7 +260,7 @@ function wrap(
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([allDone, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
       clearTimeout(timer);
-      onGraceOver?.();
+      await onGraceOver?.(requests.responses);
       for (const session of sessions) session.destroy();
       closeAll();
       await stopped;

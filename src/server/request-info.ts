@@ -1,7 +1,20 @@
 import { randomBytes } from "node:crypto";
 import type { Span } from "@opentelemetry/api";
 import type { Logger } from "../observability/logger.js";
+import { ServiceError } from "./errors.js";
 import type { NodeRequest } from "./node-http.js";
+
+/**
+ * Why a request's hang-up signal aborts when the shutdown's grace period is
+ * over with the request still under way: not that the client left, so an
+ * answer (a stream's last event) is still written, in the `unavailable` shape.
+ */
+export const SHUTTING_DOWN = new ServiceError("unavailable", "the server is shutting down; the answer is incomplete, try again");
+
+/** True when the client itself has gone: a signal aborted for any reason but the shutdown's. */
+export function clientGone(signal: AbortSignal): boolean {
+  return signal.aborted && signal.reason !== SHUTTING_DOWN;
+}
 
 /**
  * What the outer handler learns of each request before any route sees it.
@@ -46,6 +59,11 @@ export class RequestInfo {
   /** Told by the outer handler when the response has closed, finished or not. */
   responseClosed(finished: boolean): void {
     if (!finished) this.#hangUp?.abort();
+  }
+
+  /** Told when shutdown's grace period is over with this request still under way: its work stops, its answer says why. */
+  shuttingDown(): void {
+    this.#hangUp?.abort(SHUTTING_DOWN);
   }
 }
 

@@ -100,4 +100,41 @@ describe("what clients see of a shutdown", () => {
     await closed;
     await upstream.close();
   });
+
+  it("a chat stream still open when the grace period ends is told so: an unavailable error event and [DONE] over REST, UNAVAILABLE over gRPC", async () => {
+    const upstream = await FakeUpstream.start();
+    upstream.otherwise(stream(textChunks(Array.from({ length: 30 }, (_, i) => `w${i} `)), { delayMs: 150 }));
+    const app = await startGateway([upstream], { ZERO_SHUTDOWN_GRACE_MS: "600", ZERO_UPSTREAM_IDLE_TIMEOUT_MS: "5000" });
+    const { apiKey } = await createAccountWithKey(app, ["chat"]);
+    const messages = [{ role: "user", content: "Hi" }];
+    const chat = postChat(app, apiKey, { model: "project-zero", messages, stream: true }).then((r) => readSse(r));
+    const responses = fetch(`${app.url}/v1/responses`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
+      body: JSON.stringify({ model: "project-zero", input: "Hi", stream: true }),
+    }).then((r) => r.text());
+    const client = createClient(ChatService, createGrpcTransport({ baseUrl: app.url }));
+    const rpc = (async () => {
+      let chunks = 0;
+      try {
+        for await (const _ of client.streamChatCompletion({ params }, { headers: { authorization: `Bearer ${apiKey}` } })) chunks++;
+        return { chunks, code: "ended normally" };
+      } catch (error) {
+        return { chunks, code: ConnectError.from(error).code };
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await app.close();
+
+    const events = await chat;
+    expect(events.at(-1)).toBe("[DONE]");
+    expect(JSON.parse(events.at(-2)!).error).toMatchObject({ type: "unavailable", message: expect.stringContaining("shutting down") });
+    const last = (await responses).trim().split("\n\n").at(-1)!;
+    expect(last).toMatch(/^event: error\ndata: /);
+    expect(JSON.parse(last.split("data: ")[1]!)).toMatchObject({ type: "error", code: "unavailable" });
+    const overRpc = await rpc;
+    expect(overRpc.chunks).toBeGreaterThan(0);
+    expect(overRpc.code).toBe(Code.Unavailable);
+    await upstream.close();
+  });
 });

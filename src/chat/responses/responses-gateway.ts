@@ -1,4 +1,5 @@
 import { openAiErrorBody, ServiceError, toServiceError } from "../../server/errors.js";
+import { clientGone } from "../../server/request-info.js";
 import { checkAlias } from "../chat-request.js";
 import type { ChatRouter } from "../chat-router.js";
 import type { IdempotencyStore } from "../../server/idempotency.js";
@@ -112,9 +113,10 @@ async function* numbered(
       yield events as ResponseEvent[];
     }
   } catch (error) {
-    if (signal.aborted) throw error;
-    // OpenAI's error fields (code, message, param, and the pool's capacity_state and reset_at), as `/v1` renders them.
-    const { type: _type, ...fields } = openAiErrorBody(toServiceError(error, onUnexpected)).error;
+    if (clientGone(signal)) throw error;
+    // OpenAI's error fields (code, message, param, and the pool's capacity_state and reset_at), as `/v1` renders them;
+    // a shutdown that could not wait for the end says so the same way.
+    const { type: _type, ...fields } = openAiErrorBody(toServiceError(signal.aborted ? signal.reason : error, onUnexpected)).error;
     yield [{ type: "error", ...fields, sequence_number: sequence++ }];
   }
 }

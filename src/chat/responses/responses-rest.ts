@@ -1,4 +1,5 @@
 import type { Authenticator } from "../../server/access.js";
+import { clientGone } from "../../server/request-info.js";
 import { ServiceError } from "../../server/errors.js";
 import { decodedOrAsSent } from "../../strings.js";
 import { requestInfo } from "../../server/request-info.js";
@@ -51,10 +52,10 @@ async function sendEvents(exchange: RestExchange, batches: AsyncIterable<Respons
   const out = asHttp1(res);
   out.writeHead(200, SSE_HEADERS);
   for await (const batch of batches) {
-    if (signal.aborted) break;
+    if (clientGone(signal)) break;
     let events = "";
     for (const event of batch) events += `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
     if (!writeEvent(res, events)) await drained(res);
   }
-  if (!signal.aborted) out.end();
+  if (!clientGone(signal)) out.end();
 }
