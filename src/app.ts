@@ -17,7 +17,7 @@ import type { AppPart } from "./server/app-part.js";
 import { ServiceError } from "./server/errors.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { createListener, type RequestListener } from "./server/listener.js";
-import { requestInfo, SHUTTING_DOWN } from "./server/request-info.js";
+import { SHUTTING_DOWN, shutDownOpenStreams } from "./server/request-info.js";
 import { sendError } from "./server/rest.js";
 import { withoutTrailingSlashes } from "./strings.js";
 
@@ -143,11 +143,10 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       closing ??= (async () => {
         logger.info("shutting down");
         draining.abort();
-        await listener.close(config.shutdownGraceMs, async (stillOpen) => {
+        await listener.close(config.shutdownGraceMs, async () => {
           shutdown.abort(SHUTTING_DOWN);
-          for (const res of stillOpen) requestInfo(res.req)?.shuttingDown();
           // A moment for the streams just told to say so (an error event, then their end) before their connections close.
-          if (stillOpen.size > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+          if (shutDownOpenStreams() > 0) await new Promise((resolve) => setTimeout(resolve, 100));
         });
         for (const part of [...parts].reverse()) await part.stop?.();
         await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, "could not flush traces"));

@@ -39,7 +39,12 @@ export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
     // The client hanging up aborts the upstream request at once.
     const signal = exchange.hangUp;
     if (request.stream === true) {
-      await streamCompletion(deps.router, request, principal.accountId, signal, req, res);
+      const closed = exchange.streamOpened();
+      try {
+        await streamCompletion(deps.router, request, principal.accountId, signal, req, res);
+      } finally {
+        closed();
+      }
       return;
     }
     try {

@@ -11,6 +11,21 @@ import type { NodeRequest } from "./node-http.js";
  */
 export const SHUTTING_DOWN = new ServiceError("unavailable", "the server is shutting down; the answer is incomplete, try again");
 
+/** Requests whose answer is a stream still being written: told when shutdown's grace period is over. */
+const openStreams = new Set<RequestInfo>();
+
+/** Registers a request as an open stream; answers the function that unregisters it. */
+export function streamOpened(info: RequestInfo): () => void {
+  openStreams.add(info);
+  return () => void openStreams.delete(info);
+}
+
+/** Tells every open stream that the server is shutting down; answers how many were told. */
+export function shutDownOpenStreams(): number {
+  for (const info of openStreams) info.shuttingDown();
+  return openStreams.size;
+}
+
 /** True when the client itself has gone: a signal aborted for any reason but the shutdown's. */
 export function clientGone(signal: AbortSignal): boolean {
   return signal.aborted && signal.reason !== SHUTTING_DOWN;

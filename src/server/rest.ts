@@ -13,6 +13,12 @@ export interface RestExchange {
   url: URL;
   /** Aborted when the client hangs up before the answer is finished (what a route stops, such as an upstream request). */
   readonly hangUp: AbortSignal;
+  /**
+   * Marks the answer as a stream being written: if it is still open when
+   * shutdown's grace period is over, `hangUp` aborts with SHUTTING_DOWN so
+   * the stream can say so. Call the function it answers when the stream ends.
+   */
+  streamOpened(): () => void;
 }
 
 export type RestHandler = (exchange: RestExchange) => Promise<void> | void;
