@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { consoleClient, signUp } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
+import { SIGN_IN_WINDOW_S, SIGN_UP_WINDOW_S, wellInsideWindow } from "../support/limit-windows.js";
 
 const code = (e: unknown) => (e instanceof ConnectError ? e.code : "ok");
 
@@ -16,20 +17,6 @@ function signUpFrom(app: TestApp, address: string, email: string): Promise<Code 
   return consoleClient(app.url)
     .signUp({ email, password: "a long enough password" }, { headers: { "x-forwarded-for": address } })
     .then(() => "ok" as const, code);
-}
-
-/** The limiter's fixed windows: sign-in attempts per 15 minutes, sign-ups per hour. */
-const SIGN_IN_WINDOW_S = 900;
-const SIGN_UP_WINDOW_S = 3600;
-
-/**
- * Counts restart at a window's edge, so a test that counts across one sees
- * too few (a CI run at 22:59:5x UTC let an eleventh sign-up through). Within
- * a few seconds of the edge, wait for the next window to begin.
- */
-async function wellInsideWindow(seconds: number): Promise<void> {
-  const left = seconds * 1000 - (Date.now() % (seconds * 1000));
-  if (left < 12_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
 }
 
 describe("sign-in limits bound guessing without locking the owner out", () => {
