@@ -15,6 +15,14 @@ export function isResting(status: string): boolean {
   return (RESTING_STATUSES as ReadonlySet<string>).has(status);
 }
 
+/**
+ * The draft a plan shows now, as an approve's or a revision's `revision`
+ * names it: its newest revision's number, 0 for the first draft.
+ */
+export function newestDraft(plan: { revisions: readonly { number: number }[] }): number {
+  return plan.revisions.at(-1)?.number ?? 0;
+}
+
 /** What a plan's history records, one type per kind of change (`GET /api/execution/history`). */
 export const PLAN_EVENT_TYPES = [
   "created",

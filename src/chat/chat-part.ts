@@ -62,7 +62,7 @@ export function chatPart(deps: ChatPartDeps): ChatPart {
   const idempotency = new IdempotencyStore(store.db);
   const responses = new ResponseStore(store.db, groupCommitObserver(deps.metrics, "responses"));
   const accountCap = config.chatDailyRequestsPerAccount === undefined ? undefined : new AccountDailyCap(store.db, config.chatDailyRequestsPerAccount);
-  const router = new ChatRouter({ upstreams, pool, logger: log, accountCap });
+  const router = new ChatRouter({ upstreams, pool, accountCap });
   const responsesGateway = new ResponsesGateway({ router, idempotency, responses });
   let sweeper: NodeJS.Timeout | undefined;
   const sweep = () =>

@@ -5,7 +5,6 @@
  * free pool and tries the upstreams in order.
  */
 import { CHAT_ALIAS } from "../api/model.js";
-import type { Logger } from "../observability/logger.js";
 import type { AccountDailyCap } from "./account-daily-cap.js";
 import { ServiceError } from "../server/errors.js";
 import { checkAlias } from "./chat-request.js";
@@ -19,7 +18,6 @@ import type { ChatCallOptions, ChatChunkJson, ChatCompleter, ChatCompletionJson,
 export interface ChatRouterDeps {
   upstreams: UpstreamClient;
   pool: FreePool;
-  logger: Logger;
   /** `ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT`, when set. */
   accountCap?: AccountDailyCap;
 }
@@ -32,13 +30,11 @@ export interface ChatRouterDeps {
 export class ChatRouter implements ChatCompleter {
   readonly #upstreams: UpstreamClient;
   readonly #pool: FreePool;
-  readonly #logger: Logger;
   readonly #accountCap: AccountDailyCap | undefined;
 
   constructor(deps: ChatRouterDeps) {
     this.#upstreams = deps.upstreams;
     this.#pool = deps.pool;
-    this.#logger = deps.logger;
     this.#accountCap = deps.accountCap;
   }
 
@@ -50,11 +46,7 @@ export class ChatRouter implements ChatCompleter {
   async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletionJson> {
     const answer = await this.#open(request, false, options);
     const completion = await readJson(answer, options.signal);
-    if (!isCompletion(completion)) {
-      const failed = new ServiceError("upstream_error", "the model returned an answer that is not a chat completion");
-      answer.broke(failed);
-      throw failed;
-    }
+    if (!isCompletion(completion)) throw unusable(answer, "the model returned an answer that is not a chat completion");
     return clientCompletion(completion, newCompletionId());
   }
 
@@ -132,8 +124,7 @@ export class ChatRouter implements ChatCompleter {
     const body = await readJson(answer, options.signal);
     const data = (body as { data?: unknown })?.data;
     if (!Array.isArray(data) || !data.every((item) => Array.isArray((item as { embedding?: unknown })?.embedding))) {
-      this.#logger.warn({ upstream: answer.upstream }, "upstream answered 2xx without embeddings");
-      throw new ServiceError("upstream_error", "the model returned an answer that is not a list of embeddings");
+      throw unusable(answer, "the model returned an answer that is not a list of embeddings");
     }
     const base64 = request.encoding_format === "base64";
     const usage = (body as { usage?: { prompt_tokens?: unknown; total_tokens?: unknown } }).usage;
@@ -198,6 +189,13 @@ function failure(error: unknown, answer: UpstreamAnswer): ServiceError {
   return new ServiceError("upstream_error", "the connection to the model broke; the answer is incomplete", {
     cause: { upstream: answer.upstream, error },
   });
+}
+
+/** A 2xx answer that is not what was asked for: the upstream's failure, counted and logged like one that broke off. */
+function unusable(answer: UpstreamAnswer, message: string): ServiceError {
+  const failed = new ServiceError("upstream_error", message);
+  answer.broke(failed);
+  return failed;
 }
 
 /** An upstream's event as a chunk to relay, or why it is not one. */

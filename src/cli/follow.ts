@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { isResting, ZeroError, type Plan, type ZeroClient } from "../client/zero-client.js";
+import { isResting, newestDraft, ZeroError, type Plan, type ZeroClient } from "../client/zero-client.js";
 import { askYesNo } from "./approval-prompt.js";
 import type { CliContext } from "./context.js";
 import { ExitCode } from "./exit-codes.js";
@@ -41,8 +41,7 @@ export async function followToEnd(ctx: CliContext, plan: Plan, options: FollowOp
       }
       ctx.note(`Approved "${gate}"; going on.`);
       // Approves the draft that was shown: if a revision made elsewhere replaced it meanwhile, the service refuses (409).
-      const revision = plan.revisions.at(-1)?.number ?? 0;
-      plan = (await client.executions.resume({ planId: plan.id, approve: [gate], revision }, { signal: stop.signal })).plan;
+      plan = (await client.executions.resume({ planId: plan.id, approve: [gate], revision: newestDraft(plan) }, { signal: stop.signal })).plan;
     }
   } catch (error) {
     view.settle();

@@ -20,7 +20,7 @@ import { withoutTrailingSlashes } from "../strings.js";
 // Node entry (`./node.ts`) only swaps in a connect-node transport.
 
 import { CHAT_ALIAS } from "../api/model.js";
-import { isResting as isRestingStatus, RESTING_STATUSES } from "../api/plans.js";
+import { isResting as isRestingStatus, newestDraft, RESTING_STATUSES } from "../api/plans.js";
 export { ZeroError, type ZeroErrorType } from "./zero-error.js";
 export type { Plan, PlanEvent, Project, Stage, StageError } from "../../gen/zero/v1/execution_pb.js";
 export { PlanSchema } from "../../gen/zero/v1/execution_pb.js";
@@ -235,7 +235,7 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
 }
 
 /** Plan statuses at which a watch ends: nothing more happens without a resume (or at all). */
-export { RESTING_STATUSES };
+export { newestDraft, RESTING_STATUSES };
 
 /** True when the plan waits for someone (the gate, a resume after a failure) or is done. */
 export function isResting(plan: Plan): boolean {

@@ -20,7 +20,7 @@ import type { Logger } from "../observability/logger.js";
 import type { Store } from "../db/database.js";
 import type { Notifier } from "./notifier.js";
 import type { PlanEvents } from "./plan-events.js";
-import { type PlanStatus, RESTING_STATUSES } from "../api/plans.js";
+import { newestDraft, type PlanStatus, RESTING_STATUSES } from "../api/plans.js";
 import { cancelPlan, initialStages, newPlanState, resumePlan, revisePlan, startsWork, type PlanState } from "./plan-transitions.js";
 import { DEFAULT_OUTCOME, isOutcomeId, type OutcomeId } from "../api/outcomes.js";
 import { unavailableOutcomes } from "../outcomes/availability.js";
@@ -76,7 +76,7 @@ const STATUS_IN_WORDS: Record<PlanStatus, string> = {
  * approval that went through passes: the newest draft is still that one.
  */
 function requireNewestDraft(plan: PlanState, revision: number): void {
-  const newest = plan.revisions.at(-1)?.number ?? 0;
+  const newest = newestDraft(plan);
   if (newest === revision) return;
   throw new ServiceError(
     "conflict",

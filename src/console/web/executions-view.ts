@@ -1,6 +1,7 @@
 import type { GetCapabilitiesResponse } from "../../../gen/zero/v1/capabilities_pb.js";
 import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
 import { LIST_LIMIT } from "../../api/limits.js";
+import { newestDraft } from "../../api/plans.js";
 import { capabilitiesApi, errorMessage, executionsApi, isConflict, isNotFound, isSignedOut } from "./api.js";
 import { ConfirmDialog } from "./confirm-dialog.js";
 import { focusIsLost, h, setBusy, showError } from "./dom.js";
@@ -86,11 +87,6 @@ async function resume(page: ExecutionsPage, plan: Plan, approve: string[], butto
     button.disabled = false;
     showError(error, errorMessage(caught));
   }
-}
-
-/** The draft a card shows: its newest revision's number, 0 before any. */
-function newestDraft(plan: Plan): number {
-  return plan.revisions.at(-1)?.number ?? 0;
 }
 
 /**
