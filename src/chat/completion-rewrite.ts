@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { CHAT_ALIAS } from "../api/model.js";
 import type { ChatChunkJson, ChatCompletionJson, GatewayRequest } from "./chat-types.js";
-import { CHUNK, COMPLETION, pick, REQUEST_FIELDS } from "./openai-fields.js";
+import { CHUNK, COMPLETION, EMBEDDING_REQUEST_FIELDS, pick, REQUEST_FIELDS } from "./openai-fields.js";
 
 /**
  * 32 hex digits, unique across instances and restarts: 16 drawn at random
@@ -41,6 +41,21 @@ export function upstreamRequestBody(request: GatewayRequest, upstreamModel: stri
     delete body.stream;
     delete body.stream_options;
   }
+  return JSON.stringify(body);
+}
+
+/**
+ * The body of an embeddings request sent upstream: OpenAI's documented
+ * embeddings fields, with the upstream's embedding model, and always floats
+ * (a client that asked for base64 gets its vectors encoded here).
+ */
+export function upstreamEmbeddingsBody(request: GatewayRequest, upstreamModel: string): string {
+  const body: Record<string, unknown> = {};
+  for (const key in request) {
+    if (EMBEDDING_REQUEST_FIELDS.has(key)) body[key] = request[key];
+  }
+  body.model = upstreamModel;
+  body.encoding_format = "float";
   return JSON.stringify(body);
 }
 

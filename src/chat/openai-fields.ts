@@ -50,6 +50,9 @@ export const REQUEST_FIELDS: ReadonlySet<string> = new Set([
   "web_search_options",
 ]);
 
+/** OpenAI's documented embeddings fields (`EmbeddingCreateParams`): the same allowlist, for `/v1/embeddings`. */
+export const EMBEDDING_REQUEST_FIELDS: ReadonlySet<string> = new Set(["input", "model", "dimensions", "encoding_format", "user"]);
+
 /**
  * The allowed keys of an object, each with what its value may hold: `true`
  * keeps the value as it is (a scalar, or an object OpenAI defines whole such

@@ -6,8 +6,8 @@ import type { Metrics } from "../observability/metrics.js";
 import { endSpan, type Tracing } from "../observability/tracing.js";
 import { ServiceError } from "../server/errors.js";
 import type { GatewayRequest } from "./chat-types.js";
-import { upstreamRequestBody } from "./completion-rewrite.js";
-import { REQUEST_FIELDS } from "./openai-fields.js";
+import { upstreamEmbeddingsBody, upstreamRequestBody } from "./completion-rewrite.js";
+import { EMBEDDING_REQUEST_FIELDS, REQUEST_FIELDS } from "./openai-fields.js";
 import { UpstreamBody } from "./upstream-body.js";
 import { withoutTrailingSlashes } from "../strings.js";
 
@@ -137,7 +137,7 @@ export class UpstreamClient {
             path: options.embeddings ? target.embeddingsPath : target.path,
             headers: options.stream ? target.streamHeaders : target.headers,
             body: options.embeddings
-              ? JSON.stringify({ ...request, model: target.config.embeddingModel, encoding_format: "float" })
+              ? upstreamEmbeddingsBody(request, target.config.embeddingModel!)
               : upstreamRequestBody(request, target.config.model, options.stream),
           },
           options.signal,
@@ -160,7 +160,7 @@ export class UpstreamClient {
       timedOut = false;
       const text = await body.text().catch(() => "");
       if (CLIENT_FAULT.has(statusCode)) {
-        const { error, upstreamMessage } = refusal(text, statusCode, request);
+        const { error, upstreamMessage } = refusal(text, statusCode, request, options.embeddings ? EMBEDDING_REQUEST_FIELDS : REQUEST_FIELDS);
         this.#logger.info({ upstream: target.config.name, status: statusCode, upstreamMessage }, "upstream refused the request");
         throw error;
       }
@@ -229,9 +229,9 @@ const REFUSALS: Record<number, string> = {
 /**
  * A 4xx the upstream blamed on the request, passed on as our `invalid_request`
  * in our words. Its `param` is passed on only when it names a field the
- * client sent; the upstream's own text goes to the operator's log.
+ * client sent and we passed on (`sent`); the upstream's own text goes to the operator's log.
  */
-function refusal(text: string, status: number, request: GatewayRequest): { error: ServiceError; upstreamMessage: string } {
+function refusal(text: string, status: number, request: GatewayRequest, sent: ReadonlySet<string>): { error: ServiceError; upstreamMessage: string } {
   let upstreamMessage = "";
   let param: string | undefined;
   try {
@@ -239,7 +239,7 @@ function refusal(text: string, status: number, request: GatewayRequest): { error
     if (typeof parsed.error?.message === "string") upstreamMessage = parsed.error.message.slice(0, 1000);
     const named = typeof parsed.error?.param === "string" ? parsed.error.param : undefined;
     const field = named?.split(/[.[]/, 1)[0];
-    if (named && field && Object.hasOwn(request, field) && REQUEST_FIELDS.has(field) && named.length <= 200) param = named;
+    if (named && field && Object.hasOwn(request, field) && sent.has(field) && named.length <= 200) param = named;
   } catch {
     // Not OpenAI's error shape: nothing to pass on.
   }

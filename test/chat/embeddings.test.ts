@@ -68,6 +68,28 @@ describe("POST /v1/embeddings", () => {
     expect(text).not.toMatch(/secret|SecretCo/i);
   });
 
+  it("sends the upstream OpenAI's embedding fields only: a client's routing fields never reach an aggregator", async () => {
+    upstream.next(reply(embeddings([[1]])));
+    const response = await fetch(`${app.url}/v1/embeddings`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${account.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "project-zero",
+        input: "x",
+        dimensions: 8,
+        user: "end-user-1",
+        models: ["openai/text-embedding-3-large"],
+        provider: { order: ["OpenAI"] },
+        route: "fallback",
+        api_base: "http://elsewhere.example",
+        api_key: "sk-someone-else",
+        extra_body: { a: 1 },
+      }),
+    });
+    expect(response.status).toBe(200);
+    expect(upstream.requests[0]!.body).toEqual({ model: EMBEDDING_MODEL, input: "x", dimensions: 8, user: "end-user-1", encoding_format: "float" });
+  });
+
   it("capabilities name /v1/embeddings only where an upstream declares an embedding model", async () => {
     const endpoints = async (target: TestApp) =>
       ((await (await fetch(`${target.url}/api/capabilities`)).json()) as { chat: { endpoints: string[] } }).chat.endpoints;
