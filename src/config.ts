@@ -172,7 +172,10 @@ export function loadConfig(env: Env = process.env, options: { terminal?: boolean
   if (databaseUrl === undefined || (artifacts.kind === "file" && artifacts.dir === path.join(dataDir, "artifacts"))) {
     checkDirectory("ZERO_DATA_DIR", dataDir, problems);
   }
-  const publicUrl = readPublicUrl(env.ZERO_PUBLIC_URL, host, port, problems);
+  const tlsCertFile = env.ZERO_TLS_CERT_FILE?.trim() || undefined;
+  const tlsKeyFile = env.ZERO_TLS_KEY_FILE?.trim() || undefined;
+  // With TLS the port speaks nothing else: links to it are https.
+  const publicUrl = readPublicUrl(env.ZERO_PUBLIC_URL, { scheme: tlsCertFile ? "https" : "http", host, port }, problems);
   const upstreams = readUpstreams(env.ZERO_UPSTREAMS, problems);
   const upstreamTimeouts: UpstreamTimeouts = {
     connectMs: read("ZERO_UPSTREAM_CONNECT_TIMEOUT_MS", 5_000, int(1, 600_000)),
@@ -188,8 +191,6 @@ export function loadConfig(env: Env = process.env, options: { terminal?: boolean
   const signUpsPerAddressPerHour = read("ZERO_SIGNUPS_PER_ADDRESS_PER_HOUR", 20, int(1, 1_000_000_000));
   const trustedProxies = readTrustedProxies(env.ZERO_TRUSTED_PROXIES, problems);
   const logLevel = oneOf("LOG_LEVEL", LOG_LEVELS, options.terminal ? "warn" : "info");
-  const tlsCertFile = env.ZERO_TLS_CERT_FILE?.trim() || undefined;
-  const tlsKeyFile = env.ZERO_TLS_KEY_FILE?.trim() || undefined;
   if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
     problems.push("ZERO_TLS_CERT_FILE / ZERO_TLS_KEY_FILE: set both or neither");
   } else if (tlsCertFile !== undefined && tlsKeyFile !== undefined) {
@@ -335,9 +336,9 @@ function readTrustedProxies(raw: string | undefined, problems: string[]): net.Bl
   return list;
 }
 
-function readPublicUrl(raw: string | undefined, host: string, port: number, problems: string[]): string {
+function readPublicUrl(raw: string | undefined, bound: { scheme: "http" | "https"; host: string; port: number }, problems: string[]): string {
   const value = raw?.trim();
-  if (!value) return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  if (!value) return `${bound.scheme}://${bound.host.includes(":") ? `[${bound.host}]` : bound.host}:${bound.port}`;
   const url = httpUrl(value);
   if (url === undefined) {
     problems.push(`ZERO_PUBLIC_URL: expected an http:// or https:// URL, got "${value}"`);

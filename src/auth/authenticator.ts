@@ -72,7 +72,8 @@ export function createAuthenticator(deps: { db: Kysely<Database>; config: Config
     const origin = headers.get("origin");
     if (!origin || origin === "null") return false;
     if (origin === publicOrigin) return true;
-    const host = headers.get("host") ?? headers.get(":authority");
+    // HTTP/2 requests carry it as `:authority`; the listener copies that to Host.
+    const host = headers.get("host");
     if (!host) return false;
     try {
       return new URL(origin).host === host;

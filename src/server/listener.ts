@@ -57,7 +57,12 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
   };
   // HTTP/1.1 bounds a request's arrival itself (headersTimeout, requestTimeout); HTTP/2 needs it per stream.
   const bounded: RequestListener = (req, res) => {
-    if (req.httpVersionMajor === 2) boundRequestBody(req as http2.Http2ServerRequest, requestTimeoutMs);
+    if (req.httpVersionMajor === 2) {
+      boundRequestBody(req as http2.Http2ServerRequest, requestTimeoutMs);
+      // HTTP/2 names the authority in `:authority` and may send no Host (RFC 9113 §8.3.1); what reads Host (the
+      // CSRF check's own-origin test) reads it the same way over either version.
+      req.headers.host ??= req.headers[":authority"] as string | undefined;
+    }
     counted(req, res);
   };
 

@@ -48,7 +48,55 @@ describe("optional TLS with ALPN", () => {
       session.close();
     }
   });
+
+  it("takes a signed-in browser's writes over h2, where the authority is `:authority` and there is no Host, and still refuses another origin", async () => {
+    const origin = new URL(app.url).origin;
+    const session = http2.connect(app.url, { rejectUnauthorized: false });
+    try {
+      const signUp = await h2Post(session, "/zero.v1.ConsoleService/SignUp", { origin }, { email: "h2@example.test", password: "password long" });
+      expect(signUp.status).toBe(200);
+      const cookie = String(signUp.headers["set-cookie"]).split(";")[0]!;
+      const key = await h2Post(session, "/zero.v1.ConsoleService/CreateApiKey", { origin, cookie }, { name: "h2", scopes: ["read"] });
+      expect(key.status).toBe(200);
+      const created = await h2Post(session, "/api/execution", { origin, cookie }, { goal: "A website for a bakery in Lyon" });
+      expect(created.status).toBe(202);
+      // Served over TLS with no ZERO_PUBLIC_URL: the links a plan gives are https, as the port speaks only TLS.
+      expect((JSON.parse(created.body) as { previewUrl?: string }).previewUrl ?? origin).toMatch(/^https:\/\//);
+      const foreign = await h2Post(session, "/api/execution", { origin: "https://evil.example", cookie }, { goal: "A website for a bakery in Lyon" });
+      expect(foreign.status).toBe(403);
+      expect(JSON.parse(foreign.body).error.type).toBe("permission_denied");
+    } finally {
+      session.close();
+    }
+  });
+
+  it("gives https public URLs when it serves TLS and no ZERO_PUBLIC_URL is set", () => {
+    expect(app.config.publicUrl).toBe(new URL(app.url).origin);
+  });
 });
+
+function h2Post(
+  session: http2.ClientHttp2Session,
+  path: string,
+  headers: Record<string, string>,
+  body: unknown,
+): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/json", ...headers });
+    let status = 0;
+    let responseHeaders: http2.IncomingHttpHeaders = {};
+    let text = "";
+    req.on("response", (h) => {
+      status = Number(h[":status"]);
+      responseHeaders = h;
+    });
+    req.setEncoding("utf8");
+    req.on("data", (d: string) => (text += d));
+    req.on("end", () => resolve({ status, headers: responseHeaders, body: text }));
+    req.on("error", reject);
+    req.end(JSON.stringify(body));
+  });
+}
 
 describe.runIf(onRealPostgres)("migrations on a shared Postgres", () => {
   it("several instances starting together apply them once, under the lock", async () => {
