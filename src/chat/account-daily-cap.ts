@@ -70,6 +70,11 @@ export class AccountDailyCap {
     if (how === "refunded") await this.#give(accountId, day);
   }
 
+  /** Gives back the count of a request already settled as spent whose answer then broke: the account was served nothing. */
+  giveBack(accountId: string, day: string): Promise<void> {
+    return this.#give(accountId, day);
+  }
+
   async #give(accountId: string, day: string): Promise<void> {
     await this.#db
       .updateTable("chat_account_days")

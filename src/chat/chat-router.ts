@@ -156,9 +156,18 @@ export class ChatRouter implements ChatCompleter {
     }
     try {
       const answer = await this.#upstreams.send(request, { stream, signal: options.signal, embeddings });
+      // The pool's unit stays spent whatever follows (the upstream was asked to produce); the account's count does not.
       this.#pool.settle("spent");
-      if (countedDay) void capped!.settle(options.accountId, countedDay, "spent");
-      return answer;
+      if (!countedDay) return answer;
+      void capped!.settle(options.accountId, countedDay, "spent");
+      return {
+        ...answer,
+        broke(error) {
+          answer.broke(error);
+          // The answer broke after its head: the account was served nothing, so its count comes back.
+          capped!.giveBack(options.accountId, countedDay).catch(() => {});
+        },
+      };
     } catch (error) {
       this.#pool.settle("refunded");
       if (countedDay) await capped!.settle(options.accountId, countedDay, "refunded").catch(() => {});

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { createAccountWithKey } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
-import { fail, FakeUpstream, sleep, type Behavior } from "./support/fake-upstream.js";
+import { fail, FakeUpstream, sleep, stream, textChunks, type Behavior } from "./support/fake-upstream.js";
 import { postChat, startGateway } from "./support/gateway.js";
 
 const hello = { model: "project-zero", messages: [{ role: "user", content: "hi" }] };
@@ -116,6 +116,18 @@ describe("ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT", () => {
     upstream.next(fail(500), fail(500));
     expect((await postChat(app, account.apiKey, hello)).status).toBe(502);
     expect((await postChat(app, account.apiKey, hello)).status).toBe(502);
+    const served = await Promise.all(Array.from({ length: 5 }, () => postChat(app, account.apiKey, hello)));
+    expect(served.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect((await postChat(app, account.apiKey, hello)).status).toBe(429);
+  });
+
+  it("nor does one whose answer broke after the upstream accepted it: the account was served nothing", async () => {
+    const account = await createAccountWithKey(app, ["chat"]);
+    const htmlPage: Behavior = ({ res }) => void res.writeHead(200, { "content-type": "text/html" }).end("<html>maintenance</html>");
+    upstream.next(htmlPage, stream(textChunks(["Once", " upon"]), { dropAfter: 1 }));
+    expect((await postChat(app, account.apiKey, hello)).status).toBe(502);
+    const broken = await postChat(app, account.apiKey, { ...hello, stream: true });
+    expect(await broken.text()).toContain('"type":"upstream_error"');
     const served = await Promise.all(Array.from({ length: 5 }, () => postChat(app, account.apiKey, hello)));
     expect(served.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     expect((await postChat(app, account.apiKey, hello)).status).toBe(429);
