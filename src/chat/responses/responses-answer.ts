@@ -1,7 +1,7 @@
 import { CHAT_ALIAS } from "../../api/model.js";
 import type { ChatChunkJson, ChatCompletionJson } from "../chat-types.js";
 import { uniqueHex } from "../completion-rewrite.js";
-import { type ChatMessage, isObject, type ResponsesRequest } from "./responses-request.js";
+import { type ChatMessage, isObject, reasoningEffort, type ResponsesRequest } from "./responses-request.js";
 
 /** A `response` object as OpenAI's Responses API answers it. */
 export type ResponseObject = Record<string, unknown> & { id: string; output: OutputItem[]; status: string };
@@ -22,6 +22,14 @@ export interface ChatAnswer {
   toolCalls: { id: string; name: string; arguments: string }[];
   finishReason: string | null;
   usage: Record<string, unknown> | undefined;
+  /** The message's content parts in the order a stream sent them; without it, the text, then the refusal. */
+  parts?: AnswerPart[];
+}
+
+/** One content part of the answer's message: output text or a refusal, with its words. */
+export interface AnswerPart {
+  type: "output_text" | "refusal";
+  text: string;
 }
 
 /** The answer of a non-streamed chat completion. */
@@ -57,7 +65,7 @@ export function responseShell(id: string, request: ResponsesRequest, createdAt: 
     output: [],
     parallel_tool_calls: request.parallel_tool_calls ?? true,
     previous_response_id: request.previous_response_id ?? null,
-    reasoning: { effort: null, summary: null },
+    reasoning: { effort: reasoningEffort(request) ?? null, summary: null },
     store: request.store ?? true,
     temperature: request.temperature ?? 1,
     text,
@@ -71,14 +79,29 @@ export function responseShell(id: string, request: ResponsesRequest, createdAt: 
   };
 }
 
-/** The finished response for an answer. */
-export function finishedResponse(shell: ResponseObject, answer: ChatAnswer, ids: AnswerItemIds = newItemIds(answer)): ResponseObject {
-  const output: OutputItem[] = [];
+/**
+ * The finished response for an answer: the message (if it said anything, or
+ * nothing at all was answered), then the function calls, unless `positions`
+ * (a stream's output indexes by item id) orders them as they were announced.
+ * An answer cut short (by the token limit or the content filter) is
+ * `incomplete`, and so is the item it was cut in, the last one, as OpenAI
+ * marks it; the others are `completed`.
+ */
+export function finishedResponse(
+  shell: ResponseObject,
+  answer: ChatAnswer,
+  ids: AnswerItemIds = newItemIds(answer),
+  positions?: ReadonlyMap<string, number>,
+): ResponseObject {
+  let output: OutputItem[] = [];
   if (answer.text !== "" || answer.refusal !== "" || answer.toolCalls.length === 0) output.push(messageItem(ids.message, answer, "completed"));
   answer.toolCalls.forEach((call, i) => {
     output.push(functionCallItem(ids.calls[i]!, call, "completed"));
   });
+  if (positions) output = output.filter((item) => positions.has(item.id)).sort((a, b) => positions.get(a.id)! - positions.get(b.id)!);
   const incomplete = answer.finishReason === "length" || answer.finishReason === "content_filter";
+  const last = output.at(-1);
+  if (incomplete && last) last.status = "incomplete";
   return {
     ...shell,
     status: incomplete ? "incomplete" : "completed",
@@ -97,12 +120,22 @@ export function newItemIds(answer: Pick<ChatAnswer, "toolCalls">): AnswerItemIds
   return { message: itemId("msg"), calls: answer.toolCalls.map(() => itemId("fc")) };
 }
 
-export function messageItem(id: string, answer: Pick<ChatAnswer, "text" | "refusal">, status: string): OutputItem {
-  const content =
-    answer.refusal !== "" && answer.text === ""
-      ? [{ type: "refusal", refusal: answer.refusal }]
-      : [{ type: "output_text", text: answer.text, annotations: [], logprobs: [] }];
-  return { type: "message", id, status, role: "assistant", content };
+export function messageItem(id: string, answer: Pick<ChatAnswer, "text" | "refusal" | "parts">, status: string): OutputItem {
+  return { type: "message", id, status, role: "assistant", content: answerParts(answer).map(contentPart) };
+}
+
+/** The message's parts: as streamed, else the text and the refusal each in its own (an empty answer is one empty text). */
+function answerParts(answer: Pick<ChatAnswer, "text" | "refusal" | "parts">): AnswerPart[] {
+  if (answer.parts) return answer.parts;
+  const parts: AnswerPart[] = [];
+  if (answer.text !== "" || answer.refusal === "") parts.push({ type: "output_text", text: answer.text });
+  if (answer.refusal !== "") parts.push({ type: "refusal", text: answer.refusal });
+  return parts;
+}
+
+/** A content part as OpenAI sends it: `output_text` with its text, or `refusal` with its refusal. */
+function contentPart(part: AnswerPart): Record<string, unknown> {
+  return part.type === "refusal" ? { type: "refusal", refusal: part.text } : { type: "output_text", text: part.text, annotations: [], logprobs: [] };
 }
 
 export function functionCallItem(id: string, call: ChatAnswer["toolCalls"][number], status: string): OutputItem {
@@ -161,24 +194,39 @@ export async function* responseEvents(
   let messageIndex = -1;
   let nextIndex = 0;
   const callIndex: number[] = [];
+  // The message's content parts as they open: text and a refusal each get their own, one open at a time.
+  const parts: AnswerPart[] = [];
+  answer.parts = parts;
+  let openPart: AnswerPart | undefined;
   const openMessage = (events: UnnumberedEvent[]): void => {
     if (messageOpen) return;
     messageOpen = true;
     messageIndex = nextIndex++;
-    events.push(
-      {
-        type: "response.output_item.added",
-        output_index: messageIndex,
-        item: { type: "message", id: ids.message, status: "in_progress", role: "assistant", content: [] },
-      },
-      {
-        type: "response.content_part.added",
-        item_id: ids.message,
-        output_index: messageIndex,
-        content_index: 0,
-        part: { type: "output_text", text: "", annotations: [], logprobs: [] },
-      },
-    );
+    events.push({
+      type: "response.output_item.added",
+      output_index: messageIndex,
+      item: { type: "message", id: ids.message, status: "in_progress", role: "assistant", content: [] },
+    });
+  };
+  const where = (part: AnswerPart) => ({ item_id: ids.message, output_index: messageIndex, content_index: parts.indexOf(part) });
+  const closePart = (events: UnnumberedEvent[]): void => {
+    if (!openPart) return;
+    const part = openPart;
+    openPart = undefined;
+    if (part.type === "output_text") events.push({ type: "response.output_text.done", ...where(part), text: part.text, logprobs: [] });
+    else events.push({ type: "response.refusal.done", ...where(part), refusal: part.text });
+    events.push({ type: "response.content_part.done", ...where(part), part: contentPart(part) });
+  };
+  /** The part of this type that takes the next words: the open one, or a new one after closing the other type's. */
+  const partFor = (events: UnnumberedEvent[], type: AnswerPart["type"]): AnswerPart => {
+    openMessage(events);
+    if (openPart?.type === type) return openPart;
+    closePart(events);
+    const part: AnswerPart = { type, text: "" };
+    parts.push(part);
+    openPart = part;
+    events.push({ type: "response.content_part.added", ...where(part), part: contentPart(part) });
+    return part;
   };
 
   for await (const batch of chunks) {
@@ -190,18 +238,17 @@ export async function* responseEvents(
       if (typeof choice.finish_reason === "string") answer.finishReason = choice.finish_reason;
       const delta = isObject(choice.delta) ? choice.delta : {};
       if (typeof delta.content === "string" && delta.content !== "") {
-        openMessage(events);
+        const part = partFor(events, "output_text");
+        part.text += delta.content;
         answer.text += delta.content;
-        events.push({
-          type: "response.output_text.delta",
-          item_id: ids.message,
-          output_index: messageIndex,
-          content_index: 0,
-          delta: delta.content,
-          logprobs: [],
-        });
+        events.push({ type: "response.output_text.delta", ...where(part), delta: delta.content, logprobs: [] });
       }
-      if (typeof delta.refusal === "string") answer.refusal += delta.refusal;
+      if (typeof delta.refusal === "string" && delta.refusal !== "") {
+        const part = partFor(events, "refusal");
+        part.text += delta.refusal;
+        answer.refusal += delta.refusal;
+        events.push({ type: "response.refusal.delta", ...where(part), delta: delta.refusal });
+      }
       if (Array.isArray(delta.tool_calls)) {
         for (const part of delta.tool_calls) {
           if (!isObject(part)) continue;
@@ -230,37 +277,25 @@ export async function* responseEvents(
   }
 
   const closing: UnnumberedEvent[] = [];
-  if (!messageOpen && answer.toolCalls.length === 0) openMessage(closing);
-  if (messageOpen) {
-    const item = messageItem(ids.message, answer, "completed");
-    const part = (item.content as Record<string, unknown>[])[0]!;
-    if (part.type === "output_text") {
-      closing.push({ type: "response.output_text.done", item_id: ids.message, output_index: messageIndex, content_index: 0, text: answer.text, logprobs: [] });
-    }
-    closing.push(
-      { type: "response.content_part.done", item_id: ids.message, output_index: messageIndex, content_index: 0, part },
-      { type: "response.output_item.done", output_index: messageIndex, item },
-    );
-  }
+  // An answer of nothing at all is still one (empty) message.
+  if (!messageOpen && answer.toolCalls.length === 0) partFor(closing, "output_text");
+  closePart(closing);
+  // The output's order is the order the items were announced in; the items done here are those of the response.
+  const positions = new Map<string, number>();
+  if (messageOpen) positions.set(ids.message, messageIndex);
+  ids.calls.forEach((id, i) => {
+    positions.set(id, callIndex[i]!);
+  });
+  const finished = finishedResponse(shell, answer, ids, positions);
+  const done = new Map(finished.output.map((item) => [item.id, item]));
+  if (messageOpen) closing.push({ type: "response.output_item.done", output_index: messageIndex, item: done.get(ids.message) });
   for (const [index, call] of answer.toolCalls.entries()) {
     closing.push(
       { type: "response.function_call_arguments.done", item_id: ids.calls[index], output_index: callIndex[index], name: call.name, arguments: call.arguments },
-      { type: "response.output_item.done", output_index: callIndex[index], item: functionCallItem(ids.calls[index]!, call, "completed") },
+      { type: "response.output_item.done", output_index: callIndex[index], item: done.get(ids.calls[index]!) },
     );
   }
-  const finished = finishedResponse(shell, answer, ids);
-  // The output's order is the order the items were announced in.
-  finished.output = orderedOutput(finished.output, messageOpen ? messageIndex : -1, callIndex, ids);
   await onFinished(finished, answer);
   closing.push({ type: finished.status === "incomplete" ? "response.incomplete" : "response.completed", response: finished });
   yield closing;
-}
-
-function orderedOutput(output: OutputItem[], messageIndex: number, callIndex: number[], ids: AnswerItemIds): OutputItem[] {
-  const position = new Map<string, number>();
-  if (messageIndex >= 0) position.set(ids.message, messageIndex);
-  ids.calls.forEach((id, i) => {
-    position.set(id, callIndex[i]!);
-  });
-  return output.filter((item) => position.has(item.id)).sort((a, b) => position.get(a.id)! - position.get(b.id)!);
 }

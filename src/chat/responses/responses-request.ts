@@ -37,6 +37,7 @@ export function parseResponsesRequest(json: unknown): ResponsesRequest {
   }
   checkMetadata(body.metadata);
   if (body.text !== undefined && body.text !== null && !isObject(body.text)) throw invalidRequest("`text` must be an object", "text");
+  checkReasoning(body.reasoning);
   if (body.tools !== undefined && body.tools !== null) {
     if (!Array.isArray(body.tools)) throw invalidRequest("`tools` must be an array", "tools");
     for (const tool of body.tools) {
@@ -54,6 +55,27 @@ function checkNumber(body: Record<string, unknown>, name: string, min: number, m
   const value = body[name];
   if (value === undefined || value === null) return;
   if (typeof value !== "number" || !(value >= min && value <= max)) throw invalidRequest(`\`${name}\` must be a number from ${min} to ${max}`, name);
+}
+
+/** The reasoning efforts OpenAI documents (the openai package's `ReasoningEffort`); chat's `reasoning_effort` takes the same. */
+const REASONING_EFFORTS: ReadonlySet<string> = new Set(["none", "minimal", "low", "medium", "high", "xhigh", "max"]);
+
+/**
+ * `reasoning`: an object whose `effort`, when given, is one OpenAI documents.
+ * Its other fields (`summary`, …) have no chat form and are not checked.
+ */
+function checkReasoning(reasoning: unknown): void {
+  if (reasoning === undefined || reasoning === null) return;
+  if (!isObject(reasoning)) throw invalidRequest("`reasoning` must be an object", "reasoning");
+  const effort = reasoning.effort;
+  if (effort !== undefined && effort !== null && !(typeof effort === "string" && REASONING_EFFORTS.has(effort))) {
+    throw invalidRequest(`\`reasoning.effort\` must be one of ${[...REASONING_EFFORTS].join(", ")}`, "reasoning.effort");
+  }
+}
+
+/** The checked `reasoning.effort`, if one was asked for. */
+export function reasoningEffort(request: ResponsesRequest): string | undefined {
+  return isObject(request.reasoning) && typeof request.reasoning.effort === "string" ? request.reasoning.effort : undefined;
 }
 
 /** OpenAI's limits for `metadata`: up to 16 pairs, keys up to 64 characters, string values up to 512. */
@@ -87,6 +109,8 @@ export function toChatRequest(request: ResponsesRequest, history: readonly ChatM
   copy(request, chat, "top_p");
   copy(request, chat, "parallel_tool_calls");
   copy(request, chat, "user");
+  const effort = reasoningEffort(request);
+  if (effort !== undefined) chat.reasoning_effort = effort;
   if (typeof request.max_output_tokens === "number") chat.max_completion_tokens = request.max_output_tokens;
   if (stream) {
     chat.stream = true;
@@ -115,8 +139,7 @@ function inputMessages(input: unknown): ChatMessage[] {
       else messages.push({ role: "assistant", content: null, tool_calls: [call] });
     } else if (type === "function_call_output") {
       if (typeof item.call_id !== "string") throw invalidRequest(`${param}: a function_call_output needs a \`call_id\``, "input");
-      const output = typeof item.output === "string" ? item.output : JSON.stringify(item.output ?? "");
-      messages.push({ role: "tool", tool_call_id: item.call_id, content: output });
+      messages.push({ role: "tool", tool_call_id: item.call_id, content: toolContent(item.output, param) });
     } else if (type === "reasoning") {
       // Reasoning the client echoes back has no chat form; the answer it led to is in the other items.
     } else {
@@ -125,6 +148,29 @@ function inputMessages(input: unknown): ChatMessage[] {
   }
   if (messages.length === 0) throw invalidRequest("`input` must contain at least one message", "input");
   return messages;
+}
+
+/**
+ * A function_call_output's `output` as a chat tool message's content. An
+ * array of content items is read for its `input_text` items: one is sent as
+ * the text, several as text parts. A chat tool message carries nothing else,
+ * so an image or a file there is a 400 rather than text the model would
+ * misread.
+ */
+function toolContent(output: unknown, param: string): string | { type: "text"; text: string }[] {
+  if (typeof output === "string") return output;
+  if (!Array.isArray(output)) return JSON.stringify(output ?? "");
+  const parts = output.map((part, i) => {
+    const where = `${param}.output[${i}]`;
+    const type = isObject(part) ? part.type : undefined;
+    if (type === "input_text" && isObject(part) && typeof part.text === "string") return { type: "text" as const, text: part.text };
+    if (type === "input_image" || type === "input_file") {
+      throw invalidRequest(`${where}: a function_call_output can carry only input_text items here (chat tool results cannot carry an \`${type}\`)`, "input");
+    }
+    throw invalidRequest(`${where}: a function_call_output's output items must be input_text (an object with a \`text\` string)`, "input");
+  });
+  if (parts.length === 0) return "";
+  return parts.length === 1 ? parts[0]!.text : parts;
 }
 
 const ROLES = new Set(["user", "assistant", "system", "developer"]);

@@ -1,0 +1,302 @@
+import type OpenAI from "openai";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
+import type { TestApp } from "../support/app.js";
+import { chunk, completion, FakeUpstream, reply, stream } from "./support/fake-upstream.js";
+import { openAiClient, startGateway } from "./support/gateway.js";
+
+// How the Responses API's finer points cross to chat completions and back: refusals, truncation,
+// reasoning effort and function outputs given as content items, each as OpenAI's SDK sees it.
+describe("/v1/responses translation details", () => {
+  let upstream: FakeUpstream;
+  let app: TestApp;
+  let account: TestAccount;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    upstream = await FakeUpstream.start();
+    app = await startGateway([upstream]);
+    account = await createAccountWithKey(app, ["chat"]);
+    client = openAiClient(app, account.apiKey);
+  });
+  afterAll(async () => {
+    await app.close();
+    await upstream.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  const post = (body: unknown) =>
+    fetch(`${app.url}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${account.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  const usageChunk = (completionTokens: number) => ({
+    ...chunk({}),
+    choices: [],
+    usage: { prompt_tokens: 5, completion_tokens: completionTokens, total_tokens: 5 + completionTokens },
+  });
+
+  describe("refusals", () => {
+    it("streams an upstream refusal as a refusal part with response.refusal.delta and .done, which the SDK reports", async () => {
+      upstream.next(
+        stream([
+          chunk({ role: "assistant", content: null, refusal: "" }),
+          chunk({ refusal: "I can't " }),
+          chunk({ refusal: "help with that." }),
+          chunk({}, "stop"),
+          usageChunk(2),
+        ]),
+      );
+      const responseStream = client.responses.stream({ model: "project-zero", input: "something forbidden" });
+      const deltas: { delta: string; content_index: number; output_index: number; item_id: string }[] = [];
+      let done: OpenAI.Responses.ResponseRefusalDoneEvent | undefined;
+      responseStream.on("response.refusal.delta", (event) => deltas.push(event));
+      responseStream.on("response.refusal.done", (event) => {
+        done = event;
+      });
+      const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+      for await (const event of responseStream) events.push(event);
+      const final = await responseStream.finalResponse();
+
+      expect(events.map((event) => event.type)).toEqual([
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.refusal.delta",
+        "response.refusal.delta",
+        "response.refusal.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+      ]);
+      const added = events.find((event) => event.type === "response.content_part.added");
+      expect(added).toMatchObject({ content_index: 0, output_index: 0, part: { type: "refusal", refusal: "" } });
+      const message = final.output[0]!;
+      expect(deltas.map((event) => event.delta)).toEqual(["I can't ", "help with that."]);
+      expect(deltas[0]).toMatchObject({ content_index: 0, output_index: 0, item_id: message.id });
+      expect(done).toMatchObject({ refusal: "I can't help with that.", content_index: 0, output_index: 0, item_id: message.id });
+      expect(events.find((event) => event.type === "response.content_part.done")).toMatchObject({
+        part: { type: "refusal", refusal: "I can't help with that." },
+      });
+      expect(final.status).toBe("completed");
+      // (The SDK's final response adds `parsed: null` to each part.)
+      expect(final.output).toEqual([
+        expect.objectContaining({
+          type: "message",
+          status: "completed",
+          content: [expect.objectContaining({ type: "refusal", refusal: "I can't help with that." })],
+        }),
+      ]);
+      expect(events.map((event) => event.sequence_number)).toEqual(events.map((_, i) => i));
+    });
+
+    it("gives streamed text and a refusal after it a content part each, in the order they came", async () => {
+      upstream.next(
+        stream([
+          chunk({ role: "assistant", content: "" }),
+          chunk({ content: "Sure. " }),
+          chunk({ refusal: "But not " }),
+          chunk({ refusal: "that." }),
+          chunk({}, "stop"),
+          usageChunk(3),
+        ]),
+      );
+      const responseStream = client.responses.stream({ model: "project-zero", input: "two things" });
+      const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+      for await (const event of responseStream) events.push(event);
+      const final = await responseStream.finalResponse();
+      const summary = events.filter((event) => "content_index" in event).map((event) => `${event.type}@${(event as { content_index: number }).content_index}`);
+      expect(summary).toEqual([
+        "response.content_part.added@0",
+        "response.output_text.delta@0",
+        "response.output_text.done@0",
+        "response.content_part.done@0",
+        "response.content_part.added@1",
+        "response.refusal.delta@1",
+        "response.refusal.delta@1",
+        "response.refusal.done@1",
+        "response.content_part.done@1",
+      ]);
+      expect(final.output).toEqual([
+        expect.objectContaining({
+          type: "message",
+          content: [
+            expect.objectContaining({ type: "output_text", text: "Sure. ", annotations: [], logprobs: [] }),
+            expect.objectContaining({ type: "refusal", refusal: "But not that." }),
+          ],
+        }),
+      ]);
+      expect(final.output_text).toBe("Sure. ");
+    });
+
+    it("answers a plain (non-streamed) refusal as a refusal part, and keeps text beside a refusal", async () => {
+      upstream.next(
+        reply(
+          completion(null, { choices: [{ index: 0, message: { role: "assistant", content: null, refusal: "No." }, logprobs: null, finish_reason: "stop" }] }),
+        ),
+        reply(
+          completion(null, {
+            choices: [{ index: 0, message: { role: "assistant", content: "Partly. ", refusal: "No more." }, logprobs: null, finish_reason: "stop" }],
+          }),
+        ),
+      );
+      const refused = await client.responses.create({ model: "project-zero", input: "forbidden" });
+      expect(refused.output).toEqual([expect.objectContaining({ type: "message", content: [{ type: "refusal", refusal: "No." }] })]);
+      const mixed = await client.responses.create({ model: "project-zero", input: "half forbidden" });
+      expect(mixed.output).toEqual([
+        expect.objectContaining({
+          content: [
+            { type: "output_text", text: "Partly. ", annotations: [], logprobs: [] },
+            { type: "refusal", refusal: "No more." },
+          ],
+        }),
+      ]);
+    });
+  });
+
+  describe("a truncated answer", () => {
+    it("marks the message item incomplete in a plain answer and in what is stored", async () => {
+      upstream.next(
+        reply(
+          completion("Once upon a", {
+            choices: [{ index: 0, message: { role: "assistant", content: "Once upon a", refusal: null }, logprobs: null, finish_reason: "length" }],
+          }),
+        ),
+      );
+      const response = await client.responses.create({ model: "project-zero", input: "Tell a story", max_output_tokens: 3 });
+      expect(response).toMatchObject({ status: "incomplete", incomplete_details: { reason: "max_output_tokens" } });
+      expect(response.output).toEqual([expect.objectContaining({ type: "message", status: "incomplete" })]);
+      const stored = await client.responses.retrieve(response.id);
+      expect(stored).toMatchObject({ status: "incomplete", output: [{ type: "message", status: "incomplete" }] });
+    });
+
+    it("marks it incomplete in a stream's output_item.done, its response.incomplete and what is stored", async () => {
+      upstream.next(stream([chunk({ role: "assistant", content: "" }), chunk({ content: "Once upon" }), chunk({}, "length"), usageChunk(2)]));
+      const responseStream = client.responses.stream({ model: "project-zero", input: "Tell a story", max_output_tokens: 2 });
+      const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+      for await (const event of responseStream) events.push(event);
+      const final = await responseStream.finalResponse();
+      const itemDone = events.find((event) => event.type === "response.output_item.done");
+      expect(itemDone).toMatchObject({ item: { type: "message", status: "incomplete" } });
+      expect(events.at(-1)).toMatchObject({
+        type: "response.incomplete",
+        response: { status: "incomplete", incomplete_details: { reason: "max_output_tokens" }, output: [{ type: "message", status: "incomplete" }] },
+      });
+      expect(final.output).toEqual([expect.objectContaining({ type: "message", status: "incomplete" })]);
+      const stored = await client.responses.retrieve(final.id);
+      expect(stored.output).toEqual([expect.objectContaining({ type: "message", status: "incomplete" })]);
+    });
+
+    it("still marks a finished message completed", async () => {
+      upstream.next(reply(completion("Done.")));
+      const response = await client.responses.create({ model: "project-zero", input: "hi" });
+      expect(response.output).toEqual([expect.objectContaining({ type: "message", status: "completed" })]);
+    });
+  });
+
+  describe("reasoning", () => {
+    it("sends reasoning.effort upstream as reasoning_effort and echoes it", async () => {
+      upstream.next(reply(completion("thought about it")));
+      const response = await client.responses.create({ model: "project-zero", input: "Think", reasoning: { effort: "low" } });
+      expect(upstream.requests[0]!.body.reasoning_effort).toBe("low");
+      expect(upstream.requests[0]!.body).not.toHaveProperty("reasoning");
+      expect(response.reasoning).toMatchObject({ effort: "low" });
+    });
+
+    it("accepts every effort OpenAI documents", async () => {
+      upstream.otherwise(reply(completion("ok")));
+      for (const effort of ["none", "minimal", "low", "medium", "high", "xhigh", "max"] as const) {
+        await client.responses.create({ model: "project-zero", input: "Think", reasoning: { effort } });
+      }
+      expect(upstream.requests.map((request) => request.body.reasoning_effort)).toEqual(["none", "minimal", "low", "medium", "high", "xhigh", "max"]);
+    });
+
+    it("refuses an effort OpenAI does not document, and a reasoning that is not an object, with a 400 naming the field", async () => {
+      await expect(
+        client.responses.create({ model: "project-zero", input: "Think", reasoning: { effort: "extreme" as OpenAI.ReasoningEffort } }),
+      ).rejects.toMatchObject({ status: 400, error: { type: "invalid_request", param: "reasoning.effort" } });
+      const notObject = await post({ model: "project-zero", input: "Think", reasoning: "high" });
+      expect(notObject.status).toBe(400);
+      expect(await notObject.json()).toMatchObject({ error: { type: "invalid_request", param: "reasoning" } });
+      expect(upstream.requests).toHaveLength(0);
+    });
+
+    it("keeps taking a reasoning without effort (a summary chat cannot ask for) and sends no reasoning_effort", async () => {
+      upstream.next(reply(completion("ok")), reply(completion("ok")));
+      const summary = await client.responses.create({ model: "project-zero", input: "Think", reasoning: { summary: "auto" } });
+      expect(summary.status).toBe("completed");
+      const nullEffort = await client.responses.create({ model: "project-zero", input: "Think", reasoning: { effort: null } });
+      expect(nullEffort.status).toBe("completed");
+      for (const request of upstream.requests) expect(request.body).not.toHaveProperty("reasoning_effort");
+    });
+  });
+
+  describe("function_call_output given as content items", () => {
+    const call = { type: "function_call", call_id: "call_1", name: "get_weather", arguments: "{}" } as const;
+
+    it("sends one input_text item as the tool message's text", async () => {
+      upstream.next(reply(completion("Sunny it is.")));
+      await client.responses.create({
+        model: "project-zero",
+        input: [
+          { role: "user", content: "Weather?" },
+          call,
+          { type: "function_call_output", call_id: "call_1", output: [{ type: "input_text", text: '{"sky":"sunny"}' }] },
+        ],
+      });
+      expect(upstream.requests[0]!.body.messages).toContainEqual({ role: "tool", tool_call_id: "call_1", content: '{"sky":"sunny"}' });
+    });
+
+    it("sends several input_text items as the tool message's text parts", async () => {
+      upstream.next(reply(completion("ok")));
+      await client.responses.create({
+        model: "project-zero",
+        input: [
+          { role: "user", content: "Weather?" },
+          call,
+          {
+            type: "function_call_output",
+            call_id: "call_1",
+            output: [
+              { type: "input_text", text: "Sky: sunny." },
+              { type: "input_text", text: "Wind: none." },
+            ],
+          },
+        ],
+      });
+      expect(upstream.requests[0]!.body.messages).toContainEqual({
+        role: "tool",
+        tool_call_id: "call_1",
+        content: [
+          { type: "text", text: "Sky: sunny." },
+          { type: "text", text: "Wind: none." },
+        ],
+      });
+    });
+
+    it("refuses images and files in a function output, which chat tool messages cannot carry, with a 400 naming input", async () => {
+      const outputs = [
+        [{ type: "input_image", image_url: "https://example.com/a.png", detail: "auto" }],
+        [
+          { type: "input_text", text: "see file" },
+          { type: "input_file", file_data: "data:application/pdf;base64,AAAA", filename: "a.pdf" },
+        ],
+        [{ type: "something_else" }],
+        ["plain string item"],
+      ];
+      for (const output of outputs) {
+        const response = await post({
+          model: "project-zero",
+          input: [{ role: "user", content: "Weather?" }, call, { type: "function_call_output", call_id: "call_1", output }],
+        });
+        expect(response.status).toBe(400);
+        const body = (await response.json()) as { error: { type: string; param: string; message: string } };
+        expect(body.error).toMatchObject({ type: "invalid_request", param: "input" });
+        expect(body.error.message).toContain("input[2].output[");
+      }
+      expect(upstream.requests).toHaveLength(0);
+    });
+  });
+});
