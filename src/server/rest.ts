@@ -86,6 +86,13 @@ export async function readJsonBody(req: NodeRequest, limits: BodyLimits = { maxB
     drain(req);
     throw invalidRequest("the body must be JSON, sent with content-type: application/json");
   }
+  const encoding = req.headers["content-encoding"];
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== "identity") {
+    drain(req);
+    throw new ServiceError("invalid_request", `a body sent with content-encoding: ${encoding.slice(0, 40)} is not taken here; send it uncompressed`, {
+      status: 415,
+    });
+  }
   const declared = Number(req.headers["content-length"] ?? NaN);
   if (declared > limits.maxBytes) {
     drain(req);

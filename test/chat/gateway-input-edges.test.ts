@@ -1,3 +1,4 @@
+import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
@@ -89,6 +90,31 @@ describe("the /v1 gateway and the inputs clients get wrong", () => {
       }
     }
     expect(upstream.requests).toHaveLength(0);
+  });
+
+  it("refuses a compressed body as 415 naming its encoding, rather than reading gzip as broken JSON; takes identity", async () => {
+    const body = JSON.stringify({ model: "project-zero", messages: [{ role: "user", content: "hi" }], input: "hi" });
+    const gzipped = gzipSync(body);
+    for (const path of ["/v1/chat/completions", "/v1/responses", "/v1/embeddings"]) {
+      const response = await fetch(`${app.url}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "content-encoding": "gzip" },
+        body: gzipped,
+      });
+      await expectOpenAiError(response, 415, { type: "invalid_request" });
+    }
+    // A plain body labelled with an encoding it does not have is refused the same way; `identity` is no encoding.
+    await expectOpenAiError(await call("/v1/chat/completions", { body, headers: { "content-encoding": "br" } }), 415, { type: "invalid_request" });
+    const builder = await createAccountWithKey(app, ["build"]);
+    const api = await fetch(`${app.url}/api/execution`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${builder.apiKey}`, "content-type": "application/json", "content-encoding": "gzip" },
+      body: gzipSync(JSON.stringify({ goal: "A website for a bakery" })),
+    });
+    expect(api.status).toBe(415);
+    expect(upstream.requests).toHaveLength(0);
+    upstream.next(reply(completion("hello")));
+    expect((await call("/v1/chat/completions", { body, headers: { "content-encoding": "identity" } })).status).toBe(200);
   });
 
   it("answers /v1 itself and an unknown model in OpenAI's shape", async () => {
