@@ -108,6 +108,27 @@ describe("non-streaming, through the official openai SDK", () => {
   });
 });
 
+describe("ids", () => {
+  it("tell a client when, and nothing of how many requests others made in between", async () => {
+    primary.otherwise(reply(completion("hi")));
+    const before = Date.now();
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) ids.push((await client.chat.completions.create({ model: "project-zero", messages })).id);
+    const after = Date.now();
+    for (const id of ids) {
+      expect(id).toMatch(/^chatcmpl-[0-9a-f]{32}$/);
+      const at = Number.parseInt(id.slice(9, 21), 16);
+      expect(at).toBeGreaterThanOrEqual(before);
+      expect(at).toBeLessThanOrEqual(after);
+    }
+    // The rest is random: no two alike, and no count to read off from one id to the next.
+    const rest = ids.map((id) => BigInt(`0x${id.slice(21)}`));
+    expect(new Set(rest).size).toBe(ids.length);
+    const steps = rest.slice(1).map((value, i) => (value > rest[i]! ? value - rest[i]! : rest[i]! - value));
+    expect(steps.filter((step) => step < 1_000_000n)).toHaveLength(0);
+  });
+});
+
 describe("models", () => {
   it("lists the alias as the only model, and retrieves it, for a chat key", async () => {
     const models = [];
