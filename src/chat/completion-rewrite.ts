@@ -17,8 +17,9 @@ export function uniqueHex(): string {
     randomFillSync(randomPool);
     randomAt = 0;
   }
-  const random = randomPool.toString("hex", randomAt, (randomAt += RANDOM_BYTES));
-  return Date.now().toString(16).padStart(12, "0") + random;
+  const from = randomAt;
+  randomAt += RANDOM_BYTES;
+  return Date.now().toString(16).padStart(12, "0") + randomPool.toString("hex", from, randomAt);
 }
 
 const RANDOM_BYTES = 10;
