@@ -178,13 +178,19 @@ export class ChatRouter implements ChatCompleter {
 
 /** An upstream's whole answer as JSON; a body that breaks off or is not JSON is the upstream's failure. */
 async function readJson(answer: UpstreamAnswer, signal: AbortSignal | undefined): Promise<unknown> {
+  let text: string;
   try {
-    return JSON.parse(await answer.body.text());
+    text = await answer.body.text();
   } catch (error) {
     if (signal?.aborted) throw error;
     const failed = failure(error, answer);
     answer.broke(failed);
     throw failed;
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw unusable(answer, "the model returned an answer that is not JSON");
   }
 }
 

@@ -234,6 +234,15 @@ describe("upstream failover and failure", () => {
     expectNoLeak(response.headers, text);
   });
 
+  it("502 upstream_error for a 2xx that is not JSON (a proxy's maintenance page), said as such and not as a broken connection", async () => {
+    primary.next(({ res }) => void res.writeHead(200, { "content-type": "text/html" }).end("<html>down for maintenance</html>"));
+    const response = await postChat(app, apiKey, { model: "project-zero", messages });
+    expect(response.status).toBe(502);
+    const text = await response.text();
+    expect(JSON.parse(text).error).toMatchObject({ type: "upstream_error", message: "the model returned an answer that is not JSON" });
+    expectNoLeak(response.headers, text);
+  });
+
   it("504 upstream_timeout when every upstream hangs", async () => {
     primary.otherwise(hang());
     secondary.otherwise(hang());
