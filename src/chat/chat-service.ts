@@ -15,6 +15,7 @@ import type { ChatRequest } from "./chat-types.js";
 import { completeIdempotently } from "./idempotent-completion.js";
 import type { IdempotencyStore } from "../server/idempotency.js";
 import type { ResponsesGateway } from "./responses/responses-gateway.js";
+import { jsonAnswersKey } from "../server/context.js";
 
 /** Upstream fields the messages do not model (annotations, audio, …) are dropped, not refused. */
 const READ_OPTIONS = { ignoreUnknownFields: true } as const;
@@ -35,14 +36,20 @@ export function chatService(deps: { router: ChatRouter; idempotency: Idempotency
         signal: context.signal,
       });
       if (result.replayed) context.responseHeader.set("idempotent-replayed", "true");
+      // A JSON client gets the completion as REST sends it, nulls and empty lists included.
+      context.values.get(jsonAnswersKey)?.push(`{"completion":${result.json}}`);
       return { completion: fromJson(ChatCompletionSchema, JSON.parse(result.json), READ_OPTIONS) };
     },
 
     async *streamChatCompletion(request, context: HandlerContext) {
       const { accountId } = requirePrincipal(context);
       const batches = await deps.router.stream(toChatRequest(request.params), { accountId, signal: context.signal, fromClient: true });
+      const jsonAnswers = context.values.get(jsonAnswersKey);
       for await (const chunks of batches) {
-        for (const chunk of chunks) yield { chunk: fromJson(ChatCompletionChunkSchema, chunk as JsonValue, READ_OPTIONS) };
+        for (const chunk of chunks) {
+          jsonAnswers?.push(`{"chunk":${JSON.stringify(chunk)}}`);
+          yield { chunk: fromJson(ChatCompletionChunkSchema, chunk as JsonValue, READ_OPTIONS) };
+        }
       }
     },
 

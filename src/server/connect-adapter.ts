@@ -3,6 +3,7 @@ import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { protobufParseFailure } from "../api/errors.js";
 import { decodedOrAsSent } from "../strings.js";
+import { jsonAnswersKey } from "./context.js";
 import type { NodeRequest, NodeResponse } from "./rest.js";
 
 export interface ConnectAdapterOptions {
@@ -43,14 +44,85 @@ export function createConnectAdapter(options: ConnectAdapterOptions): (req: Node
       options.fallback(req, res);
       return;
     }
-    const request = universalRequestFromNodeRequest(req, res, undefined, options.contextValues(req));
+    const values = options.contextValues(req);
+    const jsonAnswers = JSON_CONTENT_TYPES.has(
+      String(req.headers["content-type"] ?? "")
+        .split(";", 1)[0]!
+        .trim()
+        .toLowerCase(),
+    )
+      ? []
+      : undefined;
+    if (jsonAnswers) values.set(jsonAnswersKey, jsonAnswers);
+    const request = universalRequestFromNodeRequest(req, res, undefined, values);
     handler(request)
       .then((response) => reclassifyParseErrors(response))
+      .then((response) => (jsonAnswers ? withJsonAnswers(response, jsonAnswers) : response))
       .then((response) => universalResponseToNodeResponse(response, res))
       .catch((reason: unknown) => {
         if (ConnectError.from(reason).code !== Code.Aborted) options.onHandlerError(reason);
       });
   };
+}
+
+/** Request content types whose answer is the JSON form: Connect unary, Connect streaming, gRPC-Web and gRPC. */
+const JSON_CONTENT_TYPES = new Set(["application/json", "application/connect+json", "application/grpc-web+json", "application/grpc+json"]);
+
+/**
+ * Puts the JSON a service gave for each message (`jsonAnswersKey`) in place
+ * of the message's own JSON form. A unary answer is one JSON body; a stream
+ * is enveloped messages (a flags byte and a 4-byte length each), of which
+ * only uncompressed data envelopes are replaced, in order, and only when the
+ * service gave an answer for the first: other methods pass as they are.
+ */
+function withJsonAnswers(response: UniversalServerResponse, answers: string[]): UniversalServerResponse {
+  if (!response.body || response.header?.has("content-encoding")) return response;
+  if (response.header?.get("content-type")?.startsWith("application/json")) {
+    if (response.status !== 200 || answers.length !== 1) return response;
+    const body = Buffer.from(answers[0]!);
+    response.header.set("content-length", String(body.length));
+    return { ...response, body: once(body) };
+  }
+  return { ...response, body: replaceEnvelopes(response.body, answers) };
+}
+
+const COMPRESSED = 0b01;
+
+async function* replaceEnvelopes(body: AsyncIterable<Uint8Array>, answers: string[]): AsyncIterable<Uint8Array> {
+  let pending = Buffer.alloc(0);
+  let replacing: boolean | undefined;
+  for await (const chunk of body) {
+    if (replacing === false) {
+      yield chunk;
+      continue;
+    }
+    pending = pending.length === 0 ? Buffer.from(chunk) : Buffer.concat([pending, chunk]);
+    const out: Buffer[] = [];
+    while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
+      const end = 5 + pending.readUInt32BE(1);
+      const flags = pending[0]!;
+      let frame = pending.subarray(0, end);
+      pending = pending.subarray(end);
+      // Data envelopes have no flag but compression; end-of-stream and trailer envelopes pass as they are.
+      if ((flags & ~COMPRESSED) === 0) {
+        replacing ??= answers.length > 0;
+        const answer = replacing ? answers.shift() : undefined;
+        if (answer !== undefined && flags === 0) {
+          const json = Buffer.from(answer);
+          frame = Buffer.alloc(5 + json.length);
+          frame.writeUInt32BE(json.length, 1);
+          json.copy(frame, 5);
+        }
+      }
+      out.push(frame);
+    }
+    if (replacing === false) {
+      out.push(pending);
+      pending = Buffer.alloc(0);
+    }
+    if (out.length > 0) yield out.length === 1 ? out[0]! : Buffer.concat(out);
+  }
+  if (pending.length > 0) yield pending;
 }
 
 async function reclassifyParseErrors(response: UniversalServerResponse): Promise<UniversalServerResponse> {

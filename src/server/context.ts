@@ -25,3 +25,13 @@ export const authorizedKey = createContextKey<boolean>(false, { description: "au
 
 /** The peer's address, for per-address limits. */
 export const clientAddressKey = createContextKey<string>("", { description: "client address" });
+
+/**
+ * For a client that reads an RPC's JSON form (Connect JSON, gRPC-Web or gRPC
+ * with `+json`): a service may give, for each message it answers, the JSON
+ * to send in its place, when the message's own JSON form cannot say what it
+ * means. ChatService's does: protobuf JSON writes no `null` and no empty
+ * list, and OpenAI's wire form has both (`"finish_reason": null`,
+ * `"choices": []`). Unset for binary clients and for REST.
+ */
+export const jsonAnswersKey = createContextKey<string[] | undefined>(undefined, { description: "JSON answers" });
