@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
 import { completion, FakeUpstream, reply, UPSTREAM_MODEL } from "./support/fake-upstream.js";
-import { startGateway, UPSTREAM_KEY } from "./support/gateway.js";
+import { expectOpenAiError, startGateway, UPSTREAM_KEY } from "./support/gateway.js";
 
 // Inputs a new user's client sends by mistake, found by trying the gateway as one: each is a clear 4xx in OpenAI's shape.
 describe("the /v1 gateway and the inputs clients get wrong", () => {
@@ -29,13 +29,6 @@ describe("the /v1 gateway and the inputs clients get wrong", () => {
       headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", ...init.headers },
       body: init.body === undefined ? undefined : typeof init.body === "string" ? init.body : JSON.stringify(init.body),
     });
-
-  async function expectOpenAiError(response: Response, status: number, error: Record<string, unknown>): Promise<void> {
-    expect(response.status).toBe(status);
-    const body = (await response.json()) as { error: Record<string, unknown> };
-    expect(Object.keys(body.error).sort()).toEqual(["code", "message", "param", "type"]);
-    expect(body.error).toMatchObject(error);
-  }
 
   it("answers a response id with a broken percent-encoding as an unknown id, not an internal error", async () => {
     for (const id of ["%ZZ", "%C0%80", "%E0%A4%A"]) {

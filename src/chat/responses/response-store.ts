@@ -1,6 +1,7 @@
 import { CompiledQuery, type Kysely, sql } from "kysely";
 import type { Database } from "../../db/schema.js";
 import { StatementBatcher, type StatementObserver } from "../../db/statement-batcher.js";
+import { type InputItem, storedInputItems } from "./responses-input-items.js";
 import type { ChatMessage } from "./responses-request.js";
 
 /** How long a stored response can be read or continued. */
@@ -11,6 +12,7 @@ interface NewResponse {
   accountId: string;
   response: string;
   messages: string;
+  inputItems: string | null;
 }
 
 /**
@@ -33,7 +35,7 @@ export class ResponseStore {
         await db.executeQuery(
           CompiledQuery.raw(
             insertText(rows.length),
-            rows.flatMap((row) => [row.id, row.accountId, row.response, row.messages]),
+            rows.flatMap((row) => [row.id, row.accountId, row.response, row.messages, row.inputItems]),
           ),
         );
         return rows.map(() => undefined);
@@ -42,8 +44,15 @@ export class ResponseStore {
     );
   }
 
-  save(accountId: string, id: string, response: string, messages: readonly ChatMessage[]): Promise<undefined> {
-    return this.#saves.submit({ id, accountId, response, messages: JSON.stringify(messages) });
+  /** Stores a response: its object as sent, the conversation it ends, and the request's own input items (for listing). */
+  save(accountId: string, id: string, response: string, messages: readonly ChatMessage[], inputItems?: readonly InputItem[]): Promise<undefined> {
+    return this.#saves.submit({
+      id,
+      accountId,
+      response,
+      messages: JSON.stringify(messages),
+      inputItems: inputItems === undefined ? null : JSON.stringify(inputItems),
+    });
   }
 
   /** The response object as first sent, or undefined. */
@@ -56,6 +65,12 @@ export class ResponseStore {
   async messages(accountId: string, id: string): Promise<ChatMessage[] | undefined> {
     const row = await this.#live(accountId, id).select("messages").executeTakeFirst();
     return row ? (JSON.parse(row.messages) as ChatMessage[]) : undefined;
+  }
+
+  /** The input items of the request that made `id`, in input order (none if stored before they were kept), or undefined. */
+  async inputItems(accountId: string, id: string): Promise<InputItem[] | undefined> {
+    const row = await this.#live(accountId, id).select("input_items").executeTakeFirst();
+    return row ? storedInputItems(row.input_items) : undefined;
   }
 
   /** True when a response was deleted. */
@@ -95,9 +110,9 @@ function insertText(rows: number): string {
   if (text === undefined) {
     const values = Array.from(
       { length: rows },
-      (_, i) => `($${4 * i + 1}, $${4 * i + 2}, $${4 * i + 3}, $${4 * i + 4}, now() + interval '${RESPONSE_TTL_MS} milliseconds')`,
+      (_, i) => `($${5 * i + 1}, $${5 * i + 2}, $${5 * i + 3}, $${5 * i + 4}, $${5 * i + 5}, now() + interval '${RESPONSE_TTL_MS} milliseconds')`,
     );
-    text = `INSERT INTO chat_responses (id, account_id, response, messages, expires_at) VALUES ${values.join(", ")}`;
+    text = `INSERT INTO chat_responses (id, account_id, response, messages, input_items, expires_at) VALUES ${values.join(", ")}`;
     insertTexts[rows] = text;
   }
   return text;

@@ -5,6 +5,7 @@ import type { ChatRouter } from "../chat-router.js";
 import type { IdempotencyStore } from "../../server/idempotency.js";
 import { type CompletionResult, runIdempotently } from "../../server/idempotency.js";
 import type { ResponseStore } from "./response-store.js";
+import { type InputItemsQuery, inputItemsOf, inputItemsPage } from "./responses-input-items.js";
 import {
   answerOfCompletion,
   assistantMessage,
@@ -75,6 +76,16 @@ export class ResponsesGateway {
     return stored;
   }
 
+  /**
+   * A page of a stored response's input items (its own request's, not the
+   * conversation it continues), as OpenAI's list JSON; missing like `retrieve`.
+   */
+  async inputItems(accountId: string, id: string, query: InputItemsQuery): Promise<string> {
+    const items = await this.#store.inputItems(accountId, id);
+    if (items === undefined) throw missing(id);
+    return JSON.stringify(inputItemsPage(items, query));
+  }
+
   async delete(accountId: string, id: string): Promise<void> {
     if (!(await this.#store.delete(accountId, id))) throw missing(id);
   }
@@ -91,8 +102,9 @@ export class ResponsesGateway {
     const { chat, input } = toChatRequest(request, history, stream);
     const id = newResponseId();
     const shell = responseShell(id, request, Math.floor(Date.now() / 1000), "in_progress");
+    const inputItems = request.store === false ? undefined : inputItemsOf(request.input, id);
     const keep = (response: string, answer: ChatAnswer) =>
-      request.store === false ? Promise.resolve() : this.#store.save(accountId, id, response, [...history, ...input, assistantMessage(answer)]);
+      inputItems === undefined ? Promise.resolve() : this.#store.save(accountId, id, response, [...history, ...input, assistantMessage(answer)], inputItems);
     return { request, chat, shell, keep };
   }
 }

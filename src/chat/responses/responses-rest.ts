@@ -6,12 +6,15 @@ import { requestInfo } from "../../server/request-info.js";
 import { readJsonBody, sendJson, type RestExchange, type RestRouter } from "../../server/rest.js";
 import { asHttp1, authenticateBearer, drained, idempotencyKeyOf, MAX_BODY_BYTES, sendAnswer, SSE_HEADERS, writeEvent } from "../openai-http.js";
 import type { ResponseEvent, ResponsesGateway } from "./responses-gateway.js";
+import { parseInputItemsQuery } from "./responses-input-items.js";
 
 const PREFIX = "/v1/responses/";
+const INPUT_ITEMS = "/input_items";
 
 /**
- * `POST /v1/responses`, and `GET` / `DELETE /v1/responses/{id}` for stored
- * responses: the Responses API in OpenAI's wire format (see ResponsesGateway).
+ * `POST /v1/responses`, and `GET` / `DELETE /v1/responses/{id}` and
+ * `GET /v1/responses/{id}/input_items` for stored responses: the Responses
+ * API in OpenAI's wire format (see ResponsesGateway).
  */
 export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGateway; authenticator: Authenticator }): void {
   const { gateway } = deps;
@@ -29,8 +32,13 @@ export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGate
     if (!signal.aborted) sendAnswer(exchange.res, result);
   });
   rest.addPrefix(PREFIX, async (exchange) => {
-    const id = decodedOrAsSent(exchange.url.pathname.slice(PREFIX.length));
+    const tail = exchange.url.pathname.slice(PREFIX.length);
     const method = exchange.req.method ?? "GET";
+    if (tail.endsWith(INPUT_ITEMS)) {
+      await listInputItems(exchange, deps, tail.slice(0, -INPUT_ITEMS.length), method);
+      return;
+    }
+    const id = decodedOrAsSent(tail);
     if (id === "" || id.includes("/")) throw new ServiceError("not_found", `no route for ${method} ${exchange.url.pathname}`);
     if (method !== "GET" && method !== "HEAD" && method !== "DELETE") {
       exchange.res.setHeader("Allow", "GET, DELETE");
@@ -44,6 +52,24 @@ export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGate
     }
     sendAnswer(exchange.res, { json: await gateway.retrieve(accountId, id), replayed: false });
   });
+}
+
+/** `GET /v1/responses/{id}/input_items`: `limit` and `order` are checked before the response is read, `after`/`before` against its items. */
+async function listInputItems(
+  exchange: RestExchange,
+  deps: { gateway: ResponsesGateway; authenticator: Authenticator },
+  rawId: string,
+  method: string,
+): Promise<void> {
+  const id = decodedOrAsSent(rawId);
+  if (id === "" || id.includes("/")) throw new ServiceError("not_found", `no route for ${method} ${exchange.url.pathname}`);
+  if (method !== "GET" && method !== "HEAD") {
+    exchange.res.setHeader("Allow", "GET");
+    throw new ServiceError("method_not_allowed", `use GET on ${PREFIX}{id}${INPUT_ITEMS}`);
+  }
+  const { accountId } = await authenticateBearer(exchange, deps.authenticator);
+  const query = parseInputItemsQuery(exchange.url.searchParams);
+  sendAnswer(exchange.res, { json: await deps.gateway.inputItems(accountId, id, query), replayed: false });
 }
 
 /** The events as SSE, each `event: <type>` then its `data:`, a batch to a write; the head leaves with the first. */

@@ -1,5 +1,5 @@
 import OpenAI from "openai";
-import { afterAll, beforeAll, beforeEach } from "vitest";
+import { afterAll, beforeAll, beforeEach, expect } from "vitest";
 import { createAccountWithKey } from "../../support/accounts.js";
 import { startTestApp, type TestApp } from "../../support/app.js";
 import { FakeUpstream, UPSTREAM_MODEL } from "./fake-upstream.js";
@@ -63,6 +63,14 @@ export function postChat(
 }
 
 /** Every secret the upstream side holds; none may appear in anything a client receives. */
+/** Checks an answer is `status` with OpenAI's error shape (exactly its four fields), holding `error`'s fields. */
+export async function expectOpenAiError(response: Response, status: number, error: Record<string, unknown>): Promise<void> {
+  expect(response.status).toBe(status);
+  const body = (await response.json()) as { error: Record<string, unknown> };
+  expect(Object.keys(body.error).sort()).toEqual(["code", "message", "param", "type"]);
+  expect(body.error).toMatchObject(error);
+}
+
 export const UPSTREAM_SECRETS = ["SecretCo", UPSTREAM_MODEL, UPSTREAM_KEY, "upstream-cmpl-SECRET", "fp_secret_upstream", "secret-org"];
 
 /** Fails with the leaked secret when a header name or value, or the body, carries one. */
