@@ -115,9 +115,12 @@ export class UpstreamClient {
       throw new ServiceError("upstream_error", "chat is not available here: no upstream is configured");
     }
     let timedOut = false;
+    // Seconds the upstreams that said 429 asked us to wait; unset once any refused otherwise (then waiting is no remedy).
+    let rateLimitedFor: number | undefined;
+    let refusedOtherwise = false;
     for (const target of targets) {
       options.signal?.throwIfAborted();
-      let response: { statusCode: number; body: UpstreamBody };
+      let response: Exchanged;
       const started = performance.now();
       const span = this.#tracing?.start(options.embeddings ? "upstream embeddings" : "upstream chat completion", "client", {
         "zero.upstream": target.config.name,
@@ -158,6 +161,8 @@ export class UpstreamClient {
         return { body, model: options.embeddings ? target.config.embeddingModel! : target.config.model, upstream: target.config.name, broke: target.broke };
       }
       timedOut = false;
+      if (statusCode === 429) rateLimitedFor = Math.max(rateLimitedFor ?? 1, retryAfterSeconds(response.retryAfter));
+      else refusedOtherwise = true;
       const text = await body.text().catch(() => "");
       if (CLIENT_FAULT.has(statusCode)) {
         const { error, upstreamMessage } = refusal(text, statusCode, request, options.embeddings ? EMBEDDING_REQUEST_FIELDS : REQUEST_FIELDS);
@@ -166,9 +171,13 @@ export class UpstreamClient {
       }
       this.#logger.warn({ upstream: target.config.name, status: statusCode }, "upstream attempt refused");
     }
-    throw timedOut
-      ? new ServiceError("upstream_timeout", "the model did not answer in time; try again")
-      : new ServiceError("upstream_error", "the model is unavailable right now; try again shortly");
+    if (timedOut) throw new ServiceError("upstream_timeout", "the model did not answer in time; try again");
+    if (rateLimitedFor !== undefined && !refusedOtherwise) {
+      throw new ServiceError("upstream_error", `the model is busy right now; try again in ${rateLimitedFor} s`, {
+        headers: { "retry-after": String(rateLimitedFor) },
+      });
+    }
+    throw new ServiceError("upstream_error", "the model is unavailable right now; try again shortly");
   }
 
   /** Closes every pooled connection. */
@@ -182,7 +191,21 @@ export class UpstreamClient {
  * the answer's status arrives; its body then follows into an UpstreamBody.
  * An abort of `signal` aborts the exchange at once, queued or under way.
  */
-function exchange(pool: Pool, request: Dispatcher.DispatchOptions, signal: AbortSignal | undefined): Promise<{ statusCode: number; body: UpstreamBody }> {
+/** An upstream's answer as it starts: its status, the body to follow, and (for a 429) how long it asks us to wait. */
+interface Exchanged {
+  statusCode: number;
+  body: UpstreamBody;
+  retryAfter?: string;
+}
+
+/** A `Retry-After` (seconds, or an HTTP date) as whole seconds from 1 to 60; 1 when absent or unreadable. */
+function retryAfterSeconds(header: string | undefined): number {
+  if (header === undefined) return 1;
+  const seconds = /^\d+$/.test(header.trim()) ? Number(header) : (Date.parse(header) - Date.now()) / 1000;
+  return Number.isFinite(seconds) ? Math.min(60, Math.max(1, Math.ceil(seconds))) : 1;
+}
+
+function exchange(pool: Pool, request: Dispatcher.DispatchOptions, signal: AbortSignal | undefined): Promise<Exchanged> {
   return new Promise((resolve, reject) => {
     let controller: Dispatcher.DispatchController | undefined;
     let body: UpstreamBody | undefined;
@@ -194,9 +217,10 @@ function exchange(pool: Pool, request: Dispatcher.DispatchOptions, signal: Abort
         controller = started;
         if (signal?.aborted) started.abort(abortReason(signal));
       },
-      onResponseStart(started, statusCode) {
+      onResponseStart(started, statusCode, headers) {
         body = new UpstreamBody(started);
-        resolve({ statusCode, body });
+        const retryAfter = statusCode === 429 ? headers["retry-after"] : undefined;
+        resolve({ statusCode, body, retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter });
       },
       onResponseData(_, chunk) {
         body?.push(chunk);

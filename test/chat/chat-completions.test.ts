@@ -243,6 +243,23 @@ describe("upstream failover and failure", () => {
     expectNoLeak(response.headers, text);
   });
 
+  it("502 with Retry-After when every upstream is rate limiting, so SDKs back off instead of asking again at once", async () => {
+    primary.next(reply({ error: { message: "slow down at SecretCo" } }, 429, { "retry-after": "7" }));
+    secondary.next(reply({ error: { message: "slow down" } }, 429, { "retry-after": "3" }));
+    const response = await postChat(app, apiKey, { model: "project-zero", messages });
+    expect(response.status).toBe(502);
+    expect(response.headers.get("retry-after")).toBe("7");
+    const text = await response.text();
+    expect(JSON.parse(text).error).toMatchObject({ type: "upstream_error", message: "the model is busy right now; try again in 7 s" });
+    expectNoLeak(response.headers, text);
+    // Not when one of them failed otherwise: then nothing says waiting helps.
+    primary.next(fail(500));
+    secondary.next(reply({ error: { message: "slow down" } }, 429, { "retry-after": "3" }));
+    const mixed = await postChat(app, apiKey, { model: "project-zero", messages });
+    expect(mixed.status).toBe(502);
+    expect(mixed.headers.get("retry-after")).toBeNull();
+  });
+
   it("504 upstream_timeout when every upstream hangs", async () => {
     primary.otherwise(hang());
     secondary.otherwise(hang());
