@@ -86,12 +86,11 @@ export async function readJsonBody(req: NodeRequest, limits: BodyLimits = { maxB
     drain(req);
     throw invalidRequest("the body must be JSON, sent with content-type: application/json");
   }
-  const encoding = req.headers["content-encoding"];
-  if (encoding !== undefined && encoding.trim().toLowerCase() !== "identity") {
+  const encoding = contentEncoding(req.headers["content-encoding"]);
+  if (encoding !== undefined) {
     drain(req);
-    throw new ServiceError("invalid_request", `a body sent with content-encoding: ${encoding.slice(0, 40)} is not taken here; send it uncompressed`, {
-      status: 415,
-    });
+    // SPEC's table: a body that is not JSON as sent is 400 `invalid_request`; the message says why.
+    throw invalidRequest(`a body sent with content-encoding: ${encoding.slice(0, 40)} is not taken here; send it uncompressed`);
   }
   const declared = Number(req.headers["content-length"] ?? NaN);
   if (declared > limits.maxBytes) {
@@ -104,6 +103,16 @@ export async function readJsonBody(req: NodeRequest, limits: BodyLimits = { maxB
   } catch {
     throw invalidRequest("the body is not valid JSON");
   }
+}
+
+/** The codings a `Content-Encoding` names, `identity` (no coding) and empty ones left out; undefined when none is left. */
+function contentEncoding(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const codings = header
+    .split(",")
+    .map((coding) => coding.trim().toLowerCase())
+    .filter((coding) => coding !== "" && coding !== "identity");
+  return codings.length === 0 ? undefined : codings.join(", ");
 }
 
 /**

@@ -85,7 +85,7 @@ describe("the /v1 gateway and the inputs clients get wrong", () => {
     expect(upstream.requests).toHaveLength(0);
   });
 
-  it("refuses a compressed body as 415 naming its encoding, rather than reading gzip as broken JSON; takes identity", async () => {
+  it("refuses a compressed body as 400 naming its encoding, rather than reading gzip as broken JSON; takes identity", async () => {
     const body = JSON.stringify({ model: "project-zero", messages: [{ role: "user", content: "hi" }], input: "hi" });
     const gzipped = gzipSync(body);
     for (const path of ["/v1/chat/completions", "/v1/responses", "/v1/embeddings"]) {
@@ -94,20 +94,27 @@ describe("the /v1 gateway and the inputs clients get wrong", () => {
         headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "content-encoding": "gzip" },
         body: gzipped,
       });
-      await expectOpenAiError(response, 415, { type: "invalid_request" });
+      await expectOpenAiError(response, 400, {
+        type: "invalid_request",
+        message: "a body sent with content-encoding: gzip is not taken here; send it uncompressed",
+      });
     }
-    // A plain body labelled with an encoding it does not have is refused the same way; `identity` is no encoding.
-    await expectOpenAiError(await call("/v1/chat/completions", { body, headers: { "content-encoding": "br" } }), 415, { type: "invalid_request" });
+    // A plain body labelled with an encoding it does not have is refused the same way.
+    await expectOpenAiError(await call("/v1/chat/completions", { body, headers: { "content-encoding": "br" } }), 400, { type: "invalid_request" });
     const builder = await createAccountWithKey(app, ["build"]);
     const api = await fetch(`${app.url}/api/execution`, {
       method: "POST",
       headers: { authorization: `Bearer ${builder.apiKey}`, "content-type": "application/json", "content-encoding": "gzip" },
       body: gzipSync(JSON.stringify({ goal: "A website for a bakery" })),
     });
-    expect(api.status).toBe(415);
+    expect(api.status).toBe(400);
+    expect(((await api.json()) as { error: { message: string } }).error.message).toContain("content-encoding: gzip");
     expect(upstream.requests).toHaveLength(0);
-    upstream.next(reply(completion("hello")));
-    expect((await call("/v1/chat/completions", { body, headers: { "content-encoding": "identity" } })).status).toBe(200);
+    // `identity` (in any case, listed, or empty) is no encoding at all.
+    for (const none of ["identity", " IDENTITY ", "identity, identity", ""]) {
+      upstream.next(reply(completion("hello")));
+      expect((await call("/v1/chat/completions", { body, headers: { "content-encoding": none } })).status).toBe(200);
+    }
   });
 
   it("answers /v1 itself and an unknown model in OpenAI's shape", async () => {
