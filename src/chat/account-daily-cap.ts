@@ -62,17 +62,19 @@ export class AccountDailyCap {
     });
   }
 
-  /** A request `take` counted is answered: "spent" when an upstream accepted it, "refunded" (its count given back) when none did. */
+  /**
+   * A request `take` counted is over: "spent" when its answer was served,
+   * "refunded" (its count given back) when none was. It stays in flight
+   * until the count is back, so no request in between is told the day is over.
+   */
   async settle(accountId: string, day: string, how: "spent" | "refunded"): Promise<void> {
-    const left = (this.#inFlight.get(accountId) ?? 1) - 1;
-    if (left > 0) this.#inFlight.set(accountId, left);
-    else this.#inFlight.delete(accountId);
-    if (how === "refunded") await this.#give(accountId, day);
-  }
-
-  /** Gives back the count of a request already settled as spent whose answer then broke: the account was served nothing. */
-  giveBack(accountId: string, day: string): Promise<void> {
-    return this.#give(accountId, day);
+    try {
+      if (how === "refunded") await this.#give(accountId, day);
+    } finally {
+      const left = (this.#inFlight.get(accountId) ?? 1) - 1;
+      if (left > 0) this.#inFlight.set(accountId, left);
+      else this.#inFlight.delete(accountId);
+    }
   }
 
   async #give(accountId: string, day: string): Promise<void> {

@@ -44,10 +44,16 @@ export class ChatRouter implements ChatCompleter {
   }
 
   async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletionJson> {
-    const answer = await this.#open(request, false, options);
-    const completion = await readJson(answer, options.signal);
-    if (!isCompletion(completion)) throw unusable(answer, "the model returned an answer that is not a chat completion");
-    return clientCompletion(completion, newCompletionId());
+    const { answer, settle } = await this.#open(request, false, options);
+    try {
+      const completion = await readJson(answer, options.signal);
+      if (!isCompletion(completion)) throw unusable(answer, "the model returned an answer that is not a chat completion");
+      await settle?.("spent");
+      return clientCompletion(completion, newCompletionId());
+    } catch (error) {
+      await settle?.(served(options.signal));
+      throw error;
+    }
   }
 
   /**
@@ -60,12 +66,18 @@ export class ChatRouter implements ChatCompleter {
    * upstream's `[DONE]` is a failure, never a silent truncation.
    */
   async stream(request: ChatRequest, options: ChatCallOptions): Promise<AsyncGenerator<ChatChunkJson[], void, undefined>> {
-    const answer = await this.#open(request, true, options);
-    return this.#relay(answer, newCompletionId(), options.signal);
+    const { answer, settle } = await this.#open(request, true, options);
+    return this.#relay(answer, newCompletionId(), options.signal, settle);
   }
 
-  async *#relay(answer: UpstreamAnswer, id: string, signal: AbortSignal | undefined): AsyncGenerator<ChatChunkJson[], void, undefined> {
+  async *#relay(
+    answer: UpstreamAnswer,
+    id: string,
+    signal: AbortSignal | undefined,
+    settle: Settle | undefined,
+  ): AsyncGenerator<ChatChunkJson[], void, undefined> {
     let finished = false;
+    let upstreamFailed = false;
     try {
       // After `[DONE]` the rest is let through unread, so the connection is kept.
       const parser = new SseParser();
@@ -96,6 +108,7 @@ export class ChatRouter implements ChatCompleter {
       if (signal?.aborted) throw error;
       const failed = error instanceof ServiceError ? error : failure(error, answer);
       answer.broke(failed);
+      upstreamFailed = true;
       throw failed;
     } finally {
       if (finished) {
@@ -104,6 +117,8 @@ export class ChatRouter implements ChatCompleter {
         // The consumer stopped early (client gone) or the stream failed: end the upstream exchange now.
         answer.body.abort();
       }
+      // Before the failure reaches the client: its next request sees the count given back.
+      await settle?.(upstreamFailed ? "refunded" : "spent");
     }
   }
 
@@ -120,17 +135,25 @@ export class ChatRouter implements ChatCompleter {
         param: "model",
       });
     }
-    const answer = await this.#open(request, false, options, true);
-    const body = await readJson(answer, options.signal);
-    const data = (body as { data?: unknown })?.data;
-    if (!Array.isArray(data) || !data.every((item) => Array.isArray((item as { embedding?: unknown })?.embedding))) {
-      throw unusable(answer, "the model returned an answer that is not a list of embeddings");
+    const { answer, settle } = await this.#open(request, false, options, true);
+    let body: unknown;
+    let data: unknown;
+    try {
+      body = await readJson(answer, options.signal);
+      data = (body as { data?: unknown })?.data;
+      if (!Array.isArray(data) || !data.every((item) => Array.isArray((item as { embedding?: unknown })?.embedding))) {
+        throw unusable(answer, "the model returned an answer that is not a list of embeddings");
+      }
+      await settle?.("spent");
+    } catch (error) {
+      await settle?.(served(options.signal));
+      throw error;
     }
     const base64 = request.encoding_format === "base64";
     const usage = (body as { usage?: { prompt_tokens?: unknown; total_tokens?: unknown } }).usage;
     return {
       object: "list",
-      data: data.map((item: { embedding: number[] }, index) => ({
+      data: (data as { embedding: number[] }[]).map((item, index) => ({
         object: "embedding",
         index,
         embedding: base64 ? Buffer.from(new Float32Array(item.embedding).buffer).toString("base64") : item.embedding,
@@ -140,7 +163,20 @@ export class ChatRouter implements ChatCompleter {
     };
   }
 
-  async #open(request: GatewayRequest, stream: boolean, options: ChatCallOptions, embeddings = false): Promise<UpstreamAnswer> {
+  /**
+   * Takes the account's count (when capped) and a unit of the pool, then
+   * finds an upstream that accepts. The pool's unit is spent from then on,
+   * whatever follows (the upstream was asked to produce). The account's count
+   * is settled by the caller through `settle` once the answer is over:
+   * spent when it reached the client (or the client left), given back when
+   * the upstream's answer failed; until then the request counts as in flight.
+   */
+  async #open(
+    request: GatewayRequest,
+    stream: boolean,
+    options: ChatCallOptions,
+    embeddings = false,
+  ): Promise<{ answer: UpstreamAnswer; settle: Settle | undefined }> {
     checkAlias(request);
     if (!this.#upstreams.configured) {
       throw new ServiceError("unavailable", "chat is not available here: no upstream is configured");
@@ -156,24 +192,29 @@ export class ChatRouter implements ChatCompleter {
     }
     try {
       const answer = await this.#upstreams.send(request, { stream, signal: options.signal, embeddings });
-      // The pool's unit stays spent whatever follows (the upstream was asked to produce); the account's count does not.
       this.#pool.settle("spent");
-      if (!countedDay) return answer;
-      void capped!.settle(options.accountId, countedDay, "spent");
-      return {
-        ...answer,
-        broke(error) {
-          answer.broke(error);
-          // The answer broke after its head: the account was served nothing, so its count comes back.
-          capped!.giveBack(options.accountId, countedDay).catch(() => {});
-        },
+      if (!countedDay) return { answer, settle: undefined };
+      let settled = false;
+      const settle: Settle = async (how) => {
+        if (settled) return;
+        settled = true;
+        await capped!.settle(options.accountId, countedDay, how).catch(() => {});
       };
+      return { answer, settle };
     } catch (error) {
       this.#pool.settle("refunded");
       if (countedDay) await capped!.settle(options.accountId, countedDay, "refunded").catch(() => {});
       throw error;
     }
   }
+}
+
+/** Settles a capped account's count once its answer is over. */
+type Settle = (how: "spent" | "refunded") => Promise<void>;
+
+/** How an answer that failed is counted: a client that left was still served what the upstream made; an upstream's failure served nothing. */
+function served(signal: AbortSignal | undefined): "spent" | "refunded" {
+  return signal?.aborted ? "spent" : "refunded";
 }
 
 /** An upstream's whole answer as JSON; a body that breaks off or is not JSON is the upstream's failure. */

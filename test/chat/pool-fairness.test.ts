@@ -121,6 +121,23 @@ describe("ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT", () => {
     expect((await postChat(app, account.apiKey, hello)).status).toBe(429);
   });
 
+  it("while a stream is still being answered, the account's next request over the cap is told to retry in a second", async () => {
+    const account = await createAccountWithKey(app, ["chat"]);
+    const fourServed = await Promise.all(Array.from({ length: 4 }, () => postChat(app, account.apiKey, hello)));
+    expect(fourServed.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    upstream.next(stream(textChunks(["Once", " upon", " a", " time"]), { delayMs: 150 }));
+    const streaming = await postChat(app, account.apiKey, { ...hello, stream: true });
+    const meanwhile = await postChat(app, account.apiKey, hello);
+    expect(meanwhile.status).toBe(429);
+    expect(meanwhile.headers.get("x-should-retry")).toBe("true");
+    expect(meanwhile.headers.get("retry-after")).toBe("1");
+    expect(await streaming.text()).toContain("data: [DONE]");
+    // Served in full, it counts: the day is over now.
+    const after = await postChat(app, account.apiKey, hello);
+    expect(after.status).toBe(429);
+    expect(after.headers.get("x-should-retry")).toBe("false");
+  });
+
   it("nor does one whose answer broke after the upstream accepted it: the account was served nothing", async () => {
     const account = await createAccountWithKey(app, ["chat"]);
     const htmlPage: Behavior = ({ res }) => void res.writeHead(200, { "content-type": "text/html" }).end("<html>maintenance</html>");
