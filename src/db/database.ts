@@ -71,7 +71,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     throw new DatabaseUnavailableError(`cannot reach the database at ${describeUrl(options.databaseUrl)}: ${reason(error)}`);
   }
   try {
-    await migrate(store.db);
+    await migrate(store.db, options.logger);
   } catch (error) {
     await store.close().catch(() => {});
     throw error;
@@ -79,13 +79,39 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   return store;
 }
 
-/** Applies every pending migration. Kysely holds an advisory lock, so instances starting together take turns. */
-export async function migrate(db: Kysely<Database>): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
-  const { error, results } = await migrator.migrateToLatest();
-  const failed = results?.find((r) => r.status === "Error");
-  if (error || failed) {
-    throw new Error(`database migration ${failed?.migrationName ?? ""} failed: ${reason(error)}`);
+/**
+ * Applies every pending migration. Kysely holds an advisory lock, so
+ * instances starting together take turns. Migrations a newer version applied
+ * are known here as done (Kysely refuses to run beside migrations it does
+ * not know): they only add, so this version runs on the schema as it is,
+ * which is what lets a deploy roll back, or an old instance restart mid-rollout.
+ */
+export async function migrate(db: Kysely<Database>, logger?: Logger): Promise<void> {
+  // Read before the migrator takes its connection (PGlite has one). A newer instance may migrate in between:
+  // then Kysely finds one more it does not know, and one more look takes it in.
+  for (let attempt = 1; ; attempt++) {
+    const newer = (await appliedMigrations(db)).filter((name) => !(name in migrations));
+    if (newer.length > 0)
+      logger?.warn({ migrations: newer }, "the database has migrations from a newer version; running on its schema, as migrations only add");
+    const known = { ...Object.fromEntries(newer.map((name) => [name, APPLIED_ELSEWHERE])), ...migrations };
+    const { error, results } = await new Migrator({ db, provider: { getMigrations: async () => known } }).migrateToLatest();
+    const failed = results?.find((r) => r.status === "Error");
+    if (!error && !failed) return;
+    if (attempt < 3 && !failed && reason(error).includes("previously executed migration")) continue;
+    throw new Error(failed ? `database migration ${failed.migrationName} failed: ${reason(error)}` : `database migration failed: ${reason(error)}`);
+  }
+}
+
+/** A migration another version applied: never run here, since it is done. */
+const APPLIED_ELSEWHERE = { up: async () => {} };
+
+/** The names of the migrations the database has applied; none before the first start made the table. */
+async function appliedMigrations(db: Kysely<Database>): Promise<string[]> {
+  try {
+    const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(db);
+    return rows.map((row) => row.name);
+  } catch {
+    return [];
   }
 }
 

@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Agent, request } from "undici";
+import { sql } from "kysely";
 import { openStore } from "../../src/db/database.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { startTestApp, type TestApp } from "../support/app.js";
@@ -97,6 +98,31 @@ function h2Post(
     req.end(JSON.stringify(body));
   });
 }
+
+describe("migrations applied by a newer version", () => {
+  it("an older version still starts on the database a newer one migrated (a rollback, or an old instance restarting mid-rollout)", async () => {
+    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-mig-newer-"));
+    const databaseUrl = await createTestDatabase();
+    const logger = createLogger("silent");
+    const options = { databaseUrl, dataDir, logger, embedded: "pglite" as const };
+    try {
+      const first = await openStore(options);
+      // What a newer version leaves behind: a migration this code does not know, already applied.
+      await sql`insert into kysely_migration (name, timestamp) values ('2999-01-01T00-00_from-a-newer-version', ${new Date().toISOString()})`.execute(first.db);
+      await first.close();
+      const again = await openStore(options);
+      try {
+        const { rows } = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(again.db);
+        expect(rows.at(-1)?.name).toBe("2999-01-01T00-00_from-a-newer-version");
+        await again.ping(5000);
+      } finally {
+        await again.close();
+      }
+    } finally {
+      await fs.rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe.runIf(onRealPostgres)("migrations on a shared Postgres", () => {
   it("several instances starting together apply them once, under the lock", async () => {
