@@ -186,11 +186,6 @@ export class UpstreamClient {
   }
 }
 
-/**
- * One request to an upstream through undici's dispatch API, resolved when
- * the answer's status arrives; its body then follows into an UpstreamBody.
- * An abort of `signal` aborts the exchange at once, queued or under way.
- */
 /** An upstream's answer as it starts: its status, the body to follow, and (for a 429) how long it asks us to wait. */
 interface Exchanged {
   statusCode: number;
@@ -205,6 +200,11 @@ function retryAfterSeconds(header: string | undefined): number {
   return Number.isFinite(seconds) ? Math.min(60, Math.max(1, Math.ceil(seconds))) : 1;
 }
 
+/**
+ * One request to an upstream through undici's dispatch API, resolved when
+ * the answer's status arrives; its body then follows into an UpstreamBody.
+ * An abort of `signal` aborts the exchange at once, queued or under way.
+ */
 function exchange(pool: Pool, request: Dispatcher.DispatchOptions, signal: AbortSignal | undefined): Promise<Exchanged> {
   return new Promise((resolve, reject) => {
     let controller: Dispatcher.DispatchController | undefined;

@@ -59,9 +59,10 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
   const bounded: RequestListener = (req, res) => {
     if (req.httpVersionMajor === 2) {
       boundRequestBody(req as http2.Http2ServerRequest, requestTimeoutMs);
-      // HTTP/2 names the authority in `:authority` and may send no Host (RFC 9113 §8.3.1); what reads Host (the
-      // CSRF check's own-origin test) reads it the same way over either version.
-      req.headers.host ??= req.headers[":authority"] as string | undefined;
+      // HTTP/2 names the authority in `:authority`, which wins over any Host (RFC 9113 §8.3.1); what reads Host
+      // (the CSRF check's own-origin test) reads it the same way over either version.
+      const authority = req.headers[":authority"];
+      if (typeof authority === "string") req.headers.host = authority;
     }
     counted(req, res);
   };
