@@ -41,20 +41,8 @@ export class IdempotencyStore {
     this.#now = options.now ?? Date.now;
   }
 
-  /** The digest a key is bound to: the request as parsed JSON with its keys sorted, so neither spacing nor key order counts. */
+  /** The digest a key is bound to: the request as parsed JSON, so spacing does not count. */
   static hash(request: unknown): string {
-    return createHash("sha256")
-      .update(canonicalJson(request) ?? "")
-      .digest("base64url");
-  }
-
-  /**
-   * The digest keys were bound to before key order stopped counting. A key
-   * recorded then is still in the table for up to a day (IDEMPOTENCY_TTL_MS)
-   * after an upgrade, and a retry of it must still replay: this can go once
-   * no instance older than this digest's replacement has run for a day.
-   */
-  static formerHash(request: unknown): string {
     return createHash("sha256").update(JSON.stringify(request)).digest("base64url");
   }
 
@@ -67,7 +55,7 @@ export class IdempotencyStore {
     return key;
   }
 
-  async begin(accountId: string, key: string, requestHash: string, formerHash?: () => string): Promise<IdempotencyClaim> {
+  async begin(accountId: string, key: string, requestHash: string): Promise<IdempotencyClaim> {
     // A few rounds: a row can expire or be released between our insert and our read.
     for (let round = 0; round < 4; round++) {
       const now = this.#now();
@@ -98,7 +86,7 @@ export class IdempotencyStore {
           .execute();
         continue;
       }
-      if (row.request_hash !== requestHash && row.request_hash !== formerHash?.()) {
+      if (row.request_hash !== requestHash) {
         throw new ServiceError("idempotency_key_reused", "this Idempotency-Key was already used with a different request body", {
           param: "Idempotency-Key",
         });
@@ -175,7 +163,7 @@ export async function runIdempotently(
   produce: () => Promise<string>,
 ): Promise<CompletionResult> {
   const key = IdempotencyStore.validKey(call.key);
-  const claim = await idempotency.begin(call.accountId, key, IdempotencyStore.hash(call.request), () => IdempotencyStore.formerHash(call.request));
+  const claim = await idempotency.begin(call.accountId, key, IdempotencyStore.hash(call.request));
   if (claim.kind === "replay") return { json: claim.response, replayed: true };
   // The heartbeat that keeps the key this request's while it runs; a missed beat is caught up by the next.
   const heartbeat = setInterval(() => void idempotency.renew(call.accountId, key).catch(() => {}), idempotency.renewEveryMs);
@@ -191,19 +179,4 @@ export async function runIdempotently(
   }
   await idempotency.complete(call.accountId, key, json);
   return { json, replayed: false };
-}
-
-/** JSON with every object's keys in sorted order (and, as JSON.stringify does, no undefined members): one text per value. */
-function canonicalJson(value: unknown): string | undefined {
-  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item) ?? "null").join(",")}]`;
-  if (typeof value === "object" && value !== null) {
-    const record = value as Record<string, unknown>;
-    const members: string[] = [];
-    for (const key of Object.keys(record).sort()) {
-      const member = canonicalJson(record[key]);
-      if (member !== undefined) members.push(`${JSON.stringify(key)}:${member}`);
-    }
-    return `{${members.join(",")}}`;
-  }
-  return JSON.stringify(value) as string | undefined;
 }

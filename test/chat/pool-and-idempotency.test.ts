@@ -51,11 +51,6 @@ describe.sequential("Idempotency-Key, then the free pool running out", () => {
     expect(again.status).toBe(200);
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(await again.text()).toBe(firstText);
-    // The same JSON with its keys in another order, at every level: the same request too.
-    const reordered = JSON.stringify({ messages: [{ content: body.messages[0]!.content, role: "user" }], model: "project-zero" });
-    const third = await postChat(app, apiKey, reordered, { "idempotency-key": "key-1" });
-    expect(third.status).toBe(200);
-    expect(third.headers.get("idempotent-replayed")).toBe("true");
     expect(upstream.requests).toHaveLength(1);
   });
 
