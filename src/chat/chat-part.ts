@@ -71,7 +71,9 @@ export function chatPart(deps: ChatPartDeps): ChatPart {
     );
   return {
     chat: router,
-    services: [bindService(ChatService, chatService({ router, idempotency, responses: responsesGateway }))],
+    // Uncompressed: for JSON clients each answer's JSON is put in place of the message's own after Connect
+    // serializes it (jsonAnswersKey), which a compressed envelope would not allow. Chat answers are small.
+    services: [bindService(ChatService, chatService({ router, idempotency, responses: responsesGateway }), { acceptCompression: [] })],
     routes: (rest) => {
       chatRoutes(rest, { router, idempotency, authenticator: deps.authenticator });
       responsesRoutes(rest, { gateway: responsesGateway, authenticator: deps.authenticator });

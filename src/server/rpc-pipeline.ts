@@ -18,6 +18,7 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
+import type { UniversalHandlerOptions } from "@connectrpc/connect/protocol";
 import { authorize, type Authenticator } from "./access.js";
 import { clientAddressKey, requestLogKey } from "./context.js";
 import { requestInfo } from "./request-info.js";
@@ -31,10 +32,11 @@ export interface ServiceBinding {
   readonly methods: readonly MethodImplSpec[];
 }
 
-export function bindService<S extends DescService>(service: S, impl: ServiceImpl<S>): ServiceBinding {
+/** `options`: Connect's own, for this service alone (e.g. no compression). */
+export function bindService<S extends DescService>(service: S, impl: ServiceImpl<S>, options?: Partial<UniversalHandlerOptions>): ServiceBinding {
   return {
     service,
-    register: (router) => router.service(service, impl),
+    register: (router) => router.service(service, impl, options),
     methods: Object.values(createServiceImplSpec(service, impl).methods),
   };
 }

@@ -76,10 +76,10 @@ describe("ChatService JSON form is the REST route's", () => {
   }
 
   /** Connect unary, JSON: the raw body a browser or curl sees. */
-  async function connectCompletion(): Promise<Record<string, unknown>> {
+  async function connectCompletion(headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
     const res = await fetch(`${app.url}/zero.v1.ChatService/CreateChatCompletion`, {
       method: "POST",
-      headers: { authorization, "content-type": "application/json", "connect-protocol-version": "1" },
+      headers: { authorization, "content-type": "application/json", "connect-protocol-version": "1", ...headers },
       body: JSON.stringify({ params: body }),
     });
     expect(res.status).toBe(200);
@@ -89,14 +89,14 @@ describe("ChatService JSON form is the REST route's", () => {
   }
 
   /** Connect server streaming, JSON: each envelope's message, raw; the end-of-stream envelope must carry no error. */
-  async function connectChunks(): Promise<Record<string, unknown>[]> {
+  async function connectChunks(headers: Record<string, string> = {}): Promise<Record<string, unknown>[]> {
     const payload = Buffer.from(JSON.stringify({ params: { ...body, stream_options: { include_usage: true } } }));
     const envelope = Buffer.alloc(5 + payload.length);
     envelope.writeUInt32BE(payload.length, 1);
     payload.copy(envelope, 5);
     const res = await fetch(`${app.url}/zero.v1.ChatService/StreamChatCompletion`, {
       method: "POST",
-      headers: { authorization, "content-type": "application/connect+json", "connect-protocol-version": "1" },
+      headers: { authorization, "content-type": "application/connect+json", "connect-protocol-version": "1", ...headers },
       body: envelope,
     });
     expect(res.status).toBe(200);
@@ -170,6 +170,24 @@ describe("ChatService JSON form is the REST route's", () => {
     expect(rpc.map(comparable)).toEqual(rest.map(comparable));
     // What client code written for OpenAI does with the last chunk.
     expect(() => (rpc.at(-1) as { choices: { delta?: unknown }[] }).choices[0]?.delta).not.toThrow();
+  });
+
+  it("keeps the REST form for a client that accepts compression, as every browser does, on answers long enough to be compressed", async () => {
+    const long = "x".repeat(4000);
+    const longCompletion = () => {
+      const answer = richCompletion() as { choices: { message: { content: string } }[] };
+      answer.choices[0]!.message.content = long;
+      return answer;
+    };
+    upstream.next(reply(longCompletion()), reply(longCompletion()));
+    const rest = await restCompletion();
+    const rpc = await connectCompletion({ "accept-encoding": "gzip, br" });
+    expect(rest).toMatchObject({ choices: [{ message: { content: long, refusal: null, annotations: [] }, logprobs: null }] });
+    expect(comparable(rpc)).toEqual(comparable(rest));
+    const longChunks = () => [chunk({ role: "assistant", content: "" }), chunk({ content: long }), chunk({ content: long }), chunk({}, "stop")];
+    upstream.next(stream(longChunks()));
+    const streamed = await connectChunks({ "connect-accept-encoding": "gzip" });
+    expect(streamed.map((c) => (c.choices as { finish_reason: unknown }[])[0]!.finish_reason)).toEqual([null, null, null, "stop"]);
   });
 
   it("keeps the binary form typed: a gRPC client reads the same text, finish reason and usage", async () => {
