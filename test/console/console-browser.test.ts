@@ -378,6 +378,63 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     await page.waitForURL(`${app.url}/console/keys`);
   });
 
+  it("changes the password beside the keys, saying what is wrong, and signs every other session out", async () => {
+    await page.getByRole("heading", { level: 1, name: "API keys" }).waitFor();
+    // Signed in on another device too.
+    const elsewhere = await fetch(`${app.url}/zero.v1.ConsoleService/SignIn`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: app.url },
+      body: JSON.stringify({ email, password: "a long enough password" }),
+    });
+    expect(elsewhere.status).toBe(200);
+    const otherSession = elsewhere.headers.getSetCookie()[0]!.split(";")[0]!;
+
+    const form = page.getByRole("region", { name: "Change password" });
+    const current = form.getByLabel("Current password");
+    const fresh = form.getByLabel("New password");
+    const submit = form.getByRole("button", { name: "Change password" });
+    const alert = form.getByRole("alert");
+    // Too short: said where it was typed, before anything is sent.
+    await current.fill("not the password");
+    await fresh.fill("short");
+    await submit.click();
+    await poll(() => alert.textContent()).toBe("The new password must be 8 to 256 characters (it has 5).");
+    expect(await page.evaluate(() => document.activeElement?.getAttribute("autocomplete"))).toBe("new-password");
+    // The wrong current password: the server's words, and focus back on that field.
+    await fresh.fill("a newer and longer password");
+    await submit.click();
+    await poll(() => alert.textContent()).toBe("The current password is incorrect.");
+    expect(await page.evaluate(() => document.activeElement?.getAttribute("autocomplete"))).toBe("current-password");
+    expect(await accessibilityViolations(page)).toEqual([]);
+
+    await current.fill("a long enough password");
+    await submit.click();
+    await poll(() => form.locator(".form-success").textContent()).toBe("Password changed. Every other device signed in to this account has been signed out.");
+    expect(await alert.isHidden()).toBe(true);
+    expect(await current.inputValue()).toBe("");
+    expect(await fresh.inputValue()).toBe("");
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await screenshot(page, "console-password.png");
+
+    // This page carries on; the other device does not.
+    await page.reload();
+    await page.getByRole("heading", { level: 1, name: "API keys" }).waitFor();
+    expect(new URL(page.url()).pathname).toBe("/console/keys");
+    const other = await fetch(`${app.url}/api/execution`, { headers: { cookie: otherSession } });
+    expect(other.status).toBe(401);
+    // Only the new password signs in now.
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(`${app.url}/console/sign-in`);
+    await page.getByLabel("Email").fill(email);
+    await page.getByLabel("Password").fill("a long enough password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await poll(() => page.getByRole("alert").textContent()).toBe("The email or password is incorrect.");
+    await page.getByLabel("Password").fill("a newer and longer password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(`${app.url}/console/executions`);
+  });
+
   it("loaded nothing from anywhere else and broke no policy", () => {
     const origin = new URL(app.url).origin;
     expect(requests.length).toBeGreaterThan(10);

@@ -14,6 +14,21 @@ const poll = <T>(read: () => Promise<T> | T) => expect.poll(read, { timeout: 15_
 const fitsViewport = (page: Page) => page.evaluate<boolean>("document.documentElement.scrollWidth <= window.innerWidth");
 /** The id of the element with keyboard focus ("" for none, e.g. the page body). */
 const focusedId = (page: Page) => page.evaluate<string>("document.activeElement?.id ?? ''");
+/**
+ * The focused control, described, when a person cannot see it: something else
+ * (the sticky header) is drawn at its centre, or it is off the screen. "" when
+ * it is in plain sight or nothing has focus.
+ */
+const hiddenFocus = (page: Page) =>
+  page.evaluate<string>(`(() => {
+    const e = document.activeElement;
+    if (!e || e === document.body) return "";
+    const r = e.getBoundingClientRect();
+    const hit = document.elementFromPoint(r.left + r.width / 2, r.top + Math.min(r.height / 2, 10));
+    if (hit && (hit === e || e.contains(hit) || hit.contains(e))) return "";
+    const label = (e.textContent || e.id || e.tagName).trim().slice(0, 40);
+    return label + " at top=" + Math.round(r.top) + ", under " + (hit ? (hit.closest(".topbar") ? "the header" : hit.tagName) : "nothing (off screen)");
+  })()`);
 
 /** A lone UTF-16 surrogate (half an emoji), or the replacement character one turns into on the way out. */
 const BROKEN_TEXT = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|\uFFFD/;
@@ -36,7 +51,8 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
   const password = "a long enough password";
 
   beforeAll(async () => {
-    app = await startTestApp({ stageWork: work.resolver });
+    // One person makes more than the default 20 plans and drafts an hour here (paging needs more than a page of them).
+    app = await startTestApp({ stageWork: work.resolver, env: { ZERO_GENERATION_LIMIT: "200" } });
     browser = await openConsoleBrowser();
     ({ page } = browser);
     page.on("pageerror", (error) => pageErrors.push(error.message));
@@ -123,6 +139,29 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
     await page.setViewportSize({ width: 1280, height: 860 });
   });
 
+  it("never leaves the control with keyboard focus under the sticky header, on a phone or a desktop", async () => {
+    await open("executions");
+    await planAtGate("A site for a sailing club, reached from the keyboard");
+    await planAtGate("A site for a rowing club, reached from the keyboard");
+    const hidden: string[] = [];
+    for (const [width, height] of [
+      [390, 844],
+      [1280, 860],
+    ] as const) {
+      await page.setViewportSize({ width, height });
+      await page.goto(`${app.url}/console/executions`);
+      await page.locator(".execution").nth(1).waitFor();
+      // Down the page and back up: Shift+Tab scrolls up, where the header waits.
+      for (const key of [...Array<string>(40).fill("Tab"), ...Array<string>(40).fill("Shift+Tab")]) {
+        await page.keyboard.press(key);
+        const where = await hiddenFocus(page);
+        if (where) hidden.push(`${width} px, ${key}: ${where}`);
+      }
+    }
+    expect(hidden).toEqual([]);
+    await page.setViewportSize({ width: 1280, height: 860 });
+  });
+
   it("shows plans created, changed and deleted elsewhere without a reload, while none is running", async () => {
     await open("executions");
     const created = await api("POST", "/api/execution", { goal: "A site made in another tab for a choir" });
@@ -141,6 +180,34 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
 
     expect((await api("DELETE", `/api/execution?id=${created.body!.plan!.id}`)).status).toBe(204);
     await poll(() => card.count()).toBe(0);
+  });
+
+  it("after showing older executions, still drops plans deleted elsewhere, older or newest, and keeps the rest", async () => {
+    // Eleven more plans, each run straight to the gate: more than one page.
+    work.instant.add("write");
+    try {
+      for (let i = 1; i <= 11; i++) {
+        const created = await api("POST", "/api/execution", { goal: `Older-page plan ${i}: a site for a village hall` });
+        expect(created.status).toBe(202);
+        // At the gate before the next, so none is left writing (held) once `write` is held again.
+        await poll(async () => (await api("GET", `/api/execution?id=${created.body!.plan!.id}`)).body?.plan).toMatchObject({ status: "awaiting_approval" });
+      }
+    } finally {
+      work.instant.delete("write");
+    }
+    await open("executions");
+    const cards = page.locator(".execution");
+    await poll(() => cards.count()).toBe(10);
+    await page.getByRole("button", { name: "Show older executions" }).click();
+    await poll(() => cards.count()).toBeGreaterThan(10);
+    const ids = await cards.evaluateAll((items) => items.map((item) => item.getAttribute("data-plan-id")!));
+    const [newest, older] = [ids[0]!, ids.at(-1)!];
+    expect((await api("DELETE", `/api/execution?id=${older}`)).status).toBe(204);
+    expect((await api("DELETE", `/api/execution?id=${newest}`)).status).toBe(204);
+    // Gone within the usual refresh, without a reload; the older pages shown stay shown.
+    await poll(() => cards.evaluateAll((items) => items.map((item) => item.getAttribute("data-plan-id")!))).toEqual(
+      ids.filter((id) => id !== newest && id !== older),
+    );
   });
 
   it("re-reads a plan when an action finds it changed elsewhere, and says so in plain words", async () => {
@@ -184,6 +251,49 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
     } finally {
       await hold.release();
     }
+  });
+
+  it("keeps saying why an approval was refused, and what was typed at the gate, while a draft asked for elsewhere is written", async () => {
+    await open("executions");
+    const card = await planAtGate("A site for a tool library that another tab revises");
+    const id = (await card.getAttribute("data-plan-id"))!;
+    const said = card.locator("[data-plan-error]");
+    const message = "Not done: a newer draft was asked for elsewhere; look at it before you approve or ask for changes.";
+    const hold = await holdListRefreshes();
+    let held: Awaited<ReturnType<HeldWork["next"]>>;
+    try {
+      await card.getByLabel("Ask for changes").fill("Put the opening hours first");
+      // Another tab asks for a new draft; this card still shows the gate.
+      expect((await api("POST", "/api/execution", { planId: id, feedback: "Make it greener" })).status).toBe(202);
+      held = await work.next();
+      await card.getByRole("button", { name: "Approve and publish" }).click();
+      await poll(() => card.locator(".status").textContent()).toBe("Running");
+      await poll(() => said.textContent()).toBe(message);
+      expect(await said.getAttribute("role")).toBe("alert");
+    } finally {
+      await hold.release();
+    }
+    // The card is redrawn while the new draft is written: the reason stays on it.
+    await held.input.progress(0.5);
+    await poll(() => card.locator(".stage-progress").textContent()).toBe("50%");
+    expect(await said.isVisible()).toBe(true);
+    expect(await said.textContent()).toBe(message);
+    held.succeed(typicalOutcome(held.input));
+    await poll(() => card.locator(".status").textContent()).toBe("Waiting for approval");
+    // Back at the gate with the new draft: the reason is still there, and so are the words typed before.
+    expect(await card.getByRole("region", { name: "Drafts" }).textContent()).toContain("Make it greener");
+    expect(await said.textContent()).toBe(message);
+    expect(await card.getByLabel("Ask for changes").inputValue()).toBe("Put the opening hours first");
+
+    // Acting on the card ends the explanation; words sent for a draft are not put back afterwards.
+    await card.getByRole("button", { name: "Ask for a new draft" }).click();
+    const rewrite = await work.next();
+    await poll(() => said.isHidden()).toBe(true);
+    rewrite.succeed(typicalOutcome(rewrite.input));
+    await poll(() => card.getByRole("region", { name: "Drafts" }).textContent()).toContain("Put the opening hours first");
+    await poll(() => card.locator(".status").textContent()).toBe("Waiting for approval");
+    expect(await card.getByLabel("Ask for changes").inputValue()).toBe("");
+    expect(await said.isHidden()).toBe(true);
   });
 
   it("clears a plan deleted elsewhere when an action finds it gone", async () => {

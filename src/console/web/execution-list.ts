@@ -14,21 +14,48 @@ export class ExecutionList {
   readonly element = h("ol", { class: "executions", "aria-labelledby": "executions-title" });
   /** Pages back past the newest plans, ten at a time. */
   readonly olderButton = h("button", { type: "button", class: "button small", hidden: true }, "Show older executions");
-  /** True once an older page was shown: a refresh of the newest then leaves the cards below them alone. */
+  /** True once an older page was shown: a refresh then reads on past the newest page as far as the cards shown go. */
   pagedBack = false;
   readonly #plans = new Map<string, Plan>();
   readonly #cards = new Map<string, HTMLElement>();
   readonly #context: ViewContext;
   readonly #actions: PlanActions;
+  /** Why an action on a plan was not done, said again on each redraw of its card while the plan is in one of `statuses`, until the person acts on it. */
+  readonly #explained = new Map<string, { message: string; statuses: ReadonlySet<string> }>();
+  /** What was typed into a card's fields that its redrawn card had no place for (no feedback box while a draft is written), by plan, then field name. */
+  readonly #typed = new Map<string, Map<string, string>>();
   #loaded = false;
 
   constructor(context: ViewContext, actions: PlanActions) {
     this.#context = context;
-    this.#actions = actions;
+    // Approving, resuming or asking for a draft is the person acting on what the card said: it need not be said again.
+    const acted = (plan: Plan, error: HTMLElement): void => {
+      this.#explained.delete(plan.id);
+      error.setAttribute("role", "alert");
+    };
+    this.#actions = {
+      ...actions,
+      approve: (plan, gateId, button, error) => {
+        acted(plan, error);
+        actions.approve(plan, gateId, button, error);
+      },
+      resume: (plan, button, error) => {
+        acted(plan, error);
+        actions.resume(plan, button, error);
+      },
+      revise: (plan, feedback, form, error) => {
+        acted(plan, error);
+        actions.revise(plan, feedback, form, error);
+      },
+    };
   }
 
   ids(): string[] {
     return [...this.#plans.keys()];
+  }
+
+  has(id: string): boolean {
+    return this.#plans.has(id);
   }
 
   plans(): Plan[] {
@@ -48,7 +75,8 @@ export class ExecutionList {
     }
     const focusKey = old?.contains(document.activeElement) ? (document.activeElement as HTMLElement).dataset.focusKey : undefined;
     const card = planCard(plan, this.#actions);
-    keepTyped(old, card);
+    this.#keepTyped(plan.id, old, card);
+    this.#explainAgain(plan, card);
     this.#cards.set(plan.id, card);
     if (old) old.replaceWith(card);
     else list.insertBefore(card, list.children[index ?? 0] ?? null);
@@ -59,15 +87,30 @@ export class ExecutionList {
   }
 
   remove(id: string): void {
+    this.#explained.delete(id);
+    this.#typed.delete(id);
     this.#plans.delete(id);
     this.#cards.get(id)?.remove();
     this.#cards.delete(id);
   }
 
-  /** Shows a message in a plan's card, under its actions (until the card is next redrawn). */
-  showCardError(id: string, message: string): void {
+  /**
+   * Shows a message in a plan's card, under its actions (read out at once).
+   * It goes with the next redraw of the card, unless `keepWhile` names
+   * statuses: then it is shown again on every redraw while the plan is in one
+   * of them, until the person approves, resumes or asks for a draft.
+   */
+  showCardError(id: string, message: string, keepWhile: readonly string[] = []): void {
+    if (keepWhile.length > 0) this.#explained.set(id, { message, statuses: new Set(keepWhile) });
     const slot = this.#cards.get(id)?.querySelector<HTMLElement>("[data-plan-error]");
     if (slot) showError(slot, message);
+  }
+
+  /** The feedback typed at the gate was sent for a new draft: it is not put back in the next gate's box. */
+  feedbackSent(id: string): void {
+    this.#typed.get(id)?.delete("feedback");
+    const field = this.#cards.get(id)?.querySelector<HTMLTextAreaElement>('textarea[name="feedback"]');
+    if (field) field.value = "";
   }
 
   /** Says what became of a plan whose card was removed. */
@@ -107,16 +150,43 @@ export class ExecutionList {
     this.status.textContent = message;
   }
 
+  /**
+   * Text typed into a card's fields (feedback at the gate) survives the card
+   * being redrawn: copied into the new card, or, when it has no such field
+   * (the plan left the gate for a while), kept until a card with it returns.
+   */
+  #keepTyped(id: string, old: HTMLElement | undefined, card: HTMLElement): void {
+    const typed = this.#typed.get(id) ?? new Map<string, string>();
+    for (const field of Array.from(old?.querySelectorAll("textarea") ?? [])) {
+      if (field.value !== "") typed.set(field.name, field.value);
+      else typed.delete(field.name);
+    }
+    for (const [name, value] of typed) {
+      const twin = card.querySelector<HTMLTextAreaElement>(`textarea[name="${name}"]`);
+      if (!twin) continue;
+      twin.value = value;
+      typed.delete(name);
+    }
+    if (typed.size > 0) this.#typed.set(id, typed);
+    else this.#typed.delete(id);
+  }
+
+  /** A message kept for a plan (`showCardError` with `keepWhile`), on its redrawn card; already read out once, so not as an alert again. */
+  #explainAgain(plan: Plan, card: HTMLElement): void {
+    const said = this.#explained.get(plan.id);
+    if (!said) return;
+    if (!said.statuses.has(plan.status)) {
+      this.#explained.delete(plan.id);
+      return;
+    }
+    const slot = card.querySelector<HTMLElement>("[data-plan-error]");
+    if (!slot) return;
+    slot.setAttribute("role", "status");
+    showError(slot, said.message);
+  }
+
   #drawEmpty(): void {
     this.status.hidden = this.#plans.size > 0;
     this.status.textContent = this.#plans.size > 0 ? "" : "No executions yet. Describe a goal above to start one.";
-  }
-}
-
-/** Text typed into a card's fields (feedback at the gate) survives the card being redrawn. */
-function keepTyped(old: HTMLElement | undefined, card: HTMLElement): void {
-  for (const field of Array.from(old?.querySelectorAll("textarea") ?? [])) {
-    const twin = card.querySelector<HTMLTextAreaElement>(`textarea[name="${field.name}"]`);
-    if (twin && field.value !== "") twin.value = field.value;
   }
 }

@@ -1,4 +1,5 @@
 import { LIST_LIMIT } from "../../api/limits.js";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
 import { errorMessage, executionsApi, isNotFound, isSignedOut, isUnimplemented } from "./api.js";
 import type { ExecutionList } from "./execution-list.js";
@@ -60,7 +61,9 @@ export class ExecutionUpdates {
     try {
       const response = await executionsApi.listExecutions({});
       if (this.#stopped) return;
-      this.#show(response.plans);
+      const older = this.#list.pagedBack ? await this.#readOlderShown(response.plans) : [];
+      if (this.#stopped) return;
+      this.#show(response.plans, older);
     } catch (error) {
       if (this.#stopped) return;
       if (isSignedOut(error)) return this.#context.signedOut();
@@ -108,14 +111,47 @@ export class ExecutionUpdates {
     this.#watches.unwatch(id);
   }
 
-  #show(plans: Plan[]): void {
+  /**
+   * Once older pages are shown, a refresh reads on past the newest page, a
+   * page at a time, as far back as the oldest plan shown: a plan missing from
+   * all of it was deleted elsewhere, not moved down. Answers what it read, or
+   * undefined when that failed (removals below the newest page wait for the
+   * next refresh).
+   */
+  async #readOlderShown(newest: Plan[]): Promise<Plan[] | undefined> {
+    const shown = this.#list.plans().map(createdMs);
+    if (shown.length === 0) return [];
+    const oldest = Math.min(...shown);
+    const read: Plan[] = [];
+    let page = newest;
+    try {
+      // Plans come newest first: a page ending before the oldest shown was created holds the last of them.
+      while (page.length >= LIST_LIMIT && createdMs(page.at(-1)!) >= oldest) {
+        ({ plans: page } = await executionsApi.listExecutions({ before: page.at(-1)!.id }));
+        if (this.#stopped) return undefined;
+        read.push(...page);
+      }
+    } catch (error) {
+      if (isSignedOut(error)) throw error;
+      return undefined;
+    }
+    return read;
+  }
+
+  /** `older`: the plans read past the newest page (pagedBack), or undefined when they could not be. */
+  #show(plans: Plan[], older: Plan[] | undefined): void {
     const fresh = new Set(plans.map((p) => p.id));
-    // Once older pages are shown, a plan missing from the newest may only have moved down among them.
-    for (const id of this.#list.pagedBack ? [] : this.#list.ids()) {
-      if (!fresh.has(id)) this.forget(id);
+    const below = new Set(older?.map((p) => p.id));
+    for (const id of this.#list.ids()) {
+      if (fresh.has(id) || below.has(id)) continue;
+      // Not read this time: keep it unless it is known to be gone.
+      if (this.#list.pagedBack && older === undefined) continue;
+      this.forget(id);
     }
     // Newest first, as the service orders them.
     for (const [index, plan] of plans.entries()) this.#list.upsert(plan, index);
+    // The older pages shown are brought up to date in place; plans not shown there are not added.
+    for (const plan of older ?? []) if (this.#list.has(plan.id)) this.#list.upsert(plan);
     if (!this.#list.pagedBack) this.#list.olderButton.hidden = plans.length < LIST_LIMIT;
     this.#list.loaded();
   }
@@ -178,6 +214,10 @@ class PlanWatches {
     // The stream ended (the plan stopped at the gate, ended, or the server let go): catch up and re-plan.
     if (!this.#stopped) this.#handlers.onEnded();
   }
+}
+
+function createdMs(plan: Plan): number {
+  return plan.createdAt ? timestampMs(plan.createdAt) : 0;
 }
 
 function isLive(plan: Plan): boolean {

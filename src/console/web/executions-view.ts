@@ -115,11 +115,12 @@ async function settleFailure(page: ExecutionsPage, plan: Plan, caught: unknown):
     gone(page, plan);
     return true;
   }
-  const message =
-    newestDraft(fresh) !== newestDraft(plan)
-      ? "Not done: a newer draft was asked for elsewhere; look at it before you approve or ask for changes."
-      : `Not done: this plan changed elsewhere and ${statusInWords(fresh.status)}.`;
-  page.list.showCardError(plan.id, message);
+  // Said on the card until the person acts on it, while it still applies: a newer draft is written, then waits at the gate.
+  const newer = newestDraft(fresh) !== newestDraft(plan);
+  const message = newer
+    ? "Not done: a newer draft was asked for elsewhere; look at it before you approve or ask for changes."
+    : `Not done: this plan changed elsewhere and ${statusInWords(fresh.status)}.`;
+  page.list.showCardError(plan.id, message, newer ? [fresh.status, "running", "awaiting_approval"] : [fresh.status]);
   if (focusIsLost()) page.list.cardHeading(plan.id)?.focus();
   return true;
 }
@@ -184,6 +185,7 @@ async function revise(page: ExecutionsPage, plan: Plan, feedback: string, form: 
   showError(error, undefined);
   try {
     const response = await executionsApi.resumeExecution({ planId: plan.id, feedback, revision: newestDraft(plan) });
+    page.list.feedbackSent(plan.id);
     if (response.plan) page.list.upsert(response.plan);
     page.context.announce(`New draft asked for: ${shortGoal(plan)}`);
     page.updates.schedulePoll();

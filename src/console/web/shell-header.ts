@@ -9,8 +9,30 @@ export interface ShellActions {
   endSession(message: string): void;
 }
 
+/**
+ * The bar's height, in `--topbar-height` on the root element, for the
+ * stylesheet's `scroll-padding-top`: the bar is sticky, and a control the
+ * keyboard focuses (or a link jumps to) must scroll into view below it, not
+ * under it. Measured, because the bar grows: two rows on a phone, a sign-out
+ * error under it, larger text.
+ */
+const barHeight =
+  typeof ResizeObserver === "function"
+    ? new ResizeObserver((entries) => {
+        const bar = entries.at(-1)?.target;
+        if (bar instanceof HTMLElement) document.documentElement.style.setProperty("--topbar-height", `${bar.offsetHeight}px`);
+      })
+    : undefined;
+
 /** The top bar of every signed-in page: brand, page tabs, the account and Sign out. */
 export function shellHeader(signedIn: Account, current: Page, actions: ShellActions): HTMLElement {
+  const header = topBar(signedIn, current, actions);
+  barHeight?.disconnect();
+  barHeight?.observe(header);
+  return header;
+}
+
+function topBar(signedIn: Account, current: Page, actions: ShellActions): HTMLElement {
   const error = h("p", { class: "form-error topbar-error", role: "alert", hidden: true });
   const nav = h(
     "nav",
