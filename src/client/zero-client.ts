@@ -206,7 +206,7 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
           const response = await fetch(`${baseUrl}/api/execution/download?id=${encodeURIComponent(id)}`, { headers: keyHeader, signal });
           if (!response.ok || !response.body) throw await restError(response);
           return {
-            filename: /filename="([^"]+)"/.exec(response.headers.get("content-disposition") ?? "")?.[1] ?? `${id}.zip`,
+            filename: plainFilename(/filename="([^"]+)"/.exec(response.headers.get("content-disposition") ?? "")?.[1]) ?? `${id}.zip`,
             contentType: response.headers.get("content-type") ?? "application/octet-stream",
             body: response.body,
           };
@@ -313,4 +313,20 @@ function mergeHeaders(extra: Record<string, string>, headers: ConstructorParamet
   const merged = new Headers(headers);
   for (const [name, value] of Object.entries(extra)) if (!merged.has(name)) merged.set(name, value);
   return merged;
+}
+
+/**
+ * The service's suggested file name as a plain name in the current folder,
+ * as browsers and `curl -J` take it: no directories (its last part only), no
+ * control characters, and not a hidden file; undefined when nothing usable is
+ * left. Whatever answers at the base URL chooses it, so it must not choose
+ * where a file is written.
+ */
+function plainFilename(suggested: string | undefined): string | undefined {
+  const name = suggested
+    ?.split(/[\\/]/)
+    .at(-1)
+    ?.replace(/[\u0000-\u001f\u007f]/g, "")
+    .trim();
+  return name && !name.startsWith(".") ? name : undefined;
 }

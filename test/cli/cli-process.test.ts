@@ -326,6 +326,40 @@ describe("project-zero against a running service", () => {
     }
   });
 
+  it("download takes the service's suggested name as a plain file name here, never a path or a hidden file, and replaces nothing", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-cli-suggested-"));
+    const here = path.join(dir, "here");
+    await fs.mkdir(here);
+    // A service (or whatever answers at ZERO_URL) that suggests names it should not.
+    let suggested = "";
+    const hostile = http.createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/zip", "content-disposition": `attachment; filename="${suggested}"` });
+      res.end("zip bytes");
+    });
+    await new Promise<void>((resolve) => hostile.listen(0, "127.0.0.1", resolve));
+    const hostileEnv = { ZERO_URL: `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`, ZERO_API_KEY: env.ZERO_API_KEY! };
+    const download = async (name: string) => {
+      suggested = name;
+      return runCli(["download", "pln_x"], hostileEnv, here);
+    };
+    try {
+      expect((await download("../outside.txt")).code).toBe(0);
+      expect((await download("/tmp/absolute.zip")).code).toBe(0);
+      expect((await download(".bashrc")).code).toBe(0);
+      expect((await fs.readdir(dir)).sort()).toEqual(["here"]);
+      expect((await fs.readdir(here)).sort()).toEqual(["absolute.zip", "outside.txt", "pln_x.zip"]);
+      // A file already there is kept: the suggested name is the service's choice, replacing is the user's (-o).
+      await fs.writeFile(path.join(here, "site.zip"), "mine");
+      const taken = await download("site.zip");
+      expect(taken.code).toBe(2);
+      expect(taken.stderr).toBe("project-zero: site.zip already exists; pass -o site.zip to replace it, or -o another name\n");
+      expect(await fs.readFile(path.join(here, "site.zip"), "utf8")).toBe("mine");
+    } finally {
+      hostile.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("says https:// met a server without TLS, and exits 5 as for one that does not answer", async () => {
     const https = app.url.replace(/^http:/, "https:");
     const wrong = await runCli(["plans", "--url", https], env);

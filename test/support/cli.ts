@@ -21,10 +21,10 @@ export interface CliRun {
  * would, with only the environment given (plus PATH), from a directory
  * outside the package: stdin and stdout are pipes, so it is not on a terminal.
  */
-export function startCli(args: string[], env: Record<string, string>): CliRun {
+export function startCli(args: string[], env: Record<string, string>, cwd = os.tmpdir()): CliRun {
   const child = spawn(process.execPath, [CLI_BIN, ...args], {
     env: { PATH: process.env.PATH ?? "", ...env },
-    cwd: os.tmpdir(),
+    cwd,
     stdio: ["pipe", "pipe", "pipe"],
   });
   let stdout = "";
@@ -86,8 +86,8 @@ export function startCli(args: string[], env: Record<string, string>): CliRun {
 }
 
 /** Runs `project-zero …` to the end. */
-export async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const run = startCli(args, env);
+export async function runCli(args: string[], env: Record<string, string>, cwd?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  const run = startCli(args, env, cwd);
   run.child.stdin.end();
   const code = await run.exit;
   return { code, stdout: run.stdout, stderr: run.stderr };

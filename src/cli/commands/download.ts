@@ -25,6 +25,11 @@ export async function downloadCommand(ctx: CliContext, args: { id: string; outpu
     }
     const named = args.output ?? file.filename;
     const target = path.resolve(named);
+    // The suggested name is the service's choice; replacing a file is the user's, by naming it with -o.
+    if (args.output === undefined && (await exists(target))) {
+      ctx.report("invalid_request", `${named} already exists; pass -o ${named} to replace it, or -o another name`);
+      return ExitCode.usage;
+    }
     try {
       await saveWhole(body, target);
     } catch (error) {
@@ -42,6 +47,13 @@ export async function downloadCommand(ctx: CliContext, args: { id: string; outpu
   } finally {
     stopListening();
   }
+}
+
+function exists(file: string): Promise<boolean> {
+  return stat(file).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** The file system refused the file at `-o`; `reason` says why in words, without the temporary name. */
