@@ -72,10 +72,16 @@ const TRANSPORT_FAILURES: readonly (readonly [TransportFailure, RegExp])[] = [
   ["not_tls", /wrong version number|WRONG_VERSION_NUMBER/i],
   ["tls", /ERR_SSL_|ERR_TLS_|CERT_|_CERT|SELF_SIGNED|UNABLE_TO_VERIFY|EPROTO/],
   ["not_http2", /ERR_HTTP2_ERROR|ERR_HTTP2_SESSION_ERROR|ERR_HTTP2_INVALID_SESSION/],
-  ["no_answer", /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ECONNRESET|EAI_AGAIN|fetch failed|Failed to fetch|NetworkError|Load failed/i],
+  [
+    "no_answer",
+    /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ECONNRESET|EPIPE|EAI_AGAIN|fetch failed|Failed to fetch|NetworkError|Load failed|stream closed with error code CANCEL/i,
+  ],
 ];
 
-const TRANSPORT_CODES: ReadonlySet<Code> = new Set([Code.Unavailable, Code.Unknown, Code.Internal]);
+// Connect reports a connection reset mid-call as `aborted` and gRPC a stream the connection's end closed as
+// `canceled`: with a transport's words in them, those are a connection that dropped, not a conflict or the
+// caller's own cancel (whose words are the signal's, "This operation was aborted").
+const TRANSPORT_CODES: ReadonlySet<Code> = new Set([Code.Unavailable, Code.Unknown, Code.Internal, Code.Aborted, Code.Canceled]);
 
 /** What to say instead of the transport's own words, where those are an OpenSSL or nghttp2 internal. */
 const TRANSPORT_FAILURE_MESSAGES: Partial<Record<TransportFailure, string>> = {
