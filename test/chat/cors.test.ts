@@ -140,6 +140,12 @@ describe.runIf(haveChromium)("CORS for browser apps on other origins (ZERO_CORS_
     });
     expect(refused.headers.get("access-control-allow-origin")).toBeNull();
   });
+
+  it("lets a page read what the answers carry for it: a download's file name, limits, the request id", async () => {
+    const download = await fetch(`${app.url}/api/execution/download?id=pln_x`, { headers: { origin: allowed.origin } });
+    const exposed = (download.headers.get("access-control-expose-headers") ?? "").toLowerCase().split(/,\s*/);
+    expect(exposed).toEqual(expect.arrayContaining(["content-disposition", "retry-after", "ratelimit-remaining", "x-request-id"]));
+  });
 });
 
 describe("ZERO_CORS_ORIGINS", () => {
