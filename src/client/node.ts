@@ -14,7 +14,7 @@ export interface NodeTransportOptions {
    * proxy. `grpc`: gRPC over HTTP/2 (h2c for `http://`), as other gRPC
    * services would call it.
    */
-  protocol?: "connect" | "grpc";
+  protocol?: "connect" | "grpc" | undefined;
 }
 
 /** A connect-node transport factory for `createZeroClient({ transport })`. */

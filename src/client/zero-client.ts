@@ -43,7 +43,7 @@ export interface ZeroClientOptions {
   /** Where the service listens, e.g. `http://127.0.0.1:8080` (no path). */
   baseUrl: string;
   /** An API key (`zk_…`), sent as `Authorization: Bearer`. Omit for public calls or cookie sessions in a browser. */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /**
    * How to reach the service. A factory receives the interceptors (the key's
    * among them) and returns a transport; a ready Transport is used as is and
@@ -74,19 +74,19 @@ export interface CreateExecutionInput {
   /** The goal in plain language, 8 to 2000 characters. */
   goal: string;
   /** `website` (the default) or `ebook`. */
-  outcome?: string;
+  outcome?: string | undefined;
 }
 
 export interface ResumeExecutionInput {
   planId: string;
   /** Stage ids to approve, e.g. `["review"]` to pass the approval gate. */
-  approve?: string[];
+  approve?: string[] | undefined;
   /**
    * The draft the approval is for: the newest `revisions[].number` the caller
    * saw, 0 before any revision. If the plan has a newer draft by then, the
    * service refuses with a `conflict` and nothing changes.
    */
-  revision?: number;
+  revision?: number | undefined;
 }
 
 /** One chat message in OpenAI's JSON shape. */
@@ -102,7 +102,7 @@ export type ChatMessageInput = JsonObject & {
  */
 export type ChatInput = JsonObject & {
   messages: ChatMessageInput[];
-  model?: string;
+  model?: string | undefined;
 };
 
 export interface ZeroClient {
@@ -117,10 +117,10 @@ export interface ZeroClient {
      * counts against the generation limit. Answers at once. With `revision`
      * (the draft the feedback is about, as in `resume`), a newer draft is a `conflict`.
      */
-    revise(id: string, feedback: string, options?: CallOptions & { revision?: number }): Promise<PlanAccepted>;
+    revise(id: string, feedback: string, options?: CallOptions & { revision?: number | undefined }): Promise<PlanAccepted>;
     get(id: string, options?: CallOptions): Promise<Plan>;
     /** The caller's ten most recent plans, newest first; with `before` (a plan id), the ten older than it. */
-    list(options?: CallOptions & { before?: string }): Promise<Plan[]>;
+    list(options?: CallOptions & { before?: string | undefined }): Promise<Plan[]>;
     /**
      * The plan now and each time it changes, until it rests (succeeded,
      * failed, interrupted, cancelled, or waiting at the gate). Leaving the loop early
@@ -134,7 +134,7 @@ export interface ZeroClient {
      * every file, a book as its EPUB (`GET /api/execution/download`). A
      * `not_found` ZeroError until the build (or assemble) stage succeeded.
      */
-    download(id: string, options?: { signal?: AbortSignal }): Promise<PlanDownload>;
+    download(id: string, options?: { signal?: AbortSignal | undefined }): Promise<PlanDownload>;
     /**
      * Cancels a plan and answers it `cancelled`; a running stage stops within one lease
      * heartbeat. An already cancelled plan is answered as it is; a succeeded one is a `conflict`.
@@ -144,7 +144,7 @@ export interface ZeroClient {
     delete(id: string, options?: CallOptions): Promise<void>;
   };
   chat: {
-    complete(input: ChatInput, options?: CallOptions & { idempotencyKey?: string }): Promise<ChatCompletion>;
+    complete(input: ChatInput, options?: CallOptions & { idempotencyKey?: string | undefined }): Promise<ChatCompletion>;
     /** The completion as chunks, each as soon as the service has it. */
     stream(input: ChatInput, options?: CallOptions): AsyncIterable<ChatCompletionChunk>;
   };
@@ -206,7 +206,9 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
           const response = await fetch(`${baseUrl}/api/execution/download?id=${encodeURIComponent(id)}`, { headers: keyHeader, signal });
           if (!response.ok || !response.body) throw await restError(response);
           return {
-            filename: plainFilename(/filename="([^"]+)"/.exec(response.headers.get("content-disposition") ?? "")?.[1]) ?? `${id}.zip`,
+            filename:
+              plainFilename(/filename="([^"]+)"/.exec(response.headers.get("content-disposition") ?? "")?.[1]) ??
+              `${id}${response.headers.get("content-type") === "application/epub+zip" ? ".epub" : ".zip"}`,
             contentType: response.headers.get("content-type") ?? "application/octet-stream",
             body: response.body,
           };

@@ -90,6 +90,9 @@ describe("the package, installed", () => {
         "export const progress = (plan: Plan): number => plan.progress;",
         "// @ts-expect-error only the Node entry takes a protocol",
         'createWebClient({ baseUrl: "http://127.0.0.1:8080", protocol: "grpc" });',
+        // The README's own lines, under exactOptionalPropertyTypes too: an environment variable may be unset.
+        'const fromEnv = createZeroClient({ baseUrl: "http://127.0.0.1:8080", apiKey: process.env.ZERO_API_KEY });',
+        'export const revised = (plan: Plan) => fromEnv.executions.revise(plan.id, "calmer", { revision: plan.revisions.at(-1)?.number });',
       ].join("\n"),
     );
     const program = ts.createProgram([file], {
@@ -97,6 +100,7 @@ describe("the package, installed", () => {
       moduleResolution: ts.ModuleResolutionKind.NodeNext,
       target: ts.ScriptTarget.ES2023,
       strict: true,
+      exactOptionalPropertyTypes: true,
       noEmit: true,
       skipLibCheck: true,
       types: ["node"],
