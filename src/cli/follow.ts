@@ -39,9 +39,10 @@ export async function followToEnd(ctx: CliContext, plan: Plan, options: FollowOp
         ctx.note(`Approve and publish with: project-zero resume ${plan.id} --approve ${gate}`);
         return ExitCode.atGate;
       }
-      ctx.note(`Approved "${gate}"; going on.`);
       // Approves the draft that was shown: if a revision made elsewhere replaced it meanwhile, the service refuses (409).
       plan = (await client.executions.resume({ planId: plan.id, approve: [gate], revision: newestDraft(plan) }, { signal: stop.signal })).plan;
+      // Said once the service has taken it, so a refused approval is never announced as done.
+      ctx.note(`Approved "${gate}"; going on.`);
     }
   } catch (error) {
     view.settle();

@@ -141,6 +141,8 @@ describe("project-zero on a terminal", () => {
     const refused = await screenShows(/EXIT=\d+/);
     expect(refused).toContain("EXIT=2");
     expect(refused).toContain("conflict (409): the newest draft of plan");
+    // Nothing said it was approved.
+    expect(refused).not.toContain("Approved");
     const { body } = await getExecution<{ plan: RestPlan }>(app.url, { apiKey }, planId);
     expect(body.plan).toMatchObject({ status: "awaiting_approval", publishedUrl: null });
   });
