@@ -2,7 +2,7 @@ import { toJson, type JsonValue } from "@bufbuild/protobuf";
 import { createZeroClient } from "../client/node.js";
 import { PlanSchema, ZeroError, type Plan, type ZeroClient } from "../client/zero-client.js";
 import { describeError, ExitCode, exitCodeFor } from "./exit-codes.js";
-import { terminalFor, type Terminal, type WritableOutput } from "./terminal.js";
+import { printable, terminalFor, type Terminal, type WritableOutput } from "./terminal.js";
 import { withoutTrailingSlashes } from "../strings.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:8080";
@@ -72,7 +72,7 @@ export class CliContext {
 
   /** Advice and progress notes: on stderr, so they never mix into piped results. */
   note(text: string): void {
-    this.err.write(`${text}\n`);
+    this.err.write(`${printable(text)}\n`);
   }
 
   /** One JSON value per line on stdout. */
@@ -103,7 +103,7 @@ export class CliContext {
       if (error?.retryAfterSeconds !== undefined) detail.retryAfterSeconds = error.retryAfterSeconds;
       this.err.write(`${JSON.stringify({ error: detail })}\n`);
     } else {
-      this.err.write(`project-zero: ${line}\n`);
+      this.err.write(`project-zero: ${printable(line)}\n`);
     }
   }
 }

@@ -5,6 +5,7 @@ import type { CliContext } from "./context.js";
 import { ExitCode } from "./exit-codes.js";
 import { LivePlanView } from "./live-plan-view.js";
 import { absoluteUrl, blockingStage, styleFor } from "./plan-view.js";
+import { printable } from "./terminal.js";
 
 export interface FollowOptions {
   /** Pass the approval gate without asking (`run --approve`). */
@@ -86,7 +87,7 @@ async function ask(ctx: CliContext, plan: Plan, gate: string): Promise<"yes" | "
 function finished(ctx: CliContext, plan: Plan): ExitCode {
   if (plan.status === "succeeded") {
     const url = plan.publishedUrl ?? plan.previewUrl;
-    ctx.say(`Done: ${plan.id} succeeded.${url ? ` ${absoluteUrl(url, ctx.baseUrl)}` : ""}`);
+    ctx.say(printable(`Done: ${plan.id} succeeded.${url ? ` ${absoluteUrl(url, ctx.baseUrl)}` : ""}`));
     return ExitCode.ok;
   }
   const stage = blockingStage(plan);

@@ -47,8 +47,9 @@ export type Segment = readonly [text: string, tone?: Tone];
 export function line(segments: readonly Segment[], width: number, color: boolean): string {
   let room = width;
   let out = "";
-  for (const [text, tone = "plain"] of segments) {
+  for (const [raw, tone = "plain"] of segments) {
     if (room <= 0) break;
+    const text = printable(raw);
     const textWidth = displayWidth(text);
     const fits = textWidth <= room ? text : `${cut(text, room - 1)}…`;
     room -= Math.min(textWidth, room);
@@ -56,6 +57,19 @@ export function line(segments: readonly Segment[], width: number, color: boolean
   }
   return out.trimEnd();
 }
+
+/**
+ * Text from elsewhere (the service, a model's project name, a goal) as text
+ * a terminal shows rather than obeys: line breaks and tabs become spaces,
+ * other control characters (escape sequences, bells) U+FFFD. What the CLI
+ * writes of its own (colours, cursor moves) never passes through here.
+ */
+export function printable(text: string): string {
+  return CONTROL.test(text) ? text.replace(CONTROLS, (character) => (character === "\n" || character === "\r" || character === "\t" ? " " : "\uFFFD")) : text;
+}
+
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
 
 /**
  * The columns a terminal gives `text`. A line cut by anything else (code

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { runCli, startCli } from "../support/cli.js";
-import { getExecution, postExecution, type RestPlan } from "../support/executions.js";
+import { getExecution, postExecution, type RestPlan, waitForPlan } from "../support/executions.js";
 import { HeldWork, StageFailure } from "../support/stage-work.js";
 import { unusedPort } from "../support/ports.js";
 
@@ -358,6 +358,23 @@ describe("project-zero against a running service", () => {
       hostile.close();
       await fs.rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it("prints what the service says as text, never as terminal control: escapes and line breaks in a name are shown, not obeyed", async () => {
+    work.instant = new Set(WORK_STAGES.filter((stage) => stage !== "understand"));
+    const created = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: key }, { goal: "A website for a shop\nwith a \u001b]0;title\u0007 name" });
+    const id = created.body.plan.id;
+    // A project name as a model may write it, with escape sequences and a line break in it.
+    (await work.next()).succeed({ output: {}, project: { id: `prj_${id.slice(4, 12)}`, name: "\u001b[31mRED\u001b[0m shop\nname", slug: "red-shop" } });
+    await waitForPlan(app.url, { apiKey: key }, id, (plan) => plan.status === "awaiting_approval");
+    for (const args of [["plans"], ["show", id], ["history", id]]) {
+      const { code, stdout } = await runCli(args, env);
+      expect(code).toBe(0);
+      // Nothing a terminal would act on: no escape, no bell, no carriage return; line breaks only between lines.
+      expect({ args, controls: stdout.match(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g) }).toEqual({ args, controls: null });
+    }
+    const row = (await runCli(["plans"], env)).stdout.split("\n").find((text) => text.startsWith(id));
+    expect(row).toMatch(/\[31mRED.\[0m shop name$/);
   });
 
   it("says https:// met a server without TLS, and exits 5 as for one that does not answer", async () => {

@@ -6,6 +6,7 @@ import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import type { CliContext } from "../context.js";
 import { ExitCode } from "../exit-codes.js";
+import { printable } from "../terminal.js";
 
 /**
  * `download <id> [-o file]`: the plan's newest build, a site as a zip or a
@@ -40,7 +41,7 @@ export async function downloadCommand(ctx: CliContext, args: { id: string; outpu
     }
     const bytes = (await stat(target)).size;
     if (ctx.json) ctx.emit({ file: target, bytes, contentType: file.contentType });
-    else ctx.say(`Saved ${path.relative(process.cwd(), target) || target} (${bytes.toLocaleString("en")} bytes, ${file.contentType})`);
+    else ctx.say(printable(`Saved ${path.relative(process.cwd(), target) || target} (${bytes.toLocaleString("en")} bytes, ${file.contentType})`));
     return ExitCode.ok;
   } catch (error) {
     return ctx.fail(error);

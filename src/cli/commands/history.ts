@@ -2,6 +2,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { PlanEvent } from "../../client/zero-client.js";
 import type { CliContext } from "../context.js";
 import { ExitCode } from "../exit-codes.js";
+import { printable } from "../terminal.js";
 
 /** `history <id>`: what happened to a plan, oldest first, one event a line. */
 export async function historyCommand(ctx: CliContext, args: { id: string }): Promise<ExitCode> {
@@ -26,5 +27,5 @@ export async function historyCommand(ctx: CliContext, args: { id: string }): Pro
 function eventLine(row: { at: string | null; type: string; stage: string | null; attempt: number | null; detail: unknown }): string {
   const where = row.stage === null ? "" : `  ${row.stage}${row.attempt === null ? "" : ` (attempt ${row.attempt})`}`;
   const error = (row.detail as { error?: { message?: string } } | null)?.error?.message;
-  return `${row.at ?? ""}  ${row.type}${where}${error ? `  ${error}` : ""}`;
+  return printable(`${row.at ?? ""}  ${row.type}${where}${error ? `  ${error}` : ""}`);
 }
