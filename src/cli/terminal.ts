@@ -5,7 +5,7 @@ export interface Terminal {
   ansi: boolean;
   /** Colours too (ANSI, and `NO_COLOR` unset). */
   color: boolean;
-  /** Visible width; long lines are cut to it so a repaint can count its lines. */
+  /** Visible width; long lines are cut to it so a repaint can count its lines. Unbounded where nothing repaints (a pipe, a log). */
   columns: number;
 }
 
@@ -22,9 +22,11 @@ export function terminalFor(stream: WritableOutput, env: Record<string, string |
     write: (text) => void stream.write(text),
     ansi,
     color: ansi && (env.NO_COLOR ?? "") === "",
-    // Read at each use: a resized window must not make a repaint miscount its wrapped lines.
+    // Read at each use: a resized window must not make a repaint miscount its wrapped lines. Without ANSI
+    // nothing is repainted, so nothing needs cutting: a log keeps every word of a warning or an error.
     get columns() {
-      return ansi && stream.columns ? stream.columns : 100;
+      if (!ansi) return Number.POSITIVE_INFINITY;
+      return stream.columns || 100;
     },
   };
 }

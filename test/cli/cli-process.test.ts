@@ -202,10 +202,12 @@ describe("project-zero against a running service", () => {
     const run = startCli(["run", "A website for a sourdough class"], env);
     run.child.stdin.end();
     const held = await work.next();
-    held.fail(new StageFailure("writer_error", "the model answered twice without valid JSON"));
+    held.fail(new StageFailure("writer_error", "the model answered twice without valid JSON, the second time cut short after the outline's third page"));
     expect(await run.exit).toBe(1);
     const id = planIdIn(run.stderr);
     expect(run.stdout).toContain("  write      failed             attempt 1  writer_error: the model answered twice without valid JSON");
+    // Piped, nothing is repainted, so nothing is cut: a log keeps the whole line.
+    expect(run.stdout).not.toContain("…");
     expect(run.stdout).toContain("[##########--------------------]  33%  failed");
     expect(run.stderr).toContain(`Plan ${id} failed at "write": writer_error: the model answered twice without valid JSON`);
     expect(run.stderr).toContain(`Try the stage again with: project-zero resume ${id}`);
