@@ -1,5 +1,6 @@
 import { fromBinary, fromJson, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
+import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ChatCompletionParamsSchema, ChatService, CreateChatCompletionResponseSchema } from "../../gen/zero/v1/chat_pb.js";
 import { createAccountWithKey } from "../support/accounts.js";
@@ -188,6 +189,18 @@ describe("ChatService JSON form is the REST route's", () => {
     upstream.next(stream(longChunks()));
     const streamed = await connectChunks({ "connect-accept-encoding": "gzip" });
     expect(streamed.map((c) => (c.choices as { finish_reason: unknown }[])[0]!.finish_reason)).toEqual([null, null, null, "stop"]);
+  });
+
+  it("reads a compressed request, as gRPC and Connect clients may send one, and still answers in the REST form", async () => {
+    upstream.next(reply(richCompletion()), reply(richCompletion()));
+    const rest = await restCompletion();
+    const res = await fetch(`${app.url}/zero.v1.ChatService/CreateChatCompletion`, {
+      method: "POST",
+      headers: { authorization, "content-type": "application/json", "connect-protocol-version": "1", "content-encoding": "gzip" },
+      body: gzipSync(JSON.stringify({ params: body })),
+    });
+    expect(res.status).toBe(200);
+    expect(comparable(((await res.json()) as { completion: Record<string, unknown> }).completion)).toEqual(comparable(rest));
   });
 
   it("keeps the binary form typed: a gRPC client reads the same text, finish reason and usage", async () => {
