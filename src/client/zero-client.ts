@@ -102,7 +102,8 @@ export type ChatMessageInput = JsonObject & {
  */
 export type ChatInput = JsonObject & {
   messages: ChatMessageInput[];
-  model?: string | undefined;
+  // JSON has no undefined: the index signature takes none, so neither does `model`.
+  model?: string;
 };
 
 export interface ZeroClient {
@@ -259,7 +260,7 @@ export function completionText(completion: ChatCompletion): string {
 function chatParams(input: ChatInput): ChatCompletionParams {
   // The message's JSON form is OpenAI's, so OpenAI-shaped input converts as is.
   const { stream: _ignored, ...params } = input;
-  return fromJson(ChatCompletionParamsSchema, { model: CHAT_MODEL, ...params });
+  return fromJson(ChatCompletionParamsSchema, { ...params, model: params.model ?? CHAT_MODEL });
 }
 
 function accepted(response: { plan?: Plan; unavailable: string[] }): PlanAccepted {

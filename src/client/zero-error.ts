@@ -36,7 +36,7 @@ export class ZeroError extends Error {
   constructor(cause: ConnectError) {
     const [detail] = cause.findDetails(ErrorDetailSchema);
     // A transport failure surfaces as one of these codes; a cancelled call or a deadline keeps its own type.
-    const failure = detail || !TRANSPORT_CODES.has(cause.code) ? undefined : transportFailureOf(cause);
+    const failure = detail ? undefined : transportFailureOfCall(cause);
     super(detail?.message || (failure && TRANSPORT_FAILURE_MESSAGES[failure]) || cause.rawMessage || codeName(cause.code));
     this.cause = cause;
     this.code = cause.code;
@@ -72,16 +72,26 @@ const TRANSPORT_FAILURES: readonly (readonly [TransportFailure, RegExp])[] = [
   ["not_tls", /wrong version number|WRONG_VERSION_NUMBER/i],
   ["tls", /ERR_SSL_|ERR_TLS_|CERT_|_CERT|SELF_SIGNED|UNABLE_TO_VERIFY|EPROTO/],
   ["not_http2", /ERR_HTTP2_ERROR|ERR_HTTP2_SESSION_ERROR|ERR_HTTP2_INVALID_SESSION/],
-  [
-    "no_answer",
-    /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ECONNRESET|EPIPE|EAI_AGAIN|fetch failed|Failed to fetch|NetworkError|Load failed|stream closed with error code CANCEL/i,
-  ],
+  ["no_answer", /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ECONNRESET|EPIPE|EAI_AGAIN|fetch failed|Failed to fetch|NetworkError|Load failed/i],
 ];
 
-// Connect reports a connection reset mid-call as `aborted` and gRPC a stream the connection's end closed as
-// `canceled`: with a transport's words in them, those are a connection that dropped, not a conflict or the
-// caller's own cancel (whose words are the signal's, "This operation was aborted").
-const TRANSPORT_CODES: ReadonlySet<Code> = new Set([Code.Unavailable, Code.Unknown, Code.Internal, Code.Aborted, Code.Canceled]);
+const TRANSPORT_CODES: ReadonlySet<Code> = new Set([Code.Unavailable, Code.Unknown, Code.Internal, Code.Aborted]);
+
+/**
+ * How a call failed to get through, from its error's code and words.
+ * Connect reports a connection reset mid-call as `aborted` (the reset's
+ * words are in its cause), which a caller never makes. A cancel is the
+ * caller's own unless it is gRPC's stream closed from the connection's end:
+ * a caller's abort carries its reason as the cause, whose words are the
+ * caller's, so only the call's own message is read for it.
+ */
+function transportFailureOfCall(error: ConnectError): TransportFailure | undefined {
+  if (TRANSPORT_CODES.has(error.code)) return transportFailureOf(error);
+  if (error.code === Code.Canceled && STREAM_CLOSED_BY_PEER.test(error.rawMessage)) return "no_answer";
+  return undefined;
+}
+
+const STREAM_CLOSED_BY_PEER = /stream closed with error code CANCEL/;
 
 /** What to say instead of the transport's own words, where those are an OpenSSL or nghttp2 internal. */
 const TRANSPORT_FAILURE_MESSAGES: Partial<Record<TransportFailure, string>> = {

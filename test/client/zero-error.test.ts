@@ -90,4 +90,19 @@ describe("ZeroError for a connection that drops mid-call", () => {
       for (const socket of sockets) socket.destroy();
     }
   });
+
+  it.each(TRANSPORTS.slice(0, 3))("%s: the caller's own cancel stays canceled, whatever its reason says", async (_name, connect) => {
+    const client = connect(app.url, apiKey);
+    const { plan } = await client.executions.create({ goal: "A website for a bakery in Lyon" });
+    const stage = await work.next();
+    const stop = new AbortController();
+    const watching = (async () => {
+      for await (const seen of client.executions.watch(plan.id, { signal: stop.signal })) {
+        // A proxy passing on its own client's hang-up: the reason is a network error.
+        if (seen.status === "running") stop.abort(Object.assign(new Error("upstream socket failed"), { code: "ECONNRESET" }));
+      }
+    })();
+    expect((await caught(watching)).type).toBe("canceled");
+    stage.succeed();
+  });
 });
