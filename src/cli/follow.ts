@@ -81,7 +81,7 @@ export async function watchUntilResting(client: ZeroClient, plan: Plan, signal: 
 async function ask(ctx: CliContext, plan: Plan, gate: string): Promise<"yes" | "no" | "interrupted"> {
   // Nobody to ask: a pipe, a script, or JSON output meant for one.
   if (ctx.json || ctx.io.stdin.isTTY !== true) return "no";
-  return askYesNo(`Approve "${gate}" and publish ${plan.id}? [y/N] `, { input: ctx.io.stdin, output: ctx.io.stderr });
+  return askYesNo(printable(`Approve "${gate}" and publish ${plan.id}? [y/N] `), { input: ctx.io.stdin, output: ctx.io.stderr });
 }
 
 function finished(ctx: CliContext, plan: Plan): ExitCode {

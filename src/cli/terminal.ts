@@ -73,6 +73,11 @@ export function printable(text: string): string {
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
 
+/** Running text from elsewhere (a model's answer) as `printable`, but keeping its line breaks and tabs. */
+export function printableText(text: string): string {
+  return CONTROL.test(text) ? text.replace(CONTROLS, (character) => (character === "\n" || character === "\t" ? character : "\uFFFD")) : text;
+}
+
 /**
  * The columns a terminal gives `text`. A line cut by anything else (code
  * points, UTF-16 units) wraps on a narrow window when it holds CJK or emoji,

@@ -26,8 +26,16 @@ async function startFakeUpstream() {
     let body = "";
     req.setEncoding("utf8").on("data", (text: string) => (body += text));
     req.on("end", async () => {
-      requests.push(JSON.parse(body) as Record<string, unknown>);
+      const request = JSON.parse(body) as { messages: { content: string }[] };
+      requests.push(request as unknown as Record<string, unknown>);
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+      if (request.messages.at(-1)?.content === "Clear my screen") {
+        // A model's answer with terminal control in it.
+        res.write(chunk({ content: "\u001b[2J\u001b]0;owned\u0007cleared\nline two\tend" }));
+        res.write(chunk({}, "stop"));
+        res.end("data: [DONE]\n\n");
+        return;
+      }
       res.write(chunk({ role: "assistant", content: "" }));
       res.write(chunk({ content: "Hello" }));
       res.write(chunk({ content: " from" }));
@@ -85,6 +93,12 @@ describe("project-zero chat", () => {
         { role: "user", content: "Say hello" },
       ],
     });
+  });
+
+  it("shows a model's words and never obeys them as terminal control, keeping its line breaks", async () => {
+    const { code, stdout } = await runCli(["chat", "Clear my screen"], env);
+    expect(code).toBe(0);
+    expect(stdout).toBe("\uFFFD[2J\uFFFD]0;owned\uFFFDcleared\nline two\tend\n");
   });
 
   it("with --json prints each chunk as OpenAI's JSON, naming project-zero as the model", async () => {

@@ -2,6 +2,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { ChatCompletionChunkSchema, chunkText, type ChatMessageInput } from "../../client/zero-client.js";
 import type { CliContext } from "../context.js";
 import { ExitCode } from "../exit-codes.js";
+import { printableText } from "../terminal.js";
 
 /** `chat "<prompt>"`: streams the answer, each token as soon as it arrives. */
 export async function chatCommand(ctx: CliContext, args: { prompt: string; system: string | undefined }): Promise<ExitCode> {
@@ -17,7 +18,8 @@ export async function chatCommand(ctx: CliContext, args: { prompt: string; syste
         ctx.emit(toJson(ChatCompletionChunkSchema, chunk));
         continue;
       }
-      const text = chunkText(chunk);
+      // A model's words are shown, never obeyed as terminal control.
+      const text = printableText(chunkText(chunk));
       if (text === "") continue;
       ctx.out.write(text);
       endsWithNewline = text.endsWith("\n");
