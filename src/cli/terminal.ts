@@ -67,16 +67,23 @@ export function line(segments: readonly Segment[], width: number, color: boolean
  * writes of its own (colours, cursor moves) never passes through here.
  */
 export function printable(text: string): string {
-  return CONTROL.test(text) ? text.replace(CONTROLS, (character) => (character === "\n" || character === "\r" || character === "\t" ? " " : "\uFFFD")) : text;
+  return shown(text, " ");
 }
-
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
 
 /** Running text from elsewhere (a model's answer) as `printable`, but keeping its line breaks and tabs. */
 export function printableText(text: string): string {
-  return CONTROL.test(text) ? text.replace(CONTROLS, (character) => (character === "\n" || character === "\t" ? character : "\uFFFD")) : text;
+  return shown(text, undefined);
 }
+
+/** Control characters as U+FFFD, except line breaks and tabs: each `breaks` when given; else `\n` and `\t` kept, and `\r` U+FFFD too. */
+function shown(text: string, breaks: " " | undefined): string {
+  return text.replace(CONTROLS, (character) => {
+    if (character === "\n" || character === "\t") return breaks ?? character;
+    return character === "\r" && breaks ? breaks : "\uFFFD";
+  });
+}
+
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
 
 /**
  * The columns a terminal gives `text`. A line cut by anything else (code

@@ -1,30 +1,18 @@
 import type OpenAI from "openai";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
-import type { TestApp } from "../support/app.js";
-import { completion, FakeUpstream, reply, stream, textChunks, toolCallCompletion } from "./support/fake-upstream.js";
-import { expectOpenAiError, openAiClient, startGateway } from "./support/gateway.js";
+import { completion, reply, stream, textChunks, toolCallCompletion } from "./support/fake-upstream.js";
+import { expectOpenAiError, openAiClient, useSdkGateway } from "./support/gateway.js";
 
 // GET /v1/responses/{id}/input_items, as the official SDK's responses.inputItems.list calls it.
 describe("GET /v1/responses/{id}/input_items", () => {
-  let upstream: FakeUpstream;
-  let app: TestApp;
-  let account: TestAccount;
+  const gateway = useSdkGateway();
   let other: TestAccount;
   let client: OpenAI;
-
   beforeAll(async () => {
-    upstream = await FakeUpstream.start();
-    app = await startGateway([upstream]);
-    account = await createAccountWithKey(app, ["chat"]);
-    other = await createAccountWithKey(app, ["chat"]);
-    client = openAiClient(app, account.apiKey);
+    other = await createAccountWithKey(gateway.app, ["chat"]);
+    client = openAiClient(gateway.app, gateway.apiKey);
   });
-  afterAll(async () => {
-    await app.close();
-    await upstream.close();
-  });
-  beforeEach(() => upstream.reset());
 
   /** Every item of a response's input, through the SDK's auto-paging. */
   async function allItems(id: string, query: OpenAI.Responses.InputItemListParams = {}): Promise<OpenAI.Responses.ResponseItem[]> {
@@ -33,10 +21,11 @@ describe("GET /v1/responses/{id}/input_items", () => {
     return items;
   }
 
-  const get = (path: string, apiKey = account.apiKey, method = "GET") => fetch(`${app.url}${path}`, { method, headers: { authorization: `Bearer ${apiKey}` } });
+  const get = (path: string, apiKey = gateway.apiKey, method = "GET") =>
+    fetch(`${gateway.app.url}${path}`, { method, headers: { authorization: `Bearer ${apiKey}` } });
 
   it("lists a string input as one user message with input_text content, in OpenAI's list shape", async () => {
-    upstream.next(reply(completion("Bonjour!")));
+    gateway.upstream.next(reply(completion("Bonjour!")));
     const response = await client.responses.create({ model: "project-zero", instructions: "Answer in French.", input: "Say hello" });
     const page = await client.responses.inputItems.list(response.id);
     expect(page.data).toEqual([
@@ -93,7 +82,7 @@ describe("GET /v1/responses/{id}/input_items", () => {
   });
 
   it("lists a function_call_output round trip: the call and its output, each with an id, and only this request's input", async () => {
-    upstream.next(reply(toolCallCompletion("get_weather", '{"city":"Paris"}')), reply(completion("It is sunny in Paris.")));
+    gateway.upstream.next(reply(toolCallCompletion("get_weather", '{"city":"Paris"}')), reply(completion("It is sunny in Paris.")));
     const tools: OpenAI.Responses.Tool[] = [
       { type: "function", name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } }, strict: false },
     ];
@@ -138,7 +127,7 @@ describe("GET /v1/responses/{id}/input_items", () => {
   });
 
   it("lists the items of a streamed response too", async () => {
-    upstream.next(stream(textChunks(["Hel", "lo"])));
+    gateway.upstream.next(stream(textChunks(["Hel", "lo"])));
     const responseStream = client.responses.stream({ model: "project-zero", input: [{ role: "user", content: "Say hello" }] });
     for await (const _event of responseStream) {
       // drained
@@ -200,7 +189,7 @@ describe("GET /v1/responses/{id}/input_items", () => {
 
   it("is the same 404 for another account's response, an unknown id and a store: false response; a key without chat is 403", async () => {
     const response = await client.responses.create({ model: "project-zero", input: "mine" });
-    const stranger = openAiClient(app, other.apiKey);
+    const stranger = openAiClient(gateway.app, other.apiKey);
     await expect(stranger.responses.inputItems.list(response.id)).rejects.toMatchObject({ status: 404 });
     await expect(client.responses.inputItems.list("resp_does_not_exist")).rejects.toMatchObject({ status: 404 });
     await expectOpenAiError(await get(`/v1/responses/${response.id}/input_items`, other.apiKey), 404, { type: "not_found" });
@@ -215,9 +204,9 @@ describe("GET /v1/responses/{id}/input_items", () => {
     await client.responses.delete(response.id);
     await expect(client.responses.inputItems.list(response.id)).rejects.toMatchObject({ status: 404 });
 
-    const readOnly = await createAccountWithKey(app, ["read"]);
+    const readOnly = await createAccountWithKey(gateway.app, ["read"]);
     await expectOpenAiError(await get(`/v1/responses/${response.id}/input_items`, readOnly.apiKey), 403, { code: "insufficient_scope" });
-    const noKey = await fetch(`${app.url}/v1/responses/${response.id}/input_items`);
+    const noKey = await fetch(`${gateway.app.url}/v1/responses/${response.id}/input_items`);
     expect(noKey.status).toBe(401);
   });
 
@@ -241,7 +230,7 @@ describe("GET /v1/responses/{id}/input_items", () => {
     }
     await expect(client.responses.inputItems.list(response.id, { limit: 500 })).rejects.toMatchObject({ status: 400, error: { param: "limit" } });
     // Another method, and a path that is not a response's, are OpenAI-shaped too.
-    const post = await get(path, account.apiKey, "POST");
+    const post = await get(path, gateway.apiKey, "POST");
     expect(post.status).toBe(405);
     expect(post.headers.get("allow")).toBe("GET");
     await expectOpenAiError(await get("/v1/responses//input_items"), 404, { type: "not_found" });
@@ -251,7 +240,7 @@ describe("GET /v1/responses/{id}/input_items", () => {
 
   it("lists no items for a response stored before input items were kept", async () => {
     const response = await client.responses.create({ model: "project-zero", input: "from before" });
-    await app.store.db.updateTable("chat_responses").set({ input_items: null }).where("id", "=", response.id).execute();
+    await gateway.app.store.db.updateTable("chat_responses").set({ input_items: null }).where("id", "=", response.id).execute();
     expect(await (await get(`/v1/responses/${response.id}/input_items`)).json()).toEqual({
       object: "list",
       data: [],

@@ -1,34 +1,21 @@
 import type OpenAI from "openai";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
-import type { TestApp } from "../support/app.js";
-import { chunk, completion, FakeUpstream, reply, stream } from "./support/fake-upstream.js";
-import { openAiClient, startGateway } from "./support/gateway.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { chunk, completion, reply, stream } from "./support/fake-upstream.js";
+import { openAiClient, useSdkGateway } from "./support/gateway.js";
 
 // How the Responses API's finer points cross to chat completions and back: refusals, truncation,
 // reasoning effort and function outputs given as content items, each as OpenAI's SDK sees it.
 describe("/v1/responses translation details", () => {
-  let upstream: FakeUpstream;
-  let app: TestApp;
-  let account: TestAccount;
+  const gateway = useSdkGateway();
   let client: OpenAI;
-
-  beforeAll(async () => {
-    upstream = await FakeUpstream.start();
-    app = await startGateway([upstream]);
-    account = await createAccountWithKey(app, ["chat"]);
-    client = openAiClient(app, account.apiKey);
+  beforeAll(() => {
+    client = openAiClient(gateway.app, gateway.apiKey);
   });
-  afterAll(async () => {
-    await app.close();
-    await upstream.close();
-  });
-  beforeEach(() => upstream.reset());
 
   const post = (body: unknown) =>
-    fetch(`${app.url}/v1/responses`, {
+    fetch(`${gateway.app.url}/v1/responses`, {
       method: "POST",
-      headers: { authorization: `Bearer ${account.apiKey}`, "content-type": "application/json" },
+      headers: { authorization: `Bearer ${gateway.apiKey}`, "content-type": "application/json" },
       body: JSON.stringify(body),
     });
   const usageChunk = (completionTokens: number) => ({
@@ -39,7 +26,7 @@ describe("/v1/responses translation details", () => {
 
   describe("refusals", () => {
     it("streams an upstream refusal as a refusal part with response.refusal.delta and .done, which the SDK reports", async () => {
-      upstream.next(
+      gateway.upstream.next(
         stream([
           chunk({ role: "assistant", content: null, refusal: "" }),
           chunk({ refusal: "I can't " }),
@@ -93,7 +80,7 @@ describe("/v1/responses translation details", () => {
     });
 
     it("gives streamed text and a refusal after it a content part each, in the order they came", async () => {
-      upstream.next(
+      gateway.upstream.next(
         stream([
           chunk({ role: "assistant", content: "" }),
           chunk({ content: "Sure. " }),
@@ -132,7 +119,7 @@ describe("/v1/responses translation details", () => {
     });
 
     it("answers a plain (non-streamed) refusal as a refusal part, and keeps text beside a refusal", async () => {
-      upstream.next(
+      gateway.upstream.next(
         reply(
           completion(null, { choices: [{ index: 0, message: { role: "assistant", content: null, refusal: "No." }, logprobs: null, finish_reason: "stop" }] }),
         ),
@@ -158,7 +145,7 @@ describe("/v1/responses translation details", () => {
 
   describe("a truncated answer", () => {
     it("marks the message item incomplete in a plain answer and in what is stored", async () => {
-      upstream.next(
+      gateway.upstream.next(
         reply(
           completion("Once upon a", {
             choices: [{ index: 0, message: { role: "assistant", content: "Once upon a", refusal: null }, logprobs: null, finish_reason: "length" }],
@@ -173,7 +160,7 @@ describe("/v1/responses translation details", () => {
     });
 
     it("marks it incomplete in a stream's output_item.done, its response.incomplete and what is stored", async () => {
-      upstream.next(stream([chunk({ role: "assistant", content: "" }), chunk({ content: "Once upon" }), chunk({}, "length"), usageChunk(2)]));
+      gateway.upstream.next(stream([chunk({ role: "assistant", content: "" }), chunk({ content: "Once upon" }), chunk({}, "length"), usageChunk(2)]));
       const responseStream = client.responses.stream({ model: "project-zero", input: "Tell a story", max_output_tokens: 2 });
       const events: OpenAI.Responses.ResponseStreamEvent[] = [];
       for await (const event of responseStream) events.push(event);
@@ -190,7 +177,7 @@ describe("/v1/responses translation details", () => {
     });
 
     it("still marks a finished message completed", async () => {
-      upstream.next(reply(completion("Done.")));
+      gateway.upstream.next(reply(completion("Done.")));
       const response = await client.responses.create({ model: "project-zero", input: "hi" });
       expect(response.output).toEqual([expect.objectContaining({ type: "message", status: "completed" })]);
     });
@@ -198,19 +185,19 @@ describe("/v1/responses translation details", () => {
 
   describe("reasoning", () => {
     it("sends reasoning.effort upstream as reasoning_effort and echoes it", async () => {
-      upstream.next(reply(completion("thought about it")));
+      gateway.upstream.next(reply(completion("thought about it")));
       const response = await client.responses.create({ model: "project-zero", input: "Think", reasoning: { effort: "low" } });
-      expect(upstream.requests[0]!.body.reasoning_effort).toBe("low");
-      expect(upstream.requests[0]!.body).not.toHaveProperty("reasoning");
+      expect(gateway.upstream.requests[0]!.body.reasoning_effort).toBe("low");
+      expect(gateway.upstream.requests[0]!.body).not.toHaveProperty("reasoning");
       expect(response.reasoning).toMatchObject({ effort: "low" });
     });
 
     it("accepts every effort OpenAI documents", async () => {
-      upstream.otherwise(reply(completion("ok")));
+      gateway.upstream.otherwise(reply(completion("ok")));
       for (const effort of ["none", "minimal", "low", "medium", "high", "xhigh", "max"] as const) {
         await client.responses.create({ model: "project-zero", input: "Think", reasoning: { effort } });
       }
-      expect(upstream.requests.map((request) => request.body.reasoning_effort)).toEqual(["none", "minimal", "low", "medium", "high", "xhigh", "max"]);
+      expect(gateway.upstream.requests.map((request) => request.body.reasoning_effort)).toEqual(["none", "minimal", "low", "medium", "high", "xhigh", "max"]);
     });
 
     it("refuses an effort OpenAI does not document, and a reasoning that is not an object, with a 400 naming the field", async () => {
@@ -220,16 +207,16 @@ describe("/v1/responses translation details", () => {
       const notObject = await post({ model: "project-zero", input: "Think", reasoning: "high" });
       expect(notObject.status).toBe(400);
       expect(await notObject.json()).toMatchObject({ error: { type: "invalid_request", param: "reasoning" } });
-      expect(upstream.requests).toHaveLength(0);
+      expect(gateway.upstream.requests).toHaveLength(0);
     });
 
     it("keeps taking a reasoning without effort (a summary chat cannot ask for) and sends no reasoning_effort", async () => {
-      upstream.next(reply(completion("ok")), reply(completion("ok")));
+      gateway.upstream.next(reply(completion("ok")), reply(completion("ok")));
       const summary = await client.responses.create({ model: "project-zero", input: "Think", reasoning: { summary: "auto" } });
       expect(summary.status).toBe("completed");
       const nullEffort = await client.responses.create({ model: "project-zero", input: "Think", reasoning: { effort: null } });
       expect(nullEffort.status).toBe("completed");
-      for (const request of upstream.requests) expect(request.body).not.toHaveProperty("reasoning_effort");
+      for (const request of gateway.upstream.requests) expect(request.body).not.toHaveProperty("reasoning_effort");
     });
   });
 
@@ -237,7 +224,7 @@ describe("/v1/responses translation details", () => {
     const call = { type: "function_call", call_id: "call_1", name: "get_weather", arguments: "{}" } as const;
 
     it("sends one input_text item as the tool message's text", async () => {
-      upstream.next(reply(completion("Sunny it is.")));
+      gateway.upstream.next(reply(completion("Sunny it is.")));
       await client.responses.create({
         model: "project-zero",
         input: [
@@ -246,11 +233,11 @@ describe("/v1/responses translation details", () => {
           { type: "function_call_output", call_id: "call_1", output: [{ type: "input_text", text: '{"sky":"sunny"}' }] },
         ],
       });
-      expect(upstream.requests[0]!.body.messages).toContainEqual({ role: "tool", tool_call_id: "call_1", content: '{"sky":"sunny"}' });
+      expect(gateway.upstream.requests[0]!.body.messages).toContainEqual({ role: "tool", tool_call_id: "call_1", content: '{"sky":"sunny"}' });
     });
 
     it("sends several input_text items as the tool message's text parts", async () => {
-      upstream.next(reply(completion("ok")));
+      gateway.upstream.next(reply(completion("ok")));
       await client.responses.create({
         model: "project-zero",
         input: [
@@ -266,7 +253,7 @@ describe("/v1/responses translation details", () => {
           },
         ],
       });
-      expect(upstream.requests[0]!.body.messages).toContainEqual({
+      expect(gateway.upstream.requests[0]!.body.messages).toContainEqual({
         role: "tool",
         tool_call_id: "call_1",
         content: [
@@ -296,7 +283,7 @@ describe("/v1/responses translation details", () => {
         expect(body.error).toMatchObject({ type: "invalid_request", param: "input" });
         expect(body.error.message).toContain("input[2].output[");
       }
-      expect(upstream.requests).toHaveLength(0);
+      expect(gateway.upstream.requests).toHaveLength(0);
     });
   });
 });
