@@ -10,7 +10,6 @@ import { createLogger } from "../../src/observability/logger.js";
 import { createAccountWithKey } from "../support/accounts.js";
 import { testDatabaseKind } from "../support/database.js";
 import { getExecution, postExecution } from "../support/executions.js";
-import { unusedPort } from "../support/ports.js";
 import { removeDataDir } from "../support/server-process.js";
 import { serverCommand, type ServerCommand } from "../support/server-process.js";
 
@@ -145,10 +144,10 @@ interface Spawned {
 
 /** `npm start`'s build and flags, on a free port; resolves once it listens. */
 async function spawnServer(command: ServerCommand, env: Record<string, string>): Promise<Spawned> {
-  const port = await unusedPort();
   const [node, ...args] = command.argv;
   const child = spawn(node!, args, {
-    env: { ...process.env, ...command.env, PORT: String(port), HOST: "127.0.0.1", ...env },
+    // Port 0, and the URL from its log: a port picked beforehand can be taken by another test's socket meanwhile.
+    env: { ...process.env, ...command.env, PORT: "0", HOST: "127.0.0.1", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
@@ -158,7 +157,7 @@ async function spawnServer(command: ServerCommand, env: Record<string, string>):
     if (child.exitCode !== null || i > 1200) throw new Error(`the server did not start: ${output}`);
     await sleep(50);
   }
-  return { child, url: `http://127.0.0.1:${port}`, exit };
+  return { child, url: /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(output)![1]!, exit };
 }
 
 function isAlive(pid: number): boolean {

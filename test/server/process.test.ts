@@ -36,6 +36,11 @@ async function waitFor(check: () => boolean, what: string, ms = 30_000): Promise
   }
 }
 
+/** The URL a server on port 0 logged when it started listening. */
+function listeningUrl(stdout: string): string {
+  return /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(stdout)![1]!;
+}
+
 describe("the server process, built as npm start builds it", () => {
   beforeAll(async () => {
     command = await serverCommand("src/main.ts", "dist/test");
@@ -95,12 +100,12 @@ describe("the server process, built as npm start builds it", () => {
 
   it("refuses a second process on the same data dir with one line, and the first keeps its data", async () => {
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-proc-"));
-    const [firstPort, secondPort] = [await unusedPort(), await unusedPort()];
-    const first = runServer({ PORT: String(firstPort), ZERO_DATA_DIR: dataDir });
+    const first = runServer({ PORT: "0", ZERO_DATA_DIR: dataDir });
     try {
       await waitFor(() => first.stdout().includes('"msg":"listening"'), "the first server to listen", 60_000);
-      const before = await (await fetch(`http://127.0.0.1:${firstPort}/api/capabilities`)).json();
-      const second = runServer({ PORT: String(secondPort), ZERO_DATA_DIR: dataDir });
+      const firstUrl = listeningUrl(first.stdout());
+      const before = await (await fetch(`${firstUrl}/api/capabilities`)).json();
+      const second = runServer({ PORT: "0", ZERO_DATA_DIR: dataDir });
       expect(await second.exit).toBe(1);
       const lines = second
         .stderr()
@@ -112,8 +117,8 @@ describe("the server process, built as npm start builds it", () => {
       ]);
       expect(second.stdout()).not.toContain('"msg":"listening"');
       // The first is untouched and still answers from its database.
-      expect(await (await fetch(`http://127.0.0.1:${firstPort}/api/capabilities`)).json()).toEqual(before);
-      expect(await fetch(`http://127.0.0.1:${firstPort}/readyz`).then((r) => r.status)).toBe(200);
+      expect(await (await fetch(`${firstUrl}/api/capabilities`)).json()).toEqual(before);
+      expect(await fetch(`${firstUrl}/readyz`).then((r) => r.status)).toBe(200);
     } finally {
       first.child.kill("SIGKILL");
       await first.exit;
@@ -164,22 +169,23 @@ describe("the server process, built as npm start builds it", () => {
   it("in a terminal, says one thing at start: the URL to open", async () => {
     // `script` (util-linux) gives the server a pseudo-terminal as stdout, as `npm start` in a shell does.
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-tty-"));
-    const port = await unusedPort();
     const quoted = command.argv.map((word) => `'${word}'`).join(" ");
-    const env: NodeJS.ProcessEnv = { ...process.env, ...command.env, PORT: String(port), ZERO_DATA_DIR: dataDir };
+    // Port 0, and the port read from the line: a port picked beforehand can be taken by another test's socket meanwhile.
+    const env: NodeJS.ProcessEnv = { ...process.env, ...command.env, PORT: "0", ZERO_DATA_DIR: dataDir };
     delete env.LOG_LEVEL;
     const child = spawn("script", ["-qfec", quoted, "/dev/null"], { cwd: root, env });
     let output = "";
     child.stdout.on("data", (d: Buffer) => (output += d.toString()));
     const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    const lines = () => output.split(/\r?\n/).filter((line) => line.trim() !== "");
+    const running = /^project-zero is running: open (http:\/\/127\.0\.0\.1:\d+)\/console\/ \(Ctrl-C stops it\)$/;
     try {
       await waitFor(() => output.includes("\n"), "the first line", 60_000);
-      const page = await fetch(`http://127.0.0.1:${port}/console/`);
+      expect(lines()).toEqual([expect.stringMatching(running)]);
+      const page = await fetch(`${running.exec(lines()[0]!)![1]}/console/`);
       expect(page.status).toBe(200);
       await new Promise((r) => setTimeout(r, 200));
-      expect(output.split(/\r?\n/).filter((line) => line.trim() !== "")).toEqual([
-        `project-zero is running: open http://127.0.0.1:${port}/console/ (Ctrl-C stops it)`,
-      ]);
+      expect(lines()).toHaveLength(1);
     } finally {
       child.kill("SIGTERM");
       await exit;

@@ -105,8 +105,11 @@ describe("migrations applied by a newer version", () => {
     const options = { databaseUrl, dataDir, logger, embedded: "pglite" as const };
     try {
       const first = await openStore(options);
-      // What a newer version leaves behind: a migration this code does not know, already applied.
-      await sql`insert into kysely_migration (name, timestamp) values ('2999-01-01T00-00_from-a-newer-version', ${new Date().toISOString()})`.execute(first.db);
+      // What a newer version leaves behind: a migration this code does not know, already applied, recorded as
+      // Kysely records one (after the latest, which can be ahead of the clock: Kysely keeps them 1 ms apart).
+      const { rows: latest } = await sql<{ at: string }>`select max(timestamp) as at from kysely_migration`.execute(first.db);
+      const after = new Date(Math.max(Date.now(), new Date(latest[0]!.at).getTime() + 1)).toISOString();
+      await sql`insert into kysely_migration (name, timestamp) values ('2999-01-01T00-00_from-a-newer-version', ${after})`.execute(first.db);
       await first.close();
       const again = await openStore(options);
       try {
