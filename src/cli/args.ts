@@ -14,7 +14,8 @@ Commands:
   download <id> [-o <file>|-o -] [--json]
                         save the plan's site (a zip) or book (an EPUB)
   cancel <id> [--json]   cancel a plan; a running stage stops
-  delete <id>           cancel a plan, then remove it, its history and its files
+  delete <id> [--yes]   cancel a plan, then remove it, its history and its files;
+                        on a terminal it asks first (--yes does not)
   resume <id> [--approve review] [--json]
                         resume a plan (past the gate with --approve review) and follow it
   revise <id> "<feedback>" [--json]
@@ -31,10 +32,10 @@ Options:
   -h, --help            this help
 
 Environment: ZERO_API_KEY (a key made in the Console), ZERO_URL.
-Exit codes: 0 ok, 1 plan failed, interrupted or cancelled, 2 usage or invalid request
-(400/409), 3 auth (401/403), 4 not found, 5 rate limited or unavailable (429/5xx,
-unreachable), 6 stopped at the approval gate, 130 interrupted, 141 output closed
-(the reader of a pipe has gone).
+Exit codes: 0 ok, 1 plan failed, interrupted or cancelled (or a delete declined),
+2 usage or invalid request (400/409), 3 auth (401/403), 4 not found, 5 rate limited
+or unavailable (429/5xx, unreachable), 6 stopped at the approval gate, 130
+interrupted, 141 output closed (the reader of a pipe has gone).
 `;
 
 /** A command line that cannot be run; exits 2 with the message and a hint. */
@@ -56,7 +57,7 @@ export type Command =
   | ({ name: "history"; id: string } & Common)
   | ({ name: "download"; id: string; output: string | undefined } & Common)
   | ({ name: "cancel"; id: string } & Common)
-  | ({ name: "delete"; id: string } & Common)
+  | ({ name: "delete"; id: string; yes: boolean } & Common)
   | ({ name: "resume"; id: string; approve: string[] } & Common)
   | ({ name: "revise"; id: string; feedback: string } & Common)
   | ({ name: "chat"; prompt: string; system: string | undefined } & Common)
@@ -76,7 +77,7 @@ const OPTIONS = {
   history: COMMON,
   download: { ...COMMON, output: { type: "string", short: "o" } },
   cancel: COMMON,
-  delete: COMMON,
+  delete: { ...COMMON, yes: { type: "boolean", short: "y", default: false } },
   resume: { ...COMMON, approve: { type: "string", multiple: true } },
   revise: COMMON,
   chat: { ...COMMON, system: { type: "string" } },
@@ -122,11 +123,15 @@ export function parseCommand(argv: readonly string[]): Command {
       return { name, id: onePlanId(name, positionals), follow: values.follow, url: values.url, json: values.json };
     }
     case "history":
-    case "cancel":
-    case "delete": {
+    case "cancel": {
       const { values, positionals } = parse(rest, OPTIONS[name]);
       if (values.help) return help(values);
       return { name, id: onePlanId(name, positionals), url: values.url, json: values.json };
+    }
+    case "delete": {
+      const { values, positionals } = parse(rest, OPTIONS.delete);
+      if (values.help) return help(values);
+      return { name, id: onePlanId(name, positionals), yes: values.yes, url: values.url, json: values.json };
     }
     case "download": {
       const { values, positionals } = parse(rest, OPTIONS.download);

@@ -26,6 +26,8 @@ describe("command line", () => {
     expect(parseCommand(["resume", "pln_1"])).toMatchObject({ approve: [] });
     expect(parseCommand(["revise", "pln_1", "Make it", "calmer"])).toMatchObject({ name: "revise", id: "pln_1", feedback: "Make it calmer" });
     expect(parseCommand(["chat", "Hello", "--system", "Be brief"])).toMatchObject({ name: "chat", prompt: "Hello", system: "Be brief" });
+    expect(parseCommand(["delete", "pln_1"])).toMatchObject({ name: "delete", id: "pln_1", yes: false });
+    expect(parseCommand(["delete", "-y", "pln_1"])).toMatchObject({ name: "delete", id: "pln_1", yes: true });
     expect(parseCommand(["serve", "--port", "9000"])).toMatchObject({ name: "serve", port: "9000" });
     expect(parseCommand([])).toMatchObject({ name: "help" });
     expect(parseCommand(["run", "--help"])).toMatchObject({ name: "help" });

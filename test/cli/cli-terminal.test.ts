@@ -147,6 +147,38 @@ describe("project-zero on a terminal", () => {
     expect(body.plan).toMatchObject({ status: "awaiting_approval", publishedUrl: null });
   });
 
+  it("delete asks first on a terminal: no keeps the plan, yes removes it, --yes does not ask", async () => {
+    const { apiKey } = await createAccountWithKey(app, ["read", "build"]);
+    work.instant = new Set(WORK_STAGES);
+    const plans: string[] = [];
+    for (const goal of ["A website for a bakery in Leeds", "A website for a florist in Bath"]) {
+      const { body } = await postExecution<{ plan: RestPlan }>(app.url, { apiKey }, { goal });
+      plans.push(body.plan.id);
+    }
+    const [kept, gone] = plans as [string, string];
+    const exists = async (id: string) => (await getExecution(app.url, { apiKey }, id)).status;
+
+    await startOnTerminal("delete-no", apiKey, `delete ${kept}`);
+    await screenShows(`Delete ${kept}, its history and its files? This cannot be undone. [y/N]`);
+    await tmux("send-keys", "-t", "cli", "n", "Enter");
+    expect(await screenShows(/EXIT=\d+/)).toContain(`Kept ${kept}.`);
+    expect(await screen()).toContain("EXIT=1");
+    expect(await exists(kept)).toBe(200);
+
+    await startOnTerminal("delete-yes", apiKey, `delete ${kept}`);
+    await screenShows("This cannot be undone. [y/N]");
+    await tmux("send-keys", "-t", "cli", "y", "Enter");
+    expect(await screenShows(/EXIT=\d+/)).toContain(`Deleted ${kept}.`);
+    expect(await screen()).toContain("EXIT=0");
+    expect(await exists(kept)).toBe(404);
+
+    await startOnTerminal("delete-flag", apiKey, `delete --yes ${gone}`);
+    const shown = await screenShows(/EXIT=\d+/);
+    expect(shown).toContain("EXIT=0");
+    expect(shown).not.toContain("[y/N]");
+    expect(await exists(gone)).toBe(404);
+  });
+
   it("Ctrl-C stops following, leaves the plan running and says how to pick it up", async () => {
     const { apiKey } = await createAccountWithKey(app, ["read", "build"]);
     work.instant = new Set(["understand", "outline", "build", "publish"]);

@@ -1,7 +1,9 @@
 import type { Plan } from "../../client/zero-client.js";
+import { askYesNo } from "../approval-prompt.js";
 import type { CliContext } from "../context.js";
 import { ExitCode } from "../exit-codes.js";
 import { planLines, styleFor } from "../plan-view.js";
+import { printable } from "../terminal.js";
 
 /** `cancel <id>`: cancels the plan and prints it as it now is (status `cancelled`). */
 export async function cancelCommand(ctx: CliContext, args: { id: string }): Promise<ExitCode> {
@@ -16,14 +18,29 @@ export async function cancelCommand(ctx: CliContext, args: { id: string }): Prom
   return ExitCode.ok;
 }
 
-/** `delete <id>`: cancels and removes the plan, its history and its files. */
-export async function deleteCommand(ctx: CliContext, args: { id: string }): Promise<ExitCode> {
+/**
+ * `delete <id>`: cancels and removes the plan, its history and its files.
+ * On a terminal it asks first, since nothing brings them back; a script (no
+ * terminal, or --json) and `--yes` are not asked.
+ */
+export async function deleteCommand(ctx: CliContext, args: { id: string; yes: boolean }): Promise<ExitCode> {
+  if (!args.yes && !ctx.json && ctx.io.stdin.isTTY === true) {
+    const answer = await askYesNo(printable(`Delete ${args.id}, its history and its files? This cannot be undone. [y/N] `), {
+      input: ctx.io.stdin,
+      output: ctx.io.stderr,
+    });
+    if (answer === "interrupted") return ExitCode.interrupted;
+    if (answer === "no") {
+      ctx.note(printable(`Kept ${args.id}.`));
+      return ExitCode.failed;
+    }
+  }
   try {
     await ctx.client().executions.delete(args.id);
   } catch (error) {
     return ctx.fail(error);
   }
   if (ctx.json) ctx.emit({ deleted: args.id });
-  else ctx.say(`Deleted ${args.id}.`);
+  else ctx.say(printable(`Deleted ${args.id}.`));
   return ExitCode.ok;
 }
