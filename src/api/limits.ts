@@ -8,3 +8,10 @@ export const FEEDBACK_MIN_LENGTH = 1;
 export const FEEDBACK_MAX_LENGTH = 2000;
 /** How many executions a list answers with, newest first. */
 export const LIST_LIMIT = 10;
+/** The largest request body, in bytes, that `/api` routes and RPCs read. */
+export const API_BODY_MAX_BYTES = 1 << 20;
+/** The policy for a new password, in characters (code points). */
+export const PASSWORD_MIN_LENGTH = 8;
+export const PASSWORD_MAX_LENGTH = 256;
+/** The longest generation window `ZERO_GENERATION_WINDOW_SECONDS` accepts; counters are kept a day longer. */
+export const MAX_GENERATION_WINDOW_SECONDS = 31 * 86_400;

@@ -1,10 +1,8 @@
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "../api/limits.js";
 import { invalidRequest } from "../server/errors.js";
 
 /** RFC 5321's limit on a forward path; also keeps every index on e-mails far below Postgres's btree row limit. */
 export const EMAIL_MAX_LENGTH = 254;
-/** The policy for a new password, in code points. */
-export const PASSWORD_MIN_LENGTH = 8;
-export const PASSWORD_MAX_LENGTH = 256;
 /**
  * No password field is read past this, at sign-in or anywhere else: scrypt's
  * cost does not depend on the length, but reading and hashing a megabyte a

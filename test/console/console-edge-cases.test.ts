@@ -424,6 +424,42 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
     await page.waitForURL(`${app.url}/console/keys`);
   });
 
+  it("takes a password of 256 characters with emoji whole, at sign-up and at sign-in", async () => {
+    // 256 characters, the longest the service allows, but 312 UTF-16 units.
+    const longPassword = `${"p".repeat(200)}${"🔑".repeat(56)}`;
+    const other = `emoji-password-${Date.now()}@example.test`;
+    await open("executions");
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(`${app.url}/console/sign-in`);
+    await page.getByRole("link", { name: "Create an account" }).click();
+    await page.getByLabel("Email").fill(other);
+    // One more is past the policy, counted in characters as the service counts.
+    await page.getByLabel("Password").fill(`${longPassword}🔑`);
+    await page.getByRole("button", { name: "Create account" }).click();
+    await poll(() => page.getByRole("alert").textContent()).toBe("The password must be 8 to 256 characters (it has 257).");
+    await page.getByLabel("Password").fill(longPassword);
+    expect(await page.getByLabel("Password").inputValue()).toBe(longPassword);
+    await page.getByRole("button", { name: "Create account" }).click();
+    await page.waitForURL(`${app.url}/console/executions`);
+
+    // The service holds the whole password, not a cut one.
+    const elsewhere = await fetch(`${app.url}/zero.v1.ConsoleService/SignIn`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: app.url },
+      body: JSON.stringify({ email: other, password: longPassword }),
+    });
+    expect(elsewhere.status).toBe(200);
+
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(`${app.url}/console/sign-in`);
+    await page.getByLabel("Email").fill(other);
+    await page.getByLabel("Password").fill(longPassword);
+    expect(await page.getByLabel("Password").inputValue()).toBe(longPassword);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(`${app.url}/console/executions`);
+    expect(await page.locator(".account-email").textContent()).toBe(other);
+  });
+
   it("says when to try again after too many sign-in attempts", async () => {
     await open("executions");
     await page.getByRole("button", { name: "Sign out" }).click();

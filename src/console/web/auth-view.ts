@@ -1,4 +1,5 @@
 import type { Account } from "../../../gen/zero/v1/console_pb.js";
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "../../api/limits.js";
 import { consoleApi, errorMessage } from "./api.js";
 import { h, replaceChildren, setBusy, showError } from "./dom.js";
 
@@ -53,8 +54,7 @@ export function renderAuth(root: HTMLElement, mode: AuthMode, notice: string | u
     type: "password",
     autocomplete: copy.passwordAutocomplete,
     required: true,
-    minlength: mode === "sign-up" ? 8 : undefined,
-    maxlength: 256,
+    // No minlength / maxlength: they count UTF-16 units (an emoji is two), the service counts characters; checked on submit.
     "aria-describedby": mode === "sign-up" ? "auth-password-hint" : undefined,
   });
   const error = h("p", { class: "form-error", role: "alert", hidden: true });
@@ -68,7 +68,8 @@ export function renderAuth(root: HTMLElement, mode: AuthMode, notice: string | u
       { class: "field" },
       h("label", { for: "auth-password" }, "Password"),
       password,
-      mode === "sign-up" && h("p", { class: "hint", id: "auth-password-hint" }, "At least 8 characters. A few unrelated words make a strong one."),
+      mode === "sign-up" &&
+        h("p", { class: "hint", id: "auth-password-hint" }, `At least ${PASSWORD_MIN_LENGTH} characters. A few unrelated words make a strong one.`),
     ),
     error,
     submit,
@@ -76,6 +77,13 @@ export function renderAuth(root: HTMLElement, mode: AuthMode, notice: string | u
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     showError(error, undefined);
+    // Only a new password has a policy: at sign-in, one outside it is simply a wrong one, and the service says so.
+    const length = [...password.value].length;
+    if (mode === "sign-up" && (length < PASSWORD_MIN_LENGTH || length > PASSWORD_MAX_LENGTH)) {
+      showError(error, `The password must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters (it has ${length}).`);
+      password.focus();
+      return;
+    }
     setBusy(form, true);
     submit.textContent = copy.busy;
     try {

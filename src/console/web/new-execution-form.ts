@@ -1,5 +1,6 @@
 import type { GetCapabilitiesResponse } from "../../../gen/zero/v1/capabilities_pb.js";
 import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
+import { GOAL_MAX_LENGTH, GOAL_MIN_LENGTH } from "../../api/limits.js";
 import { errorMessage, executionsApi, isSignedOut } from "./api.js";
 import { h, setBusy, showError } from "./dom.js";
 import { outcomeLabel } from "./labels.js";
@@ -22,7 +23,7 @@ export interface StartForm {
 
 /** The "Start an execution" form; `onStarted` runs once the service has created the plan. */
 export function newExecutionForm(context: ViewContext, onStarted: (plan: Plan | undefined) => Promise<void>): StartForm {
-  const start = startForm({ min: 8, max: 2000 });
+  const start = startForm({ min: GOAL_MIN_LENGTH, max: GOAL_MAX_LENGTH });
   // Enter makes a new line in the goal; Ctrl+Enter (⌘+Enter) starts the execution, as in most editors.
   start.goal.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {

@@ -1,10 +1,7 @@
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "../../api/limits.js";
 import { consoleApi, errorMessage, isSignedOut } from "./api.js";
 import { h, setBusy, showError } from "./dom.js";
 import type { ViewContext } from "./view.js";
-
-/** The service's bounds for a new password, in characters (code points), as at sign-up. */
-const PASSWORD_MIN_LENGTH = 8;
-const PASSWORD_MAX_LENGTH = 256;
 
 /**
  * "Change password": the current one, then the new one. The service checks
