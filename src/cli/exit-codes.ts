@@ -1,4 +1,4 @@
-import { typeForCode, type ErrorType } from "../api/errors.js";
+import { ERROR_TYPES, typeForCode, type ErrorType } from "../api/errors.js";
 import type { ZeroError } from "../client/zero-client.js";
 import { transportFailureOf } from "../client/zero-error.js";
 import { trimEndOf } from "../strings.js";
@@ -76,28 +76,31 @@ export interface ErrorContext {
 export function describeError(error: ZeroError, context: ErrorContext): string {
   const message = trimEndOf(error.message, ". \t\r\n");
   const keyHelp = `make a key in the Console (${context.baseUrl}/console) and set ZERO_API_KEY`;
-  switch (error.type) {
+  if (error.type === "unreachable") {
+    // Advice only where nothing answered: a TLS mismatch or a refused certificate says what is wrong itself.
+    return `cannot reach ${context.baseUrl}: ${message}${transportFailureOf(error.cause) === "no_answer" ? "; is the service running? (start one with: project-zero serve)" : ""}`;
+  }
+  // Narrowed to the error table's types, so each line's HTTP status is the table's.
+  const type = Object.hasOwn(ERROR_TYPES, error.type) ? (error.type as ErrorType) : undefined;
+  switch (type) {
     case "unauthenticated":
     case "invalid_api_key":
-      return `the API key was not accepted (401 ${error.type}): ${message}; ${keyHelp}`;
+      return `the API key was not accepted (${ERROR_TYPES[type].status} ${type}): ${message}; ${keyHelp}`;
     case "permission_denied":
     case "insufficient_scope":
-      return `the API key may not do this (403 ${error.type}): ${message}; it needs the "${context.scope}" scope`;
+      return `the API key may not do this (${ERROR_TYPES[type].status} ${type}): ${message}; it needs the "${context.scope}" scope`;
     case "not_found":
-      return `not found (404): ${message}`;
+      return `not found (${ERROR_TYPES[type].status}): ${message}`;
     case "conflict":
-      return `conflict (409): ${message}`;
+      return `conflict (${ERROR_TYPES[type].status}): ${message}`;
     case "rate_limited":
-      return `rate limited (429): ${message}${error.retryAfterSeconds !== undefined ? `; retry in ${error.retryAfterSeconds} s` : ""}`;
+      return `rate limited (${ERROR_TYPES[type].status}): ${message}${error.retryAfterSeconds !== undefined ? `; retry in ${error.retryAfterSeconds} s` : ""}`;
     case "zero_capacity_unavailable":
-      return `the free pool is used up (429): ${message}${error.resetAt ? `; it refills at ${error.resetAt}` : ""}`;
+      return `the free pool is used up (${ERROR_TYPES[type].status}): ${message}${error.resetAt ? `; it refills at ${error.resetAt}` : ""}`;
     case "outcome_unavailable":
-      return `outcome unavailable (503): ${message}${error.unavailable.length > 0 ? `; cannot run here: ${error.unavailable.join(", ")}` : ""}`;
+      return `outcome unavailable (${ERROR_TYPES[type].status}): ${message}${error.unavailable.length > 0 ? `; cannot run here: ${error.unavailable.join(", ")}` : ""}`;
     case "unavailable":
-      return `the service is unavailable (503): ${message}; try again shortly`;
-    case "unreachable":
-      // Advice only where nothing answered: a TLS mismatch or a refused certificate says what is wrong itself.
-      return `cannot reach ${context.baseUrl}: ${message}${transportFailureOf(error.cause) === "no_answer" ? "; is the service running? (start one with: project-zero serve)" : ""}`;
+      return `the service is unavailable (${ERROR_TYPES[type].status}): ${message}; try again shortly`;
     default:
       return `${error.type}: ${message}`;
   }

@@ -46,8 +46,8 @@ const NO_LETTER_SPACING = ["ar", "fa", "ur", "zh", "ja", "ko", "th"];
 
 /**
  * CSS that sets `--heading` and `--body` for a document in one of these
- * languages, to be placed after the rule that sets the theme's. `serifHeading`
- * and the rest name the theme's own stacks, whose generic family ends the list.
+ * languages, to be placed after the rule that sets the theme's. `headingFont`
+ * and `bodyFont` are the theme's own stacks, each ending in its generic family.
  */
 export function scriptFontsCss(theme: { headingFont: string; bodyFont: string }): string {
   const stackOf = (families: { serif: string; sans: string }, themeStack: string) =>
