@@ -2,8 +2,7 @@
 export const PLAN_STATUSES = ["running", "awaiting_approval", "interrupted", "failed", "succeeded", "cancelled"] as const;
 export type PlanStatus = (typeof PLAN_STATUSES)[number];
 
-/** Where one stage of a plan stands. */
-/** `cancelled`: the stage had not finished when its plan was cancelled. */
+/** Where one stage of a plan stands; `cancelled`: it had not finished when its plan was cancelled. */
 export const STAGE_STATES = ["pending", "running", "awaiting_approval", "succeeded", "failed", "cancelled"] as const;
 export type StageState = (typeof STAGE_STATES)[number];
 

@@ -21,7 +21,7 @@ import { checkPasswordLength, parseEmail } from "./credentials.js";
 import { decoyPasswordHash, verifyPassword } from "./secrets.js";
 import { clearedSessionCookie, sessionCookie } from "./session-cookie.js";
 import { beginSignIn, checkSignUpAllowed, DEFAULT_SIGN_IN_LIMITS, type SignInLimits } from "./sign-in-limiter.js";
-import { SCOPES } from "../api/scopes.js";
+import { isScope, SCOPES } from "../api/scopes.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/schema.js";
 import { requirePrincipal } from "../server/access.js";
@@ -102,7 +102,7 @@ export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof Con
         throw invalidRequest(`give the key a name of 1 to ${KEY_NAME_MAX} characters`, "name");
       }
       const scopes = [...new Set(request.scopes)];
-      const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+      const unknown = scopes.filter((s) => !isScope(s));
       if (scopes.length === 0 || unknown.length > 0) {
         throw invalidRequest(`choose scopes from ${SCOPES.join(", ")}${unknown.length ? ` (unknown: ${unknown.join(", ")})` : ""}`, "scopes");
       }

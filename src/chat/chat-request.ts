@@ -7,7 +7,7 @@ import type { ChatRequest, GatewayRequest } from "./chat-types.js";
  * schemas at ten levels. Past this, a body is refused before anything
  * recurses over it (a serializer's stack would otherwise overflow as a 502).
  */
-export const MAX_REQUEST_DEPTH = 64;
+const MAX_REQUEST_DEPTH = 64;
 
 /** The only program the alias serves; `program` is ours, never sent upstream. */
 export const CHAT_PROGRAM = "project_zero";
@@ -19,16 +19,7 @@ export const CHAT_PROGRAM = "project_zero";
  * pass through untouched.
  */
 export function parseChatRequest(json: unknown): ChatRequest {
-  if (typeof json !== "object" || json === null || Array.isArray(json)) {
-    throw invalidRequest("the body must be a JSON object");
-  }
-  const body = json as Record<string, unknown>;
-  if (nestedDeeperThan(body, MAX_REQUEST_DEPTH)) {
-    throw invalidRequest(`the request is nested more than ${MAX_REQUEST_DEPTH} levels deep`);
-  }
-  if (typeof body.model !== "string" || body.model === "") {
-    throw invalidRequest('`model` is required: send "project-zero"', "model");
-  }
+  const body = parseOpenAiBody(json);
   if (!Array.isArray(body.messages) || body.messages.length === 0) {
     throw invalidRequest("`messages` must be a non-empty array", "messages");
   }
@@ -41,8 +32,26 @@ export function parseChatRequest(json: unknown): ChatRequest {
   return body as ChatRequest;
 }
 
+/**
+ * The checks every OpenAI body (chat, Responses, embeddings) passes first:
+ * a JSON object, bounded in depth, naming a model.
+ */
+export function parseOpenAiBody(json: unknown): GatewayRequest {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw invalidRequest("the body must be a JSON object");
+  }
+  const body = json as Record<string, unknown>;
+  if (nestedDeeperThan(body, MAX_REQUEST_DEPTH)) {
+    throw invalidRequest(`the request is nested more than ${MAX_REQUEST_DEPTH} levels deep`);
+  }
+  if (typeof body.model !== "string" || body.model === "") {
+    throw invalidRequest(`\`model\` is required: send "${CHAT_ALIAS}"`, "model");
+  }
+  return body as GatewayRequest;
+}
+
 /** Walks the value with a stack of its own, so any depth is measured without recursion. */
-export function nestedDeeperThan(value: object, limit: number): boolean {
+function nestedDeeperThan(value: object, limit: number): boolean {
   // One stack of (value, depth) pairs; Object.values rather than for…in, which walks the prototype chain.
   const stack: unknown[] = [value, 1];
   while (stack.length > 0) {

@@ -2,7 +2,7 @@ import type { Authenticator } from "../server/access.js";
 import { invalidRequest } from "../server/errors.js";
 import { type IdempotencyStore, runIdempotently } from "../server/idempotency.js";
 import { readJsonBody, type RestRouter } from "../server/rest.js";
-import { MAX_REQUEST_DEPTH, nestedDeeperThan } from "./chat-request.js";
+import { parseOpenAiBody } from "./chat-request.js";
 import type { ChatRouter } from "./chat-router.js";
 import type { GatewayRequest } from "./chat-types.js";
 import { authenticateBearer, idempotencyKeyOf, MAX_BODY_BYTES, sendAnswer } from "./openai-http.js";
@@ -29,10 +29,7 @@ export function embeddingsRoutes(rest: RestRouter, deps: { router: ChatRouter; i
 }
 
 function parseEmbeddingsRequest(json: unknown): GatewayRequest {
-  if (typeof json !== "object" || json === null || Array.isArray(json)) throw invalidRequest("the body must be a JSON object");
-  const body = json as Record<string, unknown>;
-  if (nestedDeeperThan(body, MAX_REQUEST_DEPTH)) throw invalidRequest(`the request is nested more than ${MAX_REQUEST_DEPTH} levels deep`);
-  if (typeof body.model !== "string" || body.model === "") throw invalidRequest('`model` is required: send "project-zero"', "model");
+  const body = parseOpenAiBody(json);
   const input = body.input;
   const valid = (typeof input === "string" && input !== "") || (Array.isArray(input) && input.length > 0);
   if (!valid) throw invalidRequest("`input` must be a non-empty string or array", "input");

@@ -10,6 +10,8 @@ const NOTIFY_CHANNEL = "zero_free_pool";
 const IN_FLIGHT_PREFIX = "in_flight:";
 /** How long a dry instance waits for others to give units back or say they hold some in flight. */
 const ASK_WAIT_MS = 100;
+/** How long a dry pool is believed dry before the database is asked again. */
+const DRY_RECHECK_MS = 250;
 
 export interface FreePoolOptions {
   db: Kysely<Database>;
@@ -25,8 +27,6 @@ export interface FreePoolOptions {
   maxBlock?: number;
   /** Units held this long without a request are given back. */
   idleReturnMs?: number;
-  /** How long a dry pool is believed dry before the database is asked again. */
-  dryRecheckMs?: number;
   now?: () => number;
 }
 
@@ -47,7 +47,6 @@ export class FreePool {
   readonly #logger: Logger;
   readonly #maxBlock: number;
   readonly #idleReturnMs: number;
-  readonly #dryRecheckMs: number;
   readonly #now: () => number;
   readonly #listen: FreePoolOptions["listen"];
 
@@ -81,7 +80,6 @@ export class FreePool {
     this.#logger = options.logger;
     this.#maxBlock = options.maxBlock ?? 1024;
     this.#idleReturnMs = options.idleReturnMs ?? 5_000;
-    this.#dryRecheckMs = options.dryRecheckMs ?? 250;
     this.#now = options.now ?? Date.now;
     this.#listen = options.listen;
     this.#remaining = options.capacity;
@@ -127,12 +125,12 @@ export class FreePool {
     const now = this.#now();
     for (let asked = false; ; ) {
       if (this.tryTake()) return;
-      if (this.#now() - this.#dryAt < this.#dryRecheckMs) throw this.#dry(now);
+      if (this.#now() - this.#dryAt < DRY_RECHECK_MS) throw this.#dry(now);
       const granted = await this.#reserve(this.#day);
       if (granted > 0 || this.#available > 0) continue;
       if (asked || !this.#listen) {
         this.#dryAt = this.#now();
-        this.#othersInFlight = this.#now() - this.#othersInFlightAt < this.#dryRecheckMs + ASK_WAIT_MS;
+        this.#othersInFlight = this.#now() - this.#othersInFlightAt < DRY_RECHECK_MS + ASK_WAIT_MS;
         throw this.#dry(now);
       }
       // Dry here; others may hold idle units, or units in flight. Ask once, give them a moment, look again.

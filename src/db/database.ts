@@ -43,8 +43,6 @@ export interface StoreOptions {
   /** Undefined chooses: what the data dir already holds, else Postgres where it can run, else PGlite. */
   embedded?: EmbeddedDatabase;
   logger: Logger;
-  /** Pooled connections on a real server. */
-  poolSize?: number;
   /**
    * A PGlite data directory dump (`Store.dumpDataDir`) to start from when the
    * directory is new, instead of running initdb. Tests use it to start fast.
@@ -56,6 +54,9 @@ export interface StoreOptions {
 export class DatabaseUnavailableError extends Error {
   override name = "DatabaseUnavailableError";
 }
+
+/** Pooled connections on a real server; `LISTEN` holds one more, outside the pool. */
+const POOL_MAX_CONNECTIONS = 10;
 
 const INT8_OID = 20;
 // int8 (count(*), bigserial) as a number on both drivers; our counts stay far below 2^53.
@@ -119,7 +120,7 @@ function openPostgres(url: string, options: StoreOptions): Store {
   const connection = postgresClientConfig(url);
   const pool = new pg.Pool({
     ...connection,
-    max: options.poolSize ?? 10,
+    max: POOL_MAX_CONNECTIONS,
     connectionTimeoutMillis: 5000,
     types: {
       getTypeParser: ((oid: number, format?: "text" | "binary") =>

@@ -166,7 +166,6 @@ export const siteContentSchema = {
   required: ["pages"],
   additionalProperties: false,
 } as const satisfies Schema;
-export type SiteContent = Infer<typeof siteContentSchema>;
 
 export const ebookBriefSchema = {
   type: "object",

@@ -51,11 +51,6 @@ export function validate(schema: Schema, value: unknown, limit = 12): string[] {
   return problems;
 }
 
-/** True when `value` matches `schema`, narrowing its type. */
-export function matches<S extends Schema>(schema: S, value: unknown): value is Infer<S> {
-  return validate(schema, value, 1).length === 0;
-}
-
 function walk(schema: Schema, value: unknown, at: string, problems: string[], limit: number): void {
   if (problems.length >= limit) return;
   switch (schema.type) {

@@ -1,4 +1,5 @@
 import { createContextValues } from "@connectrpc/connect";
+import { API_BODY_MAX_BYTES } from "../api/limits.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { endSpan, type Tracing } from "../observability/tracing.js";
@@ -29,8 +30,6 @@ export interface HttpHandlerOptions {
   drainingSignal: AbortSignal;
   /** Aborted when shutdown's grace period is over: RPC handlers still running are told to stop. */
   shutdownSignal: AbortSignal;
-  /** Largest request body accepted by RPCs. */
-  readMaxBytes?: number;
   metrics: Metrics;
   /** Set when tracing is configured: one server span per request. */
   tracing?: Tracing;
@@ -68,7 +67,7 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
     },
     interceptors,
     shutdownSignal: options.shutdownSignal,
-    readMaxBytes: options.readMaxBytes ?? 1 << 20,
+    readMaxBytes: API_BODY_MAX_BYTES,
     contextValues: (req) => {
       const info = requestInfo(req);
       return createContextValues()

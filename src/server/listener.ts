@@ -10,25 +10,25 @@ export interface ListenerOptions {
   /** PEM files; with both, the port speaks TLS and negotiates h2 or http/1.1 by ALPN. */
   tls?: { certFile: string; keyFile: string };
   /** Headers must arrive within this time (slowloris). */
-  headersTimeoutMs?: number;
+  headersTimeoutMs: number;
   /** The whole request must arrive within this time. */
-  requestTimeoutMs?: number;
-  /** Idle keep-alive HTTP/1.1 connections close after this time. */
-  keepAliveTimeoutMs?: number;
+  requestTimeoutMs: number;
   /** An HTTP/2 session with no open stream closes after this time. */
-  http2IdleTimeoutMs?: number;
-  /** Concurrent streams one HTTP/2 connection may open. */
-  maxConcurrentStreams?: number;
+  http2IdleTimeoutMs: number;
 }
+
+/** Idle keep-alive HTTP/1.1 connections close after this time. */
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/** Concurrent streams one HTTP/2 connection may open. */
+const MAX_CONCURRENT_STREAMS = 256;
 
 /** One port for every protocol we serve. */
 export interface Listener {
   listen(port: number, host: string): Promise<{ port: number; host: string }>;
   /**
    * Stops accepting connections, lets in-flight requests finish for up to
-   * `graceMs`, then closes whatever is left.
+   * `graceMs`, then awaits `onGraceOver` and closes whatever is left.
    */
-  /** Stops accepting, waits up to `graceMs` for requests in flight, then for `onGraceOver`, then closes what is left. */
   close(graceMs: number, onGraceOver?: () => void | Promise<void>): Promise<void>;
 }
 
@@ -40,10 +40,9 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  * clients send it) goes to the HTTP/2 server, anything else to the HTTP/1.1
  * server. With TLS, ALPN decides. Both servers call the same listener.
  */
-export function createListener(onRequest: RequestListener, options: ListenerOptions = {}): Listener {
-  const http2Settings: http2.Settings = { maxConcurrentStreams: options.maxConcurrentStreams ?? 256 };
-  const headersTimeoutMs = options.headersTimeoutMs ?? 20_000;
-  const requestTimeoutMs = options.requestTimeoutMs ?? 120_000;
+export function createListener(onRequest: RequestListener, options: ListenerOptions): Listener {
+  const http2Settings: http2.Settings = { maxConcurrentStreams: MAX_CONCURRENT_STREAMS };
+  const { headersTimeoutMs, requestTimeoutMs } = options;
   const sessions = new Set<http2.Http2Session>();
   const requests = new InFlight();
   const counted: RequestListener = (req, res) => {
@@ -53,7 +52,7 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
   const trackSession = (session: http2.Http2Session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
-    closeWhenIdle(session, { firstStreamMs: headersTimeoutMs, idleMs: options.http2IdleTimeoutMs ?? 300_000 });
+    closeWhenIdle(session, { firstStreamMs: headersTimeoutMs, idleMs: options.http2IdleTimeoutMs });
   };
   // HTTP/1.1 bounds a request's arrival itself (headersTimeout, requestTimeout); HTTP/2 needs it per stream.
   const bounded: RequestListener = (req, res) => {
@@ -199,9 +198,9 @@ function boundRequestBody(req: http2.Http2ServerRequest, ms: number): void {
 }
 
 function applyHttp1Timeouts(server: http.Server, options: ListenerOptions): void {
-  server.headersTimeout = options.headersTimeoutMs ?? 20_000;
-  server.requestTimeout = options.requestTimeoutMs ?? 120_000;
-  server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 5_000;
+  server.headersTimeout = options.headersTimeoutMs;
+  server.requestTimeout = options.requestTimeoutMs;
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
 }
 
 /** Requests whose responses have not closed yet. */

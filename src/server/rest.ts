@@ -1,4 +1,5 @@
 import { fromJson, type DescMessage, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import { API_BODY_MAX_BYTES } from "../api/limits.js";
 import { apiErrorBody, invalidRequest, openAiErrorBody, ServiceError, toServiceError } from "./errors.js";
 import { requestInfo } from "./request-info.js";
 
@@ -77,7 +78,7 @@ export interface BodyLimits {
  * Reads a JSON body. Refuses, with the documented error, a wrong content
  * type, an oversized body and anything that is not JSON.
  */
-export async function readJsonBody(req: NodeRequest, limits: BodyLimits = { maxBytes: 1 << 20 }): Promise<JsonValue> {
+export async function readJsonBody(req: NodeRequest, limits: BodyLimits = { maxBytes: API_BODY_MAX_BYTES }): Promise<JsonValue> {
   const contentType = String(req.headers["content-type"] ?? "")
     .split(";")[0]!
     .trim()

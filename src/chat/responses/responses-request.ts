@@ -1,5 +1,5 @@
 import { invalidRequest } from "../../server/errors.js";
-import { MAX_REQUEST_DEPTH, nestedDeeperThan } from "../chat-request.js";
+import { parseOpenAiBody } from "../chat-request.js";
 import type { ChatRequest } from "../chat-types.js";
 
 /** A chat message as the upstreams read it. */
@@ -8,7 +8,7 @@ export type ChatMessage = Record<string, unknown> & { role: string };
 /** A Responses API request body, as sent; only what is translated is read. */
 export type ResponsesRequest = Record<string, unknown> & { model: string };
 
-/** Tool types OpenAI runs on its own servers: nothing behind the alias can run them. */
+/** The one tool type accepted: the others (web search, file search, …) run on OpenAI's own servers, and nothing behind the alias can run them. */
 const FUNCTION_TOOL = "function";
 
 /**
@@ -18,10 +18,7 @@ const FUNCTION_TOOL = "function";
  * What the upstream judges (schemas, the words) passes through untouched.
  */
 export function parseResponsesRequest(json: unknown): ResponsesRequest {
-  if (typeof json !== "object" || json === null || Array.isArray(json)) throw invalidRequest("the body must be a JSON object");
-  const body = json as Record<string, unknown>;
-  if (nestedDeeperThan(body, MAX_REQUEST_DEPTH)) throw invalidRequest(`the request is nested more than ${MAX_REQUEST_DEPTH} levels deep`);
-  if (typeof body.model !== "string" || body.model === "") throw invalidRequest('`model` is required: send "project-zero"', "model");
+  const body = parseOpenAiBody(json);
   if (typeof body.input !== "string" && !Array.isArray(body.input)) throw invalidRequest("`input` must be a string or an array of input items", "input");
   for (const name of ["stream", "store", "parallel_tool_calls"]) {
     if (body[name] !== undefined && body[name] !== null && typeof body[name] !== "boolean") throw invalidRequest(`\`${name}\` must be a boolean`, name);

@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable } from "kysely";
+import type { ColumnType, Generated, Selectable } from "kysely";
 
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -53,10 +53,7 @@ export interface SignInKnownAddressTable {
 }
 
 export type Account = Selectable<AccountTable>;
-export type NewAccount = Insertable<AccountTable>;
-export type Session = Selectable<SessionTable>;
 export type ApiKeyRow = Selectable<ApiKeyTable>;
-export type NewApiKey = Insertable<ApiKeyTable>;
 
 export interface AuthTables {
   accounts: AccountTable;

@@ -1,4 +1,4 @@
-import type { ColumnType, Selectable } from "kysely";
+import type { ColumnType } from "kysely";
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 
@@ -20,5 +20,3 @@ export interface ChatIdempotencyKeyTable {
   created_at: ColumnType<Date, Date | string | undefined, never>;
   expires_at: Timestamp;
 }
-
-export type ChatIdempotencyKey = Selectable<ChatIdempotencyKeyTable>;

@@ -1,4 +1,4 @@
-import type { ColumnType, Selectable } from "kysely";
+import type { ColumnType } from "kysely";
 
 /**
  * One stored Responses API answer (`store` true, the default), kept for 30
@@ -17,5 +17,3 @@ export interface ChatResponseTable {
   created_at: ColumnType<Date, Date | string | undefined, never>;
   expires_at: ColumnType<Date, Date | string, Date | string>;
 }
-
-export type ChatResponseRow = Selectable<ChatResponseTable>;

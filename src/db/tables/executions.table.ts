@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable } from "kysely";
+import type { ColumnType, Generated, Selectable } from "kysely";
 
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
 type UpdatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -88,9 +88,7 @@ export interface PlanEventTable {
 }
 
 export type PlanRow = Selectable<PlanTable>;
-export type NewPlanRow = Insertable<PlanTable>;
 export type PlanStageRow = Selectable<PlanStageTable>;
-export type NewPlanStageRow = Insertable<PlanStageTable>;
 
 export interface ExecutionTables {
   plans: PlanTable;
