@@ -2,6 +2,7 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import tls from "node:tls";
+import { MAX_GENERATION_WINDOW_SECONDS } from "./api/limits.js";
 import { parseTrustedProxies } from "./server/client-address.js";
 import { withoutTrailingSlashes } from "./strings.js";
 
@@ -186,7 +187,7 @@ export function loadConfig(env: Env = process.env, options: { terminal?: boolean
   const freePoolDailyRequests = read("ZERO_FREE_POOL_DAILY_REQUESTS", 1000, int(0, 1_000_000_000));
   const chatDailyRequestsPerAccount = read<number | undefined>("ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT", undefined, int(0, 1_000_000_000));
   const generationLimit = read("ZERO_GENERATION_LIMIT", 20, int(0, 1_000_000_000));
-  const generationWindowSeconds = read("ZERO_GENERATION_WINDOW_SECONDS", 3600, int(1, 31 * 86400));
+  const generationWindowSeconds = read("ZERO_GENERATION_WINDOW_SECONDS", 3600, int(1, MAX_GENERATION_WINDOW_SECONDS));
   const signup = oneOf("ZERO_SIGNUP", ["open", "closed"] as const, "open");
   const signUpsPerAddressPerHour = read("ZERO_SIGNUPS_PER_ADDRESS_PER_HOUR", 20, int(1, 1_000_000_000));
   const trustedProxies = readTrustedProxies(env.ZERO_TRUSTED_PROXIES, problems);

@@ -1,6 +1,5 @@
 import { RepeatingFailure } from "../observability/repeating-failure.js";
 import { EventEmitter } from "node:events";
-import { isOutcomeId } from "../api/outcomes.js";
 import type { Logger } from "../observability/logger.js";
 import type { InterruptedStage, StageChange, StageClaim, StageStore, StageWrite } from "./stage-store.js";
 import { GENERIC_STAGE_ERROR, StageFailure, type StageErrorInfo, type StageOutcome, type StageWorkResolver } from "./stage-work.js";
@@ -222,7 +221,6 @@ export class StageEngine {
     this.events.emit("stage:start", claim);
     const ended = (how: StageRunResult) => this.events.emit("stage:end", claim, how, performance.now() - started);
     try {
-      if (!isOutcomeId(claim.outcome)) throw new StageFailure("stage_failed", `unknown outcome ${claim.outcome}`);
       if (controller.signal.aborted) throw controller.signal.reason;
       const work = this.#options.resolveWork(claim.outcome, claim.stageId);
       const outcome = await work({
@@ -297,7 +295,7 @@ export class StageEngine {
 
   #progress(run: Run, fraction: number): Promise<void> {
     const write = run.writes.then(async () => {
-      if (leaseGone(run)) throw new LeaseLostError();
+      if (leaseGone(run)) throw new ProgressAfterLeaseLostError();
       let written: StageWrite;
       try {
         written = await this.#write(run, { kind: "progress", fraction });
@@ -306,7 +304,7 @@ export class StageEngine {
         if (!this.#store.isUnavailable(error)) throw error;
         return;
       }
-      if (written === "lost") throw new LeaseLostError();
+      if (written === "lost") throw new ProgressAfterLeaseLostError();
     });
     run.writes = write.catch(() => {});
     return write;
@@ -371,8 +369,8 @@ export class StageEngine {
 }
 
 /** Thrown to stage work that reports progress after its lease was lost. */
-class LeaseLostError extends Error {
-  override name = "LeaseLostError";
+class ProgressAfterLeaseLostError extends Error {
+  override name = "ProgressAfterLeaseLostError";
   constructor() {
     super("the lease on this stage was lost");
   }
@@ -395,9 +393,9 @@ function abort(run: Run, reason: StopReason): void {
   run.controller.abort(new Error(STOP_MESSAGES[reason]));
 }
 
-/** What a failed stage shows: a StageFailure's own words, otherwise a generic message. */
 const STORE_AWAY: StageErrorInfo = { type: "unavailable", message: "the database was unreachable while the stage ran" };
 
+/** What a failed stage shows: a StageFailure's own words, otherwise a generic message. */
 function stageError(error: unknown): StageErrorInfo {
   if (error instanceof StageFailure) return { type: error.type, message: error.message };
   return GENERIC_STAGE_ERROR;

@@ -71,7 +71,11 @@ export interface StageStore {
    * the change makes ready is leased to that owner in the same write.
    */
   record(claim: StageClaim, change: StageChange, options?: { chainFor?: { owner: string; leaseMs: number } }): Promise<StageWrite>;
-  /** Interrupts up to `limit` stages whose lease expired: their worker died. */
+  /**
+   * Interrupts up to `limit` stages whose lease expired: their worker died.
+   * Called at every poll on every instance, so a store may do its periodic
+   * housekeeping here too.
+   */
   interruptExpired(limit: number): Promise<InterruptedStage[]>;
   /** True for errors that mean the store is away for now (worth retrying), not that a write is wrong. */
   isUnavailable(error: unknown): boolean;

@@ -1,5 +1,4 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { OutcomeId } from "../api/outcomes.js";
 
 /** The newest revision of a plan: what the person asked to change in the draft before it. */
 export interface StageRevision {
@@ -19,7 +18,7 @@ export interface StageRevision {
 export interface StageInput {
   planId: string;
   accountId: string;
-  outcome: OutcomeId;
+  outcome: string;
   goal: string;
   stageId: string;
   attempt: number;
@@ -45,8 +44,12 @@ export interface StageOutcome {
 
 /** The work of one stage. */
 export type StageWork = (input: StageInput) => Promise<StageOutcome>;
-/** Picks the work for a stage; the approval stage ("review") is the engine's, never asked for. */
-export type StageWorkResolver = (outcome: OutcomeId, stageId: string) => StageWork;
+/**
+ * Picks the work for a stage; only stages the store queues are asked for (a
+ * plan's approval gate is held by the plan state machine and never queued).
+ * Work for an outcome it does not know fails the stage with a StageFailure.
+ */
+export type StageWorkResolver = (outcome: string, stageId: string) => StageWork;
 /** Thrown by stage work to fail the stage with a clear `{type, message}` shown on the plan. */
 export class StageFailure extends Error {
   constructor(

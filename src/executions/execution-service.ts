@@ -19,28 +19,33 @@ import type { Config } from "../config.js";
 import type { Logger } from "../observability/logger.js";
 import type { Store } from "../db/database.js";
 import type { Notifier } from "./notifier.js";
-import type { PlanEvents } from "./plan-events.js";
+import type { PlanChangeListener } from "./plan-change-listener.js";
 import { newestDraft, type PlanStatus, RESTING_STATUSES } from "../api/plans.js";
 import { cancelPlan, initialStages, newPlanState, resumePlan, revisePlan, startsWork, type PlanState } from "./plan-transitions.js";
 import { DEFAULT_OUTCOME, isOutcomeId, type OutcomeId } from "../api/outcomes.js";
 import { unavailableOutcomes } from "../outcomes/availability.js";
 import { requirePrincipal } from "../server/access.js";
 import { invalidRequest, notFound, ServiceError } from "../server/errors.js";
-import { limitReachedHeaders, rateLimitHeaders, readGenerationUsage, spendGeneration, type GenerationUsage } from "./generation-limit.js";
+import {
+  limitReachedHeaders,
+  rateLimitHeaders,
+  readGenerationUsage,
+  spendGeneration,
+  type GenerationUsage,
+  type GenerationWindow,
+} from "./generation-limit.js";
 import { validFeedback, validGoal } from "./goal.js";
 import type { StatementObserver } from "../db/statement-batcher.js";
 import { PlanInserter } from "./plan-inserter.js";
-import { deletePlan, isOwnPlan, LeaseLostError, listRecentPlans, loadPlan, loadPlanHistory, savePlan, type GenerationWindow } from "./plan-repository.js";
+import { deletePlan, isOwnPlan, LeaseLostError, listRecentPlans, loadPlan, loadPlanHistory, savePlan } from "./plan-repository.js";
 import { toPlanMessage } from "./plan-message.js";
 import { IdempotencyStore, runIdempotently } from "../server/idempotency.js";
 
 export interface ExecutionServiceDeps {
   store: Store;
   config: Config;
-  events: PlanEvents;
+  planChanges: PlanChangeListener;
   notifier: Notifier;
-  /** How often a watcher re-reads its plan when no notification came. */
-  watchPollMs?: number;
   /** Aborted when the instance begins to shut down: open watches end with `unavailable`. */
   draining?: AbortSignal;
   /** Removes a deleted plan's artifact files (previews, published site or book); the outcomes own where they are. */
@@ -57,6 +62,8 @@ export interface PlanAccepted {
 }
 
 const PLAN_NOT_FOUND = "no plan with that id";
+/** How often a watcher re-reads its plan when no notification came. */
+const WATCH_POLL_MS = 1000;
 
 /** A plan's status as a refusal says it to a person. */
 const STATUS_IN_WORDS: Record<PlanStatus, string> = {
@@ -94,11 +101,10 @@ function draftInWords(revision: number): string {
  * validates, and answers; none waits for a stage.
  */
 export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof ExecutionService> {
-  const { store, config, events, notifier } = deps;
+  const { store, config, planChanges, notifier } = deps;
   const db = store.db;
   const window: GenerationWindow = { limit: config.generationLimit, windowSeconds: config.generationWindowSeconds };
   const inserter = new PlanInserter(db, window, { observe: deps.observeCreates });
-  const watchPollMs = deps.watchPollMs ?? 1000;
   const idempotency = new IdempotencyStore(db);
 
   /** Refuses an outcome this deployment cannot run, naming outcomes only. */
@@ -308,7 +314,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       let changed = false;
       let wake: (() => void) | undefined;
       // Subscribe before the first read, so a change between the two is not missed.
-      const unsubscribe = await events.subscribe(request.id, () => {
+      const unsubscribe = await planChanges.subscribe(request.id, () => {
         changed = true;
         wake?.();
       });
@@ -319,7 +325,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
         while (!RESTING_STATUSES.has(plan.status)) {
           if (!changed) {
             await new Promise<void>((resolve) => {
-              const timer = setTimeout(done, watchPollMs);
+              const timer = setTimeout(done, WATCH_POLL_MS);
               function done() {
                 clearTimeout(timer);
                 signal.removeEventListener("abort", done);

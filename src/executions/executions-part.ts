@@ -5,7 +5,7 @@ import { bindService } from "../server/rpc-pipeline.js";
 import type { Config } from "../config.js";
 import type { Store } from "../db/database.js";
 import { Notifier } from "./notifier.js";
-import { PlanEvents } from "./plan-events.js";
+import { PlanChangeListener } from "./plan-change-listener.js";
 import { StageEngine } from "../engine/stage-engine.js";
 import { groupCommitObserver, type Metrics } from "../observability/metrics.js";
 import type { Tracing } from "../observability/tracing.js";
@@ -42,7 +42,7 @@ export interface ExecutionsPartDeps {
  */
 export function executionsPart(deps: ExecutionsPartDeps): AppPart {
   const { config, store, logger } = deps;
-  const events = new PlanEvents(store, logger);
+  const planChanges = new PlanChangeListener(store, logger);
   const notifier = new Notifier(store.db, logger, { sender: deps.instanceId });
   const telemetry = stageTelemetry(deps.metrics, deps.tracing);
   const engine = new StageEngine({
@@ -74,7 +74,7 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
   const impl = executionService({
     store,
     config,
-    events,
+    planChanges,
     notifier,
     draining: deps.draining,
     deleteArtifacts: deps.deleteArtifacts,
@@ -88,7 +88,7 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
     stop: async () => {
       await engine.stop();
       await notifier.flush();
-      await events.stop();
+      await planChanges.stop();
     },
   };
 }

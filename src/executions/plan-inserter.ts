@@ -1,7 +1,8 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import { StatementBatcher, type StatementBatcherOptions } from "../db/statement-batcher.js";
-import { insertPlansWithinLimit, type GenerationWindow, type InsertResult, type NewPlan } from "./plan-repository.js";
+import type { GenerationWindow } from "./generation-limit.js";
+import { insertPlansWithinLimit, type InsertResult, type NewPlan } from "./plan-repository.js";
 
 /**
  * Where creates meet the database, group-committed (`StatementBatcher`):

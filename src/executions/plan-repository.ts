@@ -14,6 +14,7 @@ import {
   type StageRecord,
   type StageState,
 } from "./plan-transitions.js";
+import { resetSeconds, windowStart, type GenerationWindow } from "./generation-limit.js";
 
 /** NOTIFY channel: a plan changed; the payload is its id. Watchers listen. */
 export const PLAN_CHANGED_CHANNEL = "zero_plan_changed";
@@ -39,6 +40,7 @@ function selectPlansWithStages(db: Executor) {
         eb
           .selectFrom("plan_stages as s")
           .select([
+            // The stage columns; also in PlanRowWithStages, savePlan, claimStages (stage-queue.ts) and RUN_WRITES_SQL (run-writes.ts).
             "s.position",
             "s.stage_id",
             "s.title",
@@ -199,6 +201,7 @@ export function savedPlan(
 export async function savePlan(trx: Transaction<Database>, before: PlanState, after: PlanState, options: SaveOptions = {}): Promise<SaveResult> {
   const { claimFor } = options;
   const { rows, claimPosition, wake } = stageRowWrites(before, after, options);
+  // Stage columns and lease CASEs as in RUN_WRITES_SQL (run-writes.ts); the columns also in selectPlansWithStages, PlanRowWithStages, claimStages.
   const values = rows.map(
     (r) => sql`(${r.position}::smallint, ${r.state}::text, ${r.attempts}::int, ${r.errorType}::text,
       ${r.errorMessage}::text, ${r.output}::jsonb, ${r.progress}::real,
@@ -274,11 +277,6 @@ export interface NewPlan {
   stages: readonly StageRecord[];
 }
 
-export interface GenerationWindow {
-  limit: number;
-  windowSeconds: number;
-}
-
 export interface InsertResult {
   /** Undefined when the account's limit for the window is reached (nothing was written). */
   createdAt: Date | undefined;
@@ -289,22 +287,14 @@ export interface InsertResult {
 }
 
 /**
- * Counts one generation for the account in the current window and, only if
- * that stays within the limit, inserts the plan and its stages — in one
- * statement, so one atomic step on every instance, and one round trip. The
- * window is fixed and aligned on the database clock.
- */
-export async function insertPlanWithinLimit(db: Executor, plan: NewPlan, window: GenerationWindow): Promise<InsertResult> {
-  const [result] = await insertPlansWithinLimit(db, [plan], window);
-  return result!;
-}
-
-/**
- * `insertPlanWithinLimit` for several plans in one statement, of one account
- * or many: each account's plans, in the order given, take what is left of
- * its limit, and the rest are refused, exactly as if each had come alone.
- * Results come in the order of `plans`. The counters are locked in account
- * order, so two of these statements running at once cannot deadlock.
+ * Counts one generation per plan for its account in the current window and,
+ * only if that stays within the limit, inserts the plan and its stages — in
+ * one statement, so one atomic step on every instance, and one round trip.
+ * The window is fixed and aligned on the database clock. The plans may be of
+ * one account or many: each account's plans, in the order given, take what
+ * is left of its limit, and the rest are refused, exactly as if each had come
+ * alone. Results come in the order of `plans`. The counters are locked in
+ * account order, so two of these statements running at once cannot deadlock.
  */
 export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPlan[], window: GenerationWindow): Promise<InsertResult[]> {
   const stages = plans.flatMap((p) => p.stages.map((stage) => ({ planId: p.id, ...stage })));
@@ -314,9 +304,7 @@ export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPl
   // (an upsert's RETURNING sees only the new row; SET sees the old one).
   // A plan is inserted when its rank among its account's plans is within it.
   const { rows } = await sql<{ id: string; count: number | null; granted: number | null; rank: number; created_at: Date | null; reset_seconds: number }>`
-    WITH win AS (
-      SELECT to_timestamp(floor(extract(epoch FROM now()) / ${window.windowSeconds}) * ${window.windowSeconds}) AS start
-    ),
+    WITH win AS (SELECT ${windowStart(window)} AS start),
     input AS (
       SELECT i.*, row_number() OVER (PARTITION BY i.account_id ORDER BY i.n)::int AS rank FROM unnest(
         ${plans.map((p) => p.id)}::text[], ${plans.map((p) => p.accountId)}::text[],
@@ -367,7 +355,7 @@ export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPl
       counter.count,
       counter.granted,
       plan.created_at,
-      extract(epoch FROM win.start + make_interval(secs => ${window.windowSeconds}) - now())::float8 AS reset_seconds
+      ${resetSeconds(window, sql`win.start`)} AS reset_seconds
     FROM input CROSS JOIN win LEFT JOIN counter USING (account_id) LEFT JOIN plan USING (id)
   `.execute(db);
   const byId = new Map(rows.map((row) => [row.id, row]));
@@ -383,9 +371,9 @@ export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPl
   });
 }
 
-/** A plan row with its stages as `selectPlansWithStages` returns them. */
-/** A plans row with its stages as `json_agg` gives them (see selectPlansWithStages). */
+/** A plans row with its stages as JSON, as `selectPlansWithStages` and the `json_agg` of claimStages return them. */
 export type PlanRowWithStages = PlanRow & {
+  // The stage columns; also in selectPlansWithStages, savePlan, claimStages (stage-queue.ts) and RUN_WRITES_SQL (run-writes.ts).
   stages: (Pick<
     PlanStageRow,
     "position" | "stage_id" | "title" | "state" | "attempts" | "error_type" | "error_message" | "progress" | "lease_token" | "retries"

@@ -17,7 +17,8 @@ import {
   type PlanState,
 } from "./plan-transitions.js";
 import { type RunWrite, type RunWriteResult, saveRunWrites } from "./run-writes.js";
-import { claimOf, claimStages, findExpiredLeases, pruneGenerationCounts, renewLeases } from "./stage-queue.js";
+import { claimOf, claimStages, findExpiredLeases, renewLeases } from "./stage-queue.js";
+import { pruneGenerationCounts } from "./generation-limit.js";
 
 /**
  * The stage engine's store for plans in Postgres: a stage is claimed with
@@ -139,6 +140,12 @@ export class PlanStageStore implements StageStore {
     return saved;
   }
 
+  /**
+   * Interrupts the plans of stages whose lease expired and, at most once an
+   * hour, forgets the generation counts of windows long past
+   * (pruneGenerationCounts): the reaper runs on every instance, so the
+   * counters need no timer of their own.
+   */
   async interruptExpired(limit: number): Promise<InterruptedStage[]> {
     const interrupted: InterruptedStage[] = [];
     for (const lease of await findExpiredLeases(this.#db, limit)) {

@@ -176,6 +176,7 @@ class EventColumns {
 // it the generic plan hashed the whole plans table for a handful of rows
 // (auto_explain in engine-peers: a 0.1 ms seq scan of a 0.57 ms statement at
 // 1,000 plans); with it the plans are read through the primary key.
+// Stage columns and lease CASEs as in savePlan; the columns also in selectPlansWithStages, PlanRowWithStages (plan-repository.ts), claimStages.
 const RUN_WRITES_SQL = `
 WITH input AS (
   SELECT * FROM unnest($1::text[], $2::int[], $3::smallint[], $4::bigint[], $5::text[], $6::real[], $7::boolean[],

@@ -16,6 +16,7 @@ import type { PlanRevision, PlanState } from "./plan-transitions.js";
  * stands (so the run's first write needs no read of its own).
  */
 export async function claimStages(db: Kysely<Database>, owner: string, limit: number, leaseMs: number): Promise<{ claim: StageClaim; plan: PlanState }[]> {
+  // The stage columns of the json_agg; also in selectPlansWithStages, PlanRowWithStages, savePlan (plan-repository.ts) and RUN_WRITES_SQL (run-writes.ts).
   const { rows } = await sql<PlanRowWithStages & { claimed_position: number; claimed_token: number; claimed_attempts: number; claimed_retries: number }>`
     WITH picked AS (
       SELECT plan_id, position FROM plan_stages
@@ -102,11 +103,6 @@ export async function findExpiredLeases(db: Kysely<Database>, limit: number): Pr
     .limit(limit)
     .execute();
   return rows.map((r) => ({ planId: r.plan_id, position: Number(r.position), leaseToken: Number(r.lease_token) }));
-}
-
-/** Forgets generation counts of windows long past; the longest window is 31 days. */
-export async function pruneGenerationCounts(db: Kysely<Database>): Promise<void> {
-  await db.deleteFrom("generation_counts").where("window_start", "<", sql<Date>`now() - interval '32 days'`).execute();
 }
 
 /** What a stage is told of a plan's newest revision (the last of `revisions`, oldest first), with the feedback of those before it. */

@@ -8,7 +8,7 @@ import { registerArtifactRoutes } from "./artifact-routes.js";
 import { createFileArtifactStore, type ArtifactStore } from "./artifact-store.js";
 import { deletePlanArtifacts } from "./plan-artifacts.js";
 import { planDownload, type Download } from "./downloads.js";
-import type { OutcomeId } from "../api/outcomes.js";
+import { isOutcomeId, type OutcomeId } from "../api/outcomes.js";
 import { ebookStages } from "./ebook/ebook-stages.js";
 import type { OutcomeDeps } from "./stage-support.js";
 import { websiteStages } from "./website/website-stages.js";
@@ -19,8 +19,8 @@ export type { ArtifactStore } from "./artifact-store.js";
 export type { OutcomeDeps } from "./stage-support.js";
 
 /**
- * The work of every stage of every outcome, except the `review` gate the
- * engine keeps for itself. Each stage reads what earlier stages stored in
+ * The work of every stage of every outcome, except the `review` gate, which
+ * the plan state machine holds. Each stage reads what earlier stages stored in
  * `previous`, writes its artifacts under its own plan's keys, and can be
  * re-run after a crash: it overwrites its own outputs, never adds to them.
  */
@@ -29,11 +29,16 @@ export function createStageWork(deps: OutcomeDeps): StageWorkResolver {
     website: websiteStages(deps),
     ebook: ebookStages(deps),
   };
-  return (outcome, stageId) =>
-    stages[outcome]?.[stageId] ??
-    (async () => {
-      throw new StageFailure("internal", `The ${outcome} outcome has no work for stage "${stageId}".`);
-    });
+  return (outcome, stageId) => {
+    if (!isOutcomeId(outcome)) return failWith(new StageFailure("stage_failed", `unknown outcome ${outcome}`));
+    return stages[outcome][stageId] ?? failWith(new StageFailure("internal", `The ${outcome} outcome has no work for stage "${stageId}".`));
+  };
+}
+
+function failWith(failure: StageFailure): StageWork {
+  return async () => {
+    throw failure;
+  };
 }
 
 /** The outcomes as the app mounts them, plus the work of their stages for the engine. */

@@ -11,7 +11,7 @@ import { Pool } from "undici";
 import { ConsoleService } from "../../gen/zero/v1/console_pb.js";
 import { openStore } from "../../src/db/database.js";
 import { initialStages } from "../../src/executions/plan-transitions.js";
-import { insertPlanWithinLimit } from "../../src/executions/plan-repository.js";
+import { insertPlansWithinLimit } from "../../src/executions/plan-repository.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { freshBenchDatabase } from "./support/postgres.js";
 import { serverCommand } from "../support/server-process.js";
@@ -196,9 +196,9 @@ async function main(): Promise<void> {
       backlog
         .slice(i, i + 50)
         .map((n) =>
-          insertPlanWithinLimit(
+          insertPlansWithinLimit(
             store.db,
-            { id: `pln_bench${n}`, accountId: "acc_bench", goal: "A website for a small bakery", outcome: "website", stages },
+            [{ id: `pln_bench${n}`, accountId: "acc_bench", goal: "A website for a small bakery", outcome: "website", stages }],
             { limit: 1_000_000_000, windowSeconds: 3600 },
           ),
         ),

@@ -1,4 +1,3 @@
-import type { OutcomeId } from "../../src/api/outcomes.js";
 import { StageFailure, type StageInput, type StageOutcome, type StageWork, type StageWorkResolver } from "../../src/engine/stage-work.js";
 
 /** What a finished stage reports in these tests, like the real outcomes would. */
@@ -41,7 +40,7 @@ export class HeldWork {
   instant = new Set<string>();
 
   readonly resolver: StageWorkResolver =
-    (_outcome: OutcomeId, stageId: string): StageWork =>
+    (_outcome: string, stageId: string): StageWork =>
     async (input) => {
       this.calls.push(input);
       if (this.instant.has(stageId)) return typicalOutcome(input);

@@ -8,7 +8,7 @@ import type { Logger } from "../observability/logger.js";
  * when the first watcher arrives, so instances nobody watches pay nothing.
  * Delivery is best effort; watchers poll as well.
  */
-export class PlanEvents {
+export class PlanChangeListener {
   readonly #store: Store;
   readonly #log: Logger;
   readonly #subscribers = new Map<string, Set<() => void>>();
