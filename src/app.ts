@@ -17,7 +17,7 @@ import type { AppPart } from "./server/app-part.js";
 import { ServiceError } from "./server/errors.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { createListener, type RequestListener } from "./server/listener.js";
-import { SHUTTING_DOWN, shutDownOpenStreams } from "./server/request-info.js";
+import { SHUTTING_DOWN, shutDownRequests } from "./server/request-info.js";
 import { sendError } from "./server/rest.js";
 import { withoutTrailingSlashes } from "./strings.js";
 
@@ -143,10 +143,9 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       closing ??= (async () => {
         logger.info("shutting down");
         draining.abort();
-        await listener.close(config.shutdownGraceMs, async () => {
+        await listener.close(config.shutdownGraceMs, () => {
           shutdown.abort(SHUTTING_DOWN);
-          // A moment for the streams just told to say so (an error event, then their end) before their connections close.
-          if (shutDownOpenStreams() > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+          shutDownRequests();
         });
         for (const part of [...parts].reverse()) await part.stop?.();
         await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, "could not flush traces"));

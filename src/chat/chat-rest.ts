@@ -39,12 +39,7 @@ export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
     // The client hanging up aborts the upstream request at once.
     const signal = exchange.hangUp;
     if (request.stream === true) {
-      const closed = exchange.streamOpened();
-      try {
-        await streamCompletion(deps.router, request, principal.accountId, signal, req, res);
-      } finally {
-        closed();
-      }
+      await streamCompletion(deps.router, request, principal.accountId, signal, req, res);
       return;
     }
     try {

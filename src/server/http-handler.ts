@@ -14,7 +14,7 @@ import { registerHealth } from "./health.js";
 import { authInterceptor, errorInterceptor } from "./interceptors.js";
 import type { RequestListener } from "./listener.js";
 import { registerReflection } from "./reflection.js";
-import { assignRequestInfo, requestInfo, type RequestInfo, streamOpened } from "./request-info.js";
+import { assignRequestInfo, requestInfo, type RequestInfo } from "./request-info.js";
 import { RestRouter, sendError, sendJson, type NodeRequest, type NodeResponse, type RestExchange, type RestHandler } from "./rest.js";
 import type { AppPart } from "./app-part.js";
 import { createRestRpc } from "./rpc-pipeline.js";
@@ -184,10 +184,6 @@ class Exchange implements RestExchange {
 
   get hangUp(): AbortSignal {
     return this.info.hangUpSignal;
-  }
-
-  streamOpened(): () => void {
-    return streamOpened(this.info);
   }
 
   get url(): URL {

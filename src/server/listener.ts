@@ -27,7 +27,8 @@ export interface Listener {
   listen(port: number, host: string): Promise<{ port: number; host: string }>;
   /**
    * Stops accepting connections, lets in-flight requests finish for up to
-   * `graceMs`, then awaits `onGraceOver` and closes whatever is left.
+   * `graceMs`, then awaits `onGraceOver`, gives the requests it ended a
+   * moment to say so, and closes whatever is left.
    */
   close(graceMs: number, onGraceOver?: () => void | Promise<void>): Promise<void>;
 }
@@ -203,6 +204,16 @@ function applyHttp1Timeouts(server: http.Server, options: ListenerOptions): void
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
 }
 
+/** How long requests under way when the grace ends have to write their last words before connections close. */
+const LAST_WORDS_MS = 500;
+
+/** Waits for `done`, for at most `ms`. */
+async function within(done: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([done, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
 /** Requests whose responses have not closed yet. */
 class InFlight {
   count = 0;
@@ -250,10 +261,16 @@ function wrap(
         for (const session of sessions) session.once("close", check);
         check();
       });
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([allDone, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
-      clearTimeout(timer);
+      await within(allDone, graceMs);
       await onGraceOver?.();
+      // What was just told the grace is over (a stream's error event or trailers, a 503) gets a moment to be written.
+      await within(
+        new Promise<void>((resolve) => {
+          requests.onIdle = resolve;
+          if (requests.count === 0) resolve();
+        }),
+        LAST_WORDS_MS,
+      );
       for (const session of sessions) session.destroy();
       closeAll();
       await stopped;

@@ -7,23 +7,20 @@ import type { NodeRequest } from "./node-http.js";
 /**
  * Why a request's hang-up signal aborts when the shutdown's grace period is
  * over with the request still under way: not that the client left, so an
- * answer (a stream's last event) is still written, in the `unavailable` shape.
+ * answer (a stream's last event, or a 503) is still written, in the `unavailable` shape.
  */
 export const SHUTTING_DOWN = new ServiceError("unavailable", "the server is shutting down; the answer is incomplete, try again");
 
-/** Requests whose answer is a stream still being written: told when shutdown's grace period is over. */
-const openStreams = new Set<RequestInfo>();
+/**
+ * The newest request that holds a hang-up signal and whose response has not
+ * closed; each links to the one before. A list through the requests
+ * themselves rather than a Set, which would give every request an identity hash.
+ */
+let newestListening: RequestInfo | undefined;
 
-/** Registers a request as an open stream; answers the function that unregisters it. */
-export function streamOpened(info: RequestInfo): () => void {
-  openStreams.add(info);
-  return () => void openStreams.delete(info);
-}
-
-/** Tells every open stream that the server is shutting down; answers how many were told. */
-export function shutDownOpenStreams(): number {
-  for (const info of openStreams) info.shuttingDown();
-  return openStreams.size;
+/** Tells every request still under way that holds a hang-up signal that the server is shutting down; answers how many were told. */
+export function shutDownRequests(): number {
+  return RequestInfo.shutDownListening();
 }
 
 /** True when the client itself has gone: a signal aborted for any reason but the shutdown's. */
@@ -48,6 +45,9 @@ export class RequestInfo {
   readonly #parent: Logger;
   #log: Logger | undefined;
   #hangUp: AbortController | undefined;
+  /** Neighbours in the list of requests holding a hang-up signal (see newestListening). */
+  #older: RequestInfo | undefined;
+  #newer: RequestInfo | undefined;
 
   constructor(id: string, clientAddress: string, parent: Logger) {
     this.id = id;
@@ -67,18 +67,37 @@ export class RequestInfo {
    * rather than from a listener of its own on every response.
    */
   get hangUpSignal(): AbortSignal {
-    this.#hangUp ??= new AbortController();
+    if (this.#hangUp === undefined) {
+      this.#hangUp = new AbortController();
+      this.#older = newestListening;
+      if (newestListening) newestListening.#newer = this;
+      newestListening = this;
+    }
     return this.#hangUp.signal;
   }
 
   /** Told by the outer handler when the response has closed, finished or not. */
   responseClosed(finished: boolean): void {
-    if (!finished) this.#hangUp?.abort();
+    if (this.#hangUp === undefined) return;
+    if (this.#older) this.#older.#newer = this.#newer;
+    if (this.#newer) this.#newer.#older = this.#older;
+    else newestListening = this.#older;
+    this.#older = this.#newer = undefined;
+    if (!finished) this.#hangUp.abort();
   }
 
   /** Told when shutdown's grace period is over with this request still under way: its work stops, its answer says why. */
   shuttingDown(): void {
     this.#hangUp?.abort(SHUTTING_DOWN);
+  }
+
+  static shutDownListening(): number {
+    let told = 0;
+    for (let info = newestListening; info !== undefined; info = info.#older) {
+      info.shuttingDown();
+      told++;
+    }
+    return told;
   }
 }
 

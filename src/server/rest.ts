@@ -12,14 +12,12 @@ export interface RestExchange {
   req: NodeRequest;
   res: NodeResponse;
   url: URL;
-  /** Aborted when the client hangs up before the answer is finished (what a route stops, such as an upstream request). */
-  readonly hangUp: AbortSignal;
   /**
-   * Marks the answer as a stream being written: if it is still open when
-   * shutdown's grace period is over, `hangUp` aborts with SHUTTING_DOWN so
-   * the stream can say so. Call the function it answers when the stream ends.
+   * Aborted when the client hangs up before the answer is finished (what a
+   * route stops, such as an upstream request), or with SHUTTING_DOWN when the
+   * shutdown's grace period ends first, so that the answer can say so.
    */
-  streamOpened(): () => void;
+  readonly hangUp: AbortSignal;
 }
 
 export type RestHandler = (exchange: RestExchange) => Promise<void> | void;

@@ -137,4 +137,46 @@ describe("what clients see of a shutdown", () => {
     expect(overRpc.code).toBe(Code.Unavailable);
     await upstream.close();
   });
+
+  it("with no REST stream open, an RPC chat stream past the grace still ends UNAVAILABLE (gRPC, Connect over HTTP/2 and HTTP/1.1), and a waiting non-streamed call is answered 503", async () => {
+    const upstream = await FakeUpstream.start();
+    // A chunk a second: the stream is waiting on the upstream when the grace ends.
+    upstream.otherwise((exchange) =>
+      exchange.body.stream === true ? stream(textChunks(Array.from({ length: 20 }, (_, i) => `w${i} `)), { delayMs: 1000 })(exchange) : undefined,
+    );
+    const app = await startGateway([upstream], {
+      ZERO_SHUTDOWN_GRACE_MS: "1500",
+      ZERO_UPSTREAM_IDLE_TIMEOUT_MS: "10000",
+      ZERO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: "60000",
+    });
+    const { apiKey } = await createAccountWithKey(app, ["chat"]);
+    const headers = { authorization: `Bearer ${apiKey}` };
+    const transports = {
+      grpc: createGrpcTransport({ baseUrl: app.url }),
+      connectHttp2: createConnectTransport({ baseUrl: app.url, httpVersion: "2" }),
+      connectHttp1: createConnectTransport({ baseUrl: app.url, httpVersion: "1.1" }),
+    };
+    const streams = Object.entries(transports).map(async ([name, transport]) => {
+      let chunks = 0;
+      try {
+        for await (const _ of createClient(ChatService, transport).streamChatCompletion({ params }, { headers })) chunks++;
+        return { name, code: "ended normally" };
+      } catch (error) {
+        return { name, code: ConnectError.from(error).code, chunks };
+      }
+    });
+    // Not streamed: the upstream never answers it.
+    const waiting = postChat(app, apiKey, { model: "project-zero", messages: [{ role: "user", content: "Hi" }] });
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    await app.close();
+
+    for (const outcome of await Promise.all(streams)) {
+      expect(outcome).toEqual({ name: outcome.name, code: Code.Unavailable, chunks: expect.any(Number) });
+      expect(outcome.chunks).toBeGreaterThan(0);
+    }
+    const refused = await waiting;
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { error: { type: string } }).error.type).toBe("unavailable");
+    await upstream.close();
+  });
 });

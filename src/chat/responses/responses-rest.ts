@@ -77,16 +77,11 @@ async function sendEvents(exchange: RestExchange, batches: AsyncIterable<Respons
   const { res } = exchange;
   const out = asHttp1(res);
   out.writeHead(200, SSE_HEADERS);
-  const closed = exchange.streamOpened();
-  try {
-    for await (const batch of batches) {
-      if (clientGone(signal)) break;
-      let events = "";
-      for (const event of batch) events += `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
-      if (!writeEvent(res, events)) await drained(res);
-    }
-  } finally {
-    closed();
+  for await (const batch of batches) {
+    if (clientGone(signal)) break;
+    let events = "";
+    for (const event of batch) events += `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+    if (!writeEvent(res, events)) await drained(res);
   }
   if (!clientGone(signal)) out.end();
 }
