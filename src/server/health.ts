@@ -7,7 +7,6 @@ export interface HealthDeps {
   serviceNames: readonly string[];
   /** Resolves when the database answers. */
   ping(): Promise<void>;
-  /** Aborted when the server starts shutting down. */
   /** Aborted when shutdown begins. */
   drainingSignal: AbortSignal;
 }
@@ -42,12 +41,25 @@ export function registerHealth(router: ConnectRouter, deps: HealthDeps): void {
         if (current !== last) yield { status: current };
         last = current;
         if (deps.drainingSignal.aborted) return;
-        await new Promise((resolve) => setTimeout(resolve, WATCH_INTERVAL_MS).unref());
+        await nextLook([context.signal, deps.drainingSignal]);
       }
     },
     async list() {
       const current = await status();
       return { statuses: Object.fromEntries([...known].map((name) => [name, { status: current }])) };
     },
+  });
+}
+
+/** Resolves after the watch interval, or at once when one of `signals` aborts (shutdown begins: say so now). */
+function nextLook(signals: AbortSignal[]): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      for (const signal of signals) signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, WATCH_INTERVAL_MS).unref();
+    for (const signal of signals) signal.addEventListener("abort", done, { once: true });
   });
 }

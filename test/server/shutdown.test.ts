@@ -3,6 +3,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
 import { ChatCompletionChunkSchema, ChatService } from "../../gen/zero/v1/chat_pb.js";
+import { Health, HealthCheckResponse_ServingStatus as Serving } from "../../gen/grpc/health/v1/health_pb.js";
 import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
 import { FakeUpstream, stream, textChunks } from "../chat/support/fake-upstream.js";
 import { postChat, readSse, startGateway } from "../chat/support/gateway.js";
@@ -43,6 +44,24 @@ describe("graceful shutdown", () => {
 
 describe("what clients see of a shutdown", () => {
   const params = { model: "project-zero", messages: [{ role: "user", content: { kind: { case: "stringValue" as const, value: "Hi" } } }] };
+
+  it("gRPC health's Watch says NOT_SERVING as soon as shutdown begins, as Check does", async () => {
+    const app = await startTestApp({ env: { ZERO_SHUTDOWN_GRACE_MS: "3000" } });
+    const health = createClient(Health, createGrpcTransport({ baseUrl: app.url }));
+    const seen: Serving[] = [];
+    const watched = (async () => {
+      try {
+        for await (const { status } of health.watch({ service: "" })) seen.push(status);
+      } catch {
+        // The grace ending cuts it off: what it said before is what counts.
+      }
+    })();
+    while (seen.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    const closed = app.close();
+    await watched;
+    expect(seen).toEqual([Serving.SERVING, Serving.NOT_SERVING]);
+    await closed;
+  });
 
   it("a watch open at shutdown ends with UNAVAILABLE, never as if the plan were at rest, over gRPC and Connect", async () => {
     const work = new HeldWork();
