@@ -253,6 +253,9 @@ export function loadConfig(env: Env = process.env, options: { terminal?: boolean
 }
 
 function readArtifacts(env: Env, databaseUrl: string | undefined, dataDir: string, problems: string[]): ArtifactsConfig {
+  // Ours, so checked whatever the store is (the AWS variables below may be set for other programs).
+  const forcePath = env.ZERO_S3_FORCE_PATH_STYLE?.trim() || "false";
+  if (forcePath !== "true" && forcePath !== "false") problems.push(`ZERO_S3_FORCE_PATH_STYLE: expected true or false, got "${forcePath}"`);
   const raw = env.ZERO_ARTIFACTS?.trim() || (databaseUrl ? "postgres" : "file");
   if (raw === "postgres") return { kind: "postgres" };
   if (raw === "file") return { kind: "file", dir: path.join(dataDir, "artifacts") };
@@ -285,8 +288,6 @@ function readArtifacts(env: Env, databaseUrl: string | undefined, dataDir: strin
   const accessKeyId = env.AWS_ACCESS_KEY_ID?.trim() ?? "";
   const secretAccessKey = env.AWS_SECRET_ACCESS_KEY?.trim() ?? "";
   if (!accessKeyId || !secretAccessKey) problems.push("AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY: an s3:// ZERO_ARTIFACTS needs both");
-  const forcePath = env.ZERO_S3_FORCE_PATH_STYLE?.trim() || "false";
-  if (forcePath !== "true" && forcePath !== "false") problems.push(`ZERO_S3_FORCE_PATH_STYLE: expected true or false, got "${forcePath}"`);
   return {
     kind: "s3",
     s3: {

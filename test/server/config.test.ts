@@ -79,6 +79,8 @@ describe("configuration from the environment", () => {
     expect(lines({ ZERO_ARTIFACTS: "s3://ok-bucket", ZERO_S3_FORCE_PATH_STYLE: "yes", ...aws })).toEqual([
       'ZERO_S3_FORCE_PATH_STYLE: expected true or false, got "yes"',
     ]);
+    // Checked whatever the store, as every other variable is: a typo stops the process before anyone relies on it.
+    expect(lines({ ZERO_S3_FORCE_PATH_STYLE: "yes" })).toEqual(['ZERO_S3_FORCE_PATH_STYLE: expected true or false, got "yes"']);
     expect(lines({ ZERO_ARTIFACTS: "disk" })).toEqual(['ZERO_ARTIFACTS: expected file, file:<dir>, postgres or s3://bucket/prefix, got "disk"']);
   });
 
