@@ -46,8 +46,8 @@ export function retryWaitMs(policy: StageRetryPolicy, attempt: number): number {
   return Math.floor((policy.random ?? Math.random)() * (ceiling + 1));
 }
 
-/** How one run of a stage ended, as far as this instance is concerned. */
-export type StageRunResult = "succeeded" | "failed" | "lost" | "handed_back";
+/** How one run of a stage ended, as far as this instance is concerned ("retrying": it failed and is tried again). */
+export type StageRunResult = "succeeded" | "retrying" | "failed" | "lost" | "handed_back";
 
 /**
  * What the engine tells observers, as graphile-worker's event map does:
@@ -252,8 +252,8 @@ export class StageEngine {
       ended("handed_back");
       return;
     }
-    ended(result.ok ? "succeeded" : "failed");
     if (result.ok) {
+      ended("succeeded");
       const written = await this.#writeResult(run, { kind: "succeeded", outcome: result.outcome }, !this.#stopping);
       // The next stage of this plan, claimed in the same write: run it on this slot at once.
       if (typeof written === "object") this.#launch(written.next);
@@ -268,9 +268,17 @@ export class StageEngine {
       const error = storeAway ? STORE_AWAY : stageError(result.error);
       const retry = this.#options.retry;
       const tries = (claim.retries ?? 0) + 1;
+      const where = { planId: claim.planId, stage: claim.stageId, attempt: claim.attempts, error };
       if (retry && tries < retry.maxAttempts && retry.isTransient(error.type)) {
-        await this.#writeResult(run, { kind: "retrying", error, waitMs: retryWaitMs(retry, tries) });
-      } else await this.#writeResult(run, { kind: "failed", error });
+        ended("retrying");
+        const waitMs = retryWaitMs(retry, tries);
+        this.#log.info({ ...where, waitMs }, "stage try failed; it is tried again");
+        await this.#writeResult(run, { kind: "retrying", error, waitMs });
+      } else {
+        ended("failed");
+        this.#log.warn(where, "stage failed");
+        await this.#writeResult(run, { kind: "failed", error });
+      }
     }
   }
 

@@ -38,7 +38,7 @@ export function stageTelemetry(
       engine.events.on("runs:changed", (running) => metrics.runningLeases.set(running));
       engine.events.on("stage:end", (claim, result, durationMs) => {
         const key = runKey(claim.planId, claim.stageId, claim.attempts);
-        endSpan(spans.get(key), { "zero.result": result }, result === "failed" || result === "lost");
+        endSpan(spans.get(key), { "zero.result": result }, result === "failed" || result === "retrying" || result === "lost");
         spans.delete(key);
         const labels = { outcome: claim.outcome, stage: claim.stageId, result };
         metrics.stageRuns.inc(labels);

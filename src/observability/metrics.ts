@@ -62,7 +62,7 @@ export function createMetrics(): Metrics {
     }),
     stageRuns: new LabelledCounter({
       name: "zero_stage_runs_total",
-      help: "Stage runs finished, by outcome, stage and result (succeeded, failed, interrupted, lost).",
+      help: "Stage runs finished, by outcome, stage and result (succeeded, retrying: failed and tried again, failed, interrupted, lost, handed_back).",
       labelNames: ["outcome", "stage", "result"],
       registry,
     }),

@@ -107,6 +107,26 @@ describe("transient stage errors are retried in place", () => {
     const events = await history(app.url, cred(), planId);
     expect(events.some((e) => e.type === "stage_retrying")).toBe(false);
   });
+
+  it("metrics tell a try that is retried from a stage that failed, and the log has one line for each failed stage", async () => {
+    const runs = async (result: string) => {
+      const text = await (await fetch(`${app.url}/metrics`)).text();
+      return Number(new RegExp(`zero_stage_runs_total\\{outcome="website",stage="outline",result="${result}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+    };
+    const before = { retrying: await runs("retrying"), failed: await runs("failed") };
+    const retried = (await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: "A site for my bakery transient2@outline" })).body.plan.id;
+    await waitForPlan(app.url, cred(), retried, (p) => p.status === "awaiting_approval");
+    const failed = (await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: "A site for my bakery fail@outline" })).body.plan.id;
+    await waitForPlan(app.url, cred(), failed, (p) => p.status === "failed");
+    expect({ retrying: (await runs("retrying")) - before.retrying, failed: (await runs("failed")) - before.failed }).toEqual({ retrying: 2, failed: 1 });
+
+    const lines = app.logs.map((line) => JSON.parse(line) as { msg: string; planId?: string; stage?: string; error?: { type: string } });
+    expect(lines.filter((l) => l.msg === "stage failed" && l.planId === failed)).toEqual([
+      expect.objectContaining({ stage: "outline", error: expect.objectContaining({ type: "writer_error" }) }),
+    ]);
+    expect(lines.filter((l) => l.msg === "stage failed" && l.planId === retried)).toEqual([]);
+    expect(lines.filter((l) => l.msg === "stage try failed; it is tried again" && l.planId === retried)).toHaveLength(2);
+  });
 });
 
 describe("the wait before a retry", () => {
