@@ -15,9 +15,9 @@ import { createTracing } from "./observability/tracing.js";
 import { outcomesPart, type ArtifactStore } from "./outcomes/outcomes-part.js";
 import type { AppPart } from "./server/app-part.js";
 import { ServiceError } from "./server/errors.js";
-import { createHttpHandler } from "./server/http-handler.js";
-import { createListener, type RequestListener } from "./server/listener.js";
-import { SHUTTING_DOWN, shutDownRequests } from "./server/request-info.js";
+import { createHttpHandler, type HttpHandler } from "./server/http-handler.js";
+import { createListener } from "./server/listener.js";
+import { SHUTTING_DOWN } from "./server/request-info.js";
 import { sendError } from "./server/rest.js";
 import { withoutTrailingSlashes } from "./strings.js";
 
@@ -69,8 +69,8 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     ? await createTracing({ endpoint: config.otlpEndpoint, serviceName: config.otelServiceName, instanceId, version: SERVICE_VERSION })
     : undefined;
   // Bind first, so that with PORT=0 the public URL can name the real port.
-  let handler: RequestListener | undefined;
-  const listener = createListener((req, res) => (handler ? handler(req, res) : sendError(res, new ServiceError("unavailable", "starting up"))), {
+  let handler: HttpHandler | undefined;
+  const listener = createListener((req, res) => (handler ? handler.handle(req, res) : sendError(res, new ServiceError("unavailable", "starting up"))), {
     tls: config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : undefined,
     headersTimeoutMs: config.headersTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
@@ -145,7 +145,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
         draining.abort();
         await listener.close(config.shutdownGraceMs, () => {
           shutdown.abort(SHUTTING_DOWN);
-          shutDownRequests();
+          handler?.shutDownRequests();
         });
         for (const part of [...parts].reverse()) await part.stop?.();
         await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, "could not flush traces"));

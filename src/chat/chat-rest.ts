@@ -44,7 +44,7 @@ export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
     }
     try {
       const result = await completeIdempotently(deps, request, { accountId: principal.accountId, idempotencyKey: idempotencyKeyOf(req), signal });
-      if (!signal.aborted) sendAnswer(res, result);
+      if (!clientGone(signal)) sendAnswer(res, result);
     } catch (error) {
       if (!clientGone(signal)) sendError(res, signal.aborted ? signal.reason : error, req);
     }

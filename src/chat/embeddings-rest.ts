@@ -1,6 +1,7 @@
 import type { Authenticator } from "../server/access.js";
 import { invalidRequest } from "../server/errors.js";
 import { type IdempotencyStore, runIdempotently } from "../server/idempotency.js";
+import { clientGone } from "../server/request-info.js";
 import { readJsonBody, type RestRouter } from "../server/rest.js";
 import { parseOpenAiBody } from "./chat-request.js";
 import type { ChatRouter } from "./chat-router.js";
@@ -24,7 +25,7 @@ export function embeddingsRoutes(rest: RestRouter, deps: { router: ChatRouter; i
       key === undefined
         ? { json: await embed(), replayed: false }
         : await runIdempotently(deps.idempotency, { accountId, key, request: { embeddings: request } }, embed);
-    if (!signal.aborted) sendAnswer(exchange.res, result);
+    if (!clientGone(signal)) sendAnswer(exchange.res, result);
   });
 }
 

@@ -14,7 +14,7 @@ import { registerHealth } from "./health.js";
 import { authInterceptor, errorInterceptor } from "./interceptors.js";
 import type { RequestListener } from "./listener.js";
 import { registerReflection } from "./reflection.js";
-import { assignRequestInfo, requestInfo, type RequestInfo } from "./request-info.js";
+import { assignRequestInfo, ListeningRequests, requestInfo, type RequestInfo } from "./request-info.js";
 import { RestRouter, sendError, sendJson, type NodeRequest, type NodeResponse, type RestExchange, type RestHandler } from "./rest.js";
 import type { AppPart } from "./app-part.js";
 import { createRestRpc } from "./rpc-pipeline.js";
@@ -47,7 +47,13 @@ export interface HttpHandlerOptions {
  * adapter (Connect, gRPC, gRPC-Web). Both reach the services through the
  * same interceptors: REST routes call them through a RestRpc.
  */
-export function createHttpHandler(options: HttpHandlerOptions): RequestListener {
+export interface HttpHandler {
+  handle: RequestListener;
+  /** When the shutdown's grace period ends: tells every request still under way (see RequestInfo.hangUpSignal); answers how many. */
+  shutDownRequests(): number;
+}
+
+export function createHttpHandler(options: HttpHandlerOptions): HttpHandler {
   const { logger } = options;
   const bindings = options.parts.flatMap((part) => part.services ?? []);
   const services = bindings.map((binding) => binding.service);
@@ -112,7 +118,9 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
   // One listener for every response (`this` is the response), rather than a closure per request.
   function closed(this: NodeResponse): void {
     const info = requestInfo(this.req)!;
-    info.responseClosed(this.writableFinished);
+    // Ended by us and flushed. (An HTTP/2 stream the client reset reads as writableFinished, never as writableEnded.)
+    const finished = this.writableEnded && this.writableFinished;
+    info.responseClosed(finished);
     // A response closed before its head was sent (the client left, or shutdown's grace ran out) has no status:
     // `statusCode` is only Node's default 200 then.
     const status = this.headersSent ? this.statusCode : undefined;
@@ -129,15 +137,16 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
           path: pathOf(this.req.url),
           status: status ?? null,
           ms: Math.round(seconds * 1e5) / 100,
-          aborted: !this.writableFinished,
+          aborted: !finished,
         },
         "request",
       );
     }
   }
 
-  return (req, res) => {
-    const info = assignRequestInfo(req, logger, clientAddress);
+  const listening = new ListeningRequests();
+  const handle: RequestListener = (req, res) => {
+    const info = assignRequestInfo(req, logger, clientAddress, listening);
     res.setHeader("x-request-id", info.id);
     res.setHeader("x-content-type-options", "nosniff");
     const pathname = pathOf(req.url);
@@ -158,6 +167,7 @@ export function createHttpHandler(options: HttpHandlerOptions): RequestListener 
     if (info.span) options.tracing!.within(info.span, () => serve(req, res, route, info));
     else serve(req, res, route, info);
   };
+  return { handle, shutDownRequests: () => listening.shutDown() };
 
   function serve(req: NodeRequest, res: NodeResponse, route: RestHandler | undefined, info: RequestInfo): void {
     if (!route) {

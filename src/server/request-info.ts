@@ -12,15 +12,22 @@ import type { NodeRequest } from "./node-http.js";
 export const SHUTTING_DOWN = new ServiceError("unavailable", "the server is shutting down; the answer is incomplete, try again");
 
 /**
- * The newest request that holds a hang-up signal and whose response has not
- * closed; each links to the one before. A list through the requests
- * themselves rather than a Set, which would give every request an identity hash.
+ * One server's requests that hold a hang-up signal and whose response has
+ * not closed, told when that server's shutdown grace period ends. A list
+ * through the requests themselves rather than a Set, which would give every
+ * request an identity hash.
  */
-let newestListening: RequestInfo | undefined;
+export class ListeningRequests {
+  /** The newest in the list; each links to the one before. */
+  newest: RequestInfo | undefined;
+  /** Set when the grace period ends: a request asking for its signal after that gets it already aborted. */
+  over = false;
 
-/** Tells every request still under way that holds a hang-up signal that the server is shutting down; answers how many were told. */
-export function shutDownRequests(): number {
-  return RequestInfo.shutDownListening();
+  /** Tells every request in the list that the server is shutting down; answers how many were told. */
+  shutDown(): number {
+    this.over = true;
+    return RequestInfo.shutDownFrom(this.newest);
+  }
 }
 
 /** True when the client itself has gone: a signal aborted for any reason but the shutdown's. */
@@ -43,17 +50,21 @@ export class RequestInfo {
   route = "other";
   span: Span | undefined;
   readonly #parent: Logger;
+  readonly #listening: ListeningRequests;
   #log: Logger | undefined;
   #hangUp: AbortController | undefined;
-  /** Neighbours in the list of requests holding a hang-up signal (see newestListening). */
+  #closed = false;
+  /** In `#listening`'s list, between these two. */
+  #linked = false;
   #older: RequestInfo | undefined;
   #newer: RequestInfo | undefined;
 
-  constructor(id: string, clientAddress: string, parent: Logger) {
+  constructor(id: string, clientAddress: string, parent: Logger, listening: ListeningRequests) {
     this.id = id;
     this.clientAddress = clientAddress;
     this.startedAt = performance.now();
     this.#parent = parent;
+    this.#listening = listening;
   }
 
   get log(): Logger {
@@ -62,28 +73,27 @@ export class RequestInfo {
   }
 
   /**
-   * Aborted when the client hangs up before its answer is finished. Made on
-   * first use, and aborted from the outer handler's one close listener
-   * rather than from a listener of its own on every response.
+   * Aborted when the client hangs up before its answer is finished, or with
+   * SHUTTING_DOWN when the shutdown's grace period ends first. Made on first
+   * use, and aborted from the outer handler's one close listener rather than
+   * from a listener of its own on every response.
    */
   get hangUpSignal(): AbortSignal {
     if (this.#hangUp === undefined) {
       this.#hangUp = new AbortController();
-      this.#older = newestListening;
-      if (newestListening) newestListening.#newer = this;
-      newestListening = this;
+      // Asked for late (a route that awaited something first): the client may have gone, or the grace ended, meanwhile.
+      if (this.#closed) this.#hangUp.abort();
+      else if (this.#listening.over) this.#hangUp.abort(SHUTTING_DOWN);
+      else this.#link();
     }
     return this.#hangUp.signal;
   }
 
   /** Told by the outer handler when the response has closed, finished or not. */
   responseClosed(finished: boolean): void {
-    if (this.#hangUp === undefined) return;
-    if (this.#older) this.#older.#newer = this.#newer;
-    if (this.#newer) this.#newer.#older = this.#older;
-    else newestListening = this.#older;
-    this.#older = this.#newer = undefined;
-    if (!finished) this.#hangUp.abort();
+    this.#closed = true;
+    if (this.#linked) this.#unlink();
+    if (!finished) this.#hangUp?.abort();
   }
 
   /** Told when shutdown's grace period is over with this request still under way: its work stops, its answer says why. */
@@ -91,13 +101,29 @@ export class RequestInfo {
     this.#hangUp?.abort(SHUTTING_DOWN);
   }
 
-  static shutDownListening(): number {
+  /** Tells `newest` and every request before it in its list; answers how many. */
+  static shutDownFrom(newest: RequestInfo | undefined): number {
     let told = 0;
-    for (let info = newestListening; info !== undefined; info = info.#older) {
+    for (let info = newest; info !== undefined; info = info.#older) {
       info.shuttingDown();
       told++;
     }
     return told;
+  }
+
+  #link(): void {
+    this.#older = this.#listening.newest;
+    if (this.#older) this.#older.#newer = this;
+    this.#listening.newest = this;
+    this.#linked = true;
+  }
+
+  #unlink(): void {
+    if (this.#older) this.#older.#newer = this.#newer;
+    if (this.#newer) this.#newer.#older = this.#older;
+    else this.#listening.newest = this.#older;
+    this.#older = this.#newer = undefined;
+    this.#linked = false;
   }
 }
 
@@ -119,10 +145,10 @@ const ACCEPTABLE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const ID_PREFIX = `req_${randomBytes(6).toString("base64url")}`;
 let idCounter = 0;
 
-export function assignRequestInfo(req: NodeRequest, log: Logger, clientAddress: (req: NodeRequest) => string): RequestInfo {
+export function assignRequestInfo(req: NodeRequest, log: Logger, clientAddress: (req: NodeRequest) => string, listening: ListeningRequests): RequestInfo {
   const supplied = req.headers["x-request-id"];
   const id = typeof supplied === "string" && ACCEPTABLE_ID.test(supplied) ? supplied : `${ID_PREFIX}${(idCounter++).toString(36)}`;
-  const info = new RequestInfo(id, clientAddress(req), log);
+  const info = new RequestInfo(id, clientAddress(req), log, listening);
   (req as WithInfo)[INFO] = info;
   return info;
 }

@@ -29,7 +29,7 @@ export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGate
       return;
     }
     const result = await gateway.create(accountId, body, { idempotencyKey: idempotencyKeyOf(exchange.req), signal });
-    if (!signal.aborted) sendAnswer(exchange.res, result);
+    if (!clientGone(signal)) sendAnswer(exchange.res, result);
   });
   rest.addPrefix(PREFIX, async (exchange) => {
     const tail = exchange.url.pathname.slice(PREFIX.length);
