@@ -61,6 +61,11 @@ export function writeEvent(res: NodeResponse, event: string): boolean {
 /** Waits until the client has taken what was written, or has gone. */
 export function drained(res: NodeResponse): Promise<void> {
   return new Promise((resolve) => {
+    // Already closed (an HTTP/2 stream the client reset): no event is coming.
+    if (res.destroyed || res.closed) {
+      resolve();
+      return;
+    }
     const done = () => {
       res.off("drain", done);
       res.off("close", done);

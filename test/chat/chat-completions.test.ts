@@ -1,3 +1,4 @@
+import http2 from "node:http2";
 import OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { consoleClient, createAccountWithKey, sessionHeaders } from "../support/accounts.js";
@@ -442,6 +443,26 @@ describe("client disconnect", () => {
     abort.abort();
     const upstreamClosedAt = await primary.requests[0]!.aborted;
     expect(upstreamClosedAt - hungUpAt).toBeLessThan(100);
+  });
+
+  it("aborts the upstream stream when an HTTP/2 client resets its stream (the connection stays open)", async () => {
+    primary.next(stream(textChunks(Array.from({ length: 200 }, (_, i) => `w${i} `)), { delayMs: 20 }));
+    const session = http2.connect(app.url);
+    try {
+      const req = session.request({
+        ":method": "POST",
+        ":path": "/v1/chat/completions",
+        "content-type": "application/json",
+        authorization: `Bearer ${apiKey}`,
+      });
+      req.end(JSON.stringify({ model: "project-zero", messages, stream: true }));
+      await new Promise<void>((resolve) => req.once("data", () => resolve()));
+      req.close(http2.constants.NGHTTP2_CANCEL);
+      const outcome = await Promise.race([primary.requests[0]!.aborted.then(() => "aborted"), new Promise((r) => setTimeout(() => r("still running"), 2000))]);
+      expect(outcome).toBe("aborted");
+    } finally {
+      session.close();
+    }
   });
 
   it("aborts a non-streaming upstream request within 100 ms", async () => {
