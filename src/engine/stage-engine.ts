@@ -260,23 +260,23 @@ export class StageEngine {
     } else {
       // Work that lost the database (a restart, a failover) met an outage, not a fault of its own: tried again like one.
       const storeAway = !(result.error instanceof StageFailure) && this.#store.isUnavailable(result.error);
-      if (storeAway) {
-        this.#log.warn({ err: result.error, planId: claim.planId, stage: claim.stageId }, "stage work lost the database; it is tried again");
-      } else if (!(result.error instanceof StageFailure)) {
-        this.#log.error({ err: result.error, planId: claim.planId, stage: claim.stageId }, "stage work threw");
-      }
+      // Anything else that is not a StageFailure is a bug: logged with its stack.
+      const thrown = storeAway || result.error instanceof StageFailure ? undefined : result.error;
       const error = storeAway ? STORE_AWAY : stageError(result.error);
       const retry = this.#options.retry;
       const tries = (claim.retries ?? 0) + 1;
-      const where = { planId: claim.planId, stage: claim.stageId, attempt: claim.attempts, error };
-      if (retry && tries < retry.maxAttempts && retry.isTransient(error.type)) {
-        ended("retrying");
+      const retrying = retry !== undefined && tries < retry.maxAttempts && retry.isTransient(error.type);
+      ended(retrying ? "retrying" : "failed");
+      // One line per try that failed: why, and what happens next.
+      const where = { planId: claim.planId, stage: claim.stageId, attempt: claim.attempts, error, ...(thrown === undefined ? {} : { err: thrown }) };
+      if (retrying) {
         const waitMs = retryWaitMs(retry, tries);
-        this.#log.info({ ...where, waitMs }, "stage try failed; it is tried again");
+        if (storeAway) this.#log.warn({ ...where, err: result.error, waitMs }, "stage work lost the database; it is tried again");
+        else this.#log[thrown === undefined ? "info" : "error"]({ ...where, waitMs }, "stage try failed; it is tried again");
         await this.#writeResult(run, { kind: "retrying", error, waitMs });
       } else {
-        ended("failed");
-        this.#log.warn(where, "stage failed");
+        if (thrown === undefined) this.#log.warn(where, "stage failed");
+        else this.#log.error(where, "stage work threw; the stage failed");
         await this.#writeResult(run, { kind: "failed", error });
       }
     }
