@@ -18,7 +18,8 @@ function reachesDatabase(file: string, seen = new Set<string>()): boolean {
   if (seen.has(file) || !file.startsWith(path.join(root, "test"))) return false;
   seen.add(file);
   const source = fs.readFileSync(file, "utf8");
-  for (const [, specifier] of source.matchAll(/(?:from|import\()\s*"(\.{1,2}\/[^"]+)"/g)) {
+  // `from "…"`, `import "…"` (a side effect), `import("…")` and `vi.mock("…")`.
+  for (const [, specifier] of source.matchAll(/(?:from|import\(?|vi\.mock\()\s*"(\.{1,2}\/[^"]+)"/g)) {
     const imported = path.resolve(path.dirname(file), specifier!.replace(/\.js$/, ".ts"));
     if (fs.existsSync(imported) && reachesDatabase(imported, seen)) return true;
   }
