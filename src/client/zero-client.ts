@@ -12,7 +12,7 @@ import {
 import { ExecutionService, type Plan, type PlanEvent } from "../../gen/zero/v1/execution_pb.js";
 import { ZeroError } from "./zero-error.js";
 import { ErrorDetailSchema } from "../../gen/zero/v1/error_pb.js";
-import { ERROR_TYPES, type ErrorType, typeForCode } from "../api/errors.js";
+import { ERROR_TYPES, type ErrorType } from "../api/errors.js";
 import { withoutTrailingSlashes } from "../strings.js";
 
 // This module is the browser-safe entry: it imports nothing from `node:` and
@@ -275,11 +275,15 @@ function required<T>(value: T | undefined): T {
 
 /** A REST error answer (`{"error": {"type", "message", …}}`) as the ConnectError an RPC would have thrown, its detail attached. */
 async function restError(response: Response): Promise<ConnectError> {
-  const body = (await response.json().catch(() => ({}))) as { error?: { type?: string; message?: string; unavailable?: string[] } };
-  const type = body.error?.type ?? "";
-  const message = body.error?.message ?? `the service answered ${response.status}`;
+  const body = (await response.json().catch(() => ({}))) as { error?: { type?: unknown; message?: unknown; unavailable?: string[] } };
+  const type = typeof body.error?.type === "string" ? body.error.type : "";
   const code = type in ERROR_TYPES ? ERROR_TYPES[type as ErrorType].code : codeForStatus(response.status);
-  const detail = { type: type || typeForCode(code), message, unavailable: body.error?.unavailable ?? [] };
+  // Only the service's own error shape is its word (fromServer); another server's page at that URL is not.
+  if (type === "" || typeof body.error?.message !== "string") {
+    return new ConnectError(`the server answered ${response.status}, not as project-zero does`, code, response.headers);
+  }
+  const message = body.error.message;
+  const detail = { type, message, unavailable: body.error.unavailable ?? [] };
   return new ConnectError(message, code, response.headers, [{ desc: ErrorDetailSchema, value: detail }]);
 }
 

@@ -1,5 +1,7 @@
 import { execFile } from "node:child_process";
 import fs from "node:fs/promises";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -130,6 +132,17 @@ describe("downloads in the typed client and the CLI", () => {
     expect(notBuilt).toMatchObject({ type: "not_found", code: Code.NotFound, fromServer: true });
     const stranger = createZeroClient({ baseUrl: app.url, apiKey: (await createAccountWithKey(app, ["read"])).apiKey });
     await expect(stranger.executions.download(site.id)).rejects.toMatchObject({ type: "not_found" });
+
+    // Another server at that URL (a proxy's page, a static host): its 404 is not the service's word on the plan.
+    const foreign = http.createServer((_req, res) => res.writeHead(404, { "content-type": "text/html" }).end("<h1>Not Found</h1>"));
+    await new Promise<void>((resolve) => foreign.listen(0, "127.0.0.1", resolve));
+    try {
+      const elsewhere = createZeroClient({ baseUrl: `http://127.0.0.1:${(foreign.address() as AddressInfo).port}`, apiKey: account.apiKey });
+      const refused = await elsewhere.executions.download(book.id).catch((error: unknown) => error);
+      expect(refused).toMatchObject({ code: Code.NotFound, fromServer: false });
+    } finally {
+      foreign.close();
+    }
   });
 
   it("project-zero download saves the file whole under the service's name, or -o; nothing on a failure", async () => {
