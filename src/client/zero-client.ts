@@ -134,8 +134,11 @@ export interface ZeroClient {
      * The plan's newest build as one file, streamed: a website as a zip of
      * every file, a book as its EPUB (`GET /api/execution/download`). A
      * `not_found` ZeroError until the build (or assemble) stage succeeded.
+     * A plain fetch, not an RPC: `headers`, `signal` and `timeoutMs` apply
+     * (the timeout bounds the whole download, as it bounds a whole call);
+     * interceptors do not run.
      */
-    download(id: string, options?: { signal?: AbortSignal | undefined }): Promise<PlanDownload>;
+    download(id: string, options?: Pick<CallOptions, "headers" | "signal" | "timeoutMs">): Promise<PlanDownload>;
     /**
      * Cancels a plan and answers it `cancelled`; a running stage stops within one lease
      * heartbeat. An already cancelled plan is answered as it is; a succeeded one is a `conflict`.
@@ -201,10 +204,17 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
           (response) => response.plan,
         ),
       history: (id, callOptions) => wrap(async () => (await executions.getExecutionHistory({ id }, call(callOptions))).events),
-      download: (id, { signal } = {}) =>
+      download: (id, { headers, signal, timeoutMs } = {}) =>
         wrap(async () => {
           // A file, not a message: the REST route serves it, with the same key and the same errors.
-          const response = await fetch(`${baseUrl}/api/execution/download?id=${encodeURIComponent(id)}`, { headers: keyHeader, signal });
+          const timeout = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
+          const response = await fetch(`${baseUrl}/api/execution/download?id=${encodeURIComponent(id)}`, {
+            headers: mergeHeaders(keyHeader, headers),
+            signal: signal && timeout ? AbortSignal.any([signal, timeout]) : (signal ?? timeout),
+          }).catch((error: unknown) => {
+            if (timeout?.aborted && !signal?.aborted) throw new ConnectError(`the download did not finish within ${timeoutMs} ms`, Code.DeadlineExceeded);
+            throw error;
+          });
           if (!response.ok || !response.body) throw await restError(response);
           return {
             filename:

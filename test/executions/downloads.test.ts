@@ -145,6 +145,23 @@ describe("downloads in the typed client and the CLI", () => {
     }
   });
 
+  it("client.executions.download sends the call's headers and keeps to its timeout", async () => {
+    const seen: http.IncomingHttpHeaders[] = [];
+    // A server that takes the request and never answers.
+    const silent = http.createServer((req) => void seen.push(req.headers));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    try {
+      const client = createZeroClient({ baseUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, apiKey: account.apiKey });
+      const late = await client.executions.download(book.id, { headers: { "x-trace": "t-1" }, timeoutMs: 200 }).catch((error: unknown) => error);
+      expect(late).toBeInstanceOf(ZeroError);
+      expect(late).toMatchObject({ type: "deadline_exceeded", code: Code.DeadlineExceeded });
+      expect(seen[0]).toMatchObject({ "x-trace": "t-1", authorization: `Bearer ${account.apiKey}` });
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
+  });
+
   it("project-zero download saves the file whole under the service's name, or -o; nothing on a failure", async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-cli-download-"));
     const env = { ZERO_URL: app.url, ZERO_API_KEY: account.apiKey };
