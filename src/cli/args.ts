@@ -31,7 +31,8 @@ Options:
   --json                machine-readable JSON on stdout (one object per line when following)
   -h, --help            this help
 
-Environment: ZERO_API_KEY (a key made in the Console), ZERO_URL.
+Environment: ZERO_API_KEY (a key made in the Console), ZERO_URL, ZERO_CALL_TIMEOUT_MS
+(how long one call may wait for its answer; default 30000).
 Exit codes: 0 ok, 1 plan failed, interrupted or cancelled (or a delete declined),
 2 usage or invalid request (400/409), 3 auth (401/403), 4 not found, 5 rate limited
 or unavailable (429/5xx, unreachable), 6 stopped at the approval gate, 130

@@ -1,4 +1,5 @@
 import { toJson, type JsonValue } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { createZeroClient } from "../client/node.js";
 import { PlanSchema, ZeroError, type Plan, type ZeroClient } from "../client/zero-client.js";
 import { describeError, ExitCode, exitCodeFor } from "./exit-codes.js";
@@ -6,6 +7,28 @@ import { printable, terminalFor, type Terminal, type WritableOutput } from "./te
 import { withoutTrailingSlashes } from "../strings.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:8080";
+/** How long a command waits for the answer to one call (not a watch, a chat stream or a download). */
+const DEFAULT_CALL_TIMEOUT_MS = 30_000;
+
+/**
+ * Ends a unary call that gets no answer within `ms` as `deadline_exceeded`,
+ * so a server that takes the connection and never answers does not hang the
+ * command. Streams (a watch, a chat) may rightly stay open for long.
+ */
+function unaryDeadline(ms: number): Interceptor {
+  return (next) => async (request) => {
+    if (request.stream) return next(request);
+    const timeout = AbortSignal.timeout(ms);
+    try {
+      return await next({ ...request, signal: AbortSignal.any([request.signal, timeout]) });
+    } catch (error) {
+      if (timeout.aborted && !request.signal.aborted) {
+        throw new ConnectError(`the service did not answer within ${ms / 1000} s (ZERO_CALL_TIMEOUT_MS)`, Code.DeadlineExceeded);
+      }
+      throw error;
+    }
+  };
+}
 
 /** The process around the CLI, passed in so tests can run it with their own streams. */
 export interface CliIo {
@@ -61,7 +84,12 @@ export class CliContext {
       this.report("unauthenticated", `ZERO_API_KEY is not set; make a key in the Console (${this.baseUrl}/console) and export ZERO_API_KEY=zk_…`);
       throw new CommandStop(ExitCode.auth);
     }
-    this.#client ??= createZeroClient({ baseUrl: this.baseUrl, apiKey });
+    const timeout = this.io.env.ZERO_CALL_TIMEOUT_MS?.trim() || String(DEFAULT_CALL_TIMEOUT_MS);
+    if (!/^[1-9]\d{0,8}$/.test(timeout)) {
+      this.report("invalid_request", `ZERO_CALL_TIMEOUT_MS must be a whole number of milliseconds, not "${printable(timeout)}"`);
+      throw new CommandStop(ExitCode.usage);
+    }
+    this.#client ??= createZeroClient({ baseUrl: this.baseUrl, apiKey, interceptors: [unaryDeadline(Number(timeout))] });
     return this.#client;
   }
 

@@ -439,6 +439,22 @@ describe("project-zero against a running service", () => {
     expect(down.code).toBe(5);
     expect(down.stderr).toMatch(new RegExp(`^project-zero: cannot reach http://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED.*; is the service running\\?`));
 
+    // A server that takes the connection and never answers: the command gives up after ZERO_CALL_TIMEOUT_MS.
+    const silent = http.createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    try {
+      const silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+      const waited = await runCli(["plans"], { ...env, ZERO_URL: silentUrl, ZERO_CALL_TIMEOUT_MS: "300" });
+      expect(waited.code).toBe(5);
+      expect(waited.stderr).toBe("project-zero: deadline_exceeded: the service did not answer within 0.3 s (ZERO_CALL_TIMEOUT_MS)\n");
+      const badTimeout = await runCli(["plans"], { ...env, ZERO_URL: silentUrl, ZERO_CALL_TIMEOUT_MS: "soon" });
+      expect(badTimeout.code).toBe(2);
+      expect(badTimeout.stderr).toMatch(/ZERO_CALL_TIMEOUT_MS must be a whole number of milliseconds, not "soon"/);
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
+
     const usage = await runCli(["run", "A website for a bakery", "--outcome", "pdf"], env);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toBe('project-zero: --outcome must be website or ebook, not "pdf"\nRun "project-zero --help" for the commands.\n');
