@@ -44,15 +44,43 @@ export class ChatRouter implements ChatCompleter {
   }
 
   async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletionJson> {
-    const { answer, settle } = await this.#open(request, false, options);
+    const opened = await this.#open(request, false, options);
     try {
-      const completion = await readJson(answer, options.signal);
-      if (!isCompletion(completion)) throw unusable(answer, "the model returned an answer that is not a chat completion");
-      await settle?.("spent");
+      const completion = await this.#whole(opened.answer, request, false, options.signal, (answer) =>
+        readJson(answer, options.signal).then((json) => {
+          if (!isCompletion(json)) throw unusable(answer, "the model returned an answer that is not a chat completion");
+          return json;
+        }),
+      );
+      await opened.settle?.("spent");
       return clientCompletion(completion, newCompletionId());
     } catch (error) {
-      await settle?.(served(options.signal));
+      await opened.settle?.(served(options.signal));
       throw error;
+    }
+  }
+
+  /**
+   * Reads a whole (non-streamed) answer with `read`. One that breaks off or
+   * is not what was asked for (a 200 HTML page, a proxy's own JSON) has
+   * reached nobody yet, so the next upstream in the order is asked, under the
+   * same pool unit, as for a refusal before the first byte.
+   */
+  async #whole<T>(
+    first: UpstreamAnswer,
+    request: GatewayRequest,
+    embeddings: boolean,
+    signal: AbortSignal | undefined,
+    read: (answer: UpstreamAnswer) => Promise<T>,
+  ): Promise<T> {
+    let answer = first;
+    for (;;) {
+      try {
+        return await read(answer);
+      } catch (error) {
+        if (signal?.aborted || !this.#upstreams.hasAfter(answer.upstream, embeddings)) throw error;
+        answer = await this.#upstreams.send(request, { stream: false, signal, embeddings, after: answer.upstream });
+      }
     }
   }
 
@@ -135,15 +163,18 @@ export class ChatRouter implements ChatCompleter {
         param: "model",
       });
     }
-    const { answer, settle } = await this.#open(request, false, options, true);
+    const { answer: first, settle } = await this.#open(request, false, options, true);
     let body: unknown;
     let data: unknown;
     try {
-      body = await readJson(answer, options.signal);
-      data = (body as { data?: unknown })?.data;
-      if (!Array.isArray(data) || !data.every((item) => Array.isArray((item as { embedding?: unknown })?.embedding))) {
-        throw unusable(answer, "the model returned an answer that is not a list of embeddings");
-      }
+      [body, data] = await this.#whole(first, request, true, options.signal, async (answer) => {
+        const json = await readJson(answer, options.signal);
+        const list = (json as { data?: unknown })?.data;
+        if (!Array.isArray(list) || !list.every((item) => Array.isArray((item as { embedding?: unknown })?.embedding))) {
+          throw unusable(answer, "the model returned an answer that is not a list of embeddings");
+        }
+        return [json, list] as const;
+      });
       await settle?.("spent");
     } catch (error) {
       await settle?.(served(options.signal));

@@ -98,6 +98,17 @@ export class UpstreamClient {
     return this.#targets.length > 0;
   }
 
+  /** True when an upstream comes after `name` in the order `send` tries them: a failover is left. */
+  hasAfter(name: string, embeddings = false): boolean {
+    return this.#targetsAfter(name, embeddings).length > 0;
+  }
+
+  /** The upstreams `send` tries, in order; with `after`, only those after that one (a failover from its answer). */
+  #targetsAfter(after: string | undefined, embeddings = false) {
+    const targets = embeddings ? this.#targets.filter((target) => target.config.embeddingModel !== undefined) : this.#targets;
+    return after === undefined ? targets : targets.slice(targets.findIndex((target) => target.config.name === after) + 1);
+  }
+
   /** True when at least one upstream declares an embedding model. */
   get servesEmbeddings(): boolean {
     return this.#targets.some((target) => target.config.embeddingModel !== undefined);
@@ -109,8 +120,11 @@ export class UpstreamClient {
    * `invalid_request` when one refused the request itself. An abort of
    * `signal` rejects with undici's abort error at once.
    */
-  async send(request: GatewayRequest, options: { stream: boolean; signal?: AbortSignal; embeddings?: boolean }): Promise<UpstreamAnswer> {
-    const targets = options.embeddings ? this.#targets.filter((target) => target.config.embeddingModel !== undefined) : this.#targets;
+  async send(
+    request: GatewayRequest,
+    options: { stream: boolean; signal?: AbortSignal; embeddings?: boolean; after?: string | undefined },
+  ): Promise<UpstreamAnswer> {
+    const targets = this.#targetsAfter(options.after, options.embeddings);
     if (targets.length === 0) {
       throw new ServiceError("upstream_error", "chat is not available here: no upstream is configured");
     }

@@ -3,7 +3,19 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { consoleClient, createAccountWithKey, sessionHeaders } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
-import { chunk, completion, fail, FakeUpstream, hang, reply, stream, textChunks, toolCallCompletion, UPSTREAM_MODEL } from "./support/fake-upstream.js";
+import {
+  type Behavior,
+  chunk,
+  completion,
+  fail,
+  FakeUpstream,
+  hang,
+  reply,
+  stream,
+  textChunks,
+  toolCallCompletion,
+  UPSTREAM_MODEL,
+} from "./support/fake-upstream.js";
 import { DEAD_UPSTREAM, expectNoLeak, openAiClient, postChat, readSse, startGateway, UPSTREAM_KEY } from "./support/gateway.js";
 
 let primary: FakeUpstream;
@@ -235,8 +247,27 @@ describe("upstream failover and failure", () => {
     expectNoLeak(response.headers, text);
   });
 
-  it("502 upstream_error for a 2xx that is not JSON (a proxy's maintenance page), said as such and not as a broken connection", async () => {
-    primary.next(({ res }) => void res.writeHead(200, { "content-type": "text/html" }).end("<html>down for maintenance</html>"));
+  it("tries the next upstream when one answers 200 with something that is not a completion, or breaks off its answer", async () => {
+    const maintenancePage: Behavior = ({ res }) => void res.writeHead(200, { "content-type": "text/html" }).end("<html>down for maintenance</html>");
+    const proxyJson: Behavior = reply({ status: "ok" });
+    const cutShort: Behavior = ({ res }) => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": "500" });
+      res.write('{"id":"x","choices":[');
+      setTimeout(() => res.socket?.destroy(), 20);
+    };
+    for (const first of [maintenancePage, proxyJson, cutShort]) {
+      primary.reset().next(first);
+      secondary.reset().next(reply(completion("from the second")));
+      const result = await client.chat.completions.create({ model: "project-zero", messages });
+      expect(result.choices[0]!.message.content).toBe("from the second");
+      expect([primary.requests.length, secondary.requests.length]).toEqual([1, 1]);
+    }
+  });
+
+  it("502 upstream_error for a 2xx that is not JSON (a proxy's maintenance page) from every upstream, said as such and not as a broken connection", async () => {
+    for (const upstream of [primary, secondary]) {
+      upstream.next(({ res }) => void res.writeHead(200, { "content-type": "text/html" }).end("<html>down for maintenance</html>"));
+    }
     const response = await postChat(app, apiKey, { model: "project-zero", messages });
     expect(response.status).toBe(502);
     const text = await response.text();
@@ -408,13 +439,15 @@ describe("streaming", () => {
       reply({ not: "a completion" }),
       stream(textChunks(["one", "two"]), { hangAfter: 2 }),
     );
+    // The non-streamed call fails over to the second upstream, which fails the same way.
+    secondary.next(reply({ not: "a completion either" }));
     await readSse(await postChat(app, apiKey, { model: "project-zero", messages, stream: true }));
     await readSse(await postChat(app, apiKey, { model: "project-zero", messages, stream: true }));
     expect((await postChat(app, apiKey, { model: "project-zero", messages })).status).toBe(502);
     await readSse(await postChat(app, apiKey, { model: "project-zero", messages, stream: true }));
-    expect(await errorsOfKind("stream")).toBe(streamBefore + 3);
+    expect(await errorsOfKind("stream")).toBe(streamBefore + 4);
     expect(await errorsOfKind("timeout")).toBe(timeoutBefore + 1);
-    expect(brokeLines()).toBe(logsBefore + 4);
+    expect(brokeLines()).toBe(logsBefore + 5);
   });
 
   it("the SDK raises the in-stream error event", async () => {
