@@ -57,7 +57,8 @@ describe("ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT", () => {
   let app: TestApp;
   beforeAll(async () => {
     upstream = await FakeUpstream.start();
-    app = await startGateway([upstream], { ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT: "5" });
+    // Upstreams here fail after 600 ms: a first-byte timeout of the same 600 ms (the helper's) raced them.
+    app = await startGateway([upstream], { ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT: "5", ZERO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: "5000" });
   });
   afterAll(async () => {
     await app.close();
