@@ -46,12 +46,7 @@ export class ChatRouter implements ChatCompleter {
   async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletionJson> {
     const opened = await this.#open(request, false, options);
     try {
-      const completion = await this.#whole(opened.answer, request, false, options.signal, (answer) =>
-        readJson(answer, options.signal).then((json) => {
-          if (!isCompletion(json)) throw unusable(answer, "the model returned an answer that is not a chat completion");
-          return json;
-        }),
-      );
+      const completion = await this.#whole(opened.answer, request, false, options.signal, readCompletion);
       await opened.settle?.("spent");
       return clientCompletion(completion, newCompletionId());
     } catch (error) {
@@ -71,12 +66,12 @@ export class ChatRouter implements ChatCompleter {
     request: GatewayRequest,
     embeddings: boolean,
     signal: AbortSignal | undefined,
-    read: (answer: UpstreamAnswer) => Promise<T>,
+    read: (answer: UpstreamAnswer, signal: AbortSignal | undefined) => Promise<T>,
   ): Promise<T> {
     let answer = first;
     for (;;) {
       try {
-        return await read(answer);
+        return await read(answer, signal);
       } catch (error) {
         if (signal?.aborted || !this.#upstreams.hasAfter(answer.upstream, embeddings)) throw error;
         answer = await this.#upstreams.send(request, { stream: false, signal, embeddings, after: answer.upstream });
@@ -164,27 +159,19 @@ export class ChatRouter implements ChatCompleter {
       });
     }
     const { answer: first, settle } = await this.#open(request, false, options, true);
-    let body: unknown;
-    let data: unknown;
+    let body: EmbeddingsJson;
     try {
-      [body, data] = await this.#whole(first, request, true, options.signal, async (answer) => {
-        const json = await readJson(answer, options.signal);
-        const list = (json as { data?: unknown })?.data;
-        if (!Array.isArray(list) || !list.every((item) => Array.isArray((item as { embedding?: unknown })?.embedding))) {
-          throw unusable(answer, "the model returned an answer that is not a list of embeddings");
-        }
-        return [json, list] as const;
-      });
+      body = await this.#whole(first, request, true, options.signal, readEmbeddings);
       await settle?.("spent");
     } catch (error) {
       await settle?.(served(options.signal));
       throw error;
     }
     const base64 = request.encoding_format === "base64";
-    const usage = (body as { usage?: { prompt_tokens?: unknown; total_tokens?: unknown } }).usage;
+    const usage = body.usage;
     return {
       object: "list",
-      data: (data as { embedding: number[] }[]).map((item, index) => ({
+      data: body.data.map((item, index) => ({
         object: "embedding",
         index,
         embedding: base64 ? Buffer.from(new Float32Array(item.embedding).buffer).toString("base64") : item.embedding,
@@ -264,6 +251,28 @@ async function readJson(answer: UpstreamAnswer, signal: AbortSignal | undefined)
   } catch {
     throw unusable(answer, "the model returned an answer that is not JSON");
   }
+}
+
+/** An upstream's whole answer as a chat completion, or the upstream's failure. */
+async function readCompletion(answer: UpstreamAnswer, signal: AbortSignal | undefined): Promise<ChatCompletionJson> {
+  const json = await readJson(answer, signal);
+  if (!isCompletion(json)) throw unusable(answer, "the model returned an answer that is not a chat completion");
+  return json;
+}
+
+interface EmbeddingsJson {
+  data: { embedding: number[] }[];
+  usage?: { prompt_tokens?: unknown; total_tokens?: unknown };
+}
+
+/** An upstream's whole answer as a list of embeddings, or the upstream's failure. */
+async function readEmbeddings(answer: UpstreamAnswer, signal: AbortSignal | undefined): Promise<EmbeddingsJson> {
+  const json = await readJson(answer, signal);
+  const data = (json as { data?: unknown })?.data;
+  if (!Array.isArray(data) || !data.every((item) => Array.isArray((item as { embedding?: unknown })?.embedding))) {
+    throw unusable(answer, "the model returned an answer that is not a list of embeddings");
+  }
+  return json as EmbeddingsJson;
 }
 
 function isCompletion(value: unknown): value is ChatCompletionJson {

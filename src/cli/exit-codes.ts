@@ -82,25 +82,26 @@ export function describeError(error: ZeroError, context: ErrorContext): string {
   }
   // Narrowed to the error table's types, so each line's HTTP status is the table's.
   const type = Object.hasOwn(ERROR_TYPES, error.type) ? (error.type as ErrorType) : undefined;
+  const status = type === undefined ? undefined : ERROR_TYPES[type].status;
   switch (type) {
     case "unauthenticated":
     case "invalid_api_key":
-      return `the API key was not accepted (${ERROR_TYPES[type].status} ${type}): ${message}; ${keyHelp}`;
+      return `the API key was not accepted (${status} ${type}): ${message}; ${keyHelp}`;
     case "permission_denied":
     case "insufficient_scope":
-      return `the API key may not do this (${ERROR_TYPES[type].status} ${type}): ${message}; it needs the "${context.scope}" scope`;
+      return `the API key may not do this (${status} ${type}): ${message}; it needs the "${context.scope}" scope`;
     case "not_found":
-      return `not found (${ERROR_TYPES[type].status}): ${message}`;
+      return `not found (${status}): ${message}`;
     case "conflict":
-      return `conflict (${ERROR_TYPES[type].status}): ${message}`;
+      return `conflict (${status}): ${message}`;
     case "rate_limited":
-      return `rate limited (${ERROR_TYPES[type].status}): ${message}${error.retryAfterSeconds !== undefined ? `; retry in ${error.retryAfterSeconds} s` : ""}`;
+      return `rate limited (${status}): ${message}${error.retryAfterSeconds !== undefined ? `; retry in ${error.retryAfterSeconds} s` : ""}`;
     case "zero_capacity_unavailable":
-      return `the free pool is used up (${ERROR_TYPES[type].status}): ${message}${error.resetAt ? `; it refills at ${error.resetAt}` : ""}`;
+      return `the free pool is used up (${status}): ${message}${error.resetAt ? `; it refills at ${error.resetAt}` : ""}`;
     case "outcome_unavailable":
-      return `outcome unavailable (${ERROR_TYPES[type].status}): ${message}${error.unavailable.length > 0 ? `; cannot run here: ${error.unavailable.join(", ")}` : ""}`;
+      return `outcome unavailable (${status}): ${message}${error.unavailable.length > 0 ? `; cannot run here: ${error.unavailable.join(", ")}` : ""}`;
     case "unavailable":
-      return `the service is unavailable (${ERROR_TYPES[type].status}): ${message}; try again shortly`;
+      return `the service is unavailable (${status}): ${message}; try again shortly`;
     default:
       return `${error.type}: ${message}`;
   }
