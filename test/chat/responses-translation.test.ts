@@ -286,4 +286,109 @@ describe("/v1/responses translation details", () => {
       expect(gateway.upstream.requests).toHaveLength(0);
     });
   });
+
+  describe("tool options with no tools", () => {
+    // OpenAI's chat completions refuses tool_choice and parallel_tool_calls without tools ("only allowed
+    // when 'tools' are specified"), while its Responses API takes them and echoes them whatever the tools.
+    it("sends neither tool_choice nor parallel_tool_calls upstream when no tool is sent, and still echoes them", async () => {
+      gateway.upstream.otherwise(reply(completion("ok")));
+      const bodies: OpenAI.Responses.ResponseCreateParamsNonStreaming[] = [
+        { model: "project-zero", input: "hi", parallel_tool_calls: false },
+        { model: "project-zero", input: "hi", tool_choice: "none" },
+        { model: "project-zero", input: "hi", tool_choice: "auto", tools: [] },
+      ];
+      const answers = [];
+      for (const body of bodies) answers.push(await client.responses.create(body));
+      for (const request of gateway.upstream.requests) {
+        expect(request.body).not.toHaveProperty("tool_choice");
+        expect(request.body).not.toHaveProperty("parallel_tool_calls");
+        expect(request.body).not.toHaveProperty("tools");
+      }
+      expect(answers[0]!.parallel_tool_calls).toBe(false);
+      expect(answers[1]!.tool_choice).toBe("none");
+    });
+
+    it("still sends them beside tools", async () => {
+      gateway.upstream.next(reply(completion("ok")));
+      await client.responses.create({
+        model: "project-zero",
+        input: "hi",
+        tools: [{ type: "function", name: "f", parameters: { type: "object", properties: {} }, strict: false }],
+        tool_choice: "required",
+        parallel_tool_calls: false,
+      });
+      expect(gateway.upstream.requests[0]!.body).toMatchObject({ tool_choice: "required", parallel_tool_calls: false });
+    });
+  });
+
+  describe("function tools echoed", () => {
+    it("echoes each function tool with the fields the SDK types require, strict null when not given", async () => {
+      gateway.upstream.next(reply(completion("ok")));
+      const response = await post({
+        model: "project-zero",
+        input: "hi",
+        tools: [
+          { type: "function", name: "f" },
+          { type: "function", name: "g", description: "G", parameters: { type: "object", properties: {} }, strict: true },
+        ],
+      });
+      const body = (await response.json()) as { tools: unknown[] };
+      expect(body.tools).toEqual([
+        { type: "function", name: "f", description: null, parameters: null, strict: null },
+        { type: "function", name: "g", description: "G", parameters: { type: "object", properties: {} }, strict: true },
+      ]);
+      expect(gateway.upstream.requests[0]!.body.tools).toEqual([
+        { type: "function", function: { name: "f" } },
+        { type: "function", function: { name: "g", description: "G", parameters: { type: "object", properties: {} }, strict: true } },
+      ]);
+    });
+  });
+
+  describe("an answer replayed as input items", () => {
+    it("sends a message and the function calls after it as one assistant turn, as a previous_response_id chain does", async () => {
+      gateway.upstream.next(reply(completion("ok")));
+      await client.responses.create({
+        model: "project-zero",
+        input: [
+          { role: "user", content: "weather?" },
+          // An earlier response's output, as a stateless client sends it back.
+          { type: "message", id: "msg_1", status: "completed", role: "assistant", content: [{ type: "output_text", text: "Let me check.", annotations: [] }] },
+          { type: "function_call", call_id: "call_1", name: "get_weather", arguments: "{}" },
+          { type: "function_call", call_id: "call_2", name: "get_time", arguments: "{}" },
+          { type: "function_call_output", call_id: "call_1", output: "sunny" },
+          { type: "function_call_output", call_id: "call_2", output: "noon" },
+        ],
+        tools: [{ type: "function", name: "get_weather", parameters: null, strict: false }],
+      });
+      expect(gateway.upstream.requests[0]!.body.messages).toEqual([
+        { role: "user", content: "weather?" },
+        {
+          role: "assistant",
+          content: "Let me check.",
+          tool_calls: [
+            { id: "call_1", type: "function", function: { name: "get_weather", arguments: "{}" } },
+            { id: "call_2", type: "function", function: { name: "get_time", arguments: "{}" } },
+          ],
+        },
+        { role: "tool", tool_call_id: "call_1", content: "sunny" },
+        { role: "tool", tool_call_id: "call_2", content: "noon" },
+      ]);
+    });
+
+    it("keeps an assistant turn that already ended in tool results apart from the calls of the next", async () => {
+      gateway.upstream.next(reply(completion("ok")));
+      await client.responses.create({
+        model: "project-zero",
+        input: [
+          { role: "user", content: "weather?" },
+          { type: "function_call", call_id: "call_1", name: "get_weather", arguments: "{}" },
+          { type: "function_call_output", call_id: "call_1", output: "sunny" },
+          { type: "function_call", call_id: "call_2", name: "get_weather", arguments: "{}" },
+          { type: "function_call_output", call_id: "call_2", output: "still sunny" },
+        ],
+      });
+      const messages = gateway.upstream.requests[0]!.body.messages as { role: string }[];
+      expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant", "tool"]);
+    });
+  });
 });

@@ -48,6 +48,20 @@ describe("ChatService parity with /v1", () => {
     expect(toJson(ChatCompletionSchema, answer!)).toMatchObject({ choices: [{ index: 0, message: { content: "ok" } }] });
   });
 
+  it("refuses, over Connect JSON, an OpenAI field written beside the typed ones rather than under `extra`, naming it", async () => {
+    // Silently dropping `service_tier` (Connect's default for an unknown JSON key) would change what the caller asked for.
+    const response = await fetch(`${app.url}/zero.v1.ChatService/CreateChatCompletion`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json" },
+      body: JSON.stringify({ params: { model: "project-zero", messages: [{ role: "user", content: "hi" }], service_tier: "flex" } }),
+    });
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as { code: string; message: string };
+    expect(body.code).toBe("invalid_argument");
+    expect(body.message).toContain("service_tier");
+    expect(upstream.requests).toHaveLength(0);
+  });
+
   it("serves the Responses API over gRPC: a response object, and the typed events of a stream", async () => {
     upstream.next(reply(completion("Hi there")), stream(textChunks(["Hi", " there"])));
     const client = createClient(ChatService, rpcTransport(app.url, "grpc"));

@@ -70,13 +70,19 @@ export function responseShell(id: string, request: ResponsesRequest, createdAt: 
     temperature: request.temperature ?? 1,
     text,
     tool_choice: request.tool_choice ?? "auto",
-    tools: request.tools ?? [],
+    tools: Array.isArray(request.tools) ? request.tools.map(echoedTool) : [],
     top_p: request.top_p ?? 1,
     truncation: "disabled",
     usage: null,
     user: request.user ?? null,
     metadata: request.metadata ?? {},
   };
+}
+
+/** A function tool as the response echoes it: every field the SDKs' `FunctionTool` requires, null where not given. */
+function echoedTool(tool: unknown): unknown {
+  const given = tool as Record<string, unknown>;
+  return { ...given, description: given.description ?? null, parameters: given.parameters ?? null, strict: given.strict ?? null };
 }
 
 /**

@@ -32,6 +32,7 @@ export function parseResponsesRequest(json: unknown): ResponsesRequest {
   if (maxTokens !== undefined && maxTokens !== null && !(Number.isInteger(maxTokens) && (maxTokens as number) >= 1)) {
     throw invalidRequest("`max_output_tokens` must be a whole number of at least 1", "max_output_tokens");
   }
+  if (body.tool_choice !== undefined && body.tool_choice !== null) chatToolChoice(body.tool_choice);
   checkMetadata(body.metadata);
   if (body.text !== undefined && body.text !== null && !isObject(body.text)) throw invalidRequest("`text` must be an object", "text");
   checkReasoning(body.reasoning);
@@ -97,14 +98,17 @@ export function toChatRequest(request: ResponsesRequest, history: readonly ChatM
   messages.push(...history, ...input);
   const chat: ChatRequest = { model: request.model, messages };
   if (request.program !== undefined) chat.program = request.program;
-  if (Array.isArray(request.tools) && request.tools.length > 0) chat.tools = request.tools.map(chatTool);
-  if (request.tool_choice !== undefined && request.tool_choice !== null) chat.tool_choice = chatToolChoice(request.tool_choice);
+  if (Array.isArray(request.tools) && request.tools.length > 0) {
+    chat.tools = request.tools.map(chatTool);
+    // Chat completions refuses these two without tools; the Responses API takes them (and echoes them) either way.
+    if (request.tool_choice !== undefined && request.tool_choice !== null) chat.tool_choice = chatToolChoice(request.tool_choice);
+    copy(request, chat, "parallel_tool_calls");
+  }
   const format = isObject(request.text) ? request.text.format : undefined;
   const responseFormat = chatResponseFormat(format);
   if (responseFormat) chat.response_format = responseFormat;
   copy(request, chat, "temperature");
   copy(request, chat, "top_p");
-  copy(request, chat, "parallel_tool_calls");
   copy(request, chat, "user");
   const effort = reasoningEffort(request);
   if (effort !== undefined) chat.reasoning_effort = effort;
@@ -130,9 +134,10 @@ function inputMessages(input: unknown): ChatMessage[] {
         throw invalidRequest(`${param}: a function_call needs \`call_id\`, \`name\` and \`arguments\` strings`, "input");
       }
       const call = { id: item.call_id, type: "function", function: { name: item.name, arguments: item.arguments } };
-      // Consecutive calls are one assistant turn, as chat completions expects them.
+      // An answer's message and the calls after it are one assistant turn, as chat completions expects them
+      // (and as a previous_response_id chain stores them).
       const last = messages.at(-1);
-      if (last?.role === "assistant" && Array.isArray(last.tool_calls) && last.content === null) (last.tool_calls as unknown[]).push(call);
+      if (last?.role === "assistant") last.tool_calls = [...(Array.isArray(last.tool_calls) ? last.tool_calls : []), call];
       else messages.push({ role: "assistant", content: null, tool_calls: [call] });
     } else if (type === "function_call_output") {
       if (typeof item.call_id !== "string") throw invalidRequest(`${param}: a function_call_output needs a \`call_id\``, "input");
