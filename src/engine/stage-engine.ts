@@ -46,6 +46,14 @@ export function retryWaitMs(policy: StageRetryPolicy, attempt: number): number {
   return Math.floor((policy.random ?? Math.random)() * (ceiling + 1));
 }
 
+const MAX_ASKED_WAIT_MS = 60_000;
+
+/** The wait before a retry that a failure asked for (a StageFailure's `retryAfterMs`), at most a minute; 0 when it asked for none. */
+function askedWaitMs(error: unknown): number {
+  if (!(error instanceof StageFailure) || error.retryAfterMs === undefined) return 0;
+  return Math.min(MAX_ASKED_WAIT_MS, Math.max(0, error.retryAfterMs));
+}
+
 /** How one run of a stage ended, as far as this instance is concerned ("retrying": it failed and is tried again). */
 export type StageRunResult = "succeeded" | "retrying" | "failed" | "lost" | "handed_back";
 
@@ -270,7 +278,7 @@ export class StageEngine {
       // One line per try that failed: why, and what happens next.
       const where = { planId: claim.planId, stage: claim.stageId, attempt: claim.attempts, error, ...(thrown === undefined ? {} : { err: thrown }) };
       if (retrying) {
-        const waitMs = retryWaitMs(retry, tries);
+        const waitMs = Math.max(retryWaitMs(retry, tries), askedWaitMs(result.error));
         if (storeAway) this.#log.warn({ ...where, err: result.error, waitMs }, "stage work lost the database; it is tried again");
         else this.#log[thrown === undefined ? "info" : "error"]({ ...where, waitMs }, "stage try failed; it is tried again");
         await this.#writeResult(run, { kind: "retrying", error, waitMs });

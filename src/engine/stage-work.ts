@@ -52,12 +52,17 @@ export type StageWork = (input: StageInput) => Promise<StageOutcome>;
 export type StageWorkResolver = (outcome: string, stageId: string) => StageWork;
 /** Thrown by stage work to fail the stage with a clear `{type, message}` shown on the plan. */
 export class StageFailure extends Error {
+  /** How long the failed service asked to be left alone (an upstream's Retry-After); a retry waits at least this, up to a minute. */
+  readonly retryAfterMs: number | undefined;
+
   constructor(
     readonly type: string,
     message: string,
+    options: { retryAfterMs?: number } = {},
   ) {
     super(message);
     this.name = "StageFailure";
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 

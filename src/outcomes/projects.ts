@@ -78,12 +78,17 @@ export async function slugOwner(store: ArtifactStore, slug: string): Promise<str
 
 /** "Café Ünïcode & Co." → "cafe-unicode-co"; never empty, at most 60 characters, never cut mid-word. */
 export function slugify(name: string): string {
-  const dashed = name
+  return cutSlug(hyphenated(name), 60) || "project";
+}
+
+/** The words of `text` in lowercase ASCII, accents folded ("Über" → "uber"), joined by single hyphens; anything else separates. */
+export function hyphenated(text: string): string {
+  const dashed = text
     .normalize("NFKD")
     .replace(/[\u0300-\u036f]/g, "")
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, "-");
-  return cutSlug(trimOf(dashed, "-"), 60) || "project";
+  return trimOf(dashed, "-");
 }
 
 /**

@@ -8,7 +8,7 @@ import { createLogger } from "../../src/observability/logger.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { postExecution, type RestPlan } from "../support/executions.js";
-import { HeldWork, instantWork } from "../support/stage-work.js";
+import { HeldWork, instantWork, StageFailure } from "../support/stage-work.js";
 import { InMemoryStageStore } from "./in-memory-store.js";
 
 /** The states these tests tell apart, whichever store holds the stages. */
@@ -200,6 +200,50 @@ describe("stage engine, store outages (in memory)", () => {
     } finally {
       await engine.stop();
     }
+  });
+});
+
+describe("stage engine, the wait before a retry (in memory)", () => {
+  // A backoff of at most 10 ms: any longer wait is the failure's own.
+  const retry = { maxAttempts: 2, baseMs: 10, capMs: 10, isTransient: () => true };
+
+  async function waitAfter(failure: StageFailure): Promise<number> {
+    const harness = memoryHarness();
+    const store = harness.store();
+    const waits: number[] = [];
+    const record = store.record.bind(store);
+    store.record = async (claim, change, options) => {
+      if (change.kind === "retrying") waits.push(change.waitMs);
+      return record(claim, change, options);
+    };
+    const engine = new StageEngine({
+      store,
+      logger,
+      instanceId: "ins_retry",
+      resolveWork: () => async (input) => {
+        if (input.stageId === "understand" && waits.length === 0) throw failure;
+        return { output: null };
+      },
+      concurrency: 1,
+      leaseMs: 5000,
+      pollMs: 50,
+      retry,
+    });
+    await engine.start();
+    try {
+      const planId = await harness.addPlan();
+      await waitFor(async () => harness.memory.states(planId)[0] === "succeeded");
+      expect(waits).toHaveLength(1);
+      return waits[0]!;
+    } finally {
+      await engine.stop();
+    }
+  }
+
+  it("is at least what the failure asks for (an upstream's Retry-After), up to a minute", async () => {
+    expect(await waitAfter(new StageFailure("upstream_error", "busy"))).toBeLessThanOrEqual(10);
+    expect(await waitAfter(new StageFailure("upstream_error", "busy", { retryAfterMs: 30_000 }))).toBe(30_000);
+    expect(await waitAfter(new StageFailure("upstream_error", "busy", { retryAfterMs: 5 * 3_600_000 }))).toBe(60_000);
   });
 });
 

@@ -31,6 +31,11 @@ describe("slugs (the addresses of sites and books, and the EPUB's file name)", (
     expect(pageSlug("b".repeat(50))).toBe("b".repeat(40));
   });
 
+  it("of pages fold accents as project slugs do", () => {
+    expect(pageSlug("Über uns")).toBe("uber-uns");
+    expect(pageSlug("Café-Menü.html")).toBe(slugify("Café-Menü"));
+  });
+
   it("keep whole words when a second plan with the same name gets a numbered slug", async () => {
     const deps = await outcomeDeps();
     const first = await ensureProject(deps.artifacts, "pln_a", LONG_NAME);

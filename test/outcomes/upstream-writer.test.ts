@@ -2,10 +2,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createStageWork } from "../../src/outcomes/outcomes-part.js";
 import { tidyPlainText } from "../../src/outcomes/writers/plain-text.js";
 import { parseJsonAnswer } from "../../src/outcomes/writers/structured-completion.js";
-import { FakeUpstream, fail } from "../chat/support/fake-upstream.js";
+import { canonicalJson } from "../../src/outcomes/canonical-json.js";
+import { exhausted } from "../../src/chat/free-pool.js";
+import { completion, FakeUpstream, fail, reply } from "../chat/support/fake-upstream.js";
 import { answerFor, rawAnswer, schemaNameOf, SCRIPT_PARAGRAPH, writerModel } from "./support/model-answers.js";
-import { failureOf, runStages } from "./support/run-stages.js";
-import { htmlProblems, httpCompleter, outcomeDeps, readTree, readZip } from "./support/outcome-kit.js";
+import { failureOf, runStages, type StageRun } from "./support/run-stages.js";
+import { htmlProblems, httpCompleter, outcomeDeps, readTree, readZip, routerCompleter } from "./support/outcome-kit.js";
 
 let upstream: FakeUpstream;
 beforeAll(async () => {
@@ -111,6 +113,92 @@ describe("upstream writer at the stage level", () => {
     expect(resumed.outcomes.publish!.publishedUrl).toBe("http://zero.test/books/the-patient-gardener/");
   });
 
+  it("finds the chapters written before a failed try when the stored outputs come back with their keys reordered, as jsonb does", async () => {
+    const deps = await upstreamDeps();
+    const work = createStageWork(deps);
+    const plan = { planId: "pln_book3", outcome: "ebook" as const, goal: "A balcony vegetable guide" };
+    const partial = await runStages(work, plan, { until: "outline" });
+    upstream.next(writerModel, fail(500));
+    await failureOf(runStages(work, plan, { from: partial }));
+    // A retry reads the earlier stages' outputs back from Postgres.
+    const stored: StageRun = { ...partial, previous: asJsonb(partial.previous) };
+    expect(JSON.stringify(stored.previous)).not.toBe(JSON.stringify(partial.previous));
+    const before = upstream.requests.length;
+    await runStages(work, plan, { from: stored, attempt: 2 });
+    expect(upstream.requests.length - before).toBe(2); // chapters 2 and 3 only
+  });
+
+  it("tidies an answer before judging it: one left empty by the tidying goes back to the model", async () => {
+    const deps = await upstreamDeps();
+    const work = createStageWork(deps);
+    const markdownOnly = rawAnswer(JSON.stringify({ ...(answerFor("website_brief", {}) as object), name: "## " }));
+    upstream.next(markdownOnly);
+    const fixed = await runStages(work, { planId: "pln_md1", outcome: "website", goal: "Sea kayaking trips" }, { until: "understand" });
+    expect(upstream.requests).toHaveLength(2);
+    expect(lastMessage(upstream.requests[1]!.body)).toContain("$.name: expected at least 1 characters, got 0");
+    expect(fixed.outcomes.understand!.project!.name).toBe("Harbour Lights Kayaks");
+
+    upstream.next(markdownOnly, markdownOnly);
+    const failure = await failureOf(runStages(work, { planId: "pln_md2", outcome: "website", goal: "Sea kayaking trips" }));
+    expect(failure.type).toBe("invalid_model_output");
+    expect(failure.message).toContain("$.name: expected at least 1 characters, got 0");
+  });
+
+  it("says the model refused, quoting its refusal, to the model and on the stage", async () => {
+    const deps = await upstreamDeps();
+    const work = createStageWork(deps);
+    const refusal = answerWith({ content: null, refusal: "I'm sorry, I cannot help with that." }, "stop");
+    upstream.next(refusal, refusal);
+    const failure = await failureOf(runStages(work, { planId: "pln_refuse", outcome: "website", goal: "Sea kayaking trips" }));
+    expect(failure.type).toBe("invalid_model_output");
+    expect(failure.message).toContain(`the model refused to answer: "I'm sorry, I cannot help with that."`);
+    expect(failure.message).not.toContain("empty");
+    expect(lastMessage(upstream.requests[1]!.body)).toContain(`the model refused to answer: "I'm sorry, I cannot help with that."`);
+  });
+
+  it("says an answer stopped at the length limit was cut off", async () => {
+    const deps = await upstreamDeps();
+    const work = createStageWork(deps);
+    const cut = JSON.stringify(answerFor("website_brief", {})).slice(0, 80);
+    upstream.next(answerWith({ content: cut, refusal: null }, "length"));
+    await runStages(work, { planId: "pln_cut", outcome: "website", goal: "Sea kayaking trips" }, { until: "understand" });
+    expect(upstream.requests).toHaveLength(2);
+    expect(lastMessage(upstream.requests[1]!.body)).toContain("the answer was cut off at the length limit");
+  });
+
+  it("tells what a provider's 400 means for the writer, with the router's error type", async () => {
+    const chat = routerCompleter(upstream.url);
+    try {
+      const deps = await outcomeDeps({ chat, upstream: true });
+      upstream.next(fail(400, "response_format json_schema is not supported by this model"));
+      const failure = await failureOf(runStages(createStageWork(deps), { planId: "pln_400", outcome: "website", goal: "Sea kayaking trips" }));
+      expect(failure.type).toBe("invalid_request");
+      expect(failure.message).toContain("refused the writer's request");
+      expect(failure.message).toContain("OpenAI structured outputs");
+      expect(failure.message).not.toContain("check it against the OpenAI chat format");
+    } finally {
+      await chat.close();
+    }
+  });
+
+  it("carries a busy provider's Retry-After on the stage failure, but not the free pool's wait until midnight", async () => {
+    const chat = routerCompleter(upstream.url);
+    try {
+      const deps = await outcomeDeps({ chat, upstream: true });
+      upstream.next(reply({ error: { message: "slow down", type: "rate_limit_error" } }, 429, { "retry-after": "30" }));
+      const busy = await failureOf(runStages(createStageWork(deps), { planId: "pln_429", outcome: "website", goal: "Sea kayaking trips" }));
+      expect(busy.type).toBe("upstream_error");
+      expect(busy.message).toBe("the model is busy right now; try again in 30 s");
+      expect(busy.retryAfterMs).toBe(30_000);
+    } finally {
+      await chat.close();
+    }
+    const spentPool = await outcomeDeps({ upstream: true, chat: { complete: async () => Promise.reject(exhausted(Date.now())) } });
+    const spent = await failureOf(runStages(createStageWork(spentPool), { planId: "pln_spent", outcome: "website", goal: "Sea kayaking trips" }));
+    expect(spent.type).toBe("zero_capacity_unavailable");
+    expect(spent.retryAfterMs).toBeUndefined();
+  });
+
   it("repairs a fenced answer locally and asks once more after a malformed one", async () => {
     const deps = await upstreamDeps();
     const work = createStageWork(deps);
@@ -172,4 +260,44 @@ describe("parseJsonAnswer", () => {
     expect(parseJsonAnswer("no json here")).toEqual({ ok: false, problem: "the answer was not valid JSON" });
     expect(parseJsonAnswer(null)).toEqual({ ok: false, problem: "the answer was empty" });
   });
+
+  it("tells a refusal and an answer cut off at the length limit from an answer that is not JSON", () => {
+    const refusal = "I'm sorry, I cannot help with that.";
+    expect(parseJsonAnswer(null, { refusal })).toEqual({ ok: false, problem: `the model refused to answer: "${refusal}"` });
+    const long = parseJsonAnswer(null, { refusal: `I'm sorry${", truly".repeat(500)}.` });
+    expect(long.ok === false && long.problem.length).toBeLessThan(300);
+    expect(parseJsonAnswer('{"a": [1, 2', { finishReason: "length" })).toEqual({
+      ok: false,
+      problem: "the answer was cut off at the length limit before its JSON was complete",
+    });
+    expect(parseJsonAnswer('{"a": 1}', { finishReason: "length" })).toEqual({ ok: true, value: { a: 1 } });
+  });
 });
+
+describe("canonicalJson", () => {
+  it("is the same for the same value, whatever order its keys came in", () => {
+    const brief = answerFor("ebook_brief", {});
+    expect(canonicalJson({ brief, index: 1 })).toBe(canonicalJson(asJsonb({ index: 1, brief })));
+    expect(canonicalJson({ b: [{ y: 1, x: null }], a: "1" })).toBe('{"a":"1","b":[{"x":null,"y":1}]}');
+  });
+});
+
+/** `value` as Postgres `jsonb` gives it back: each object's keys shortest first, then bytewise. */
+function asJsonb<T>(value: T): T {
+  if (Array.isArray(value)) return value.map((item: unknown) => asJsonb(item)) as T;
+  if (typeof value !== "object" || value === null) return value;
+  const keys = Object.keys(value).sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0));
+  return Object.fromEntries(keys.map((key) => [key, asJsonb((value as Record<string, unknown>)[key])])) as T;
+}
+
+/** A completion whose one choice has this message and finish reason. */
+function answerWith(message: { content: string | null; refusal: string | null }, finishReason: string) {
+  return reply(
+    completion(message.content, { choices: [{ index: 0, message: { role: "assistant", ...message }, logprobs: null, finish_reason: finishReason }] }),
+  );
+}
+
+/** The text of the last message of a request to the model: the problems of a retry. */
+function lastMessage(body: Record<string, unknown>): string {
+  return (body.messages as { content: string }[]).at(-1)!.content;
+}

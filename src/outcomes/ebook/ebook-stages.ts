@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { StageInput, StageOutcome, StageRevision } from "../../engine/stage-work.js";
 import { StageFailure } from "../../engine/stage-work.js";
 import { copyTree, replaceTree } from "../artifact-store.js";
+import { canonicalJson } from "../canonical-json.js";
 import { bookContentSchema, bookOutlineSchema, chapterSchema, ebookBriefSchema, type Chapter } from "../content.js";
 import { validate, type Schema } from "../json-schema.js";
 import { ensureProject } from "../projects.js";
@@ -57,7 +58,7 @@ export function ebookStages(deps: OutcomeDeps) {
       for (const [index, planned] of outline.chapters.entries()) {
         input.signal.throwIfAborted();
         const key = `work/${planKey(input.planId)}/chapters/${createHash("sha256")
-          .update(JSON.stringify({ brief, planned, index, ...(input.revision ? revisionKey(input.revision) : {}) }))
+          .update(canonicalJson({ brief, planned, index, ...(input.revision ? revisionKey(input.revision) : {}) }))
           .digest("hex")
           .slice(0, 32)}.json`;
         const cached = await deps.artifacts.get(key);

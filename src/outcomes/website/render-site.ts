@@ -2,8 +2,7 @@ import type { PageContent, Section, SiteOutline, WebsiteBrief } from "../content
 import { documentStart, escapeHtml, html, join, languageTag, textDirection, type Html } from "../html.js";
 import { shorten } from "../json-schema.js";
 import { stylesheet, THEMES, type Theme } from "./themes.js";
-import { trimOf } from "../../strings.js";
-import { cutSlug } from "../projects.js";
+import { cutSlug, hyphenated } from "../projects.js";
 import { ART_MOTIFS, generatedArt, givenAlt, isEnglish, withName } from "./hero-art.js";
 
 /** A built site: file name → contents. Flat, with relative links, so it works under any base path. */
@@ -212,20 +211,9 @@ function pageTitle(parts: [string, string]): string {
 const MAX_TITLE = 70;
 const titleLength = (text: string) => [...escapeHtml(text)].length;
 
-/** Lowercase, hyphenated, safe as a file name, at most 40 characters and never cut mid-word. */
+/** Lowercase, hyphenated with accents folded as a project's slug is, safe as a file name, at most 40 characters and never cut mid-word. */
 export function pageSlug(raw: string): string {
-  return (
-    cutSlug(
-      trimOf(
-        raw
-          .toLowerCase()
-          .replace(/\.html?$/, "")
-          .replace(/[^a-z0-9]+/g, "-"),
-        "-",
-      ),
-      40,
-    ) || "page"
-  );
+  return cutSlug(hyphenated(raw.toLowerCase().replace(/\.html?$/, "")), 40) || "page";
 }
 
 function fileFor(slug: string): string {

@@ -2,7 +2,7 @@ import { CHAT_ALIAS } from "../../api/model.js";
 import type { ChatCompleter, ChatRequest } from "../../chat/chat-types.js";
 import { StageFailure } from "../../engine/stage-work.js";
 import { ServiceError } from "../../server/errors.js";
-import { settleOptional, validate, type Infer, type Schema } from "../json-schema.js";
+import { settleOptional, shorten, validate, type Infer, type Schema } from "../json-schema.js";
 import { tidyPlainText } from "./plain-text.js";
 import type { WriterContext } from "./writer.js";
 
@@ -20,11 +20,11 @@ export interface StructuredRequest<S extends Schema> {
 
 /**
  * Asks the chat router for JSON that follows `schema` (OpenAI structured
- * outputs, strict), validates the answer against the same schema, and asks
- * once more with the problems found. Valid answers come back as plain text
- * (stray Markdown removed). A second bad answer fails the stage
- * with `invalid_model_output`; errors of the router (pool exhausted,
- * upstream down) fail it with the router's own type and message.
+ * outputs, strict), tidies it to plain text (stray Markdown removed),
+ * validates what is left against the same schema, and asks once more with
+ * the problems found. A second bad answer fails the stage with
+ * `invalid_model_output`; errors of the router (pool exhausted, upstream
+ * down) fail it with the router's own type and message.
  */
 export async function completeStructured<S extends Schema>(chat: ChatCompleter, request: StructuredRequest<S>, context: WriterContext): Promise<Infer<S>> {
   const messages: { role: string; content: string }[] = [
@@ -33,11 +33,12 @@ export async function completeStructured<S extends Schema>(chat: ChatCompleter, 
   ];
   let problems: string[] = [];
   for (let attempt = 1; attempt <= 2; attempt++) {
-    const content = await ask(chat, request, messages, context);
-    const parsed = parseJsonAnswer(content);
-    const value = parsed.ok ? settleOptional(request.schema, parsed.value) : undefined;
+    const { content, ...how } = await ask(chat, request, messages, context);
+    const parsed = parseJsonAnswer(content, how);
+    // Tidied before it is judged: a heading of only "## " is no heading.
+    const value = parsed.ok ? settleOptional(request.schema, tidyPlainText(parsed.value)) : undefined;
     problems = parsed.ok ? validate(request.schema, value) : [parsed.problem];
-    if (problems.length === 0) return tidyPlainText(value as Infer<S>);
+    if (problems.length === 0) return value as Infer<S>;
     messages.push(
       { role: "assistant", content: content ?? "" },
       {
@@ -57,7 +58,7 @@ async function ask(
   request: StructuredRequest<Schema>,
   messages: readonly { role: string; content: string }[],
   context: WriterContext,
-): Promise<string | null> {
+): Promise<{ content: string | null } & AnswerEnd> {
   const body: ChatRequest = {
     // The public alias: the writers draw on the same free pool as every client.
     model: CHAT_ALIAS,
@@ -71,21 +72,67 @@ async function ask(
   context.signal.throwIfAborted();
   try {
     const completion = await chat.complete(body, { accountId: context.accountId, signal: context.signal });
-    return completion.choices[0]?.message.content ?? null;
+    const choice: { message: { content: string | null; refusal?: unknown }; finish_reason?: unknown } | undefined = completion.choices[0];
+    const refusal = choice?.message.refusal;
+    const finishReason = choice?.finish_reason;
+    return {
+      content: choice?.message.content ?? null,
+      ...(typeof refusal === "string" && refusal.trim() !== "" ? { refusal } : {}),
+      ...(typeof finishReason === "string" ? { finishReason } : {}),
+    };
   } catch (error) {
-    if (error instanceof ServiceError) throw new StageFailure(error.type, error.detail.message);
+    if (error instanceof ServiceError) throw stageFailureOf(error, request);
     throw error;
   }
 }
 
+/**
+ * A router error as the stage's failure, in the router's words except where
+ * they advise a gateway client: a provider refusing the request, which is
+ * the writer's own (only the choice of upstream can change it). A busy
+ * upstream's Retry-After goes with the failure, for the retry to wait; the
+ * free pool's, until midnight, does not: no retry of a stage outlasts it.
+ */
+function stageFailureOf(error: ServiceError, request: StructuredRequest<Schema>): StageFailure {
+  if (error.type === "invalid_request") {
+    return new StageFailure(
+      error.type,
+      `The model provider refused the writer's request for ${request.what}; the writers need an upstream that supports OpenAI structured outputs (response_format with a json_schema).`,
+    );
+  }
+  const retryAfterSeconds = error.type === "upstream_error" ? Number(error.metadata.get("retry-after")) : 0;
+  return new StageFailure(error.type, error.detail.message, retryAfterSeconds > 0 ? { retryAfterMs: retryAfterSeconds * 1000 } : {});
+}
+
 type ParsedAnswer = { ok: true; value: unknown } | { ok: false; problem: string };
+
+/** How the model's answer ended, beyond its text. */
+export interface AnswerEnd {
+  /** The model's refusal (OpenAI's `message.refusal`), given instead of the JSON. */
+  refusal?: string;
+  /** OpenAI's `finish_reason`; "length" when the answer hit the token limit. */
+  finishReason?: string;
+}
+
+/** The most of a refusal quoted back: enough to tell why, never a page of it. */
+const REFUSAL_QUOTE_MAX = 200;
 
 /**
  * Reads the model's JSON, repairing the usual slips before giving up:
  * a Markdown code fence around it, prose before or after the object, and
- * trailing commas. Anything else goes back to the model as a problem.
+ * trailing commas. Anything else goes back to the model as a problem, named
+ * for what happened: a refusal, an answer cut off at the length limit, or
+ * text that is not JSON.
  */
-export function parseJsonAnswer(content: string | null): ParsedAnswer {
+export function parseJsonAnswer(content: string | null, how: AnswerEnd = {}): ParsedAnswer {
+  const parsed = parseJson(content);
+  if (parsed.ok) return parsed;
+  if (how.refusal !== undefined) return { ok: false, problem: `the model refused to answer: "${shorten(how.refusal, REFUSAL_QUOTE_MAX)}"` };
+  if (how.finishReason === "length") return { ok: false, problem: "the answer was cut off at the length limit before its JSON was complete" };
+  return parsed;
+}
+
+function parseJson(content: string | null): ParsedAnswer {
   if (content === null || content.trim() === "") return { ok: false, problem: "the answer was empty" };
   const candidates = [content.trim()];
   const fenced = fencedBlock(content);

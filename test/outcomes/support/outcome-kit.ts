@@ -7,6 +7,9 @@ import type { Browser } from "playwright-core";
 import { inflateRawSync } from "node:zlib";
 import { HtmlValidate, type Report } from "html-validate";
 import type { ChatCompleter, ChatCompletionJson } from "../../../src/chat/chat-types.js";
+import { ChatRouter } from "../../../src/chat/chat-router.js";
+import type { FreePool } from "../../../src/chat/free-pool.js";
+import { UpstreamClient } from "../../../src/chat/upstream-client.js";
 import { ServiceError } from "../../../src/server/errors.js";
 import { createFileArtifactStore, type ArtifactStore } from "../../../src/outcomes/artifact-store.js";
 import { createLogger } from "../../../src/observability/logger.js";
@@ -34,6 +37,23 @@ export function httpCompleter(baseUrl: string): ChatCompleter & { calls: number 
     },
   };
   return completer;
+}
+
+/**
+ * The service's own chat router and upstream client in front of an
+ * OpenAI-compatible server, with a free pool that never runs dry: a stage
+ * meets the router's own errors (a provider's 400, a 429 with its
+ * Retry-After), as it does in the service.
+ */
+export function routerCompleter(baseUrl: string): ChatCompleter & { close(): Promise<void> } {
+  const upstreams = new UpstreamClient(
+    [{ name: "fake", baseUrl, apiKey: "sk-fake", model: "fake-model" }],
+    { connectMs: 2000, firstByteMs: 10_000, idleMs: 10_000 },
+    createLogger("silent"),
+  );
+  const pool = { tryTake: () => true, take: async () => {}, settle: () => {} } as unknown as FreePool;
+  const router = new ChatRouter({ upstreams, pool });
+  return { complete: (request, options) => router.complete(request, options), close: () => upstreams.close() };
 }
 
 /** Dependencies for the stages with a fresh artifact store in a temp dir. */
