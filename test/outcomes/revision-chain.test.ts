@@ -90,7 +90,7 @@ describe("a second revision with the upstream writer, through the real API", () 
     });
     expect(two!.revisions).toHaveLength(2);
     const second = upstream.requests.slice(seen);
-    expect(second.map((r) => schemaNameOf(r.body))).toEqual(["site_outline", "page_content", "page_content", "page_content"]);
+    expect(second.map((r) => schemaNameOf(r.body))).toEqual(["revised_website_brief", "site_outline", "page_content", "page_content", "page_content"]);
     for (const request of second) {
       const messages = request.body.messages as { role: string; content: string }[];
       const user = messages.find((m) => m.role === "user")!.content;
@@ -98,5 +98,8 @@ describe("a second revision with the upstream writer, through the real API", () 
       expect(user).toContain(CALMER);
       expect(user.indexOf(RENAME)).toBeLessThan(user.indexOf(CALMER));
     }
+    // The model renamed the site in the first revision's brief, and the second kept the name: the plan's project and preview follow.
+    expect(two!.project).toMatchObject({ name: "Crumb & Co", slug: "crumb-co" });
+    expect((await get(two!.previewUrl!)).text).toContain("<title>Crumb &amp; Co");
   }, 120_000);
 });

@@ -16,17 +16,23 @@ beforeAll(async () => {
 afterAll(() => upstream.close());
 
 /** Runs the draft stages again as the engine does for a revision: the earlier draft's outline is in `revision.draft`. */
-async function revise(work: ReturnType<typeof createStageWork>, first: StageRun, plan: { planId: string; goal: string }, revision: StageRevision) {
+async function revise(
+  work: ReturnType<typeof createStageWork>,
+  first: StageRun,
+  plan: { planId: string; goal: string; outcome?: "website" | "ebook" },
+  revision: StageRevision,
+) {
+  const outcome = plan.outcome ?? "website";
   const previous: Record<string, JsonValue> = { understand: first.previous.understand! };
   const outcomes: Record<string, Awaited<ReturnType<ReturnType<typeof work>>>> = {};
-  for (const stageId of ["outline", "write", "build", "publish"]) {
-    const outcome = await work(
-      "website",
+  for (const stageId of outcome === "website" ? ["outline", "write", "build", "publish"] : ["outline", "write", "assemble", "publish"]) {
+    const outcome_ = await work(
+      outcome,
       stageId,
     )({
       planId: plan.planId,
       accountId: "acc_test",
-      outcome: "website",
+      outcome,
       goal: plan.goal,
       stageId,
       attempt: 2,
@@ -35,8 +41,8 @@ async function revise(work: ReturnType<typeof createStageWork>, first: StageRun,
       signal: new AbortController().signal,
       progress: async () => {},
     });
-    outcomes[stageId] = outcome;
-    if (outcome.output !== undefined) previous[stageId] = outcome.output;
+    outcomes[stageId] = outcome_;
+    if (outcome_.output !== undefined) previous[stageId] = outcome_.output;
   }
   return outcomes;
 }
@@ -55,16 +61,29 @@ describe("a revision with the upstream writer", () => {
     const draft = first.previous.outline!;
     const outcomes = await revise(work, first, plan, { number: 1, feedback, draft });
 
-    expect(upstream.requests.map((r) => schemaNameOf(r.body))).toEqual(["site_outline", "page_content", "page_content", "page_content"]);
+    expect(upstream.requests.map((r) => schemaNameOf(r.body))).toEqual([
+      "revised_website_brief",
+      "site_outline",
+      "page_content",
+      "page_content",
+      "page_content",
+    ]);
     const brief = (first.previous.understand as { brief: unknown }).brief;
-    for (const request of upstream.requests) {
-      const messages = request.body.messages as { role: string; content: string }[];
-      const user = messages.find((m) => m.role === "user")!.content;
+    const prompts = upstream.requests.map((request) => (request.body.messages as { role: string; content: string }[]).find((m) => m.role === "user")!.content);
+    for (const user of prompts) {
       expect(user).toContain(feedback);
       expect(user).toContain(`Outline of the previous draft:\n${JSON.stringify(draft, null, 2)}`);
-      expect(user).toContain(`Brief of the previous draft:\n${JSON.stringify(brief, null, 2)}`);
+    }
+    // The brief is revised first, from the previous one; the prompts after it work from the revised brief.
+    expect(prompts[0]).toContain(`Brief of the previous draft:\n${JSON.stringify(brief, null, 2)}`);
+    expect(prompts[0]).toContain("everything else as it was in the previous draft");
+    const revised = (outcomes.outline!.output as { brief: Record<string, unknown> }).brief;
+    expect(revised).toMatchObject({ name: "Harbour Lights Kayaks", tone: "calm" });
+    for (const user of prompts.slice(1)) {
+      expect(user).toContain(`"tone": "calm"`);
       expect(user).toContain("keep everything else as it was");
     }
+    expect(outcomes.build!.output).toMatchObject({ theme: "calm" });
     expect(outcomes.build!.previewUrl).toBe("http://zero.test/preview/pln_rev1-r1/");
     // Both drafts stay, each under its own key; publishing copies the revision's.
     expect((await readTree(deps.artifacts, "preview/pln_rev1/")).size).toBeGreaterThan(0);
@@ -73,6 +92,48 @@ describe("a revision with the upstream writer", () => {
     const site = await readTree(deps.artifacts, `sites/${slug}/`);
     const revisionTree = await readTree(deps.artifacts, "preview/pln_rev1-r1/");
     expect(site.get("index.html")).toBe(revisionTree.get("index.html"));
+  });
+
+  it("renames the site when the feedback asks, in its project, its preview and its address", async () => {
+    const chat = httpCompleter(upstream.url);
+    const deps = { ...(await outcomeDeps({ chat, upstream: true })), chat };
+    const work = createStageWork(deps);
+    const plan = { planId: "pln_rev3", goal: "Sea kayaking trips for beginners" };
+    const first = await runStages(work, { ...plan, outcome: "website" }, { until: "build" });
+    expect(first.outcomes.understand!.project).toMatchObject({ name: "Harbour Lights Kayaks", slug: "harbour-lights-kayaks" });
+
+    const outcomes = await revise(work, first, plan, { number: 1, feedback: 'Call it "Spoke & Wheel" please', draft: first.previous.outline! });
+    expect(outcomes.build!.project).toMatchObject({ id: first.outcomes.understand!.project!.id, name: "Spoke & Wheel", slug: "spoke-wheel" });
+    const preview = await readTree(deps.artifacts, "preview/pln_rev3-r1/");
+    expect(preview.get("index.html")).toContain("<title>Spoke &amp; Wheel");
+    expect(outcomes.publish!.publishedUrl).toBe("http://zero.test/sites/spoke-wheel/");
+
+    // A second revision that names nothing keeps the new name: its brief is revised from the first draft's with both feedbacks.
+    upstream.reset();
+    upstream.otherwise(writerModel);
+    const second = await revise(work, first, plan, {
+      number: 2,
+      feedback: "Make it calmer",
+      earlier: ['Call it "Spoke & Wheel" please'],
+      draft: outcomes.outline!.output!,
+    });
+    expect((second.outline!.output as { brief: { name: string; tone: string } }).brief).toMatchObject({ name: "Spoke & Wheel", tone: "calm" });
+  });
+
+  it("retitles a book when the feedback asks: its project and its EPUB's name follow", async () => {
+    const chat = httpCompleter(upstream.url);
+    const deps = { ...(await outcomeDeps({ chat, upstream: true })), chat };
+    const work = createStageWork(deps);
+    const plan = { planId: "pln_rev4", goal: "A book on growing vegetables on a balcony", outcome: "ebook" as const };
+    const first = await runStages(work, plan, { until: "assemble" });
+    expect(first.outcomes.understand!.project).toMatchObject({ name: "The Patient Gardener" });
+
+    const outcomes = await revise(work, first, plan, { number: 1, feedback: 'Call it "Balcony Harvest"', draft: first.previous.outline! });
+    expect(outcomes.assemble!.project).toMatchObject({ name: "Balcony Harvest", slug: "balcony-harvest" });
+    expect(outcomes.assemble!.output).toMatchObject({ epub: "balcony-harvest.epub" });
+    const preview = await readTree(deps.artifacts, "preview/pln_rev4-r1/");
+    expect([...preview.values()].some((file) => file.includes("Balcony Harvest"))).toBe(true);
+    expect(outcomes.publish!.publishedUrl).toBe("http://zero.test/books/balcony-harvest/");
   });
 });
 

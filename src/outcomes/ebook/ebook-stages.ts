@@ -5,7 +5,7 @@ import { copyTree, replaceTree } from "../artifact-store.js";
 import { canonicalJson } from "../canonical-json.js";
 import { bookContentSchema, bookOutlineSchema, chapterSchema, ebookBriefSchema, type Chapter } from "../content.js";
 import { validate, type Schema } from "../json-schema.js";
-import { ensureProject } from "../projects.js";
+import { ensureProject, renameProject } from "../projects.js";
 import { asJson, chooseWriterKind, planKey, previewKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
 import { ownSlug } from "../website/website-stages.js";
 import { renderEpub, renderReader } from "./render-book.js";
@@ -15,6 +15,14 @@ export const ebookUnderstandingSchema = {
   type: "object",
   properties: { writer: { type: "string", enum: ["upstream", "offline"] }, brief: ebookBriefSchema },
   required: ["writer", "brief"],
+  additionalProperties: false,
+} as const satisfies Schema;
+
+/** What `outline` stores for a book: the outline, and for a revision, the brief the model revised first (its title, tone, …). */
+export const ebookOutlineOutputSchema = {
+  type: "object",
+  properties: { ...bookOutlineSchema.properties, brief: ebookBriefSchema },
+  required: ["chapters"],
   additionalProperties: false,
 } as const satisfies Schema;
 
@@ -28,7 +36,12 @@ const revisionKey = (revision: StageRevision) => ({
 
 /** The stages of the ebook outcome, except the engine's `review` gate. */
 export function ebookStages(deps: OutcomeDeps) {
-  const understanding = (input: StageInput) => previousOutput(input, "understand", ebookUnderstandingSchema);
+  /** The writer and brief a stage works from: for a revision, the brief `outline` revised and stored. */
+  const understanding = (input: StageInput) => {
+    const understood = previousOutput(input, "understand", ebookUnderstandingSchema);
+    if (!input.revision || input.previous.outline === undefined) return understood;
+    return { ...understood, brief: previousOutput(input, "outline", ebookOutlineOutputSchema).brief ?? understood.brief };
+  };
 
   return {
     async understand(input: StageInput): Promise<StageOutcome> {
@@ -40,9 +53,11 @@ export function ebookStages(deps: OutcomeDeps) {
     },
 
     async outline(input: StageInput): Promise<StageOutcome> {
-      const { writer: kind, brief } = understanding(input);
-      const outline = await writerFor(deps, kind).bookOutline(input.goal, brief, input);
-      return { output: asJson(outline) };
+      const understood = understanding(input);
+      const writer = writerFor(deps, understood.writer);
+      const revised = input.revision && writer.reviseEbookBrief ? await writer.reviseEbookBrief(input.goal, understood.brief, input) : undefined;
+      const outline = await writer.bookOutline(input.goal, revised ?? understood.brief, input);
+      return { output: asJson(revised ? { ...outline, brief: revised } : outline) };
     },
 
     /**
@@ -52,7 +67,7 @@ export function ebookStages(deps: OutcomeDeps) {
      */
     async write(input: StageInput): Promise<StageOutcome> {
       const { writer: kind, brief } = understanding(input);
-      const outline = previousOutput(input, "outline", bookOutlineSchema);
+      const { brief: _revised, ...outline } = previousOutput(input, "outline", ebookOutlineOutputSchema);
       const writer = writerFor(deps, kind);
       const chapters: Chapter[] = [];
       for (const [index, planned] of outline.chapters.entries()) {
@@ -80,6 +95,8 @@ export function ebookStages(deps: OutcomeDeps) {
     async assemble(input: StageInput): Promise<StageOutcome> {
       const { brief } = understanding(input);
       const content = previousOutput(input, "write", bookContentSchema);
+      // A revision may have retitled the book: the project follows the draft, as a site's does at build.
+      const project = input.revision ? await renameProject(deps.artifacts, planKey(input.planId), brief.title.trim()) : undefined;
       const slug = await ownSlug(deps, input);
       const epubName = `${slug}.epub`;
       const epub = renderEpub(brief, content, { planId: input.planId, modified: new Date() });
@@ -90,6 +107,7 @@ export function ebookStages(deps: OutcomeDeps) {
       return {
         output: asJson({ files: [...files.keys()].sort(), epub: epubName, epubBytes: epub.length }),
         previewUrl: previewUrl(deps, input.planId, revision),
+        ...(project ? { project } : {}),
       };
     },
 

@@ -17,6 +17,18 @@ export const websiteUnderstandingSchema = {
   additionalProperties: false,
 } as const satisfies Schema;
 
+/**
+ * What `outline` stores: the outline, and for a revision the upstream model
+ * wrote, the brief it revised first (the draft's name, tone, pages), which
+ * the stages after it build from.
+ */
+export const websiteOutlineOutputSchema = {
+  type: "object",
+  properties: { ...siteOutlineSchema.properties, brief: websiteBriefSchema },
+  required: ["pages"],
+  additionalProperties: false,
+} as const satisfies Schema;
+
 /** The offline warning, and a sentence on the feedback it could not apply (`unread`, in the person's words). */
 const warningFor = (kind: WriterKind, brief: WebsiteBrief, unread: readonly string[] = []): Pick<StageOutcome, "warning"> => {
   if (kind !== "offline") return {};
@@ -36,12 +48,17 @@ export function websiteStages(deps: OutcomeDeps) {
    * The writer and brief a stage works from. For a revision the offline
    * writer applies what it read in the feedback (name, tone, pages dropped)
    * to the brief, each revision's in turn, so a draft keeps what the ones
-   * before it changed; an upstream writer gets the feedback in every prompt.
+   * before it changed; for an upstream writer the model revised the brief at
+   * `outline`, which stored it (and gets the feedback in every prompt).
    * `unread` is what the offline writer could not apply.
    */
   const understanding = (input: StageInput): { writer: WriterKind; brief: WebsiteBrief; unread: string[] } => {
     const understood = previousOutput(input, "understand", websiteUnderstandingSchema);
-    if (!input.revision || understood.writer !== "offline") return { ...understood, unread: [] };
+    if (!input.revision) return { ...understood, unread: [] };
+    if (understood.writer !== "offline") {
+      const revised = input.previous.outline === undefined ? undefined : previousOutput(input, "outline", websiteOutlineOutputSchema).brief;
+      return { ...understood, brief: revised ?? understood.brief, unread: [] };
+    }
     let brief = understood.brief;
     const unread: string[] = [];
     for (const feedback of feedbackSoFar(input.revision)) {
@@ -65,14 +82,18 @@ export function websiteStages(deps: OutcomeDeps) {
     },
 
     async outline(input: StageInput): Promise<StageOutcome> {
-      const { writer: kind, brief, unread } = understanding(input);
-      const outline = normalizeOutline(brief, await writerFor(deps, kind).siteOutline(input.goal, brief, input));
-      return { output: asJson(outline), ...warningFor(kind, brief, unread) };
+      const understood = understanding(input);
+      const writer = writerFor(deps, understood.writer);
+      const revised =
+        input.revision && writer.reviseWebsiteBrief ? normalizeBrief(await writer.reviseWebsiteBrief(input.goal, understood.brief, input)) : undefined;
+      const brief = revised ?? understood.brief;
+      const outline = normalizeOutline(brief, await writer.siteOutline(input.goal, brief, input));
+      return { output: asJson(revised ? { ...outline, brief: revised } : outline), ...warningFor(understood.writer, brief, understood.unread) };
     },
 
     async write(input: StageInput): Promise<StageOutcome> {
       const { writer: kind, brief, unread } = understanding(input);
-      const outline = previousOutput(input, "outline", siteOutlineSchema);
+      const { brief: _revised, ...outline } = previousOutput(input, "outline", websiteOutlineOutputSchema);
       const writer = writerFor(deps, kind);
       const pages: PageContent[] = [];
       for (const [index, page] of outline.pages.entries()) {
@@ -87,7 +108,7 @@ export function websiteStages(deps: OutcomeDeps) {
 
     async build(input: StageInput): Promise<StageOutcome> {
       const { writer: kind, brief, unread } = understanding(input);
-      const outline = previousOutput(input, "outline", siteOutlineSchema);
+      const { brief: _revised, ...outline } = previousOutput(input, "outline", websiteOutlineOutputSchema);
       const content = previousOutput(input, "write", siteContentSchema);
       // A revision may have renamed the site (the offline writer applies a quoted name): the project follows the draft.
       const project = input.revision

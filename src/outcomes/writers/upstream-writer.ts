@@ -14,6 +14,7 @@ import {
 } from "../content.js";
 import { ART_MOTIFS } from "../website/hero-art.js";
 import { completeStructured } from "./structured-completion.js";
+import type { StageRevision } from "../../engine/stage-work.js";
 import type { Writer, WriterContext } from "./writer.js";
 
 const HONESTY =
@@ -67,7 +68,23 @@ export function createUpstreamWriter(chat: ChatCompleter): Writer {
             `Each page starts with a "hero" section; then three to six sections using the kinds text, features, list, steps, timeline, faq, cta and contact. ` +
             `Pick each page's kinds for its purpose (a menu or price page: list; an about page: text or timeline; a contact page: contact), ` +
             `so no page repeats the home page's kinds.` +
-            revisionNote(brief, context),
+            revisionNote(context),
+        },
+        context,
+      ),
+
+    reviseWebsiteBrief: (goal, brief, context) =>
+      completeStructured(
+        chat,
+        {
+          name: "revised_website_brief",
+          what: "the revised website brief",
+          schema: websiteBriefSchema,
+          system: SITE_SYSTEM,
+          user:
+            `Goal: ${goal}\n\n${revisionRequest(brief, context)}\n\n` +
+            `Write the brief of the new draft: the same fields, with every change asked for that a brief carries (the site's name, tagline, ` +
+            `audience, purpose, tone, pages and call to action), and everything else as it was in the previous draft.\n\n${altTextAsk("site", "visualAlt")}`,
         },
         context,
       ),
@@ -84,7 +101,7 @@ export function createUpstreamWriter(chat: ChatCompleter): Writer {
             `Goal: ${goal}\n\nBrief:\n${JSON.stringify(brief, null, 2)}\n\nOutline of the site:\n${JSON.stringify(outline, null, 2)}\n\n` +
             `Write the page "${slug}" in full, one entry per section of its outline, in order. Use paragraphs for hero, text, cta and contact ` +
             `sections; items (three to six) for features, list, steps, timeline and faq. A link points to another page by its slug, or has an empty label and page.` +
-            revisionNote(brief, context),
+            revisionNote(context),
         },
         context,
       ),
@@ -104,6 +121,22 @@ export function createUpstreamWriter(chat: ChatCompleter): Writer {
         context,
       ),
 
+    reviseEbookBrief: (goal, brief, context) =>
+      completeStructured(
+        chat,
+        {
+          name: "revised_ebook_brief",
+          what: "the revised ebook brief",
+          schema: ebookBriefSchema,
+          system: BOOK_SYSTEM,
+          user:
+            `Goal: ${goal}\n\n${revisionRequest(brief, context)}\n\n` +
+            `Write the brief of the new draft: the same fields, with every change asked for that a brief carries (the title, subtitle, ` +
+            `author, audience, purpose, tone, language and blurb), and everything else as it was in the previous draft.\n\n${altTextAsk("book", "coverAlt")}`,
+        },
+        context,
+      ),
+
     bookOutline: (goal, brief, context) =>
       completeStructured(
         chat,
@@ -115,7 +148,7 @@ export function createUpstreamWriter(chat: ChatCompleter): Writer {
           user:
             `Goal: ${goal}\n\nBrief:\n${JSON.stringify(brief, null, 2)}\n\n` +
             `Outline the chapters of the book (four to ten unless the goal asks otherwise), each with a summary and its key points.` +
-            revisionNote(brief, context),
+            revisionNote(context),
         },
         context,
       ),
@@ -128,7 +161,7 @@ export function createUpstreamWriter(chat: ChatCompleter): Writer {
           what: `chapter ${index + 1}`,
           schema: chapterSchema,
           system: BOOK_SYSTEM,
-          user: chapterPrompt(goal, brief, outline, index) + revisionNote(brief, context),
+          user: chapterPrompt(goal, brief, outline, index) + revisionNote(context),
         },
         context,
       ),
@@ -157,16 +190,23 @@ function altTextAsk(of: "site" | "book", field: "visualAlt" | "coverAlt"): strin
 const EARLIER_FEEDBACK_BUDGET = 8000;
 
 /**
- * What every writer prompt of a revision adds: the person's feedback, that
+ * What a revision asks, as its prompts tell it: the person's feedback, that
  * of the revisions before it (oldest first, which the previous draft already
- * made), and the brief and the previous draft's outline, so the model
- * changes what was asked and keeps the rest, earlier changes included. The
- * brief is the first draft's, which earlier revisions may have changed.
- * Empty for a first draft.
+ * made), the first draft's brief and the previous draft's outline (with the
+ * brief that draft was written from), so the model changes what was asked
+ * and keeps the rest, earlier changes included.
  */
-export function revisionNote(brief: WebsiteBrief | EbookBrief, context: WriterContext): string {
-  const revision = context.revision;
-  if (!revision) return "";
+function revisionRequest(firstBrief: WebsiteBrief | EbookBrief, context: WriterContext): string {
+  const revision = context.revision!;
+  const first = (revision.earlier ?? []).length === 0;
+  return (
+    `${feedbackSoFar(revision)}\n\n${first ? "Brief of the previous draft" : "Brief of the first draft, before any of these changes"}:\n` +
+    `${JSON.stringify(firstBrief, null, 2)}\n\nOutline of the previous draft:\n${JSON.stringify(revision.draft, null, 2)}`
+  );
+}
+
+/** The revision's number and feedback, after the earlier revisions' (oldest first, as many as fit EARLIER_FEEDBACK_BUDGET). */
+function feedbackSoFar(revision: StageRevision): string {
   const earlier = revision.earlier ?? [];
   const kept: string[] = [];
   let budget = EARLIER_FEEDBACK_BUDGET;
@@ -184,9 +224,22 @@ export function revisionNote(brief: WebsiteBrief | EbookBrief, context: WriterCo
         kept.map((feedback, i) => `${omitted + i + 1}. """\n${feedback}\n"""\n`).join("") +
         "\n";
   return (
-    `\n\nThis is revision ${revision.number} of an earlier draft. ${history}` +
-    `The person reviewed ${earlier.length === 0 ? "that" : "the previous"} draft and asked for these changes:\n` +
-    `"""\n${revision.feedback}\n"""\n\n${earlier.length === 0 ? "Brief of the previous draft" : "Brief of the first draft, before any of these changes"}:\n${JSON.stringify(brief, null, 2)}\n\n` +
+    `This is revision ${revision.number} of an earlier draft. ${history}` +
+    `The person reviewed ${earlier.length === 0 ? "that" : "the previous"} draft and asked for these changes:\n"""\n${revision.feedback}\n"""`
+  );
+}
+
+/**
+ * What the outline, page and chapter prompts of a revision add to theirs:
+ * the feedback, the earlier feedback and the previous draft's outline. The
+ * brief those prompts give is already the revised one (`reviseWebsiteBrief`,
+ * `reviseEbookBrief`). Empty for a first draft.
+ */
+export function revisionNote(context: WriterContext): string {
+  const revision = context.revision;
+  if (!revision) return "";
+  return (
+    `\n\n${feedbackSoFar(revision)}\n\nThe brief above is this draft's: it already makes the changes a brief carries.\n\n` +
     `Outline of the previous draft:\n${JSON.stringify(revision.draft, null, 2)}\n\n` +
     `Change what the person asked for, and keep everything else as it was in the previous draft.`
   );

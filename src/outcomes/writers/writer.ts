@@ -24,7 +24,16 @@ export interface Writer {
   siteOutline(goal: string, brief: WebsiteBrief, context: WriterContext): Promise<SiteOutline>;
   /** One page, given the whole outline so the page can link to its siblings. */
   page(goal: string, brief: WebsiteBrief, outline: SiteOutline, slug: string, context: WriterContext): Promise<PageContent>;
+  /**
+   * A revision's brief (`context.revision`): `brief`, the first draft's,
+   * with what the feedback changes (a new name, tone, pages), the rest kept.
+   * The offline writer has none: its stages apply what it reads in the
+   * feedback themselves (offline-feedback.ts).
+   */
+  reviseWebsiteBrief?(goal: string, brief: WebsiteBrief, context: WriterContext): Promise<WebsiteBrief>;
   ebookBrief(goal: string, context: WriterContext): Promise<EbookBrief>;
+  /** As `reviseWebsiteBrief`, for a book. */
+  reviseEbookBrief?(goal: string, brief: EbookBrief, context: WriterContext): Promise<EbookBrief>;
   bookOutline(goal: string, brief: EbookBrief, context: WriterContext): Promise<BookOutline>;
   /** One chapter, by index into the outline. */
   chapter(goal: string, brief: EbookBrief, outline: BookOutline, index: number, context: WriterContext): Promise<Chapter>;

@@ -79,6 +79,15 @@ export function answerFor(schemaName: string, body: Record<string, unknown>): un
           { title: "A Year of Sowing", summary: "The calendar.", keyPoints: ["Spring", "Autumn"] },
         ],
       };
+    case "revised_website_brief":
+    case "revised_ebook_brief": {
+      // A model that follows every `Call it "…"` and "calmer" its prompt's feedback holds, and keeps the rest of the brief.
+      const first = answerFor(schemaName === "revised_website_brief" ? "website_brief" : "ebook_brief", body) as Record<string, unknown>;
+      const name = [...prompt.matchAll(/Call it \\"(.+?)\\"/g)].at(-1)?.[1];
+      const revised: Record<string, unknown> = { ...first, ...(prompt.includes("calmer") ? { tone: "calm" } : {}) };
+      if (name) revised[schemaName === "revised_website_brief" ? "name" : "title"] = name;
+      return revised;
+    }
     case "chapter": {
       const n = /Write chapter (\d+)/.exec(prompt)?.[1] ?? "1";
       return {
