@@ -9,6 +9,7 @@ import { consolePart } from "./console/console-part.js";
 import { openStore, type Store } from "./db/database.js";
 import type { StageWorkResolver } from "./engine/stage-work.js";
 import { executionsPart } from "./executions/executions-part.js";
+import { shownArtifacts } from "./executions/plan-repository.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createMetrics, type Metrics } from "./observability/metrics.js";
 import { createTracing } from "./observability/tracing.js";
@@ -88,7 +89,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
   const auth = authPart({ config, store, logger });
   // The chat router is also what the stage writers reach the model through.
   const chat = chatPart({ config, store, logger, authenticator: auth.authenticator, metrics, tracing });
-  const outcomes = outcomesPart({ config, store, chat: chat.chat, logger });
+  const outcomes = outcomesPart({ config, store, chat: chat.chat, logger, shown: (planId) => shownArtifacts(store.db, planId) });
   const parts: AppPart[] = [
     auth,
     capabilitiesPart(config),

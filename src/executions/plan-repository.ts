@@ -435,6 +435,17 @@ export async function isOwnPlan(db: Executor, accountId: string, id: string): Pr
   return row !== undefined;
 }
 
+/**
+ * What a plan shows of its artifacts: nothing once it is deleted (`gone`),
+ * its drafts' previews while it exists, and its site or book once `publish`
+ * succeeded (its published URL is written in that stage's own fenced write).
+ */
+export async function shownArtifacts(db: Executor, planId: string): Promise<"gone" | "previews" | "published"> {
+  const row = await db.selectFrom("plans").select("published_url").where("id", "=", planId).executeTakeFirst();
+  if (!row) return "gone";
+  return row.published_url === null ? "previews" : "published";
+}
+
 /** A plan's history, oldest first; undefined when the plan is missing or another account's. */
 export async function loadPlanHistory(
   db: Executor,

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { ServiceError } from "../server/errors.js";
 import { sendError, type RestHandler, type RestRouter } from "../server/rest.js";
 import { isValidKey, type ArtifactStore } from "./artifact-store.js";
+import { slugOwner } from "./projects.js";
 import { decodedOrAsSent } from "../strings.js";
 
 /** The three public trees of built artifacts, by URL prefix. */
@@ -38,12 +39,28 @@ export function contentSecurityPolicy(mount: ArtifactMount): string {
   return `${sandbox}; default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'`;
 }
 
-/** Serves `/preview/{planId}/…`, `/sites/{slug}/…` and `/books/{slug}/…` from the store. */
-export function registerArtifactRoutes(router: RestRouter, store: ArtifactStore): void {
-  for (const mount of ARTIFACT_MOUNTS) router.addPrefix(`/${mount}/`, artifactHandler(store, mount));
+/** What a plan shows of its artifacts (`shownArtifacts` in the plan repository): none once deleted, then previews, then its site or book. */
+export type PlanArtifactsShown = (planId: string) => Promise<"gone" | "previews" | "published">;
+
+/**
+ * Serves `/preview/{planId}/…`, `/sites/{slug}/…` and `/books/{slug}/…` from
+ * the store, each only while its plan shows it. The files alone do not say
+ * so: a publish or build whose lease a cancel or a delete took away may still
+ * write some after the plan stopped showing them, and a delete's sweep may
+ * run before those writes land (or its instance stop before its second one).
+ */
+export function registerArtifactRoutes(router: RestRouter, store: ArtifactStore, shown: PlanArtifactsShown): void {
+  for (const mount of ARTIFACT_MOUNTS) router.addPrefix(`/${mount}/`, artifactHandler(store, mount, shown));
 }
 
-function artifactHandler(store: ArtifactStore, mount: ArtifactMount): RestHandler {
+/** True while the plan behind `/{mount}/{name}/` shows it: its preview (`{planId}` or `{planId}-r{n}`) while it exists, its site or book once published. */
+async function isShown(store: ArtifactStore, shown: PlanArtifactsShown, mount: ArtifactMount, name: string): Promise<boolean> {
+  if (mount === "preview") return (await shown(name.replace(/-r\d+$/, ""))) !== "gone";
+  const owner = isValidKey(name) ? await slugOwner(store, name) : undefined;
+  return owner !== undefined && (await shown(owner)) === "published";
+}
+
+function artifactHandler(store: ArtifactStore, mount: ArtifactMount, shown: PlanArtifactsShown): RestHandler {
   return async ({ req, res, url }) => {
     res.setHeader("content-security-policy", contentSecurityPolicy(mount));
     res.setHeader("x-content-type-options", "nosniff");
@@ -85,6 +102,7 @@ function artifactHandler(store: ArtifactStore, mount: ArtifactMount): RestHandle
     }
     if (segments.at(-1) === "") segments[segments.length - 1] = "index.html";
     const key = [mount, ...segments].join("/");
+    if (!(await isShown(store, shown, mount, site))) return notFound();
     const body = isValidKey(key) ? await store.get(key) : undefined;
     // A visitor's mistyped address under a site gets the site's own page; an unknown or deleted site, the plain one.
     if (!body) return notFound(await siteNotFoundPage(store, mount, site));

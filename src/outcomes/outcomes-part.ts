@@ -4,7 +4,7 @@ import type { Store } from "../db/database.js";
 import type { Logger } from "../observability/logger.js";
 import type { AppPart } from "../server/app-part.js";
 import { StageFailure, type StageWork, type StageWorkResolver } from "../engine/stage-work.js";
-import { registerArtifactRoutes } from "./artifact-routes.js";
+import { registerArtifactRoutes, type PlanArtifactsShown } from "./artifact-routes.js";
 import { createFileArtifactStore, type ArtifactStore } from "./artifact-store.js";
 import { deletePlanArtifacts } from "./plan-artifacts.js";
 import { planDownload, type Download } from "./downloads.js";
@@ -74,12 +74,14 @@ export function outcomesPart(deps: {
   store: Pick<Store, "db">;
   chat: ChatCompleter;
   logger: Logger;
+  /** Which of a plan's artifacts its routes may serve (the plan repository's `shownArtifacts`). */
+  shown: PlanArtifactsShown;
 }): OutcomesPart {
   const artifacts = openArtifactStore(deps.config.artifacts, deps.store);
   return {
     artifacts,
     stageWork: createStageWork({ config: deps.config, chat: deps.chat, artifacts, logger: deps.logger.child({ component: "outcomes" }) }),
-    routes: (router) => registerArtifactRoutes(router, artifacts),
+    routes: (router) => registerArtifactRoutes(router, artifacts, deps.shown),
     download: (plan) => planDownload(artifacts, plan),
     deleteArtifacts: (planId, known) => deletePlanArtifacts(artifacts, planId, known),
   };

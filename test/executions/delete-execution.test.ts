@@ -113,3 +113,31 @@ describe("DELETE /api/execution?id= and DeleteExecution", () => {
     expect((await deleteExecution(undefined, planId)).status).toBe(401);
   });
 });
+
+// A publish that loses its lease (a cancel or a delete while it copies) may still write some files: the stage's
+// result is discarded, and its files must never be public. A site or book is served only while its plan shows
+// it published; a preview only while its plan exists. Here the late writes are made through the store directly.
+describe("files written after a plan stopped showing them", () => {
+  it("are not served under a cancelled plan's address, nor under a deleted plan's", async () => {
+    const created = await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: "A website for a lakeside rowing club" });
+    const planId = created.body.plan.id;
+    const atGate = await waitForPlan(app.url, cred(), planId, (p) => p.status === "awaiting_approval");
+    const slug = atGate.project!.slug;
+    const site = `${app.url}/sites/${slug}/`;
+    expect(await statusOf(site)).toBe(404);
+    await postExecution(app.url, cred(), { planId, cancel: true });
+    // What a publish cut short by the cancel wrote.
+    await app.artifacts.put(`sites/${slug}/index.html`, "<!DOCTYPE html><title>late</title>");
+    expect(await statusOf(site)).toBe(404);
+    expect(await statusOf(`${site}index.html`)).toBe(404);
+    // The draft it was shown stays visible to whoever has its link until the plan is deleted.
+    expect(await statusOf(atGate.previewUrl!)).toBe(200);
+
+    expect((await deleteExecution(cred(), planId)).status).toBe(204);
+    // What a build or publish still running at the delete wrote after the sweep.
+    await app.artifacts.put(`preview/${planId}/index.html`, "<!DOCTYPE html><title>late</title>");
+    await app.artifacts.put(`sites/${slug}/index.html`, "<!DOCTYPE html><title>late</title>");
+    expect(await statusOf(atGate.previewUrl!)).toBe(404);
+    expect(await statusOf(site)).toBe(404);
+  });
+});

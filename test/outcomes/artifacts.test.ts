@@ -6,7 +6,7 @@ import { chromium } from "playwright-core";
 import { isValidKey, type ArtifactStore } from "../../src/outcomes/artifact-store.js";
 import { createStageWork } from "../../src/outcomes/outcomes-part.js";
 import { startTestApp, type TestApp } from "../support/app.js";
-import { CHROMIUM, CHROMIUM_ARGS, haveChromium, outcomeDeps, readTree } from "./support/outcome-kit.js";
+import { CHROMIUM, CHROMIUM_ARGS, haveChromium, outcomeDeps, readTree, recordPlanFor } from "./support/outcome-kit.js";
 import { failureOf, runStages } from "./support/run-stages.js";
 import { replaceTree } from "../../src/outcomes/artifact-store.js";
 import { renderSite } from "../../src/outcomes/website/render-site.js";
@@ -29,6 +29,7 @@ beforeAll(async () => {
   app = await startTestApp();
   // The same store the service serves from.
   store = app.artifacts;
+  await recordPlanFor(app, "pln_evil", { slug: "evil-site" });
   await store.put("preview/pln_evil/index.html", EVIL);
   await store.put("sites/evil-site/index.html", EVIL);
   await fs.writeFile(path.join(app.dataDir, "secret.txt"), "TOP-SECRET");
@@ -119,6 +120,7 @@ describe("a visitor's wrong address and a browser's cache", () => {
     const pages = [];
     for (const page of outline.pages) pages.push(await writer.page(goal, brief, outline, page.slug, context));
     const site = renderSite(brief, outline, pages);
+    await recordPlanFor(app, "pln_dupont", { slug: "maison-dupont" });
     await replaceTree(store, "sites/maison-dupont/", site);
     await replaceTree(store, "preview/pln_dupont/", site);
   });
@@ -204,6 +206,8 @@ describe("the content type of every file the writers produce", () => {
     for (const page of outline.pages) pages.push(await writer.page(goal, brief, outline, page.slug, context));
     const site = renderSite(brief, outline, pages, `${app.url}/sites/typed-bakery/`);
     expect(site.has("sitemap.xml")).toBe(true);
+    await recordPlanFor(app, "pln_typed", { slug: "typed-bakery" });
+    await recordPlanFor(app, "pln_typedbook", { slug: "typed-book", mount: "books" });
     await replaceTree(store, "sites/typed-bakery/", site);
     await replaceTree(store, "preview/pln_typed/", site);
     const bookBrief = answerFor("ebook_brief", {}) as EbookBrief;
