@@ -4,6 +4,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { file_zero_v1_error } from "../../gen/zero/v1/error_pb.js";
 
 /**
  * gRPC server reflection (v1 and v1alpha), so `buf curl` and grpcurl can list
@@ -12,7 +13,7 @@ import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
  */
 export function registerReflection(router: ConnectRouter, services: readonly DescService[]): void {
   // Listed as grpc-go's reflection lists them: the services, health, and reflection itself.
-  const index = new DescriptorIndex([...services, Health, v1.ServerReflection]);
+  const index = new DescriptorIndex([...services, Health, v1.ServerReflection], [file_zero_v1_error]);
   router.service(v1.ServerReflection, {
     serverReflectionInfo: (requests) => answer(index, requests),
   });
@@ -39,9 +40,11 @@ class DescriptorIndex {
   readonly #extensions = new Map<string, DescExtension[]>();
   readonly #serviceNames: string[];
 
-  constructor(services: readonly DescService[]) {
+  /** `files`: more to describe beside the services' own, such as the error detail every RPC error carries, which none of them imports. */
+  constructor(services: readonly DescService[], files: readonly DescFile[] = []) {
     this.#serviceNames = services.map((s) => s.typeName);
     for (const service of services) this.#addFile(service.file);
+    for (const file of files) this.#addFile(file);
   }
 
   #addFile(file: DescFile): void {

@@ -1,4 +1,5 @@
-import { create } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ServerReflection, ServerReflectionRequestSchema } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { startTestApp, type TestApp } from "../support/app.js";
@@ -45,11 +46,19 @@ describe("gRPC reflection", () => {
       });
       call.write(create(ServerReflectionRequestSchema, { messageRequest: { case: "listServices", value: "" } }));
       call.write(create(ServerReflectionRequestSchema, { messageRequest: { case: "fileContainingSymbol", value: "grpc.health.v1.Health" } }));
+      // The detail every RPC error carries, though no service's file imports it: a client working from reflection decodes it.
+      call.write(create(ServerReflectionRequestSchema, { messageRequest: { case: "fileContainingSymbol", value: "zero.v1.ErrorDetail" } }));
+      call.write(create(ServerReflectionRequestSchema, { messageRequest: { case: "fileByFilename", value: "zero/v1/error.proto" } }));
       call.end();
       await done;
       const names = answers[0]!.messageResponse.value.service!.map((s) => s.name);
       expect(names).toEqual(expect.arrayContaining(["zero.v1.ExecutionService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection"]));
       expect(answers[1]!.messageResponse.case).toBe("fileDescriptorResponse");
+      for (const answer of answers.slice(2)) {
+        expect(answer.messageResponse.case).toBe("fileDescriptorResponse");
+        const files = answer.messageResponse.value.fileDescriptorProto!.map((bytes) => fromBinary(FileDescriptorProtoSchema, bytes).name);
+        expect(files).toContain("zero/v1/error.proto");
+      }
     } finally {
       client.close();
     }
