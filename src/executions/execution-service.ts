@@ -346,7 +346,9 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
           if (signal.aborted) return;
           changed = false;
           const next = await loadPlan(db, request.id, { accountId });
-          if (!next) return;
+          // Deleted while watched (a delete cancels and removes in one step): reads of it are 404 now, and so is
+          // the watch, rather than ending as if a plan last seen running had come to rest.
+          if (!next) throw notFound(PLAN_NOT_FOUND);
           if (next.version !== plan.version) yield { plan: toPlanMessage(next) };
           plan = next;
         }

@@ -60,6 +60,24 @@ describe.each([
     expect(seen.at(-1)!.stages[2]!.error?.type).toBe("writer_error");
   });
 
+  it("ends with not_found when the plan is deleted while watched, not as if a running plan had come to rest", async () => {
+    const { plan } = await client.createExecution({ goal: "A site for a choir hold@understand" }, { headers: headers() });
+    await work.held(plan!.id, "understand");
+    const seen: string[] = [];
+    const watched = (async () => {
+      for await (const { plan: now } of client.watchExecution({ id: plan!.id }, { headers: headers() })) {
+        seen.push(now!.status);
+        if (seen.length === 1) await client.deleteExecution({ id: plan!.id }, { headers: headers() });
+      }
+    })();
+    const ended = await watched.then(
+      () => undefined,
+      (error: unknown) => ConnectError.from(error),
+    );
+    expect(seen).toEqual(["running"]);
+    expect(ended?.code).toBe(Code.NotFound);
+  });
+
   it("refuses another account's plan exactly like a missing one, and callers without credentials", async () => {
     const { plan } = await client.createExecution({ goal: "A site for a running club" }, { headers: headers() });
     const stranger = await createAccountWithKey(app, ["read"]);

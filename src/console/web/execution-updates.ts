@@ -207,7 +207,8 @@ class PlanWatches {
       if (controller.signal.aborted || this.#stopped) return;
       if (isSignedOut(error)) return this.#context.signedOut();
       if (isUnimplemented(error)) this.#unsupported = true;
-      else this.#pausedUntil = Date.now() + 3 * POLL_MS;
+      // A plan deleted while followed ends its watch with not_found: the catch-up below drops it, with no pause.
+      else if (!isNotFound(error)) this.#pausedUntil = Date.now() + 3 * POLL_MS;
     } finally {
       if (this.#streams.get(id) === controller) this.#streams.delete(id);
     }
