@@ -11,7 +11,7 @@ import { createConnectAdapter } from "./connect-adapter.js";
 import { clientAddressKey, requestLogKey } from "./context.js";
 import { ServiceError } from "./errors.js";
 import { registerHealth } from "./health.js";
-import { authInterceptor, errorInterceptor } from "./interceptors.js";
+import { authInterceptor, deadlineInterceptor, errorInterceptor } from "./interceptors.js";
 import type { RequestListener } from "./listener.js";
 import { registerReflection } from "./reflection.js";
 import { assignRequestInfo, ListeningRequests, requestInfo, type RequestInfo } from "./request-info.js";
@@ -57,7 +57,7 @@ export function createHttpHandler(options: HttpHandlerOptions): HttpHandler {
   const { logger } = options;
   const bindings = options.parts.flatMap((part) => part.services ?? []);
   const services = bindings.map((binding) => binding.service);
-  const interceptors = [errorInterceptor, authInterceptor(options.authenticator)];
+  const interceptors = [errorInterceptor, deadlineInterceptor, authInterceptor(options.authenticator)];
   const rest = new RestRouter();
   const rpc = createRestRpc({ bindings, authenticator: options.authenticator, interceptors, shutdownSignal: options.shutdownSignal });
   for (const part of options.parts) part.routes?.(rest, rpc);

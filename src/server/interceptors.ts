@@ -1,4 +1,4 @@
-import type { Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { authorize, type Authenticator } from "./access.js";
 import { authorizedKey, clientAddressKey, requestLogKey } from "./context.js";
 import { toServiceError } from "./errors.js";
@@ -27,6 +27,23 @@ export const errorInterceptor: Interceptor = (next) => async (req) => {
   } catch (error) {
     throw toServiceError(error, log);
   }
+};
+
+/**
+ * A unary call's own deadline (`grpc-timeout`, `connect-timeout-ms`), which
+ * Connect turns into the handler's signal but does not check once the
+ * handler is done: one already run out is refused before any work, and an
+ * answer ready only after it ends as DEADLINE_EXCEEDED, since its caller has
+ * given up on it (what the handler set, a session cookie say, is not sent).
+ * Streams watch their signal themselves. REST calls carry no deadline.
+ */
+export const deadlineInterceptor: Interceptor = (next) => async (req) => {
+  if (req.stream) return next(req);
+  const runOut = () => req.signal.reason instanceof ConnectError && req.signal.reason.code === Code.DeadlineExceeded;
+  if (runOut()) throw req.signal.reason;
+  const res = await next(req);
+  if (runOut()) throw req.signal.reason;
+  return res;
 };
 
 /** Runs the shared authorization step for every RPC. */

@@ -2,6 +2,7 @@ import { fromJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ChatCompletionParamsSchema, ChatService } from "../../gen/zero/v1/chat_pb.js";
+import { ConsoleService } from "../../gen/zero/v1/console_pb.js";
 import { ErrorDetailSchema } from "../../gen/zero/v1/error_pb.js";
 import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
 import { createAccountWithKey, sessionHeaders, type TestAccount } from "../support/accounts.js";
@@ -65,6 +66,19 @@ describe("RPC errors as the REST routes name them", () => {
     })();
     expect(await refusal(watched)).toMatchObject({ code: Code.DeadlineExceeded });
     expect(seen).toEqual(["running"]);
+  });
+
+  it.each(PROTOCOLS)("answers deadline_exceeded when a unary call's deadline ran out while it was served, over %s", async (name) => {
+    // A sign-in takes its password hash's time, well past 2 ms: the caller has given up by the time it is done.
+    const console_ = createClient(ConsoleService, rpcTransport(app.url, name));
+    let setCookie: string | null = null;
+    const call = console_.signIn(
+      { email: account.email, password: account.password },
+      { headers: deadline(name, 2), onHeader: (headers) => (setCookie = headers.get("set-cookie")) },
+    );
+    expect(await refusal(call)).toEqual({ code: Code.DeadlineExceeded, type: "deadline_exceeded" });
+    // No session reaches a caller that was told the call failed.
+    expect(setCookie).toBeNull();
   });
 
   it("takes API keys only, as /v1 does: a Console session is refused and nothing reaches the upstream", async () => {
