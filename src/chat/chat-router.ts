@@ -8,7 +8,7 @@ import { CHAT_ALIAS } from "../api/model.js";
 import type { AccountDailyCap } from "./account-daily-cap.js";
 import { ServiceError } from "../server/errors.js";
 import { checkAlias } from "./chat-request.js";
-import { clientChunk, clientCompletion, newCompletionId } from "./completion-rewrite.js";
+import { ChunkRewriter, clientCompletion, newCompletionId } from "./completion-rewrite.js";
 import type { FreePool } from "./free-pool.js";
 import { SseParser, type SseEvent } from "./sse-parser.js";
 import { isTimeout, type UpstreamAnswer, type UpstreamClient } from "./upstream-client.js";
@@ -101,6 +101,11 @@ export class ChatRouter implements ChatCompleter {
   ): AsyncGenerator<ChatChunkJson[], void, undefined> {
     let finished = false;
     let upstreamFailed = false;
+    const rewriter = new ChunkRewriter(id);
+    // Choices seen, and those that gave a finish_reason: a stream that ends after every one finished is whole even
+    // without `[DONE]` (some servers, llama.cpp forks and older TGI among them, never send it).
+    const choicesSeen = new Set<unknown>();
+    const choicesFinished = new Set<unknown>();
     try {
       // After `[DONE]` the rest is let through unread, so the connection is kept.
       const parser = new SseParser();
@@ -119,12 +124,26 @@ export class ChatRouter implements ChatCompleter {
             failure = chunk;
             break;
           }
-          chunks.push(clientChunk(chunk, id));
+          const relayed = rewriter.rewrite(chunk);
+          if (!relayed) continue;
+          if (Array.isArray(relayed.choices)) {
+            for (const choice of relayed.choices as { index?: unknown; finish_reason?: unknown }[]) {
+              choicesSeen.add(choice.index ?? 0);
+              if (typeof choice.finish_reason === "string") choicesFinished.add(choice.index ?? 0);
+            }
+          }
+          chunks.push(relayed);
         }
         if (chunks.length > 0) yield chunks;
         if (failure) throw failure;
         if (finished) return;
-        if (pieces === undefined) break;
+        if (pieces === undefined) {
+          if (choicesSeen.size > 0 && choicesFinished.size === choicesSeen.size) {
+            finished = true;
+            return;
+          }
+          break;
+        }
       }
       throw new ServiceError("upstream_error", "the model's stream ended before it finished; the answer is incomplete");
     } catch (error) {
@@ -171,10 +190,10 @@ export class ChatRouter implements ChatCompleter {
     const usage = body.usage;
     return {
       object: "list",
-      data: body.data.map((item, index) => ({
+      data: inInputOrder(body.data).map((vector, index) => ({
         object: "embedding",
         index,
-        embedding: base64 ? Buffer.from(new Float32Array(item.embedding).buffer).toString("base64") : item.embedding,
+        embedding: base64 ? Buffer.from(new Float32Array(vector).buffer).toString("base64") : vector,
       })),
       model: CHAT_ALIAS,
       usage: { prompt_tokens: Number(usage?.prompt_tokens ?? 0) || 0, total_tokens: Number(usage?.total_tokens ?? 0) || 0 },
@@ -261,18 +280,39 @@ async function readCompletion(answer: UpstreamAnswer, signal: AbortSignal | unde
 }
 
 interface EmbeddingsJson {
-  data: { embedding: number[] }[];
+  data: { embedding: number[] | string; index?: unknown }[];
   usage?: { prompt_tokens?: unknown; total_tokens?: unknown };
 }
 
-/** An upstream's whole answer as a list of embeddings, or the upstream's failure. */
+/** An upstream's whole answer as a list of embeddings (floats, or base64 from a provider that ignored the ask for floats), or the upstream's failure. */
 async function readEmbeddings(answer: UpstreamAnswer, signal: AbortSignal | undefined): Promise<EmbeddingsJson> {
   const json = await readJson(answer, signal);
   const data = (json as { data?: unknown })?.data;
-  if (!Array.isArray(data) || !data.every((item) => Array.isArray((item as { embedding?: unknown })?.embedding))) {
+  const isVector = (embedding: unknown) => Array.isArray(embedding) || typeof embedding === "string";
+  if (!Array.isArray(data) || !data.every((item) => isVector((item as { embedding?: unknown })?.embedding))) {
     throw unusable(answer, "the model returned an answer that is not a list of embeddings");
   }
   return json as EmbeddingsJson;
+}
+
+/**
+ * The vectors as floats, in the order of the inputs: by each item's `index`,
+ * which is what ties a vector to its input (a provider may list them in
+ * another order), or as listed when the provider gave no usable indexes.
+ */
+function inInputOrder(data: EmbeddingsJson["data"]): number[][] {
+  const indexes = data.map((item) => item.index);
+  const indexed = indexes.every((index, i) => typeof index === "number" && indexes.indexOf(index) === i);
+  const ordered = indexed ? [...data].sort((a, b) => (a.index as number) - (b.index as number)) : data;
+  return ordered.map((item) => (typeof item.embedding === "string" ? floatsOfBase64(item.embedding) : item.embedding));
+}
+
+/** OpenAI's base64 embedding: little-endian float32s. */
+function floatsOfBase64(text: string): number[] {
+  const bytes = Buffer.from(text, "base64");
+  const floats: number[] = new Array(bytes.length >> 2);
+  for (let i = 0; i < floats.length; i++) floats[i] = bytes.readFloatLE(i * 4);
+  return floats;
 }
 
 function isCompletion(value: unknown): value is ChatCompletionJson {

@@ -9,6 +9,7 @@ import {
   type CreateChatCompletionResponseSchema,
 } from "../../gen/zero/v1/chat_pb.js";
 import { requirePrincipal } from "../server/access.js";
+import { ServiceError } from "../server/errors.js";
 import { parseChatRequest } from "./chat-request.js";
 import type { ChatRouter } from "./chat-router.js";
 import type { ChatRequest } from "./chat-types.js";
@@ -38,7 +39,7 @@ export function chatService(deps: { router: ChatRouter; idempotency: Idempotency
       if (result.replayed) context.responseHeader.set("idempotent-replayed", "true");
       // A JSON client gets the completion as REST sends it, nulls and empty lists included.
       context.values.get(jsonAnswersKey)?.push(`{"completion":${result.json}}`);
-      return { completion: fromJson(ChatCompletionSchema, JSON.parse(result.json), READ_OPTIONS) };
+      return { completion: typedAnswer(ChatCompletionSchema, JSON.parse(result.json)) };
     },
 
     async *streamChatCompletion(request, context: HandlerContext) {
@@ -48,7 +49,7 @@ export function chatService(deps: { router: ChatRouter; idempotency: Idempotency
       for await (const chunks of batches) {
         for (const chunk of chunks) {
           jsonAnswers?.push(`{"chunk":${JSON.stringify(chunk)}}`);
-          yield { chunk: fromJson(ChatCompletionChunkSchema, chunk as JsonValue, READ_OPTIONS) };
+          yield { chunk: typedAnswer(ChatCompletionChunkSchema, chunk as JsonValue) };
         }
       }
     },
@@ -69,6 +70,19 @@ export function chatService(deps: { router: ChatRouter; idempotency: Idempotency
       }
     },
   };
+}
+
+/**
+ * An answer as its typed message. The router already gives OpenAI's types
+ * where providers use their own; a value it does not know to fix is the
+ * model's fault, named as such, not an internal error of ours.
+ */
+function typedAnswer<S extends typeof ChatCompletionSchema | typeof ChatCompletionChunkSchema>(schema: S, json: JsonValue) {
+  try {
+    return fromJson(schema, json, READ_OPTIONS);
+  } catch {
+    throw new ServiceError("upstream_error", "the model's answer has a value of a type OpenAI's format does not allow");
+  }
 }
 
 /**

@@ -70,19 +70,109 @@ export function upstreamEmbeddingsBody(request: GatewayRequest, upstreamModel: s
 /**
  * A completion as the client sees it: OpenAI's documented fields only, at
  * every level, with our id and the alias as model. Choices, tool calls,
- * usage and logprobs are as the upstream wrote them.
+ * usage and logprobs are as the upstream wrote them, in OpenAI's types where
+ * a provider uses its own (`openAiMessage`): the SDKs, and the typed RPC
+ * messages, read them strictly.
  */
 export function clientCompletion(completion: ChatCompletionJson, id: string): ChatCompletionJson {
-  return named(pick(completion, COMPLETION), id) as ChatCompletionJson;
+  const json = named(pick(completion, COMPLETION), id, "chat.completion");
+  if (Array.isArray(json.choices)) for (const choice of json.choices) if (isObject(choice) && isObject(choice.message)) openAiMessage(choice.message);
+  return json as ChatCompletionJson;
 }
 
-/** A streamed chunk as the client sees it; see `clientCompletion`. */
-export function clientChunk(chunk: ChatChunkJson, id: string): ChatChunkJson {
-  return named(pick(chunk, CHUNK), id);
+/**
+ * The chunks of one stream as the client sees them; see `clientCompletion`.
+ * One per stream, since a tool call's deltas are told apart across chunks:
+ * each call gets OpenAI's `index`, counted from 0 in the order the calls
+ * begin, whatever the provider numbered them (from 1 after a text part, as
+ * some proxies in front of Claude do) or if it numbered them at all (as
+ * Gemini's compatible endpoint does not: a delta with a new `id` begins a
+ * call, one without continues the last).
+ */
+export class ChunkRewriter {
+  readonly #id: string;
+  /** Per choice: the provider's tool call index (or the call's id) → ours. */
+  readonly #calls = new Map<number, { ours: Map<unknown, number>; count: number; last: number }>();
+
+  constructor(id: string) {
+    this.#id = id;
+  }
+
+  /** The chunk to relay, or undefined for one that carries nothing a client reads (Azure's opening content-filter chunk). */
+  rewrite(chunk: ChatChunkJson): ChatChunkJson | undefined {
+    const json = named(pick(chunk, CHUNK), this.#id, "chat.completion.chunk");
+    const choices = json.choices;
+    if ((!Array.isArray(choices) || choices.length === 0) && json.usage == null) return undefined;
+    if (Array.isArray(choices)) {
+      for (const choice of choices) {
+        if (!isObject(choice) || !isObject(choice.delta)) continue;
+        const delta = choice.delta;
+        if (Array.isArray(delta.content)) delta.content = textOfParts(delta.content) ?? "";
+        if (Array.isArray(delta.tool_calls)) this.#numberCalls(typeof choice.index === "number" ? choice.index : 0, delta.tool_calls);
+      }
+    }
+    return json;
+  }
+
+  #numberCalls(choice: number, calls: unknown[]): void {
+    let known = this.#calls.get(choice);
+    if (!known) {
+      known = { ours: new Map(), count: 0, last: -1 };
+      this.#calls.set(choice, known);
+    }
+    for (const call of calls) {
+      if (!isObject(call)) continue;
+      const key = typeof call.index === "number" ? call.index : typeof call.id === "string" ? call.id : undefined;
+      let ours = key === undefined ? known.last : known.ours.get(key);
+      if (ours === undefined || ours < 0) {
+        ours = known.count++;
+        if (key !== undefined) known.ours.set(key, ours);
+      }
+      known.last = ours;
+      call.index = ours;
+      openAiToolCall(call);
+    }
+  }
 }
 
-function named(json: Record<string, unknown>, id: string): Record<string, unknown> {
+/** The OpenAI type of a message's values where a provider sends its own: text parts as one string, a call's arguments as a JSON string. */
+function openAiMessage(message: Record<string, unknown>): void {
+  if (Array.isArray(message.content)) message.content = textOfParts(message.content);
+  if (Array.isArray(message.tool_calls)) for (const call of message.tool_calls) if (isObject(call)) openAiToolCall(call);
+}
+
+function openAiToolCall(call: Record<string, unknown>): void {
+  if (call.type === undefined && (typeof call.id === "string" || isObject(call.function))) call.type = "function";
+  const fn = call.function;
+  if (isObject(fn) && fn.arguments !== undefined && fn.arguments !== null && typeof fn.arguments !== "string") fn.arguments = JSON.stringify(fn.arguments);
+}
+
+/**
+ * Content given as parts (Mistral, some LiteLLM backends) as OpenAI's one
+ * string: the text parts joined; others (a model's "thinking") are not the
+ * answer and are left out. Null when there is no text at all.
+ */
+function textOfParts(parts: unknown[]): string | null {
+  let text: string | null = null;
+  for (const part of parts) {
+    if (typeof part === "string") text = (text ?? "") + part;
+    else if (isObject(part) && (part.type === "text" || part.type === undefined) && typeof part.text === "string") text = (text ?? "") + part.text;
+  }
+  return text;
+}
+
+function named(json: Record<string, unknown>, id: string, object: string): Record<string, unknown> {
   json.id = id;
   json.model = CHAT_ALIAS;
+  json.object = object;
+  // OpenAI's `created` is whole seconds; some providers send a fraction, and the typed RPC messages take only whole ones.
+  const created = json.created;
+  if (typeof created !== "number" || !Number.isInteger(created)) {
+    json.created = typeof created === "number" && Number.isFinite(created) && created >= 0 ? Math.floor(created) : Math.floor(Date.now() / 1000);
+  }
   return json;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -418,8 +418,9 @@ describe("streaming", () => {
     expect(events.at(-1)).toBe("[DONE]");
   });
 
-  it("a stream that ends without [DONE] is reported, not passed off as complete", async () => {
-    primary.next(stream(textChunks(["cut"]), { done: false }));
+  it("a stream that ends without [DONE] before it finished is reported, not passed off as complete", async () => {
+    // Cut before its finish_reason: one that ends after it is whole (servers that never send [DONE]).
+    primary.next(stream(textChunks(["cut"]).slice(0, -2), { done: false }));
     const events = await readSse(await postChat(app, apiKey, { model: "project-zero", messages, stream: true }));
     expect(JSON.parse(events.at(-2)!).error.type).toBe("upstream_error");
     expect(events.at(-1)).toBe("[DONE]");
@@ -435,7 +436,7 @@ describe("streaming", () => {
     const [streamBefore, timeoutBefore, logsBefore] = [await errorsOfKind("stream"), await errorsOfKind("timeout"), brokeLines()];
     primary.next(
       stream(textChunks(["one", "two", "three"]), { dropAfter: 2 }),
-      stream(textChunks(["cut"]), { done: false }),
+      stream(textChunks(["cut"]).slice(0, -2), { done: false }),
       reply({ not: "a completion" }),
       stream(textChunks(["one", "two"]), { hangAfter: 2 }),
     );

@@ -1,0 +1,153 @@
+import { createClient } from "@connectrpc/connect";
+import type OpenAI from "openai";
+import { beforeAll, describe, expect, it } from "vitest";
+import { ChatService } from "../../gen/zero/v1/chat_pb.js";
+import { rpcTransport } from "../support/transports.js";
+import { chunk, completion, reply, stream } from "./support/fake-upstream.js";
+import { openAiClient, useSdkGateway } from "./support/gateway.js";
+
+// OpenAI-compatible servers that do not speak quite like OpenAI, each as a client meets it through the gateway:
+// whatever shape the provider used, the client gets OpenAI's, and the SDKs read it.
+describe("providers that bend OpenAI's format", () => {
+  const gateway = useSdkGateway({ embeddingModel: "secret-embed" });
+  let client: OpenAI;
+  beforeAll(() => {
+    client = openAiClient(gateway.app, gateway.apiKey);
+  });
+  const tools = [{ type: "function" as const, name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } }, strict: false }];
+  const usage = { ...chunk({}), choices: [], usage: { prompt_tokens: 5, completion_tokens: 4, total_tokens: 9 } };
+
+  it("numbers streamed tool calls from 0 when the provider starts at 1 after text (proxies in front of Claude)", async () => {
+    gateway.upstream.next(
+      stream([
+        chunk({ role: "assistant", content: "Let me look." }),
+        chunk({ tool_calls: [{ index: 1, id: "toolu_01", type: "function", function: { name: "get_weather", arguments: "" } }] }),
+        chunk({ tool_calls: [{ index: 1, function: { arguments: '{"city":' } }] }),
+        chunk({ tool_calls: [{ index: 1, function: { arguments: '"Paris"}' } }] }),
+        chunk({}, "tool_calls"),
+        usage,
+      ]),
+    );
+    const final = await client.responses.stream({ model: "project-zero", input: "Weather in Paris?", tools }).finalResponse();
+    expect(final.status).toBe("completed");
+    expect(final.output.map((item) => item.type)).toEqual(["message", "function_call"]);
+    expect(final.output[1]).toMatchObject({ type: "function_call", name: "get_weather", call_id: "toolu_01", arguments: '{"city":"Paris"}' });
+  });
+
+  it("keeps one call together when the provider gives its deltas no index (Gemini's compatible endpoint)", async () => {
+    const deltas = [
+      chunk({ role: "assistant", tool_calls: [{ id: "call_a", type: "function", function: { name: "get_weather", arguments: "" } }] }),
+      chunk({ tool_calls: [{ function: { arguments: '{"ci' } }] }),
+      chunk({ tool_calls: [{ function: { arguments: 'ty": "Paris"}' } }] }),
+      chunk({ tool_calls: [{ id: "call_b", function: { name: "get_time", arguments: "{}" } }] }),
+      chunk({}, "tool_calls"),
+      usage,
+    ];
+    gateway.upstream.next(stream(deltas), stream(deltas));
+    const final = await client.responses.stream({ model: "project-zero", input: "Weather?", tools }).finalResponse();
+    expect(final.output).toEqual([
+      expect.objectContaining({ type: "function_call", call_id: "call_a", name: "get_weather", arguments: '{"city": "Paris"}' }),
+      expect.objectContaining({ type: "function_call", call_id: "call_b", name: "get_time", arguments: "{}" }),
+    ]);
+    // Chat completions streams carry OpenAI's index and type on every call, which the SDK's stream helper insists on.
+    const chat = await client.chat.completions.stream({ model: "project-zero", messages: [{ role: "user", content: "Weather?" }] }).finalChatCompletion();
+    expect(chat.choices[0]!.message.tool_calls).toEqual([
+      expect.objectContaining({ id: "call_a", type: "function", function: expect.objectContaining({ name: "get_weather", arguments: '{"city": "Paris"}' }) }),
+      expect.objectContaining({ id: "call_b", type: "function", function: expect.objectContaining({ name: "get_time", arguments: "{}" }) }),
+    ]);
+  });
+
+  it("gives text parts as one string, arguments as a JSON string and a float created as whole seconds", async () => {
+    const odd = completion(null, {
+      created: 1_763_000_000.789,
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: "assistant",
+            content: [
+              { type: "thinking", thinking: [{ type: "text", text: "secret thoughts" }] },
+              { type: "text", text: "Hello " },
+              { type: "text", text: "parts" },
+            ],
+            tool_calls: [{ id: "call_1", function: { name: "get_weather", arguments: { city: "Paris" } } }],
+          },
+          finish_reason: "tool_calls",
+        },
+      ],
+    });
+    gateway.upstream.next(reply(odd), reply(odd), reply(odd));
+    const chat = await client.chat.completions.create({ model: "project-zero", messages: [{ role: "user", content: "hi" }] });
+    expect(chat.created).toBe(1_763_000_000);
+    expect(chat.choices[0]!.message.content).toBe("Hello parts");
+    expect(chat.choices[0]!.message.tool_calls).toEqual([{ id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }]);
+    const response = await client.responses.create({ model: "project-zero", input: "hi", tools });
+    expect(response.output).toEqual([
+      expect.objectContaining({ type: "message", content: [expect.objectContaining({ type: "output_text", text: "Hello parts" })] }),
+      expect.objectContaining({ type: "function_call", arguments: '{"city":"Paris"}' }),
+    ]);
+    // The typed RPC message takes them too (it refused a fraction of a second, and an object for arguments, as an internal error).
+    const rpc = createClient(ChatService, rpcTransport(gateway.app.url, "connect"));
+    const { completion: typed } = await rpc.createChatCompletion(
+      { params: { model: "project-zero", messages: [{ role: "user", content: { kind: { case: "stringValue", value: "hi" } } }] } },
+      { headers: { authorization: `Bearer ${gateway.apiKey}` } },
+    );
+    expect(typed?.created).toBe(1_763_000_000);
+    expect(typed?.choices[0]?.message?.toolCalls[0]?.function?.arguments).toBe('{"city":"Paris"}');
+  });
+
+  it("takes a stream that ends after its finish_reason without [DONE] as whole, and drops Azure's empty opening chunk", async () => {
+    gateway.upstream.next(
+      stream(
+        [
+          { id: "", object: "", created: 0, model: "", choices: [], prompt_filter_results: [{ prompt_index: 0 }] },
+          chunk({ role: "assistant", content: "All " }),
+          chunk({ content: "done." }, "stop"),
+          usage,
+        ],
+        { done: false },
+      ),
+    );
+    const chunks = [];
+    for await (const piece of await client.chat.completions.create({
+      model: "project-zero",
+      messages: [{ role: "user", content: "hi" }],
+      stream: true,
+      stream_options: { include_usage: true },
+    })) {
+      chunks.push(piece);
+    }
+    expect(chunks.map((piece) => piece.choices[0]?.delta.content ?? null)).toEqual(["All ", "done.", null]);
+    expect(chunks.every((piece) => piece.object === "chat.completion.chunk" && piece.created > 0)).toBe(true);
+    expect(chunks.at(-1)!.usage).toMatchObject({ total_tokens: 9 });
+  });
+
+  it("still fails a stream that ends before its finish_reason", async () => {
+    gateway.upstream.next(stream([chunk({ role: "assistant", content: "All " })], { done: false }));
+    const read = async () => {
+      for await (const _ of await client.chat.completions.create({ model: "project-zero", messages: [{ role: "user", content: "hi" }], stream: true })) void _;
+    };
+    await expect(read()).rejects.toThrow(/incomplete/);
+  });
+
+  it("puts embeddings in the order of the inputs by their index, and reads a provider's base64", async () => {
+    const floats = (values: number[]) => Buffer.from(new Float32Array(values).buffer).toString("base64");
+    gateway.upstream.next(
+      reply({
+        object: "list",
+        data: [
+          { object: "embedding", index: 2, embedding: [0.5, -0.25] },
+          { object: "embedding", index: 0, embedding: floats([2.5, -2.25]) },
+          { object: "embedding", index: 1, embedding: [1, 2] },
+        ],
+        model: "secret-embed",
+      }),
+    );
+    const answer = await client.embeddings.create({ model: "project-zero", input: ["first", "second", "third"], encoding_format: "float" });
+    expect(answer.data.map((item) => [item.index, item.embedding])).toEqual([
+      [0, [2.5, -2.25]],
+      [1, [1, 2]],
+      [2, [0.5, -0.25]],
+    ]);
+  });
+});
