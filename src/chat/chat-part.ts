@@ -74,13 +74,7 @@ export function chatPart(deps: ChatPartDeps): ChatPart {
     // Answers uncompressed: for JSON clients each answer's JSON is put in place of the message's own after
     // Connect serializes it (jsonAnswersKey), which a compressed envelope would not allow. Chat answers are
     // small. Compressed requests are still read.
-    services: [
-      bindService(ChatService, chatService({ router, idempotency, responses: responsesGateway }), {
-        compressMinBytes: Number.MAX_SAFE_INTEGER,
-        // An OpenAI field beside the typed ones (rather than under `extra`) is refused, not silently dropped.
-        jsonOptions: { ignoreUnknownFields: false },
-      }),
-    ],
+    services: [bindService(ChatService, chatService({ router, idempotency, responses: responsesGateway }), { compressMinBytes: Number.MAX_SAFE_INTEGER })],
     routes: (rest) => {
       chatRoutes(rest, { router, idempotency, authenticator: deps.authenticator });
       responsesRoutes(rest, { gateway: responsesGateway, authenticator: deps.authenticator });

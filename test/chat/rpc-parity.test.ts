@@ -48,18 +48,26 @@ describe("ChatService parity with /v1", () => {
     expect(toJson(ChatCompletionSchema, answer!)).toMatchObject({ choices: [{ index: 0, message: { content: "ok" } }] });
   });
 
-  it("refuses, over Connect JSON, an OpenAI field written beside the typed ones rather than under `extra`, naming it", async () => {
-    // Silently dropping `service_tier` (Connect's default for an unknown JSON key) would change what the caller asked for.
+  it("takes back, over Connect JSON, an answer's message as it was sent, fields with no typed home included", async () => {
+    // An agent loop sends the assistant's message back as it got it; OpenAI's `annotations` has no field in
+    // ChatMessage, and protobuf's JSON reading leaves such a key out rather than refuse the call.
+    upstream.next(reply(completion("ok")));
     const response = await fetch(`${app.url}/zero.v1.ChatService/CreateChatCompletion`, {
       method: "POST",
       headers: { ...headers, "content-type": "application/json" },
-      body: JSON.stringify({ params: { model: "project-zero", messages: [{ role: "user", content: "hi" }], service_tier: "flex" } }),
+      body: JSON.stringify({
+        params: {
+          model: "project-zero",
+          messages: [
+            { role: "user", content: "hi" },
+            { role: "assistant", content: "hello", refusal: null, annotations: [] },
+            { role: "user", content: "again" },
+          ],
+        },
+      }),
     });
-    expect(response.status).toBe(400);
-    const body = (await response.json()) as { code: string; message: string };
-    expect(body.code).toBe("invalid_argument");
-    expect(body.message).toContain("service_tier");
-    expect(upstream.requests).toHaveLength(0);
+    expect(response.status).toBe(200);
+    expect(upstream.requests[0]!.body.messages).toHaveLength(3);
   });
 
   it("serves the Responses API over gRPC: a response object, and the typed events of a stream", async () => {
