@@ -81,6 +81,17 @@ describe("RPC errors as the REST routes name them", () => {
     expect(setCookie).toBeNull();
   });
 
+  it("refuses a unary call whose deadline has already run out before doing anything: no plan is created", async () => {
+    const executions = createClient(ExecutionService, rpcTransport(app.url, "connect"));
+    const goal = `A website created after its deadline ${Date.now()}`;
+    expect(await refusal(executions.createExecution({ goal }, { headers: { ...bearer(account.apiKey), "connect-timeout-ms": "0" } }))).toEqual({
+      code: Code.DeadlineExceeded,
+      type: "deadline_exceeded",
+    });
+    const { plans } = await executions.listExecutions({}, { headers: bearer(account.apiKey) });
+    expect(plans.map((plan) => plan.goal)).not.toContain(goal);
+  });
+
   it("takes API keys only, as /v1 does: a Console session is refused and nothing reaches the upstream", async () => {
     const client = createClient(ChatService, rpcTransport(app.url, "connect"));
     expect(await refusal(client.createChatCompletion(message, { headers: sessionHeaders(app.url, account.cookie) }))).toEqual({
