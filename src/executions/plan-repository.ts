@@ -436,14 +436,21 @@ export async function isOwnPlan(db: Executor, accountId: string, id: string): Pr
 }
 
 /**
- * What a plan shows of its artifacts: nothing once it is deleted (`gone`),
- * its drafts' previews while it exists, and its site or book once `publish`
- * succeeded (its published URL is written in that stage's own fenced write).
+ * What a plan shows of its artifacts, undefined once it is deleted: the
+ * names of the previews it has built (its first draft's, `planId`, once its
+ * `previewUrl` is set, and each revision's whose `previewUrl` is, each set
+ * in the fenced write of the stage that built it) and, once `publish`
+ * succeeded, its site or book. A stage's files written after it lost its
+ * lease are in none.
  */
-export async function shownArtifacts(db: Executor, planId: string): Promise<"gone" | "previews" | "published"> {
-  const row = await db.selectFrom("plans").select("published_url").where("id", "=", planId).executeTakeFirst();
-  if (!row) return "gone";
-  return row.published_url === null ? "previews" : "published";
+export async function shownArtifacts(db: Executor, planId: string): Promise<{ previews: string[]; published: boolean } | undefined> {
+  const row = await db.selectFrom("plans").select(["preview_url", "published_url", "revisions"]).where("id", "=", planId).executeTakeFirst();
+  if (!row) return undefined;
+  const previews = row.preview_url === null ? [] : [planId];
+  for (const revision of Array.isArray(row.revisions) ? (row.revisions as { previewUrl?: unknown }[]) : []) {
+    if (typeof revision.previewUrl === "string") previews.push(decodeURIComponent(new URL(revision.previewUrl).pathname.split("/").at(-2) ?? ""));
+  }
+  return { previews, published: row.published_url !== null };
 }
 
 /** A plan's history, oldest first; undefined when the plan is missing or another account's. */

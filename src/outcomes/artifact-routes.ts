@@ -39,13 +39,13 @@ export function contentSecurityPolicy(mount: ArtifactMount): string {
   return `${sandbox}; default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'`;
 }
 
-/** What a plan shows of its artifacts (`shownArtifacts` in the plan repository): none once deleted, then previews, then its site or book. */
-export type PlanArtifactsShown = (planId: string) => Promise<"gone" | "previews" | "published">;
+/** What a plan shows of its artifacts (`shownArtifacts` in the plan repository): the names of the previews it built and whether it is published; undefined once deleted. */
+export type PlanArtifactsShown = (planId: string) => Promise<{ previews: readonly string[]; published: boolean } | undefined>;
 
 /**
  * Serves `/preview/{planId}/…`, `/sites/{slug}/…` and `/books/{slug}/…` from
  * the store, each only while its plan shows it. The files alone do not say
- * so: a publish or build whose lease a cancel or a delete took away may still
+ * so: a build or publish whose lease a cancel or a delete took away may still
  * write some after the plan stopped showing them, and a delete's sweep may
  * run before those writes land (or its instance stop before its second one).
  */
@@ -53,11 +53,14 @@ export function registerArtifactRoutes(router: RestRouter, store: ArtifactStore,
   for (const mount of ARTIFACT_MOUNTS) router.addPrefix(`/${mount}/`, artifactHandler(store, mount, shown));
 }
 
-/** True while the plan behind `/{mount}/{name}/` shows it: its preview (`{planId}` or `{planId}-r{n}`) while it exists, its site or book once published. */
+/** True while the plan behind `/{mount}/{name}/` shows it: a preview (`{planId}` or `{planId}-r{n}`) it lists, its site or book once published. */
 async function isShown(store: ArtifactStore, shown: PlanArtifactsShown, mount: ArtifactMount, name: string): Promise<boolean> {
-  if (mount === "preview") return (await shown(name.replace(/-r\d+$/, ""))) !== "gone";
+  if (mount === "preview") {
+    const plan = await shown(name.replace(/-r\d+$/, ""));
+    return plan?.previews.includes(name) === true;
+  }
   const owner = isValidKey(name) ? await slugOwner(store, name) : undefined;
-  return owner !== undefined && (await shown(owner)) === "published";
+  return owner !== undefined && (await shown(owner))?.published === true;
 }
 
 function artifactHandler(store: ArtifactStore, mount: ArtifactMount, shown: PlanArtifactsShown): RestHandler {

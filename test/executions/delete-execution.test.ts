@@ -130,8 +130,11 @@ describe("files written after a plan stopped showing them", () => {
     await app.artifacts.put(`sites/${slug}/index.html`, "<!DOCTYPE html><title>late</title>");
     expect(await statusOf(site)).toBe(404);
     expect(await statusOf(`${site}index.html`)).toBe(404);
-    // The draft it was shown stays visible to whoever has its link until the plan is deleted.
+    // The draft it was shown stays visible to whoever has its link until the plan is deleted; a revision's
+    // preview that a build cut short by the cancel wrote is not one the plan lists.
     expect(await statusOf(atGate.previewUrl!)).toBe(200);
+    await app.artifacts.put(`preview/${planId}-r1/index.html`, "<!DOCTYPE html><title>late</title>");
+    expect(await statusOf(`${app.url}/preview/${planId}-r1/`)).toBe(404);
 
     expect((await deleteExecution(cred(), planId)).status).toBe(204);
     // What a build or publish still running at the delete wrote after the sweep.

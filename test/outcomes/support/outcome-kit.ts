@@ -203,7 +203,7 @@ export function xmlProblems(source: string): string[] {
 /**
  * Records the plan that files put straight into a service's store stand for,
  * as the routes serve a tree only while its plan shows it: `planId`'s
- * previews, and with `published`, its site or book at that slug.
+ * first draft's preview, and with `published`, its site or book at that slug.
  */
 export async function recordPlanFor(app: TestApp, planId: string, published?: { slug: string; mount?: "sites" | "books" }): Promise<void> {
   const { accountId } = await createAccountWithKey(app, ["read"]);
@@ -217,7 +217,11 @@ export async function recordPlanFor(app: TestApp, planId: string, published?: { 
     await trx.updateTable("plan_stages").set({ state: "cancelled" }).where("plan_id", "=", planId).execute();
     await trx
       .updateTable("plans")
-      .set({ status: "cancelled", published_url: published ? `${app.url}/${published.mount ?? "sites"}/${published.slug}/` : null })
+      .set({
+        status: "cancelled",
+        preview_url: `${app.url}/preview/${planId}/`,
+        published_url: published ? `${app.url}/${published.mount ?? "sites"}/${published.slug}/` : null,
+      })
       .where("id", "=", planId)
       .execute();
   });
