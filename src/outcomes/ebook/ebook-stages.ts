@@ -28,7 +28,7 @@ export const ebookOutlineOutputSchema = {
 
 const decoder = new TextDecoder();
 
-/** What of a revision a written chapter depends on: its feedback, and the earlier ones its prompt repeats (none for revision 1, whose key stays as it was). */
+/** What of a revision a written chapter depends on: its feedback, and the earlier ones its prompt repeats (none for revision 1). */
 const revisionKey = (revision: StageRevision) => ({
   feedback: revision.feedback,
   ...(revision.earlier && revision.earlier.length > 0 ? { earlier: revision.earlier } : {}),

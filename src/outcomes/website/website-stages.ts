@@ -110,7 +110,7 @@ export function websiteStages(deps: OutcomeDeps) {
       const { writer: kind, brief, unread } = understanding(input);
       const { brief: _revised, ...outline } = previousOutput(input, "outline", websiteOutlineOutputSchema);
       const content = previousOutput(input, "write", siteContentSchema);
-      // A revision may have renamed the site (the offline writer applies a quoted name): the project follows the draft.
+      // A revision may have renamed the site (a quoted name the offline writer read, or the model's revised brief): the project follows the draft.
       const project = input.revision
         ? await renameProject(deps.artifacts, planKey(input.planId), brief.name)
         : await readProject(deps.artifacts, planKey(input.planId));

@@ -97,7 +97,7 @@ function stageFailureOf(error: ServiceError, request: StructuredRequest<Schema>)
   if (error.type === "invalid_request") {
     return new StageFailure(
       error.type,
-      `The model provider refused the writer's request for ${request.what}; the writers need an upstream that supports OpenAI structured outputs (response_format with a json_schema).`,
+      `The model provider refused the writer's request for ${request.what} as invalid: a prompt longer than the model's context, or a model without OpenAI structured outputs (response_format with a json_schema), which the writers need.`,
     );
   }
   const retryAfterSeconds = error.type === "upstream_error" ? Number(error.metadata.get("retry-after")) : 0;
