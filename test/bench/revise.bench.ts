@@ -77,9 +77,9 @@ try {
     if (second.plan.revisions.length !== 1 || second.plan.previewUrl === first.plan.previewUrl) {
       throw new Error(`round ${round}: the revision was not built: ${JSON.stringify(second.plan)}`);
     }
-    // One writer request per stage's part, as for a create without the brief: nothing skipped, nothing twice.
+    // One writer request per part, as for a create (the brief revised rather than written): nothing skipped, nothing twice.
     const asked = upstream.requests.slice(createRequests).map((r) => schemaNameOf(r.body));
-    if (createRequests !== 5 || asked.join() !== "site_outline,page_content,page_content,page_content") {
+    if (createRequests !== 5 || asked.join() !== "revised_website_brief,site_outline,page_content,page_content,page_content") {
       throw new Error(`round ${round}: the create asked ${createRequests} writer requests, the revision ${asked.join()}`);
     }
     upstream.requests.length = 0;
