@@ -81,8 +81,9 @@ export class UpstreamClient {
           // Bounds sockets per upstream; requests beyond it queue in the pool.
           connections: 512,
         }),
-        path: `${withoutTrailingSlashes(base.pathname)}/chat/completions`,
-        embeddingsPath: `${withoutTrailingSlashes(base.pathname)}/embeddings`,
+        // A query the base URL carries (Azure's `?api-version=`) goes with every request.
+        path: `${withoutTrailingSlashes(base.pathname)}/chat/completions${base.search}`,
+        embeddingsPath: `${withoutTrailingSlashes(base.pathname)}/embeddings${base.search}`,
         headers,
         streamHeaders: { ...headers, accept: "text/event-stream" },
         broke: (error: ServiceError) => {

@@ -3,8 +3,9 @@ import type OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { rpcTransport } from "../support/transports.js";
-import { chunk, completion, reply, stream } from "./support/fake-upstream.js";
-import { openAiClient, useSdkGateway } from "./support/gateway.js";
+import { createAccountWithKey } from "../support/accounts.js";
+import { chunk, completion, FakeUpstream, reply, stream } from "./support/fake-upstream.js";
+import { openAiClient, startGateway, useSdkGateway } from "./support/gateway.js";
 
 // OpenAI-compatible servers that do not speak quite like OpenAI, each as a client meets it through the gateway:
 // whatever shape the provider used, the client gets OpenAI's, and the SDKs read it.
@@ -149,5 +150,21 @@ describe("providers that bend OpenAI's format", () => {
       [1, [1, 2]],
       [2, [0.5, -0.25]],
     ]);
+  });
+});
+
+describe("an upstream whose base URL carries a query (Azure's api-version)", () => {
+  it("sends the query with every request rather than dropping it", async () => {
+    const upstream = await FakeUpstream.start();
+    const app = await startGateway([`${upstream.url}?api-version=2024-10-21`]);
+    try {
+      upstream.next(reply(completion("ok")));
+      const client = openAiClient(app, (await createAccountWithKey(app, ["chat"])).apiKey);
+      await client.chat.completions.create({ model: "project-zero", messages: [{ role: "user", content: "hi" }] });
+      expect(upstream.requests[0]!.path).toMatch(/\/chat\/completions\?api-version=2024-10-21$/);
+    } finally {
+      await app.close();
+      await upstream.close();
+    }
   });
 });
