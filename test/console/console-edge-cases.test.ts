@@ -229,6 +229,20 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
     }
   });
 
+  it("says a revision cancelled while it was written was never built, not that it is still being written", async () => {
+    await open("executions");
+    const card = await planAtGate("A site for a bicycle repair cafe by the canal");
+    const id = (await card.getAttribute("data-plan-id"))!;
+    expect((await api("POST", "/api/execution", { planId: id, feedback: "Make it calmer" })).status).toBe(202);
+    await work.next(); // the revision's `write`, held
+    const drafts = card.getByRole("region", { name: "Drafts" });
+    await poll(() => drafts.textContent()).toContain("being written…");
+    expect((await api("POST", "/api/execution", { planId: id, cancel: true })).status).toBe(202);
+    await poll(() => card.locator(".status").textContent()).toBe("Cancelled");
+    await poll(() => drafts.textContent()).toContain("not built");
+    expect(await drafts.textContent()).not.toContain("being written");
+  });
+
   it("approves only the draft the card shows: a newer one made elsewhere is shown, not published", async () => {
     await open("executions");
     const card = await planAtGate("A site for a community orchard");

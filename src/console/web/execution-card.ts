@@ -217,7 +217,10 @@ function draftList(plan: Plan): HTMLElement | null {
           {},
           h("span", { class: "draft-name" }, `Revision ${revision.number}`),
           h("q", { class: "draft-feedback" }, revision.feedback),
-          preview ? externalLink(preview, "Preview", `draft-${revision.number}`) : h("span", { class: "muted" }, "being written…"),
+          preview
+            ? externalLink(preview, "Preview", `draft-${revision.number}`)
+            : // Written while the plan runs; one that stopped first (cancelled, failed) has none to show.
+              h("span", { class: "muted" }, plan.status === "running" ? "being written…" : "not built"),
         );
       }),
     ),
