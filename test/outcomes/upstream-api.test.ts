@@ -82,7 +82,7 @@ describe("an ebook goal with an upstream, through the real API and chat router",
     const stage = failed.stages.find((s) => s.id === "understand")!;
     expect(stage.state).toBe("failed");
     expect(stage.error!.type).toBe("invalid_model_output");
-    expect(stage.error!.message).toMatch(/ebook brief did not follow the expected JSON shape, even after a retry: \$: missing property "subtitle"/);
+    expect(stage.error!.message).toMatch(/ebook brief could not be used, even after a retry: \$: missing property "subtitle"/);
 
     // Resuming retries the stage, which now gets good answers.
     await postExecution(app.url, credential, { planId: failed.id });

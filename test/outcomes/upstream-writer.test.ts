@@ -223,7 +223,7 @@ describe("upstream writer at the stage level", () => {
     upstream.next(rawAnswer('{"name": "x"}'), rawAnswer('{"name": "x", "tone": "loud"}'));
     const failure = await failureOf(runStages(work, { planId: "pln_bad1", outcome: "website", goal: "Sea kayaking trips" }));
     expect(failure.type).toBe("invalid_model_output");
-    expect(failure.message).toMatch(/the website brief did not follow the expected JSON shape, even after a retry/);
+    expect(failure.message).toMatch(/the website brief could not be used, even after a retry/);
     expect(failure.message).toContain('missing property "tagline"');
     expect(upstream.requests).toHaveLength(2);
     expect((upstream.requests[1]!.body.messages as { content: string }[]).at(-1)!.content).toContain('$: missing property "tagline"');

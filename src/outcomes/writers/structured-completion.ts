@@ -49,7 +49,7 @@ export async function completeStructured<S extends Schema>(chat: ChatCompleter, 
   }
   throw new StageFailure(
     "invalid_model_output",
-    `The model's answer for ${request.what} did not follow the expected JSON shape, even after a retry: ${problems.slice(0, 3).join("; ")}`,
+    `The model's answer for ${request.what} could not be used, even after a retry: ${problems.slice(0, 3).join("; ")}`,
   );
 }
 
