@@ -243,6 +243,29 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
     expect(await drafts.textContent()).not.toContain("being written");
   });
 
+  it("keeps keyboard focus on the card after Approve and after asking for a new draft, through its live redraws", async () => {
+    await open("executions");
+    const focusInCard = async (card: Locator) =>
+      page.evaluate<boolean>(
+        `document.querySelector('[data-plan-id="${await card.getAttribute("data-plan-id")}"]')?.contains(document.activeElement) ?? false`,
+      );
+    const approved = await planAtGate("A site for a book swap in the town hall");
+    await approved.getByRole("button", { name: "Approve and publish" }).focus();
+    await page.keyboard.press("Enter");
+    await poll(() => approved.locator(".status").textContent()).toBe("Succeeded");
+    expect(await focusInCard(approved)).toBe(true);
+
+    const revised = await planAtGate("A site for a seed library at the allotments");
+    await revised.getByLabel("Ask for changes").fill("Make it calmer");
+    await revised.getByRole("button", { name: "Ask for a new draft" }).focus();
+    await page.keyboard.press("Enter");
+    const held = await work.next(); // the revision's `write`
+    await poll(() => revised.locator(".status").textContent()).toBe("Running");
+    held.succeed(typicalOutcome(held.input));
+    await poll(() => revised.locator(".status").textContent()).toBe("Waiting for approval");
+    expect(await focusInCard(revised)).toBe(true);
+  });
+
   it("approves only the draft the card shows: a newer one made elsewhere is shown, not published", async () => {
     await open("executions");
     const card = await planAtGate("A site for a community orchard");

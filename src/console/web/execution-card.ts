@@ -63,7 +63,12 @@ function cardHead(plan: Plan, titleId: string, title: string): HTMLElement {
   return h(
     "div",
     { class: "execution-head" },
-    h("div", { class: "execution-title" }, h("h3", { id: titleId }, title), plan.project?.name ? h("p", { class: "goal" }, plan.goal) : null),
+    h(
+      "div",
+      { class: "execution-title" },
+      h("h3", { id: titleId, tabindex: "-1", "data-focus-key": "heading" }, title),
+      plan.project?.name ? h("p", { class: "goal" }, plan.goal) : null,
+    ),
     h("span", { class: `status status-${plan.status}` }, statusLabel(plan.status)),
   );
 }

@@ -119,11 +119,9 @@ export class ExecutionList {
     this.notice.hidden = false;
   }
 
-  /** A plan's title, made focusable: where focus goes when the control that had it went with a redraw. */
+  /** A plan's title (focusable, and kept focused across redraws): where focus goes when the control that had it went with a redraw. */
   cardHeading(id: string): HTMLElement | undefined {
-    const heading = this.#cards.get(id)?.querySelector<HTMLElement>("h3") ?? undefined;
-    heading?.setAttribute("tabindex", "-1");
-    return heading;
+    return this.#cards.get(id)?.querySelector<HTMLElement>("h3") ?? undefined;
   }
 
   /** The oldest plan shown, where the next older page starts. */

@@ -82,6 +82,8 @@ async function resume(page: ExecutionsPage, plan: Plan, approve: string[], butto
     if (response.plan) page.list.upsert(response.plan);
     page.context.announce(`${verb}: ${shortGoal(plan)}`);
     page.updates.schedulePoll();
+    // The pressed button was disabled (and went with the redraw): the card's title keeps focus in the card.
+    if (focusIsLost()) page.list.cardHeading(plan.id)?.focus();
   } catch (caught) {
     if (await settleFailure(page, plan, caught)) return;
     button.disabled = false;
