@@ -42,6 +42,9 @@ describe("project-zero on a terminal", () => {
   beforeAll(async () => {
     app = await startTestApp({ stageWork: work.resolver });
     dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-cli-tty-"));
+    // A session that lives as long as the suite: killing the last session ends a tmux server, and a new session
+    // asked for while it is still exiting fails ("server exited unexpectedly").
+    await tmux("new-session", "-d", "-s", "keeper", "sleep 3600");
   });
   afterAll(async () => {
     await tmux("kill-server").catch(() => {});
