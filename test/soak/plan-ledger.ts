@@ -16,8 +16,10 @@ const FATES: [Fate, number][] = [
 ];
 /** Stages a revision runs again (the gate is reached again too); the others run once. */
 const REVISED_STAGES = new Set(["outline", "write", "build", "assemble", "review"]);
-/** Writer requests a revision makes: everything but the brief again. */
+/** Writer requests a revision does not make again: the brief, which a revision has the model revise instead (REVISED_BRIEFS). */
 const BRIEFS = new Set(["website_brief", "ebook_brief"]);
+/** The request each revision makes once, first: the brief revised. */
+const REVISED_BRIEFS: Record<string, string> = { website: "revised_website_brief", ebook: "revised_ebook_brief" };
 
 /** What the ledger knows of one plan. */
 export interface LedgerPlan {
@@ -288,7 +290,11 @@ export class PlanLedger {
     for (const entry of this.plans.values()) {
       if (entry.resumes.size > 0 || entry.last?.status !== "succeeded" || (entry.retries?.size ?? 0) > 0) continue;
       const once = WRITER_REQUESTS[entry.outcome] ?? {};
-      const expected = Object.fromEntries(Object.entries(once).map(([schema, n]) => [schema, BRIEFS.has(schema) ? n : n * (1 + entry.revisions)]));
+      const expected: Record<string, number> = Object.fromEntries(
+        Object.entries(once).map(([schema, n]) => [schema, BRIEFS.has(schema) ? n : n * (1 + entry.revisions)]),
+      );
+      const revisedBrief = REVISED_BRIEFS[entry.outcome];
+      if (revisedBrief && entry.revisions > 0) expected[revisedBrief] = entry.revisions;
       const got = served.get(entry.tag) ?? new Map<string, number>();
       for (const schema of new Set([...Object.keys(expected), ...got.keys()])) {
         if ((got.get(schema) ?? 0) !== (expected[schema] ?? 0)) {
