@@ -102,10 +102,6 @@ export class ChatRouter implements ChatCompleter {
     let finished = false;
     let upstreamFailed = false;
     const rewriter = new ChunkRewriter(id);
-    // Choices seen, and those that gave a finish_reason: a stream that ends after every one finished is whole even
-    // without `[DONE]` (some servers, llama.cpp forks and older TGI among them, never send it).
-    const choicesSeen = new Set<unknown>();
-    const choicesFinished = new Set<unknown>();
     try {
       // After `[DONE]` the rest is let through unread, so the connection is kept.
       const parser = new SseParser();
@@ -125,20 +121,13 @@ export class ChatRouter implements ChatCompleter {
             break;
           }
           const relayed = rewriter.rewrite(chunk);
-          if (!relayed) continue;
-          if (Array.isArray(relayed.choices)) {
-            for (const choice of relayed.choices as { index?: unknown; finish_reason?: unknown }[]) {
-              choicesSeen.add(choice.index ?? 0);
-              if (typeof choice.finish_reason === "string") choicesFinished.add(choice.index ?? 0);
-            }
-          }
-          chunks.push(relayed);
+          if (relayed) chunks.push(relayed);
         }
         if (chunks.length > 0) yield chunks;
         if (failure) throw failure;
         if (finished) return;
         if (pieces === undefined) {
-          if (choicesSeen.size > 0 && choicesFinished.size === choicesSeen.size) {
+          if (rewriter.finished) {
             finished = true;
             return;
           }

@@ -93,6 +93,9 @@ export class ChunkRewriter {
   readonly #id: string;
   /** Per choice: the provider's tool call index (or the call's id) → ours. */
   readonly #calls = new Map<number, { ours: Map<unknown, number>; count: number; last: number }>();
+  /** Choices seen, and those that gave a finish_reason. */
+  readonly #choices = new Set<unknown>();
+  readonly #finished = new Set<unknown>();
 
   constructor(id: string) {
     this.#id = id;
@@ -105,13 +108,24 @@ export class ChunkRewriter {
     if ((!Array.isArray(choices) || choices.length === 0) && json.usage == null) return undefined;
     if (Array.isArray(choices)) {
       for (const choice of choices) {
-        if (!isObject(choice) || !isObject(choice.delta)) continue;
+        if (!isObject(choice)) continue;
+        this.#choices.add(choice.index ?? 0);
+        if (typeof choice.finish_reason === "string") this.#finished.add(choice.index ?? 0);
+        if (!isObject(choice.delta)) continue;
         const delta = choice.delta;
         if (Array.isArray(delta.content)) delta.content = textOfParts(delta.content) ?? "";
         if (Array.isArray(delta.tool_calls)) this.#numberCalls(typeof choice.index === "number" ? choice.index : 0, delta.tool_calls);
       }
     }
     return json;
+  }
+
+  /**
+   * True once every choice seen gave its finish_reason: a stream that ends then is whole even without `[DONE]`
+   * (some servers, llama.cpp forks and older TGI among them, never send it).
+   */
+  get finished(): boolean {
+    return this.#choices.size > 0 && this.#finished.size === this.#choices.size;
   }
 
   #numberCalls(choice: number, calls: unknown[]): void {
