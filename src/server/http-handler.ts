@@ -127,8 +127,9 @@ export function createHttpHandler(options: HttpHandlerOptions): HttpHandler {
     endSpan(info.span, status === undefined ? {} : { "http.response.status_code": status }, status === undefined || status >= 500);
     const seconds = (performance.now() - info.startedAt) / 1000;
     const method = this.req.method ?? "GET";
-    httpRequests.inc({ route: info.route, method, code: status === undefined ? "aborted" : String(status) });
-    httpDuration.observe({ route: info.route, method }, seconds);
+    const methodLabel = KNOWN_METHODS.has(method) ? method : "other";
+    httpRequests.inc({ route: info.route, method: methodLabel, code: status === undefined ? "aborted" : String(status) });
+    httpDuration.observe({ route: info.route, method: methodLabel }, seconds);
     if (logger.isLevelEnabled("info")) {
       logger.info(
         {
@@ -154,10 +155,12 @@ export function createHttpHandler(options: HttpHandlerOptions): HttpHandler {
     const route = rest.match(method, pathname);
     info.route = route ? rest.label(method, pathname) : rpcRoutes.has(pathname) ? pathname : "other";
     const traceparent = req.headers.traceparent;
+    // OpenTelemetry's names for a method it does not know, which would otherwise make a span name per token sent.
+    const known = KNOWN_METHODS.has(method);
     info.span = options.tracing?.start(
-      `${method} ${info.route}`,
+      `${known ? method : "HTTP"} ${info.route}`,
       "server",
-      { "http.request.method": method, "http.route": info.route, "zero.request_id": info.id },
+      { "http.request.method": known ? method : "_OTHER", "http.route": info.route, "zero.request_id": info.id },
       { traceparent: typeof traceparent === "string" ? traceparent : undefined },
     );
     // A response closes once, so `on` (which spares `once`'s wrapper and its removal) is enough.
@@ -206,6 +209,13 @@ class Exchange implements RestExchange {
     return this.#url;
   }
 }
+
+/**
+ * The methods a metric label may name; any other is `other`. HTTP/1.1's
+ * parser refuses unknown methods, but HTTP/2 takes any token as `:method`,
+ * and each one would add series to every scrape, for good.
+ */
+const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 
 function pathOf(url: string | undefined): string {
   if (!url) return "/";

@@ -1,3 +1,4 @@
+import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeUpstream, hang } from "../chat/support/fake-upstream.js";
 import { openAiClient, upstreamsEnv } from "../chat/support/gateway.js";
@@ -98,5 +99,33 @@ describe("operational metrics", () => {
     }
     expect(count(after, "aborted")).toBe(count(before, "aborted") + 1);
     expect(count(after, "200")).toBe(count(before, "200"));
+  });
+
+  it("labels a method it does not know as `other`: made-up HTTP/2 methods add no series", async () => {
+    const before = await scrape();
+    // HTTP/1.1's parser refuses unknown methods; HTTP/2 takes any token as `:method`.
+    const session = http2.connect(app.url);
+    try {
+      await Promise.all(
+        Array.from(
+          { length: 20 },
+          (_, i) =>
+            new Promise<void>((resolve, reject) => {
+              const stream = session.request({ ":method": `MADEUP${i}`, ":path": "/api/execution" });
+              stream.on("response", () => stream.resume());
+              stream.on("end", resolve).on("error", reject);
+              stream.end();
+            }),
+        ),
+      );
+    } finally {
+      session.close();
+    }
+    const after = await scrape();
+    expect(after).not.toMatch(/method="MADEUP/);
+    const series = (text: string) => text.split("\n").filter((line) => line.startsWith("zero_http_requests_total{")).length;
+    // At most one new series: `other` on that route with the answer's status.
+    expect(series(after) - series(before)).toBeLessThanOrEqual(1);
+    expect(after).toMatch(/zero_http_requests_total\{route="[^"]*",method="other",code="\d+"\} (\d+)/);
   });
 });
