@@ -31,8 +31,10 @@ const CONTENT_TYPES: Record<string, string> = {
  * The policy on every generated document. Generated content is untrusted:
  * `sandbox` gives it an opaque origin with scripts, forms, popups and
  * plugins disabled, so even markup that slipped past the renderer cannot run
- * script as this service or read its cookies. Books keep `allow-downloads`
- * so the reader's EPUB link works; nothing else is relaxed.
+ * script as this service or read its cookies. Books and previews keep
+ * `allow-downloads` so a book reader's EPUB link works (an ebook's preview
+ * is its reader; a preview's mount does not say which outcome it shows, and
+ * a site has no download to allow); nothing else is relaxed.
  */
 export function contentSecurityPolicy(mount: ArtifactMount): string {
   const sandbox = mount === "sites" ? "sandbox" : "sandbox allow-downloads";
