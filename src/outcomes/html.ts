@@ -11,8 +11,9 @@ export function escapeHtml(text: string): string {
       .replace(/>/g, "&gt;")
       .replace(/"/g, "&quot;")
       .replace(/'/g, "&#39;")
-      // Characters XML 1.0 forbids; a model can emit them and epubcheck would reject the book.
-      .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g, "")
+      // Characters XML 1.0 forbids (a model can emit them, and epubcheck would reject the book), and DEL and the C1
+      // controls, which XML discourages and HTML parses as errors.
+      .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\uFFFE\uFFFF]/g, "")
   );
 }
 

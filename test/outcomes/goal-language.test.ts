@@ -84,4 +84,15 @@ describe("the offline writer's language detection on short goals", () => {
     expect((await detectGoalLanguage("Friseur in Berlin")).tag).toBe("en");
     expect((await detectGoalLanguage("Bäcker in Berlin")).tag).toBe("de");
   });
+
+  // One character over and over, or a few in a row, the n-grams cannot place; their script still says they are not English.
+  it.each([
+    ["zh", "a website word and a name of one character, 100 times", `網站「${"麵".repeat(100)}」`],
+    ["zh", "one character, 2,000 times", "字".repeat(2000)],
+    ["zh", "one word", "网站"],
+    ["ja", "a Kanji character, 30 times, and a Hiragana letter", `${"字".repeat(30)}の`],
+    ["ko", "one Hangul syllable, 40 times", "가".repeat(40)],
+  ])("%s, by its script, when the n-grams cannot tell: %s", async (language, _description, goal) => {
+    expect((await detectGoalLanguage(goal)).tag).toBe(language);
+  });
 });

@@ -7,6 +7,10 @@ import { postExecution, waitForPlan, type RestPlan } from "../support/executions
 import { outcomeDeps, readTree } from "./support/outcome-kit.js";
 import { LONG_QUOTED_NAME } from "./support/goal-corpus.js";
 import { runStages } from "./support/run-stages.js";
+import { websiteBriefSchema } from "../../src/outcomes/content.js";
+import { shorten } from "../../src/outcomes/json-schema.js";
+
+const NAME_MAX = websiteBriefSchema.properties.name.maxLength;
 
 /**
  * The name the offline writer gives a site (and so its project) comes from
@@ -37,6 +41,20 @@ const NAMES: [goal: string, name: string][] = [
   ["https://example.com/my-bakery", UNTITLED],
   // A quoted name is what the person asked for, however many words it has.
   [`A website for "${LONG_QUOTED_NAME}" in Inverness`, LONG_QUOTED_NAME],
+  // "Called", "Named" or "Titled" inside the quotes is part of the name, not the word that introduces it.
+  ['A website for "The Place Called Home" in York', "The Place Called Home"],
+  ['A website for "Titled Gentry Antiques" in Bath', "Titled Gentry Antiques"],
+  ['A website for "The Quite Remarkably Long Named Riverside Bakery" in Leeds', "The Quite Remarkably Long Named Riverside Bakery"],
+  ['A bakery called "Crumbs" in Leeds', "Crumbs"],
+  ["A yoga studio called Still Water in Leeds", "Still Water"],
+  // A goal with nothing a person can see in it names nothing: controls, zero-width characters, bare accents, bidi overrides.
+  ["\u0007".repeat(8), UNTITLED],
+  ["\u200B".repeat(8), UNTITLED],
+  ["\u200D".repeat(8), UNTITLED],
+  ["\u0301".repeat(8), UNTITLED],
+  ["\u202E".repeat(8), UNTITLED],
+  [`A website for "${"\u200B".repeat(4)}"`, UNTITLED],
+  ["----\n....\n!!!!", UNTITLED],
 ];
 
 describe("the offline writer's site names", () => {
@@ -57,6 +75,65 @@ describe("the offline writer's site names", () => {
     } else {
       expect(run.outcomes.build?.warning).toContain(`gives no name the offline writer can read, so the site is called "${UNTITLED}"`);
     }
+  });
+});
+
+/** The site the offline writer builds for `goal`: its brief's name, its project's, its home page and its warning. */
+async function namedSite(goal: string) {
+  const deps = await outcomeDeps();
+  const run = await runStages(createStageWork(deps), { planId: "pln_names", outcome: "website", goal }, { until: "build" });
+  const { brief } = run.previous.understand as { brief: { name: string; tagline: string } };
+  const files = await readTree(deps.artifacts, "preview/pln_names/");
+  return { brief, project: run.outcomes.understand?.project?.name, files, home: files.get("index.html")!, warning: run.outcomes.build?.warning ?? "" };
+}
+
+/** Control characters and the bidi embedding, override and isolate controls: none may reach a page. */
+const CONTROLS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/u;
+
+describe("names as the goal wrote them, less what no one can see", () => {
+  it("keeps a quoted name's words out of the tagline when a word in it introduces names elsewhere", async () => {
+    const site = await namedSite('A website for "The Place Called Home" in York');
+    expect(site.brief.name).toBe("The Place Called Home");
+    expect(site.brief.tagline).not.toMatch(/Place(?! Called Home)/);
+  });
+
+  it("drops control and bidi override characters from a name, so nothing after it is reversed", async () => {
+    const site = await namedSite('A website for "Bak\u202Eery\u0007\u007F\u0085" in Leeds');
+    expect(site.brief.name).toBe("Bakery");
+    expect(site.project).toBe("Bakery");
+    expect(site.home).toContain("<title>Bakery");
+    for (const [file, text] of site.files) expect(text, file).not.toMatch(CONTROLS);
+  });
+
+  it("reads decomposed accents (text pasted from macOS) as the letters they make", async () => {
+    const site = await namedSite("Cafe\u0301 Ame\u0301lie\u0301 in Pa\u0301ris with cre\u0300pes");
+    const composed = await namedSite("Café Amélié in Páris with crèpes");
+    expect(site.brief).toEqual(composed.brief);
+    expect(site.home).toContain('<h1 id="section-1">Páris Café Amélié</h1>');
+  });
+
+  it("shortens a quoted name longer than a name may be at a word, and cuts nothing else into a name", async () => {
+    const long = `${"Very ".repeat(30)}Long Bakery`;
+    const site = await namedSite(`A website for "${long}" in Leeds`);
+    expect(site.brief.name).toBe(shorten(long, NAME_MAX));
+    expect(site.project).toBe(site.brief.name);
+    expect(site.home).toContain(`<h1 id="section-1">${site.brief.name}</h1>`);
+    expect(site.home).toContain(`Welcome to ${site.brief.name}.`);
+    expect(site.brief.tagline).not.toMatch(/^A\W*$/);
+
+    const word = "B".repeat(300);
+    const oneWord = await namedSite(`A website for "${word}" in Leeds`);
+    expect(oneWord.brief.name).toBe(shorten(word, NAME_MAX));
+    expect(oneWord.brief.tagline).not.toMatch(/^A\W*$/);
+    expect(oneWord.brief.name).not.toContain("Leeds");
+  });
+
+  it("takes a long quoted name in a script written without spaces, and reads the goal in its own language", async () => {
+    const name = "麵".repeat(100);
+    const site = await namedSite(`網站「${name}」`);
+    expect(site.brief.name).toBe(shorten(name, NAME_MAX));
+    expect(site.home).toContain('<html lang="zh" dir="ltr">');
+    expect(site.warning).toContain("no phrasing for Chinese");
   });
 });
 

@@ -159,6 +159,25 @@ describe("a revision with the offline writer", () => {
     expect((await readTree(deps.artifacts, "preview/pln_rev2/")).has("about.html")).toBe(true);
   });
 
+  it("renames nothing for a quoted name with nothing visible in it, and keeps controls out of a new name", async () => {
+    const deps = await outcomeDeps({});
+    const work = createStageWork(deps);
+    const plan = { planId: "pln_rev3", goal: "A bakery in Leeds" };
+    const first = await runStages(work, { ...plan, outcome: "website" }, { until: "build" });
+    for (const [number, feedback, name] of [
+      [1, 'Call it "\u0007\u0007\u0007"', "Leeds Bakery"],
+      [2, 'Call it "\u200B\u200B\u200B"', "Leeds Bakery"],
+      [3, 'Call it "Bak\u202Eery\u0085"', "Bakery"],
+    ] as const) {
+      const outcomes = await revise(work, first, plan, { number, feedback, draft: first.previous.outline! });
+      const home = (await readTree(deps.artifacts, `preview/pln_rev3-r${number}/`)).get("index.html")!;
+      expect(home, feedback).toContain(`<h1 id="section-1">${name}</h1>`);
+      expect(home, feedback).toContain(`Welcome to ${name}. Take a look around.`);
+      expect(outcomes.build!.project?.name, feedback).toBe(name);
+    }
+    expect(readFeedback('Call it "\u0007\u0007"', ["index"])).toEqual({ drop: [], unread: ['Call it "\u0007\u0007"'] });
+  });
+
   it("reads feedback clause by clause; quoted names are kept whole", () => {
     const reading = readFeedback('Call it "Bread and Butter", drop the services page. More photos please', ["index", "services", "about", "contact"]);
     expect(reading).toEqual({ name: "Bread and Butter", drop: ["services"], unread: ["More photos please"] });

@@ -165,6 +165,33 @@ describe("the EPUB", () => {
     expect(renderReader(BRIEF, CONTENT, "book.epub").get("index.html")).toContain('<h2 id="contents-title">Contents</h2>');
   });
 
+  it("lays out a book in Arabic or Hebrew right to left, every page and the page turns", () => {
+    for (const language of ["ar", "he"]) {
+      const book = readZip(renderEpub({ ...BRIEF, language }, CONTENT, { planId: `pln_${language}`, modified: new Date() }));
+      const pages = book.filter((e) => e.name.endsWith(".xhtml"));
+      expect(pages.length, language).toBeGreaterThan(3);
+      for (const page of pages) expect(page.text, `${language} ${page.name}`).toContain(`lang="${language}" xml:lang="${language}" dir="rtl"`);
+      expect(book.find((e) => e.name === "EPUB/package.opf")!.text).toContain('<spine toc="ncx" page-progression-direction="rtl">');
+    }
+    for (const page of entries.filter((e) => e.name.endsWith(".xhtml"))) expect(page.text, page.name).not.toContain('dir="rtl"');
+  });
+
+  it("leaves out the control characters a writer may emit, on every page and in every file", async () => {
+    const controls = "\u0001\u007F\u0085\u009B";
+    const noisy: BookContent = {
+      chapters: [{ title: `Light${controls}`, sections: [{ heading: `Sun${controls}`, paragraphs: [`Watch it${controls} for a day.`] }] }],
+    };
+    const brief = { ...BRIEF, title: `The Patient${controls} Gardener`, description: `A guide${controls}.` };
+    const forbidden = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/u;
+    for (const entry of readZip(renderEpub(brief, noisy, { planId: "pln_noisy", modified: new Date() }))) expect(entry.text, entry.name).not.toMatch(forbidden);
+    const reader = renderReader(brief, noisy, "book.epub");
+    for (const [name, text] of reader) expect(text, name).not.toMatch(forbidden);
+    expect(reader.get("index.html")).toContain('<h1 id="book-title">The Patient Gardener</h1>');
+    const site = await offlineSite("A website for my small bakery in Lyon");
+    const named = renderSite({ ...site.brief, name: `Lyon${controls} Bakery` }, site.outline, site.pages, "https://zero.example/sites/x/");
+    for (const [name, text] of named) expect(text, name).not.toMatch(forbidden);
+  });
+
   it.runIf(haveEpubcheck)(
     "passes epubcheck with no errors or warnings, in a right-to-left language too",
     async () => {
@@ -173,9 +200,14 @@ describe("the EPUB", () => {
         planId: "pln_ar",
         modified: new Date(),
       });
+      const hebrew = renderEpub({ ...BRIEF, title: "הגנן הסבלני", subtitle: "ירקות במרפסת", author: "", language: "he" }, CONTENT, {
+        planId: "pln_he",
+        modified: new Date(),
+      });
       for (const [name, bytes] of [
         ["en.epub", epub],
         ["ar.epub", arabic],
+        ["he.epub", hebrew],
       ] as const) {
         await fs.writeFile(path.join(dir, name), bytes);
         const { stdout, stderr } = await promisify(execFile)("java", ["-jar", EPUBCHECK, path.join(dir, name)], { timeout: 120_000 }).catch(

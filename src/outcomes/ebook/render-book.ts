@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { BookContent, Chapter, EbookBrief } from "../content.js";
-import { documentStart, html, join, languageTag, type Html } from "../html.js";
+import { documentStart, html, join, languageTag, textDirection, type Html } from "../html.js";
 import { zip } from "../zip.js";
 import { generatedArt, givenAlt, isEnglish, withName } from "../website/hero-art.js";
 import { THEMES } from "../website/themes.js";
@@ -58,11 +58,12 @@ function templateWords(language: string, xml = false): Html {
  */
 export function renderEpub(brief: EbookBrief, content: BookContent, meta: BookMeta): Uint8Array {
   const lang = languageTag(brief.language);
+  const direction = textDirection(lang);
   const en = templateWords(brief.language, true);
   const chapters = content.chapters;
   const xhtml = (title: string, body: Html, type = "") => `<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE html>
-<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops" lang="${lang}" xml:lang="${lang}"${type}>
+<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops" lang="${lang}" xml:lang="${lang}" dir="${direction}"${type}>
 <head>
 <meta charset="UTF-8"/>
 <title>${html`${title}`}</title>
@@ -153,7 +154,7 @@ ${brief.author.trim() ? `<dc:creator>${html`${brief.author}`}</dc:creator>\n` : 
 <item id="titlepage" href="title.xhtml" media-type="application/xhtml+xml"/>
 ${chapters.map((_, i) => `<item id="c${i + 1}" href="${chapterFile(i, "xhtml")}" media-type="application/xhtml+xml"/>`).join("\n")}
 </manifest>
-<spine toc="ncx">
+<spine toc="ncx"${direction === "rtl" ? ' page-progression-direction="rtl"' : ""}>
 <itemref idref="cover"/>
 <itemref idref="titlepage"/>
 <itemref idref="nav"/>

@@ -1,4 +1,5 @@
 import { websiteBriefSchema } from "../content.js";
+import { shorten } from "../json-schema.js";
 
 /**
  * What the offline writer can read from a goal without a language model:
@@ -46,8 +47,23 @@ const LINKS = /\b(?:https?:\/\/|www\.)\S+/gi;
 /** Days and months, whole or shortened: "Mon-Sat" and "Tuesday to Sunday" say when, not who. */
 const CALENDAR_WORD =
   /^(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?$/i;
-/** The longest name a brief may have: a quoted name up to it is kept whole. */
+/** The longest name a brief may have: a name up to it is kept whole, a longer one shortened at a word. */
 const NAME_MAX = websiteBriefSchema.properties.name.maxLength;
+/**
+ * Characters no name keeps, and so no fact: C0 controls other than white space, DEL, the C1 controls, and the
+ * bidi embedding, override and isolate controls (one left open reverses everything after the name: a page's
+ * title, the sentence it is in).
+ */
+const CONTROLS = /[\u0000-\u0008\u000E-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/gu;
+/** What a person can see in a name: a letter, a digit or a symbol (an emoji is one). */
+const VISIBLE = /[\p{L}\p{N}\p{S}]/u;
+/** A name the "called", "named", "titled" or "branded as" before it gives, in quotes or not. */
+const CALLED =
+  // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
+  /\b(?:called|named|titled|brand(?:ed)? as)\s+[\u201C"'\u2018]?([^\u201C\u201D"'\u2019.,;:!?]+?)[\u201D"'\u2019]?(?=\s+(?:that|which|who|for|with|in|at|to|and|,)\b|[.,;:!?]|$)/giu;
+/** Text in quotation marks of any script: "…", \u201C…\u201D, \u00AB…\u00BB, \u201E…\u201C, \u300C…\u300D, \u300E…\u300F. */
+const QUOTED =
+  /["\u201C\u201E\u00AB\u2039\u300C\u300E]([^"\u201C\u201D\u201E\u00AB\u00BB\u2039\u203A\u300C\u300D\u300E\u300F]+)["\u201C\u201D\u00BB\u203A\u300D\u300F]/gu;
 
 /**
  * Reads a goal. Deterministic: the same goal always gives the same facts.
@@ -59,7 +75,8 @@ const NAME_MAX = websiteBriefSchema.properties.name.maxLength;
  * and test/outcomes/goal-facts-bounds.test.ts holds a bound far below a stall.
  */
 export function readGoal(goal: string, language = "en"): GoalFacts {
-  const text = goal.trim().replace(/\s+/g, " ");
+  // Composed, so a decomposed accent (text pasted from macOS) is part of its letter, not the end of a word.
+  const text = goal.normalize("NFC").replace(CONTROLS, "").trim().replace(/\s+/g, " ");
   const email = /(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+/.exec(text)?.[0];
   const phone = readPhone(text);
   const withoutContacts = text
@@ -70,9 +87,9 @@ export function readGoal(goal: string, language = "en"): GoalFacts {
   // sentences into "names" and "offerings", so only what is marked in every
   // script is read: a quoted name, an address, a number.
   if (language !== "en") {
-    const quoted = readQuotedName(withoutContacts);
+    const quoted = quotedNames(withoutContacts)[0]?.name;
     return {
-      name: quoted,
+      name: fittedName(quoted),
       namedInGoal: quoted !== undefined,
       subject: undefined,
       place: undefined,
@@ -92,9 +109,8 @@ export function readGoal(goal: string, language = "en"): GoalFacts {
       withoutContacts,
     );
   const subject = appositive?.[2]?.trim() ?? readSubject(withoutContacts);
-  // A name that tidies away to nothing (quotes around punctuation, say) is no name.
-  const given = (appositive?.[1] ? tidyName(appositive[1]) : readGivenName(withoutContacts)) || undefined;
-  const name = given ?? (subject === undefined ? undefined : madeName(subject, place));
+  const given = (appositive?.[1] ? visibleName(appositive[1]) : undefined) ?? readGivenName(withoutContacts);
+  const name = fittedName(given ?? (subject === undefined ? undefined : madeName(subject, place)));
 
   const offerings = uniqueItems(
     [
@@ -128,16 +144,30 @@ export function readGoal(goal: string, language = "en"): GoalFacts {
   return { name, namedInGoal: given !== undefined, subject, place, offerings, features, audience, email, phone };
 }
 
+/**
+ * `text` as a name: composed (NFC), without controls, its white space tidied; none when nothing in it can be
+ * seen (a goal of zero-width spaces, bare accents, quotes around punctuation). Goal and feedback alike.
+ */
+export function visibleName(text: string): string | undefined {
+  const name = tidyName(text.normalize("NFC").replace(CONTROLS, ""));
+  return VISIBLE.test(name) ? name : undefined;
+}
+
+/** A name no longer than a brief's, shortened at a word as the brief's schema would. */
+function fittedName(name: string | undefined): string | undefined {
+  return name === undefined ? undefined : shorten(name, NAME_MAX);
+}
+
 // Curly quotes as escapes (\u2018 \u2019 \u201C \u201D): the server bundle stays ASCII (see src/build.ts).
 function readGivenName(text: string): string | undefined {
-  const called =
-    // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
-    /\b(?:called|named|titled|brand(?:ed)? as)\s+[\u201C"'\u2018]?([^\u201C\u201D"'\u2019.,;:!?]+?)[\u201D"'\u2019]?(?=\s+(?:that|which|who|for|with|in|at|to|and|,)\b|[.,;:!?]|$)/i.exec(
-      text,
-    )?.[1];
-  if (called) return tidyName(called);
-  const quoted = readQuotedName(text);
-  if (quoted) return quoted;
+  const quoted = quotedNames(text);
+  // "Called" inside a quoted name is part of it ("The Place Called Home"): the quoted name is the one given.
+  const inQuotedName = (index: number) => quoted.some((q) => index > q.start && index < q.end);
+  for (const match of text.matchAll(CALLED)) {
+    const called = visibleName(match[1] ?? "");
+    if (called && !inQuotedName(match.index)) return called;
+  }
+  if (quoted[0]) return quoted[0].name;
   // A run of capitalised words after the first word is probably a name ("for Maison Dupont, a bakery").
   for (const match of text.matchAll(
     /(?<!^|[.!?]\s)(?<!\b(?:in|at|near)\s)\b((?:\p{Lu}[\p{L}'&-]*\d*)(?:\s+(?:\p{Lu}[\p{L}'&-]*|&|of|the|and|de|du|la))*\s*(?:\p{Lu}[\p{L}'&-]*))/gu,
@@ -145,7 +175,7 @@ function readGivenName(text: string): string | undefined {
     const proper = match[1];
     if (!proper || /^(?:I|A|An|The|My|Our|We|Please|Make|Build|Create)$/.test(proper) || proper.split(" ").length > 5 || onlyLooksLikeName(proper)) continue;
     const precededByPlaceWord = new RegExp(String.raw`\b(?:in|at|near|based in|located in)\s+${escapeRegExp(proper)}`).test(text);
-    if (!precededByPlaceWord) return tidyName(proper);
+    if (!precededByPlaceWord) return visibleName(proper);
   }
   return undefined;
 }
@@ -189,22 +219,21 @@ function onlyLooksLikeName(words: string): boolean {
 }
 
 /**
- * A name set in quotation marks of any script: "…", \u201C…\u201D, \u00AB…\u00BB,
- * \u201E…\u201C, \u300C…\u300D, \u300E…\u300F. Taken as written, spaces inside
- * French guillemets aside, however many words it has, up to the longest name
- * a brief may have; a quoted sentence is no name.
+ * The names set in quotation marks (QUOTED), first first, with where each
+ * stands in `text` quotes included. Taken as written, spaces inside French
+ * guillemets aside, however many words they have (a name longer than a
+ * brief's is shortened at a word later, as any name); a quoted sentence is
+ * no name, nor are quotes around nothing a person can see.
  */
-function readQuotedName(text: string): string | undefined {
-  for (const match of text.matchAll(
-    new RegExp(
-      String.raw`["\u201C\u201E\u00AB\u2039\u300C\u300E]([^"\u201C\u201D\u201E\u00AB\u00BB\u2039\u203A\u300C\u300D\u300E\u300F]{1,${NAME_MAX}})["\u201C\u201D\u00BB\u203A\u300D\u300F]`,
-      "gu",
-    ),
-  )) {
-    const name = tidyName(match[1] ?? "");
-    if ([...name].length >= 2 && !/[.!?;:\u3002\uFF01\uFF1F]/.test(name)) return name;
+function quotedNames(text: string): { name: string; start: number; end: number }[] {
+  const names: { name: string; start: number; end: number }[] = [];
+  for (const match of text.matchAll(QUOTED)) {
+    const name = visibleName(match[1] ?? "");
+    if (name !== undefined && [...name].length >= 2 && !/[.!?;:\u3002\uFF01\uFF1F]/.test(name)) {
+      names.push({ name, start: match.index, end: match.index + match[0].length });
+    }
   }
-  return undefined;
+  return names;
 }
 
 function readSubject(text: string): string | undefined {
@@ -216,17 +245,21 @@ function readSubject(text: string): string | undefined {
   ];
   // "A website for X" names X after "for"; "Spanish lessons for beginners" names it first.
   if (!SITE_WORDS.test(text) && !COMMAND.test(text)) patterns.reverse();
+  // What is in quotes is one thing: a word in it ("The Place Called Home") ends no clause. The goal has no NUL left (readGoal).
+  const quotes: string[] = [];
+  const masked = text.replace(QUOTED, (quote) => `\u0000${quotes.push(quote) - 1}\u0000`);
   for (const pattern of patterns) {
-    const found = pattern.exec(text.replace(COMMAND, "").replace(SITE_WORDS, ""))?.[1];
+    const found = pattern.exec(masked.replace(COMMAND, "").replace(SITE_WORDS, ""))?.[1];
     const subject = found
-      ?.replace(ARTICLES, "")
+      ?.replace(/\u0000(\d+)\u0000/gu, (_all, i: string) => quotes[Number(i)]!)
+      .replace(ARTICLES, "")
       .replace(/^(?:for|about)\s+/i, "")
       .replace(ARTICLES, "")
       // A quotation mark the clause was cut from ("for Robert'); …").
       .replace(/^['"\u2018\u2019\u201C\u201D]+/, "")
       .replace(/(?<!['"\u2018\u2019\u201C\u201D])['"\u2018\u2019\u201C\u201D]+$/, "")
       .trim();
-    if (subject && subject.length >= 3 && subject.split(" ").length <= 6 && !SITE_WORDS.test(subject)) return subject;
+    if (subject && subject.length >= 3 && subject.split(" ").length <= 6 && VISIBLE.test(subject) && !SITE_WORDS.test(subject)) return subject;
   }
   return undefined;
 }

@@ -1,6 +1,9 @@
 /** The language a goal is written in, as the offline writer uses it. */
 export interface GoalLanguage {
-  /** BCP 47 tag of the goal's language ("ar", "zh"); "en" when it cannot be told. */
+  /**
+   * BCP 47 tag of the goal's language ("ar", "zh"); when it cannot be told, the language of its script for a
+   * goal mostly in Han, Kana or Hangul, else "en".
+   */
   tag: string;
   /** True when the detector was sure enough to act on. */
   detected: boolean;
@@ -61,7 +64,9 @@ const ENGLISH_LETTERS = /^[\p{ASCII}\u00E0\u00E2\u00E7\u00E8-\u00EB\u00EE\u00EF\
  * Its n-gram data takes about 30 MB once loaded, so it is imported on the
  * first goal the offline writer reads, never by a server that only uses an
  * upstream model. An unreliable answer (a few letters of nothing, "zzzz
- * qqqq") counts as English, the language of the writer's own copy.
+ * qqqq") counts as English, the language of the writer's own copy, unless
+ * the goal is mostly in Han, Kana or Hangul (one character repeated, say),
+ * which no English is written in: then its script tells the language.
  *
  * People type short goals, and a short goal's letters are largely the
  * names in it ("A website for a bicycle repair cafe in Utrecht" scored
@@ -84,7 +89,7 @@ export async function detectGoalLanguage(goal: string): Promise<GoalLanguage> {
   const words = goal.split(/\s+/).flatMap(languageWords);
   const result = detect(words.join(" "));
   const tag = result.language;
-  if (!tag || !result.isReliable()) return { tag: "en", detected: false };
+  if (!tag || !result.isReliable()) return { tag: scriptLanguage(words) ?? "en", detected: false };
   if (tag !== "en" && isLatin(words) && readsAsEnglish(words, detect)) return { tag: "en", detected: true };
   return { tag, detected: true };
 }
@@ -102,6 +107,21 @@ function languageWords(word: string): string[] {
   if (word === "" || /@|^https?:/i.test(word)) return [];
   if (!/\d/.test(word)) return [word];
   return UNSPACED_SCRIPT.test(word) ? word.split(/[^\p{L}\p{M}]+/u).filter((part) => part !== "") : [];
+}
+
+/**
+ * The language a goal mostly in Han, Kana or Hangul is written in, by its script alone: Korean with Hangul,
+ * Japanese with Kana, else Chinese; none for a goal in any other script.
+ */
+function scriptLanguage(words: readonly string[]): string | undefined {
+  const letters = words.join("").match(/\p{L}/gu) ?? [];
+  const count = (script: RegExp) => letters.filter((letter) => script.test(letter)).length;
+  const hangul = count(/\p{Script=Hangul}/u);
+  const kana = count(/[\p{Script=Hiragana}\p{Script=Katakana}]/u);
+  const han = count(/\p{Script=Han}/u);
+  if (letters.length === 0 || (hangul + kana + han) / letters.length < 0.5) return undefined;
+  if (hangul > 0) return "ko";
+  return kana > 0 ? "ja" : "zh";
 }
 
 /** True when most of the goal's letters are Latin: the scripts whose words grammar-word lists can tell apart. */

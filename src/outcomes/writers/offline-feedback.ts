@@ -1,9 +1,10 @@
 import { TONES, type Tone, type WebsiteBrief } from "../content.js";
 import { describeArt } from "../website/hero-art.js";
+import { visibleName } from "./goal-facts.js";
 
 /** What the offline writer could read in a person's feedback on a draft. */
 export interface FeedbackReading {
-  /** A new name, given in quotes. */
+  /** A new name, given in quotes, with something visible in it. */
   name?: string;
   tone?: Tone;
   /** Page slugs asked to be dropped. */
@@ -55,8 +56,8 @@ export function readFeedback(feedback: string, pageSlugs: readonly string[]): Fe
     let applied = false;
     const quote = /\u0000(\d+)\u0000/u.exec(clause);
     if (quote && reading.name === undefined) {
-      const name = quotes[Number(quote[1])]!.trim();
-      if (name.length > 0) {
+      const name = visibleName(quotes[Number(quote[1])]!);
+      if (name !== undefined) {
         reading.name = name;
         applied = true;
       }

@@ -31,10 +31,10 @@ export function createOfflineWriter(): Writer {
   return {
     kind: "offline",
     // Every answer is fitted to its stage's schema: the words are built from a goal of any length.
-    websiteBrief: async (goal) => fitToSchema(websiteBriefSchema, composeSite(goal, await detectLanguage(goal)).brief),
+    websiteBrief: async (goal) => fitToSchema(websiteBriefSchema, (await siteFor(goal)).brief),
     // A revision's brief (new name, fewer pages) is followed; a first draft's brief is the composed one.
     siteOutline: async (goal, brief, context) => {
-      const site = composeSite(goal, await detectLanguage(goal));
+      const site = await siteFor(goal);
       const pages = context.revision ? followBrief(site, brief) : site.pages;
       return fitToSchema(siteOutlineSchema, {
         pages: pages.map((p) => ({
@@ -47,7 +47,7 @@ export function createOfflineWriter(): Writer {
       } satisfies SiteOutline);
     },
     page: async (goal, brief, _outline, slug, context) => {
-      const site = composeSite(goal, await detectLanguage(goal));
+      const site = await siteFor(goal);
       const page = (context.revision ? followBrief(site, brief) : site.pages).find((p) => p.slug === slug);
       if (!page) throw new StageFailure("internal", `The offline writer has no page "${slug}" for this goal.`);
       return fitToSchema(pageContentSchema, {
@@ -71,8 +71,10 @@ function followBrief(site: ReturnType<typeof composeSite>, brief: WebsiteBrief):
   );
 }
 
-async function detectLanguage(goal: string): Promise<string> {
-  return (await detectGoalLanguage(goal)).tag;
+/** The site for a goal in its language, read as composed text (NFC): a decomposed accent (macOS) is part of its letter. */
+async function siteFor(goal: string): Promise<ReturnType<typeof composeSite>> {
+  const composed = goal.normalize("NFC");
+  return composeSite(composed, (await detectGoalLanguage(composed)).tag);
 }
 
 /**
@@ -225,13 +227,25 @@ export function composeSite(goal: string, language = "en"): { brief: WebsiteBrie
 /**
  * What the thing is, as the goal says it, for "X is a …" sentences; none
  * when that would only repeat the name ("for Café Ñandú 🍩" names, it does
- * not describe) or when the goal could not be read.
+ * not describe; nor does "for "The Place Called Home"", or a name too long
+ * to keep whole, of which the name keeps the start) or when the goal could
+ * not be read.
  */
 function describedAs(facts: GoalFacts): string | undefined {
   if (facts.subject === undefined) return undefined;
-  const what = facts.subject.replace(/^(?:a|an|the)\s+/i, "");
-  if (facts.namedInGoal && facts.name !== undefined && what.toLowerCase().includes(facts.name.toLowerCase())) return undefined;
+  const what = withoutArticle(facts.subject);
+  const named =
+    facts.namedInGoal && facts.name !== undefined
+      ? withoutArticle(facts.name)
+          .replace(/\u2026$/u, "")
+          .toLowerCase()
+      : undefined;
+  if (named !== undefined && what.toLowerCase().includes(named)) return undefined;
   return what;
+}
+
+function withoutArticle(phrase: string): string {
+  return phrase.replace(/^(?:a|an|the)\s+/i, "");
 }
 
 /** "A small bakery in Lyon for sourdough bread.", from the goal's own words; none for a goal the writer cannot read. */
