@@ -3,6 +3,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Kysely } from "kysely";
 import type { ConsoleService } from "../../gen/zero/v1/console_pb.js";
 import {
+  changePassword,
   createAccount,
   createApiKey,
   createSession,
@@ -10,12 +11,11 @@ import {
   findAccountByEmail,
   listApiKeys,
   MAX_LIVE_KEYS,
-  revokeAllSessions,
-  setPassword,
   revokeApiKey,
   revokeSession,
 } from "./accounts.js";
 import type { ApiKeyCache } from "./api-key-cache.js";
+import { crossSiteRefusal, ownOriginCheck } from "./browser-origin.js";
 import type { Account, ApiKeyRow } from "../db/tables/auth.table.js";
 import { checkPasswordLength, parseEmail } from "./credentials.js";
 import { decoyPasswordHash, verifyPassword } from "./secrets.js";
@@ -43,14 +43,22 @@ export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof Con
   const secureCookies = deps.config.publicUrl.startsWith("https:");
   const limits = deps.signInLimits ?? { ...DEFAULT_SIGN_IN_LIMITS, signUpsPerAddressPerHour: deps.config.signUpsPerAddressPerHour };
 
-  const startSession = async (account: Account, context: HandlerContext) => {
-    const session = await createSession(deps.db, account.id);
+  const isOwnOrigin = ownOriginCheck(deps.config.publicUrl);
+
+  const sendSessionCookie = (context: HandlerContext, session: { token: string }) => {
     context.responseHeader.append("set-cookie", sessionCookie(session.token, secureCookies));
-    return { account: toAccountMessage(account) };
+  };
+
+  // Browsers send an Origin with every POST: a page elsewhere (or on a rebound host name) must not create
+  // accounts or sessions through a visitor. Clients that send none (curl, the CLI) are not browsers. Here
+  // rather than in the authenticator, which never sees these two public methods.
+  const refuseOtherSites = (context: HandlerContext) => {
+    if (context.requestHeader.has("origin") && !isOwnOrigin(context.requestHeader)) throw crossSiteRefusal();
   };
 
   return {
     async signUp(request, context) {
+      refuseOtherSites(context);
       const email = parseEmail(request.email);
       checkPasswordLength(request.password);
       await checkSignUpAllowed(deps.db, context.values.get(clientAddressKey), limits);
@@ -65,10 +73,12 @@ export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof Con
         }
         throw new ServiceError("conflict", "an account with this email already exists; sign in instead");
       }
-      return startSession(result.account, context);
+      sendSessionCookie(context, result.session);
+      return { account: toAccountMessage(result.account) };
     },
 
     async signIn(request, context) {
+      refuseOtherSites(context);
       // A malformed e-mail or password can never match an account, so it costs no attempt and no hash.
       const email = parseEmail(request.email);
       checkPasswordLength(request.password, { policy: false });
@@ -76,9 +86,12 @@ export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof Con
       const account = await findAccountByEmail(deps.db, email);
       // Unknown emails cost the same time as wrong passwords.
       const valid = await verifyPassword(request.password, account?.password_hash ?? (await decoyPasswordHash()));
-      if (!account || !valid) throw new ServiceError("unauthenticated", "the email or password is incorrect");
+      // A password changed since it was read is a wrong one now: that sign-in gets no session.
+      const session = account && valid ? await createSession(deps.db, account) : undefined;
+      if (!account || !session) throw new ServiceError("unauthenticated", "the email or password is incorrect");
       await attempt.succeeded(account.id);
-      return startSession(account, context);
+      sendSessionCookie(context, session);
+      return { account: toAccountMessage(account) };
     },
 
     async signOut(_request, context) {
@@ -119,14 +132,13 @@ export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof Con
       if (!account) throw new ServiceError("unauthenticated", "the session has ended; sign in again");
       // Guessing the current password through a stolen session is limited like signing in.
       const attempt = await beginSignIn(deps.db, { email: account.email, address: context.values.get(clientAddressKey) }, limits);
-      if (!(await verifyPassword(request.currentPassword, account.password_hash))) {
-        throw invalidRequest("the current password is incorrect", "current_password");
-      }
-      await attempt.succeeded(account.id);
-      await setPassword(deps.db, account.id, request.newPassword);
+      const valid = await verifyPassword(request.currentPassword, account.password_hash);
       // Every device is signed out, this one included; it continues on a new token.
-      await revokeAllSessions(deps.db, account.id);
-      await startSession(account, context);
+      const session = valid ? await changePassword(deps.db, account, request.newPassword) : undefined;
+      // Undefined too when another change came first: the password verified is no longer the current one.
+      if (!session) throw invalidRequest("the current password is incorrect", "current_password");
+      await attempt.succeeded(account.id);
+      sendSessionCookie(context, session);
       return {};
     },
 

@@ -1,14 +1,11 @@
 import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import type { Account, ApiKeyRow } from "../db/tables/auth.table.js";
+import { normalizeEmail } from "./credentials.js";
 import { hashPassword, hashToken, newApiKeySecret, newId, newSessionToken } from "./secrets.js";
 import { SESSION_IDLE_MS, SESSION_TTL_MS } from "./session-cookie.js";
 
 /** Repository functions for accounts, sessions and keys. Each takes `db` or a transaction. */
-
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
 
 export async function findAccountByEmail(db: Kysely<Database>, email: string): Promise<Account | undefined> {
   return db.selectFrom("accounts").selectAll().where("email", "=", normalizeEmail(email)).executeTakeFirst();
@@ -18,12 +15,12 @@ export async function findAccount(db: Kysely<Database>, id: string): Promise<Acc
   return db.selectFrom("accounts").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
-export type CreateAccountResult = { account: Account } | { refused: "email_taken" | "signup_closed" };
+export type CreateAccountResult = { account: Account; session: { id: string; token: string } } | { refused: "email_taken" | "signup_closed" };
 
 /**
- * Creates an account. With `onlyFirst`, succeeds only while no account exists;
- * the check and the insert happen under one lock so two sign-ups cannot both
- * be "first".
+ * Creates an account and its first session. With `onlyFirst`, succeeds only
+ * while no account exists; the check and the insert happen under one lock so
+ * two sign-ups cannot both be "first".
  */
 export async function createAccount(db: Kysely<Database>, input: { email: string; password: string; onlyFirst: boolean }): Promise<CreateAccountResult> {
   const passwordHash = await hashPassword(input.password);
@@ -39,24 +36,47 @@ export async function createAccount(db: Kysely<Database>, input: { email: string
       .onConflict((oc) => oc.column("email").doNothing())
       .returningAll()
       .executeTakeFirst();
-    return account ? { account } : { refused: "email_taken" as const };
+    if (!account) return { refused: "email_taken" as const };
+    // Its own transaction holds the row as written: the session is always made.
+    const session = (await createSession(trx, account))!;
+    return { account, session };
   });
 }
 
-/** Starts a session and returns the cookie token, which is stored only as a hash. */
-export async function createSession(db: Kysely<Database>, accountId: string, now = new Date()): Promise<{ id: string; token: string }> {
+/**
+ * Starts a session, provided the account's password is still the one the
+ * caller verified (`account.password_hash` as it was read), and returns the
+ * cookie token, which is stored only as a hash; undefined when the password
+ * has changed since. The account row is read FOR SHARE: a change holding it
+ * makes this wait and then see the new hash, and a change that comes later
+ * waits for this session, which its revocation then ends.
+ */
+export async function createSession(
+  db: Kysely<Database>,
+  account: Pick<Account, "id" | "password_hash">,
+  now = new Date(),
+): Promise<{ id: string; token: string } | undefined> {
   const token = newSessionToken();
   const id = newId("ses");
-  await db
+  const created = await db
     .insertInto("sessions")
-    .values({
-      id,
-      account_id: accountId,
-      token_hash: hashToken(token),
-      expires_at: new Date(now.getTime() + SESSION_TTL_MS),
-    })
-    .execute();
-  return { id, token };
+    .columns(["id", "account_id", "token_hash", "expires_at"])
+    .expression((eb) =>
+      eb
+        .selectFrom("accounts")
+        .select([
+          sql<string>`${id}::text`.as("id"),
+          "accounts.id",
+          sql<string>`${hashToken(token)}::text`.as("token_hash"),
+          sql<Date>`${new Date(now.getTime() + SESSION_TTL_MS)}::timestamptz`.as("expires_at"),
+        ])
+        .where("accounts.id", "=", account.id)
+        .where("accounts.password_hash", "=", account.password_hash)
+        .forShare(),
+    )
+    .returning("id")
+    .executeTakeFirst();
+  return created ? { id, token } : undefined;
 }
 
 /**
@@ -84,14 +104,30 @@ export async function findLiveSession(db: Kysely<Database>, token: string, now =
   return session;
 }
 
-/** Ends every session of the account (a password change signs out every device). */
-export async function revokeAllSessions(db: Kysely<Database>, accountId: string): Promise<void> {
-  await db.updateTable("sessions").set({ revoked_at: sql`now()` }).where("account_id", "=", accountId).where("revoked_at", "is", null).execute();
-}
-
-export async function setPassword(db: Kysely<Database>, accountId: string, password: string): Promise<void> {
-  const passwordHash = await hashPassword(password);
-  await db.updateTable("accounts").set({ password_hash: passwordHash }).where("id", "=", accountId).execute();
+/**
+ * Replaces the password, provided it is still the one the caller verified,
+ * ends every session of the account and starts one for the caller, all in one
+ * transaction: a sign-in that verified the old password can start no session
+ * after it (see createSession). Undefined when the password changed meanwhile.
+ */
+export async function changePassword(
+  db: Kysely<Database>,
+  account: Pick<Account, "id" | "password_hash">,
+  newPassword: string,
+): Promise<{ id: string; token: string } | undefined> {
+  const passwordHash = await hashPassword(newPassword);
+  return db.transaction().execute(async (trx) => {
+    const changed = await trx
+      .updateTable("accounts")
+      .set({ password_hash: passwordHash })
+      .where("id", "=", account.id)
+      .where("password_hash", "=", account.password_hash)
+      .returning(["id", "password_hash"])
+      .executeTakeFirst();
+    if (!changed) return undefined;
+    await trx.updateTable("sessions").set({ revoked_at: sql`now()` }).where("account_id", "=", account.id).where("revoked_at", "is", null).execute();
+    return createSession(trx, changed);
+  });
 }
 
 /** Most live (unrevoked) keys one account may hold. */

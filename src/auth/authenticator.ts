@@ -7,6 +7,7 @@ import type { Principal } from "../server/context.js";
 import { ServiceError } from "../server/errors.js";
 import { findLiveSession } from "./accounts.js";
 import type { ApiKeyCache } from "./api-key-cache.js";
+import { crossSiteRefusal, ownOriginCheck } from "./browser-origin.js";
 import { API_KEY_PATTERN } from "./secrets.js";
 import { readSessionToken } from "./session-cookie.js";
 
@@ -24,7 +25,7 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  *   its refusals carry OpenAI's names: `invalid_api_key`, `insufficient_scope`.
  */
 export function createAuthenticator(deps: { db: Kysely<Database>; config: Config; apiKeys: ApiKeyCache }): Authenticator {
-  const publicOrigin = new URL(deps.config.publicUrl).origin;
+  const isOwnOrigin = ownOriginCheck(deps.config.publicUrl);
   return {
     // Not async itself: a key's promise is handed back as it is, rather than adopted by another.
     authenticate(request: AuthRequest): Promise<Principal> {
@@ -61,24 +62,7 @@ export function createAuthenticator(deps: { db: Kysely<Database>; config: Config
     const session = await findLiveSession(deps.db, token);
     if (!session) throw new ServiceError("unauthenticated", "the session has ended; sign in again");
     const isWrite = !request.rule.readOnly && !SAFE_METHODS.has(request.requestMethod.toUpperCase());
-    if (isWrite && !isOwnOrigin(request.headers)) {
-      throw new ServiceError("permission_denied", "cross-site request refused: the Origin is not this service");
-    }
+    if (isWrite && !isOwnOrigin(request.headers)) throw crossSiteRefusal();
     return { accountId: session.account_id, via: "session", scopes: SCOPES, credentialId: session.id };
-  }
-
-  /** The request's Origin is this service: its public URL, or the host it was addressed to. */
-  function isOwnOrigin(headers: AuthRequest["headers"]): boolean {
-    const origin = headers.get("origin");
-    if (!origin || origin === "null") return false;
-    if (origin === publicOrigin) return true;
-    // HTTP/2 requests carry it as `:authority`; the listener copies that to Host.
-    const host = headers.get("host");
-    if (!host) return false;
-    try {
-      return new URL(origin).host === host;
-    } catch {
-      return false;
-    }
   }
 }

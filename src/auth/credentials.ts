@@ -11,18 +11,33 @@ export const EMAIL_MAX_LENGTH = 254;
 export const PASSWORD_INPUT_CAP = 1024;
 
 /**
- * The e-mail as we store and look it up (trimmed, lower case), or an
+ * The e-mail as we store and look it up (trimmed, lower case, NFC), or an
  * `invalid_request`. The length is capped before anything else looks at the
- * text, and the shape check is one pass over at most 254 characters: these
+ * text, and the checks are single passes over at most 254 characters: these
  * arrive from anyone, before any sign-in.
  */
 export function parseEmail(raw: string): string {
   // Leading and trailing white space is forgiven, so allow for it before the cap; the cap itself is on the trimmed text.
   if (raw.length > EMAIL_MAX_LENGTH * 4) throw badEmail();
-  const email = raw.trim().toLowerCase();
-  if (email.length > EMAIL_MAX_LENGTH || !hasEmailShape(email)) throw badEmail();
+  const email = normalizeEmail(raw);
+  if (email.length > EMAIL_MAX_LENGTH || INVISIBLE_OR_SPACE.test(email) || !hasEmailShape(email)) throw badEmail();
   return email;
 }
+
+/**
+ * The one form of an address: trimmed, lower case, and composed (NFC), so
+ * `é` typed as one character or as `e` and an accent is one address.
+ */
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase().normalize("NFC");
+}
+
+/**
+ * Control and format characters (zero-width spaces and joiners, bidi
+ * controls, soft hyphens) and white space: none belongs in an address, and
+ * the invisible ones make lookalikes of another.
+ */
+const INVISIBLE_OR_SPACE = /[\p{Cc}\p{Cf}\p{White_Space}]/u;
 
 /**
  * The password if it is within bounds, else an `invalid_request`: never more
@@ -44,31 +59,15 @@ export function checkPasswordLength(password: string, options: { field?: string;
 }
 
 /**
- * `local@domain.tld`: exactly one `@` with text before it, no white space,
- * and a dot in the domain with text on both sides. Deliberately loose (the
- * real test of an address is mail arriving), and linear.
+ * `local@domain.tld`: exactly one `@` with text before it, and a dot in the
+ * domain with text on both sides. Deliberately loose (the real test of an
+ * address is mail arriving), and linear.
  */
 function hasEmailShape(email: string): boolean {
   let at = -1;
   let lastDot = -1;
   for (let i = 0; i < email.length; i++) {
     const c = email.charCodeAt(i);
-    if (
-      c <= 0x20 ||
-      c === 0x7f ||
-      c === 0x85 ||
-      c === 0xa0 ||
-      c === 0x1680 ||
-      (c >= 0x2000 && c <= 0x200a) ||
-      c === 0x2028 ||
-      c === 0x2029 ||
-      c === 0x202f ||
-      c === 0x205f ||
-      c === 0x3000 ||
-      c === 0xfeff
-    ) {
-      return false;
-    }
     if (c === 0x40 /* @ */) {
       if (at !== -1) return false;
       at = i;

@@ -1,6 +1,8 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Kysely } from "kysely";
 import { ConsoleService } from "../../gen/zero/v1/console_pb.js";
+import { up as composeEmails } from "../../src/db/migrations/2026-11-30T00-00_account-email-nfc.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { PROTOCOLS, rpcTransport } from "../support/transports.js";
 
@@ -72,5 +74,75 @@ describe("credential input is bounded before it is parsed", () => {
       const outcome = await client.signUp({ email, password: "long enough password" }).catch((e: unknown) => e);
       expect((outcome as ConnectError).code, email).toBe(Code.InvalidArgument);
     }
+  });
+
+  it("takes an address typed in composed or decomposed Unicode as one address, in either form", async () => {
+    const client = createClient(ConsoleService, rpcTransport(app.url, "connect"));
+    const composed = "jos\u00e9@example.test";
+    const decomposed = "jose\u0301@example.test";
+    const { account } = await client.signUp({ email: decomposed, password: "long enough password" });
+    expect(account?.email).toBe(composed);
+    const second = await client.signUp({ email: composed, password: "another long password" }).catch((e: unknown) => e);
+    expect((second as ConnectError).code).toBe(Code.AlreadyExists);
+    for (const email of [composed, decomposed, "JOSE\u0301@Example.test"]) {
+      const { account: signedIn } = await client.signIn({ email, password: "long enough password" });
+      expect(signedIn?.id, email).toBe(account?.id);
+    }
+  });
+
+  it("refuses invisible and format characters and white space inside an address, as any malformed one", async () => {
+    const client = createClient(ConsoleService, rpcTransport(app.url, "connect"));
+    await client.signUp({ email: "alice@example.test", password: "long enough password" });
+    const lookalikes = [
+      "alice@example.test\u200b",
+      "al\u200dice@example.test",
+      "alice\u2060@example.test",
+      "\u202ealice@example.test",
+      "ali\u00adce@example.test",
+      "alice@exa\ufeffmple.test",
+      "alice@example\u3000.test",
+      "ali\tce@example.test",
+    ];
+    for (const email of lookalikes) {
+      for (const method of ["signUp", "signIn"] as const) {
+        const outcome = await client[method]({ email, password: "long enough password" }).catch((e: unknown) => e);
+        expect((outcome as ConnectError).code, `${method} ${JSON.stringify(email)}`).toBe(Code.InvalidArgument);
+        expect((outcome as ConnectError).rawMessage).toBe("enter a valid email address (at most 254 characters)");
+      }
+    }
+  });
+});
+
+describe("accounts stored before e-mails were composed (NFC)", () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app.close());
+
+  it("are composed by the migration and sign in again under either form; a composed twin keeps the address", async () => {
+    const client = createClient(ConsoleService, rpcTransport(app.url, "connect"));
+    const lone = await client.signUp({ email: "lone@example.test", password: "long enough password" });
+    const twin = await client.signUp({ email: "twin@example.test", password: "long enough password" });
+    // As an older version stored them: one account under a decomposed address, and a pair under both forms.
+    await app.store.db.updateTable("accounts").set({ email: "re\u0301ne\u0301@example.test" }).where("id", "=", lone.account!.id).execute();
+    await app.store.db.updateTable("accounts").set({ email: "zoe\u0308@example.test" }).where("id", "=", twin.account!.id).execute();
+    const composedTwin = await client.signUp({ email: "zo\u00eb@example.test", password: "the twin's own password" });
+    // Two spellings of one address, both decomposed (the marks in either order): the older is composed.
+    const older = await client.signUp({ email: "older@example.test", password: "the older one's password" });
+    const younger = await client.signUp({ email: "younger@example.test", password: "long enough password" });
+    await app.store.db.updateTable("accounts").set({ email: "tra\u0323\u0302n@example.test" }).where("id", "=", older.account!.id).execute();
+    await app.store.db.updateTable("accounts").set({ email: "tra\u0302\u0323n@example.test" }).where("id", "=", younger.account!.id).execute();
+
+    await composeEmails(app.store.db as Kysely<unknown>);
+
+    for (const email of ["r\u00e9n\u00e9@example.test", "re\u0301ne\u0301@example.test"]) {
+      const { account } = await client.signIn({ email, password: "long enough password" });
+      expect(account?.id, email).toBe(lone.account!.id);
+    }
+    const { account } = await client.signIn({ email: "zoe\u0308@example.test", password: "the twin's own password" });
+    expect(account?.id).toBe(composedTwin.account!.id);
+    const { account: tran } = await client.signIn({ email: "tr\u1eadn@example.test", password: "the older one's password" });
+    expect(tran?.id).toBe(older.account!.id);
   });
 });

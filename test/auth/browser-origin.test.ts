@@ -1,0 +1,108 @@
+import http from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestApp, type TestApp } from "../support/app.js";
+
+interface Answer {
+  status: number;
+  body: { code?: string; message?: string; secret?: string };
+  cookie: string | undefined;
+}
+
+/**
+ * A Console call with the exact headers given, `Host` included (fetch
+ * replaces it with the address dialled): what a browser sends after a DNS
+ * rebinding, where a name the attacker controls resolves to this service.
+ */
+function consoleCall(app: TestApp, method: string, headers: Record<string, string>, body: unknown): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      {
+        host: "127.0.0.1",
+        port: app.port,
+        method: "POST",
+        path: `/zero.v1.ConsoleService/${method}`,
+        headers: { "content-type": "application/json", ...headers },
+      },
+      (response) => {
+        let text = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => (text += chunk));
+        response.on("end", () =>
+          resolve({ status: response.statusCode!, body: JSON.parse(text) as Answer["body"], cookie: response.headers["set-cookie"]?.[0]?.split(";")[0] }),
+        );
+      },
+    );
+    request.on("error", reject);
+    request.end(JSON.stringify(body));
+  });
+}
+
+const credentials = (email: string) => ({ email, password: "a long enough password" });
+
+describe("a page on another host name that resolves to this service (DNS rebinding)", () => {
+  let app: TestApp;
+  let rebound: Record<string, string>;
+  beforeAll(async () => {
+    app = await startTestApp();
+    // The browser's Host and Origin agree with each other, and name the attacker's host.
+    rebound = { host: `attacker.example:${app.port}`, origin: `http://attacker.example:${app.port}` };
+  });
+  afterAll(() => app.close());
+
+  it("can neither sign up nor sign in", async () => {
+    for (const method of ["SignUp", "SignIn"]) {
+      const answer = await consoleCall(app, method, rebound, credentials("rebound@example.test"));
+      expect(answer.status, method).toBe(403);
+      expect(answer.body.code).toBe("permission_denied");
+      expect(answer.cookie).toBeUndefined();
+    }
+    // Nothing was created: the address is still free.
+    const owner = await consoleCall(app, "SignUp", { origin: app.url }, credentials("rebound@example.test"));
+    expect(owner.status).toBe(200);
+  });
+
+  it("cannot write with a session cookie it holds", async () => {
+    const { cookie } = await consoleCall(app, "SignUp", {}, credentials("holder@example.test"));
+    const minted = await consoleCall(app, "CreateApiKey", { ...rebound, cookie: cookie! }, { name: "stolen", scopes: ["chat"] });
+    expect(minted.status).toBe(403);
+    expect(minted.body.secret).toBeUndefined();
+  });
+
+  it("leaves the pages this service serves itself working, under its address, localhost or another IP literal", async () => {
+    for (const [i, host] of [`127.0.0.1:${app.port}`, `localhost:${app.port}`, `[::1]:${app.port}`].entries()) {
+      const own = { host, origin: `http://${host}` };
+      const signedUp = await consoleCall(app, "SignUp", own, credentials(`own-${i}@example.test`));
+      expect(signedUp.status, host).toBe(200);
+      const signedIn = await consoleCall(app, "SignIn", own, credentials(`own-${i}@example.test`));
+      expect(signedIn.status, host).toBe(200);
+      const minted = await consoleCall(app, "CreateApiKey", { ...own, cookie: signedIn.cookie! }, { name: "mine", scopes: ["read"] });
+      expect(minted.status, host).toBe(200);
+    }
+  });
+
+  it("refuses a browser whose Origin is another site's, while clients that send no Origin (curl, the CLI) still sign up and in", async () => {
+    const foreign = await consoleCall(app, "SignIn", { origin: "https://evil.example" }, credentials("holder@example.test"));
+    expect(foreign.status).toBe(403);
+    const opaque = await consoleCall(app, "SignUp", { origin: "null" }, credentials("opaque@example.test"));
+    expect(opaque.status).toBe(403);
+    expect((await consoleCall(app, "SignUp", {}, credentials("cli@example.test"))).status).toBe(200);
+    expect((await consoleCall(app, "SignIn", {}, credentials("cli@example.test"))).status).toBe(200);
+  });
+});
+
+describe("a deployment under a host name (ZERO_PUBLIC_URL)", () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ env: { ZERO_PUBLIC_URL: "https://zero.example" } });
+  });
+  afterAll(() => app.close());
+
+  it("takes its own public origin, whatever Host the balancer forwards, and no other name", async () => {
+    const own = await consoleCall(app, "SignUp", { host: "10.0.0.7:8080", origin: "https://zero.example" }, credentials("public@example.test"));
+    expect(own.status).toBe(200);
+    const written = await consoleCall(app, "CreateApiKey", { origin: "https://zero.example", cookie: own.cookie! }, { name: "mine", scopes: ["read"] });
+    expect(written.status).toBe(200);
+    const rebound = await consoleCall(app, "SignIn", { host: "other.example", origin: "http://other.example" }, credentials("public@example.test"));
+    expect(rebound.status).toBe(403);
+  });
+});
