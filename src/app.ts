@@ -52,13 +52,30 @@ export interface AppOptions {
 /** Builds and starts the whole service. Tests call this to get the real thing on port 0. */
 export async function startApp(config: Config, options: AppOptions = {}): Promise<App> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  const store = await openStore({
-    databaseUrl: config.databaseUrl,
-    dataDir: config.dataDir,
-    embedded: config.embeddedDatabase,
-    logger,
-    pgliteTemplate: options.pgliteTemplate,
+  // Bound first: a HOST or PORT that cannot be had fails at once, before a database is started only to be stopped,
+  // and with PORT=0 the public URL can name the real port. Until the handler is built, requests are told it is starting.
+  let handler: HttpHandler | undefined;
+  const listener = createListener((req, res) => (handler ? handler.handle(req, res) : sendError(res, new ServiceError("unavailable", "starting up"))), {
+    tls: config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : undefined,
+    headersTimeoutMs: config.headersTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
+    http2IdleTimeoutMs: config.http2IdleTimeoutMs,
   });
+  const bound = await listener.listen(config.port, config.host);
+  config = withBoundPort(config, bound.port);
+  let store: Store;
+  try {
+    store = await openStore({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      embedded: config.embeddedDatabase,
+      logger,
+      pgliteTemplate: options.pgliteTemplate,
+    });
+  } catch (error) {
+    await listener.close(0);
+    throw error;
+  }
   const instanceId = `ins_${randomBytes(8).toString("hex")}`;
   await store.db.insertInto("service_instances").values({ id: instanceId, hostname: os.hostname(), pid: process.pid, version: SERVICE_VERSION }).execute();
 
@@ -69,22 +86,6 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
   const tracing = config.otlpEndpoint
     ? await createTracing({ endpoint: config.otlpEndpoint, serviceName: config.otelServiceName, instanceId, version: SERVICE_VERSION })
     : undefined;
-  // Bind first, so that with PORT=0 the public URL can name the real port.
-  let handler: HttpHandler | undefined;
-  const listener = createListener((req, res) => (handler ? handler.handle(req, res) : sendError(res, new ServiceError("unavailable", "starting up"))), {
-    tls: config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : undefined,
-    headersTimeoutMs: config.headersTimeoutMs,
-    requestTimeoutMs: config.requestTimeoutMs,
-    http2IdleTimeoutMs: config.http2IdleTimeoutMs,
-  });
-  let bound: { port: number; host: string };
-  try {
-    bound = await listener.listen(config.port, config.host);
-  } catch (error) {
-    await store.close();
-    throw error;
-  }
-  config = withBoundPort(config, bound.port);
 
   const auth = authPart({ config, store, logger });
   // The chat router is also what the stage writers reach the model through.

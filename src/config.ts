@@ -360,6 +360,9 @@ function httpUrl(raw: string): URL | undefined {
   return url && (url.protocol === "http:" || url.protocol === "https:") ? url : undefined;
 }
 
+/** Every key a ZERO_UPSTREAMS entry may have; the type makes sure none of UpstreamConfig's is missing. */
+const UPSTREAM_KEYS = Object.keys({ name: true, baseUrl: true, apiKey: true, model: true, embeddingModel: true } satisfies Record<keyof UpstreamConfig, true>);
+
 function readUpstreams(raw: string | undefined, problems: string[]): UpstreamConfig[] {
   if (raw === undefined || raw.trim() === "") return [];
   let parsed: unknown;
@@ -374,8 +377,22 @@ function readUpstreams(raw: string | undefined, problems: string[]): UpstreamCon
     return [];
   }
   const upstreams: UpstreamConfig[] = [];
+  const indexOfName = new Map<unknown, number>();
   parsed.forEach((item: unknown, index) => {
     const entry = (typeof item === "object" && item !== null ? item : {}) as Record<string, unknown>;
+    const where = `ZERO_UPSTREAMS[${index}]${typeof entry.name === "string" ? ` (${JSON.stringify(entry.name)})` : ""}`;
+    // A misspelt key would be ignored: a misspelt apiKey turns into no credential, found only at the upstream's 401s.
+    for (const key of Object.keys(entry).filter((key) => !UPSTREAM_KEYS.includes(key))) {
+      const meant = closestName(key, UPSTREAM_KEYS);
+      problems.push(`${where}: unknown key ${JSON.stringify(key)} (${meant ? `did you mean "${meant}"?` : `known: ${UPSTREAM_KEYS.join(", ")}`})`);
+    }
+    // The name labels the upstream's logs and metrics: two of one name would be counted as one.
+    const first = indexOfName.get(entry.name);
+    if (first !== undefined)
+      problems.push(
+        `ZERO_UPSTREAMS[${index}]: the name ${JSON.stringify(entry.name)} is also ZERO_UPSTREAMS[${first}]'s; each upstream needs a name of its own (it labels logs and metrics)`,
+      );
+    else if (typeof entry.name === "string") indexOfName.set(entry.name, index);
     const missing = ["name", "baseUrl", "model"].filter((k) => typeof entry[k] !== "string" || entry[k] === "");
     if (entry.apiKey !== undefined && typeof entry.apiKey !== "string") missing.push("apiKey");
     if (entry.embeddingModel !== undefined && (typeof entry.embeddingModel !== "string" || entry.embeddingModel === "")) missing.push("embeddingModel");
@@ -396,6 +413,30 @@ function readUpstreams(raw: string | undefined, problems: string[]): UpstreamCon
     });
   });
   return upstreams;
+}
+
+/** The one of `known` that `key` most likely misspells: the same but for case, `_` and `-` (`api_key`), or two edits from it at most (`modle`). */
+function closestName(key: string, known: readonly string[]): string | undefined {
+  const plain = (name: string) => name.toLowerCase().replace(/[-_]/g, "");
+  let closest: { name: string; distance: number } | undefined;
+  for (const name of known) {
+    const distance = editDistance(plain(key), plain(name));
+    if (distance <= 2 && distance < (closest?.distance ?? Number.POSITIVE_INFINITY)) closest = { name, distance };
+  }
+  return closest?.name;
+}
+
+/** Levenshtein distance: the fewest insertions, deletions and substitutions that turn `a` into `b`. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
 }
 
 /**
@@ -459,7 +500,11 @@ function checkDatabaseUrl(raw: string, problems: string[]): void {
   }
 }
 
-/** The first of `dir` and its parents that exists must be a directory; a file there fails every mkdir below it. */
+/**
+ * The first of `dir` and its parents that exists must be a directory this
+ * process may write in: a file there fails every mkdir below it, and a
+ * read-only one fails them with a misleading ENOENT.
+ */
 function checkDirectory(variable: string, dir: string, problems: string[]): void {
   for (let current = dir; ; current = path.dirname(current)) {
     let stat: fs.Stats | undefined;
@@ -472,6 +517,7 @@ function checkDirectory(variable: string, dir: string, problems: string[]): void
     }
     if (stat) {
       if (!stat.isDirectory()) problems.push(`${variable}: ${current} is ${stat.isFile() ? "a file, not a directory" : "not a directory"}`);
+      else checkWritable(variable, current, problems);
       return;
     }
     if (path.dirname(current) === current) return;
@@ -521,6 +567,14 @@ function opensslReason(error: unknown): string {
   return end >= 0 ? message.slice(end + 2) : message;
 }
 
+function checkWritable(variable: string, dir: string, problems: string[]): void {
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+  } catch (error) {
+    problems.push(`${variable}: cannot write in ${dir}: ${fileProblem(error as NodeJS.ErrnoException)}`);
+  }
+}
+
 function readFile(variable: string, file: string, problems: string[]): Buffer | undefined {
   try {
     return fs.readFileSync(file);
@@ -541,6 +595,8 @@ function fileProblem(error: NodeJS.ErrnoException): string {
     case "EACCES":
     case "EPERM":
       return "permission denied";
+    case "EROFS":
+      return "read-only file system";
     default:
       return error.message;
   }

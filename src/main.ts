@@ -1,3 +1,5 @@
+import path from "node:path";
+import { getSystemErrorMessage } from "node:util";
 import type { App } from "./app.js";
 import type { Config } from "./config.js";
 import { startApp } from "./app.js";
@@ -21,11 +23,7 @@ async function main(): Promise<void> {
   try {
     app = await startApp(config);
   } catch (error) {
-    if (error instanceof DatabaseUnavailableError || error instanceof DataDirLockedError || (error as NodeJS.ErrnoException).code === "EADDRINUSE") {
-      console.error(`project-zero: ${(error as Error).message}`);
-      process.exit(1);
-    }
-    console.error(`project-zero: failed to start: ${(error as Error).message}`);
+    console.error(`project-zero: ${startFailure(error, config)}`);
     process.exit(1);
   }
 
@@ -48,6 +46,36 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
+}
+
+/**
+ * Why the service did not start, in one line. What the operator fixes in the
+ * configuration names its variable and value: an address it cannot listen on
+ * (HOST, PORT), a file it cannot use in a directory it was given.
+ */
+function startFailure(error: unknown, config: Config): string {
+  if (error instanceof DatabaseUnavailableError || error instanceof DataDirLockedError) return error.message;
+  const { code, errno, syscall, path: file, message } = error as NodeJS.ErrnoException;
+  const reason = `${errno === undefined ? message : getSystemErrorMessage(errno)} (${code})`;
+  const address = `${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`;
+  if (syscall === "getaddrinfo" && (error as { hostname?: string }).hostname === config.host) {
+    return `HOST: cannot listen on ${config.host}: the name does not resolve (${code})`;
+  }
+  if (syscall === "listen") {
+    if (code === "EADDRNOTAVAIL") return `HOST: cannot listen on ${config.host}: not an address of this machine (${code})`;
+    if (code === "EADDRINUSE") return `PORT: cannot listen on ${address}: another process listens there (${code})`;
+    return `${code === "EACCES" ? "PORT" : "HOST / PORT"}: cannot listen on ${address}: ${reason}`;
+  }
+  const directories: [string, string][] = [["ZERO_DATA_DIR", config.dataDir]];
+  if (config.artifacts.kind === "file") directories.push(["ZERO_ARTIFACTS", config.artifacts.dir]);
+  const owner = file && syscall ? directories.find(([, dir]) => isWithin(dir, file)) : undefined;
+  if (owner) return `${owner[0]}: cannot ${syscall} ${file}: ${reason}`;
+  return `failed to start: ${message}`;
+}
+
+function isWithin(dir: string, file: string): boolean {
+  const relative = path.relative(dir, path.resolve(file));
+  return relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
 }
 
 void main();

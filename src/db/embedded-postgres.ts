@@ -21,6 +21,10 @@ import type { Logger } from "../observability/logger.js";
  * Postgres refuses to run as root; as root it runs as the `postgres` user
  * (created if missing), which must be able to reach the data directory.
  * Only loopback TCP is opened, with a password kept beside the cluster.
+ *
+ * The server runs in a process group of its own, so the signals a terminal
+ * sends its foreground job (Ctrl-C) reach only the service, which hands its
+ * stages back before it stops Postgres.
  */
 export interface EmbeddedPostgres {
   /** `postgres://…` for the pool. */
@@ -101,7 +105,7 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
   const password = await clusterPassword(root, cluster, binaries, runAs);
   await stopOrphan(cluster, logger);
   const port = await freePort();
-  const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+  const url = embeddedUrl(port, password);
 
   const settings = Object.entries(SERVER_SETTINGS).flatMap(([name, value]) => ["-c", `${name}=${value}`]);
   const command = [binaries.postgres, "-D", cluster, "-p", String(port), ...settings];
@@ -109,7 +113,8 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
   const child = spawn(program!, args, {
     stdio: ["ignore", "ignore", "pipe"],
     ...(runAs ?? {}),
-    env: { ...process.env, LC_MESSAGES: "C" },
+    env: postgresEnvironment(),
+    detached: true,
   });
   const recent: string[] = [];
   child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
@@ -173,18 +178,62 @@ async function clusterPassword(root: string, cluster: string, binaries: Binaries
     execFileSync(binaries.initdb, ["-D", initdbDir, "-U", "postgres", `--pwfile=${pwfile}`, "--auth=scram-sha-256", "--encoding=UTF8", "--locale=C"], {
       stdio: ["ignore", "ignore", "pipe"],
       ...(runAs ?? {}),
-      env: { ...process.env, LC_MESSAGES: "C" },
+      env: postgresEnvironment(),
     });
   } catch (error) {
-    const stderr = String((error as { stderr?: Buffer }).stderr ?? "").trim();
+    const stderr = String((error as { stderr?: Buffer }).stderr ?? "");
     await fs.rm(staging, { recursive: true, force: true });
-    throw new EmbeddedPostgresUnavailable(`initdb failed: ${stderr.split("\n").at(-1) ?? (error as Error).message}`);
+    throw new EmbeddedPostgresUnavailable(`initdb failed: ${initdbFailure(stderr) ?? (error as Error).message}`);
   }
   await fs.writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
   await fs.rm(cluster, { recursive: true, force: true });
   await fs.rename(initdbDir, cluster);
   await fs.rm(staging, { recursive: true, force: true });
   return password;
+}
+
+/**
+ * Why initdb failed, from its stderr: the errors its server reported
+ * (`… FATAL:  could not write to file "…": No space left on device`) and its
+ * own (`initdb: error: …`), rather than its last words, which only say that it
+ * removed the data directory.
+ */
+function initdbFailure(stderr: string): string | undefined {
+  const lines = stderr.split("\n").filter((line) => line.trim() !== "");
+  const errors = lines.flatMap((line) => {
+    const reported = /\b(?:FATAL|PANIC|ERROR): +(\S.*)$|^initdb: error: (.*)$/.exec(line);
+    return reported ? [reported[1] ?? reported[2]!] : [];
+  });
+  return errors.length > 0 ? errors.join(" / ") : lines.at(-1);
+}
+
+/**
+ * How the service reaches its embedded server. Each setting `pg` would
+ * otherwise take from the libpq variables an operator may have exported for
+ * psql (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE,
+ * PGSSLNEGOTIATION, PGOPTIONS, PGAPPNAME) is spelled out, so none of them
+ * reaches this database: a loopback server without TLS, whose tables are in `public`.
+ */
+function embeddedUrl(port: number, password: string): string {
+  const settings = new URLSearchParams({
+    sslmode: "disable",
+    sslnegotiation: "postgres",
+    options: "-c search_path=public",
+    application_name: "project-zero",
+  });
+  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres?${settings}`;
+}
+
+/**
+ * The environment initdb and Postgres run with: the `PATH` that finds
+ * `setpriv` and the time zone initdb writes into the cluster's settings. Not
+ * the service's own: it holds upstream API keys and cloud credentials, and
+ * PG* variables that would change what initdb and Postgres do. Messages in
+ * English, which initdbFailure reads.
+ */
+function postgresEnvironment(): NodeJS.ProcessEnv {
+  const passed = ["PATH", "TZ"].filter((name) => process.env[name] !== undefined);
+  return { ...Object.fromEntries(passed.map((name) => [name, process.env[name]])), LC_MESSAGES: "C" };
 }
 
 /**

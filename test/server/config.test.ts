@@ -36,10 +36,12 @@ describe("configuration from the environment", () => {
   });
 
   it("keeps artifacts in files on the embedded database and in the database with DATABASE_URL, unless ZERO_ARTIFACTS says", () => {
-    expect(loadConfig({ ZERO_DATA_DIR: "/srv/zero" }).artifacts).toEqual({ kind: "file", dir: "/srv/zero/artifacts" });
+    const dataDir = path.join(os.tmpdir(), "zero-data");
+    expect(loadConfig({ ZERO_DATA_DIR: dataDir }).artifacts).toEqual({ kind: "file", dir: path.join(dataDir, "artifacts") });
     expect(loadConfig({ DATABASE_URL: "postgres://db/zero" }).artifacts).toEqual({ kind: "postgres" });
     expect(loadConfig({ DATABASE_URL: "postgres://db/zero", ZERO_ARTIFACTS: "file" }).artifacts.kind).toBe("file");
-    expect(loadConfig({ ZERO_ARTIFACTS: "file:/mnt/shared" }).artifacts).toEqual({ kind: "file", dir: "/mnt/shared" });
+    const shared = path.join(os.tmpdir(), "zero-shared");
+    expect(loadConfig({ ZERO_ARTIFACTS: `file:${shared}` }).artifacts).toEqual({ kind: "file", dir: shared });
     expect(loadConfig({ ZERO_ARTIFACTS: "postgres" }).artifacts).toEqual({ kind: "postgres" });
   });
 
@@ -122,6 +124,22 @@ describe("configuration from the environment", () => {
       "ZERO_GENERATION_LIMIT",
       "ZERO_SIGNUP",
       "LOG_LEVEL",
+    ]);
+  });
+
+  it("refuses an upstream key it does not know, suggesting the one meant, and two upstreams of one name", () => {
+    const upstream = { name: "a", baseUrl: "http://127.0.0.1:9/v1", model: "m" };
+    expect(problems({ ZERO_UPSTREAMS: JSON.stringify([{ ...upstream, api_key: "sk-live-123", modle: "x", region: "eu" }]) })).toEqual([
+      'ZERO_UPSTREAMS[0] ("a"): unknown key "api_key" (did you mean "apiKey"?)',
+      'ZERO_UPSTREAMS[0] ("a"): unknown key "modle" (did you mean "model"?)',
+      'ZERO_UPSTREAMS[0] ("a"): unknown key "region" (known: name, baseUrl, apiKey, model, embeddingModel)',
+    ]);
+    expect(problems({ ZERO_UPSTREAMS: JSON.stringify([{ ...upstream, embedding_model: "e" }]) })).toEqual([
+      'ZERO_UPSTREAMS[0] ("a"): unknown key "embedding_model" (did you mean "embeddingModel"?)',
+    ]);
+    expect(problems({ ZERO_UPSTREAMS: JSON.stringify([upstream, { ...upstream, model: "n" }, { ...upstream, name: "b" }, upstream]) })).toEqual([
+      'ZERO_UPSTREAMS[1]: the name "a" is also ZERO_UPSTREAMS[0]\'s; each upstream needs a name of its own (it labels logs and metrics)',
+      'ZERO_UPSTREAMS[3]: the name "a" is also ZERO_UPSTREAMS[0]\'s; each upstream needs a name of its own (it labels logs and metrics)',
     ]);
   });
 
@@ -241,6 +259,14 @@ describe("configuration from the environment", () => {
       expect(problems({ ZERO_DATA_DIR: path.join(file, "data") })).toEqual([`ZERO_DATA_DIR: ${file} is a file, not a directory`]);
       expect(problems({ ZERO_ARTIFACTS: `file:${file}/artifacts` })).toEqual([`ZERO_ARTIFACTS: ${file} is a file, not a directory`]);
       expect(loadConfig({ ZERO_DATA_DIR: path.join(dir, "new", "data") }).dataDir).toBe(path.join(dir, "new", "data"));
+    });
+
+    // Root may write anywhere but on a read-only file system (see the process test, which mounts one).
+    it.runIf(process.getuid?.() !== 0)("refuses a ZERO_DATA_DIR in a directory it may not write in", async () => {
+      const locked = path.join(dir, "locked");
+      await fs.mkdir(locked, { mode: 0o500 });
+      expect(problems({ ZERO_DATA_DIR: path.join(locked, "data") })).toEqual([`ZERO_DATA_DIR: cannot write in ${locked}: permission denied`]);
+      expect(problems({ ZERO_ARTIFACTS: `file:${locked}` })).toEqual([`ZERO_ARTIFACTS: cannot write in ${locked}: permission denied`]);
     });
   });
 });

@@ -10,8 +10,7 @@ import { createLogger } from "../../src/observability/logger.js";
 import { createAccountWithKey } from "../support/accounts.js";
 import { testDatabaseKind } from "../support/database.js";
 import { getExecution, postExecution } from "../support/executions.js";
-import { removeDataDir } from "../support/server-process.js";
-import { serverCommand, type ServerCommand } from "../support/server-process.js";
+import { canMountPrivately, onPrivateTmpfs, removeDataDir, serverCommand, type ServerCommand } from "../support/server-process.js";
 
 /**
  * With no DATABASE_URL the service runs a database itself: a real Postgres as
@@ -54,6 +53,42 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
       expect(read.status).toBe(200);
     } finally {
       await second.close();
+    }
+  }, 120_000);
+
+  it("ignores the PG* variables exported for psql, and its Postgres gets none of the service's environment", async () => {
+    const exported: Record<string, string> = {
+      PGSSLMODE: "require",
+      PGSSLNEGOTIATION: "direct",
+      PGHOST: "192.0.2.1",
+      PGPORT: "1",
+      PGUSER: "nobody",
+      PGPASSWORD: "wrong",
+      PGDATABASE: "nowhere",
+      PGOPTIONS: "-c search_path=elsewhere",
+      PGAPPNAME: "psql",
+      ZERO_TEST_UPSTREAM_KEY: "sk-live-not-for-postgres",
+    };
+    const saved = Object.fromEntries(Object.keys(exported).map((name) => [name, process.env[name]]));
+    Object.assign(process.env, exported);
+    try {
+      const app = await start(await freshDataDir());
+      try {
+        expect(app.store.kind).toBe("postgres");
+        const account = await createAccountWithKey(app, ["build", "read"]);
+        const created = await postExecution(app.url, { apiKey: account.apiKey }, { goal: "A website for a small bakery", outcome: "website" });
+        expect(created.status).toBe(202);
+        const postmaster = Number((await fs.readFile(path.join(app.config.dataDir, "postgres", "postmaster.pid"), "utf8")).split("\n")[0]);
+        const environment = (await fs.readFile(`/proc/${postmaster}/environ`, "utf8")).split("\0").map((entry) => entry.slice(0, entry.indexOf("=")));
+        expect(environment.filter((name) => name in exported)).toEqual([]);
+      } finally {
+        await app.close();
+      }
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
     }
   }, 120_000);
 
@@ -134,30 +169,87 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
       }
     }, 180_000);
   });
+
+  describe("a service started in a terminal", () => {
+    let command: ServerCommand;
+    beforeAll(async () => {
+      command = await serverCommand("src/main.ts", "dist/test");
+    });
+
+    it("Ctrl-C (SIGINT to the terminal's whole process group) stops the service, which stops its Postgres itself, with nothing to warn about", async () => {
+      const dataDir = await freshDataDir();
+      // A process group of its own, as a shell gives a foreground job: Ctrl-C signals every process in it.
+      const server = await spawnServer(command, { ZERO_DATA_DIR: dataDir, LOG_LEVEL: "info" }, { ownProcessGroup: true });
+      let postmaster: number;
+      try {
+        const account = await createAccountWithKey(server, ["build", "read"]);
+        expect((await getExecution(server.url, { apiKey: account.apiKey })).status).toBe(200);
+        postmaster = Number((await fs.readFile(path.join(dataDir, "postgres", "postmaster.pid"), "utf8")).split("\n")[0]);
+        process.kill(-server.child.pid!, "SIGINT");
+      } catch (error) {
+        process.kill(-server.child.pid!, "SIGKILL");
+        throw error;
+      }
+      expect(await server.exit).toBe(0);
+      expect(isAlive(postmaster)).toBe(false);
+      expect(server.stderr()).toBe("");
+      const logged = server
+        .stdout()
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as { level: number; msg: string });
+      expect(logged.filter((line) => line.level >= 40)).toEqual([]);
+      expect(logged.at(-1)!.msg).toBe("stopped");
+    }, 120_000);
+
+    it.runIf(canMountPrivately())(
+      "a first start on a full disk says why initdb failed",
+      async () => {
+        const dataDir = await freshDataDir();
+        const [program, ...args] = onPrivateTmpfs(dataDir, "size=8m", command.argv);
+        const child = spawn(program!, args, {
+          env: { ...process.env, ...command.env, PORT: "0", HOST: "127.0.0.1", ZERO_DATA_DIR: dataDir, ZERO_EMBEDDED_DATABASE: "postgres" },
+          stdio: ["ignore", "ignore", "pipe"],
+        });
+        let stderr = "";
+        child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+        expect(await new Promise((resolve) => child.once("exit", resolve))).toBe(1);
+        expect(stderr.trim().split("\n")).toEqual([
+          expect.stringMatching(/^project-zero: initdb failed: could not write to file ".+": No space left on device$/),
+        ]);
+      },
+      120_000,
+    );
+  });
 });
 
 interface Spawned {
   child: ChildProcess;
   url: string;
   exit: Promise<number | null>;
+  stdout(): string;
+  stderr(): string;
 }
 
 /** `npm start`'s build and flags, on a free port; resolves once it listens. */
-async function spawnServer(command: ServerCommand, env: Record<string, string>): Promise<Spawned> {
+async function spawnServer(command: ServerCommand, env: Record<string, string>, options: { ownProcessGroup?: boolean } = {}): Promise<Spawned> {
   const [node, ...args] = command.argv;
   const child = spawn(node!, args, {
     // Port 0, and the URL from its log: a port picked beforehand can be taken by another test's socket meanwhile.
     env: { ...process.env, ...command.env, PORT: "0", HOST: "127.0.0.1", ...env },
-    stdio: ["ignore", "pipe", "inherit"],
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: options.ownProcessGroup === true,
   });
   const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  let output = "";
-  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  for (let i = 0; !output.includes('"msg":"listening"'); i++) {
-    if (child.exitCode !== null || i > 1200) throw new Error(`the server did not start: ${output}`);
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  for (let i = 0; !stdout.includes('"msg":"listening"'); i++) {
+    if (child.exitCode !== null || i > 1200) throw new Error(`the server did not start: ${stdout}${stderr}`);
     await sleep(50);
   }
-  return { child, url: /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(output)![1]!, exit };
+  return { child, url: /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(stdout)![1]!, exit, stdout: () => stdout, stderr: () => stderr };
 }
 
 function isAlive(pid: number): boolean {

@@ -1,9 +1,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs/promises";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { removeDataDir, serverCommand, type ServerCommand } from "../support/server-process.js";
+import { canMountPrivately, onPrivateTmpfs, removeDataDir, serverCommand, type ServerCommand } from "../support/server-process.js";
 import { unusedPort } from "../support/ports.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -17,8 +18,9 @@ interface Run {
   exit: Promise<number | null>;
 }
 
-function runServer(env: Record<string, string>): Run {
-  const [node, ...args] = command.argv;
+/** The server as `npm start` runs it; `wrap` puts a command around it (a private mount, say). */
+function runServer(env: Record<string, string>, wrap: (argv: string[]) => string[] = (argv) => argv): Run {
+  const [node, ...args] = wrap(command.argv);
   const child = spawn(node!, args, { cwd: root, env: { ...process.env, ...command.env, LOG_LEVEL: "info", ...env } });
   let stdout = "";
   let stderr = "";
@@ -34,6 +36,15 @@ async function waitFor(check: () => boolean, what: string, ms = 30_000): Promise
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** What the server said on stderr, one entry a line, less npm's own warnings. */
+function stderrLines(run: Run): string[] {
+  return run
+    .stderr()
+    .trim()
+    .split("\n")
+    .filter((line) => line !== "" && !line.includes("npm warn"));
 }
 
 /** The URL a server on port 0 logged when it started listening. */
@@ -95,6 +106,62 @@ describe("the server process, built as npm start builds it", () => {
       expect(underFile.stderr().trim()).toBe(`project-zero: bad configuration: ZERO_DATA_DIR: ${path.join(dir, "a-file")} is a file, not a directory`);
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("names HOST or PORT, with the system's reason, when it cannot listen there, before it starts a database", async () => {
+    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-proc-"));
+    const taken = net.createServer();
+    const takenPort = await new Promise<number>((resolve) => taken.listen(0, "127.0.0.1", () => resolve((taken.address() as net.AddressInfo).port)));
+    try {
+      const cases: [Record<string, string>, RegExp][] = [
+        [{ HOST: "nosuchhost.invalid" }, /^project-zero: HOST: cannot listen on nosuchhost\.invalid: the name does not resolve \((ENOTFOUND|EAI_AGAIN)\)$/],
+        [{ HOST: "192.0.2.1" }, /^project-zero: HOST: cannot listen on 192\.0\.2\.1: not an address of this machine \(EADDRNOTAVAIL\)$/],
+        [
+          { PORT: String(takenPort) },
+          new RegExp(`^project-zero: PORT: cannot listen on 127\\.0\\.0\\.1:${takenPort}: another process listens there \\(EADDRINUSE\\)$`),
+        ],
+      ];
+      for (const [env, line] of cases) {
+        const run = runServer({ PORT: "0", ZERO_DATA_DIR: dataDir, ...env });
+        expect(await run.exit).toBe(1);
+        expect(stderrLines(run)).toEqual([expect.stringMatching(line)]);
+        expect(run.stdout()).not.toMatch(/"level":[4-6]\d/);
+        // No database was made, so none had to be stopped.
+        expect(await fs.readdir(dataDir)).toEqual([]);
+      }
+    } finally {
+      taken.close();
+      await removeDataDir(dataDir);
+    }
+  }, 60_000);
+
+  it.runIf(canMountPrivately())("names ZERO_DATA_DIR when it is on a read-only file system, whether it exists or is to be made: exit 2", async () => {
+    const mount = await fs.mkdtemp(path.join(os.tmpdir(), "zero-proc-"));
+    try {
+      for (const dataDir of [mount, path.join(mount, "new", "data")]) {
+        const run = runServer({ PORT: "0", ZERO_DATA_DIR: dataDir }, (argv) => onPrivateTmpfs(mount, "ro", argv));
+        expect(await run.exit).toBe(2);
+        expect(stderrLines(run)).toEqual([`project-zero: bad configuration: ZERO_DATA_DIR: cannot write in ${mount}: read-only file system`]);
+      }
+    } finally {
+      await fs.rm(mount, { recursive: true, force: true });
+    }
+  });
+
+  it("names ZERO_DATA_DIR when a file in it fails at start, with the system's reason", async () => {
+    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-proc-"));
+    try {
+      // A cluster whose password file was deleted.
+      await fs.mkdir(path.join(dataDir, "postgres"));
+      await fs.writeFile(path.join(dataDir, "postgres", "PG_VERSION"), "18\n");
+      const run = runServer({ PORT: "0", ZERO_DATA_DIR: dataDir });
+      expect(await run.exit).toBe(1);
+      expect(stderrLines(run)).toEqual([
+        `project-zero: ZERO_DATA_DIR: cannot open ${path.join(dataDir, "postgres.password")}: no such file or directory (ENOENT)`,
+      ]);
+    } finally {
+      await removeDataDir(dataDir);
     }
   });
 

@@ -1,4 +1,6 @@
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { bundleServer } from "../../src/build.js";
 
@@ -49,4 +51,27 @@ export async function removeDataDir(dataDir: string): Promise<void> {
   const pidFile = path.join(dataDir, "postgres", "postmaster.pid");
   for (let waited = 0; fs.existsSync(pidFile) && waited < 15_000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
   await fs.promises.rm(dataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+}
+
+/**
+ * Whether this process may mount a file system that only its children see (a
+ * mount namespace of their own: root, or CAP_SYS_ADMIN), as the tests of a
+ * read-only or full data dir need.
+ */
+export function canMountPrivately(): boolean {
+  try {
+    execFileSync("unshare", ["--mount", "--", "mount", "-t", "tmpfs", "tmpfs", os.tmpdir()], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `argv`, run with a tmpfs mounted at `dir` (`options` as `mount -o` takes
+ * them: `ro`, `size=8m`) in a mount namespace of its own, so the mount ends
+ * with it and nothing else sees it.
+ */
+export function onPrivateTmpfs(dir: string, options: string, argv: string[]): string[] {
+  return ["unshare", "--mount", "--", "sh", "-c", 'mount -t tmpfs -o "$1" tmpfs "$2" && shift 2 && exec "$@"', "sh", options, dir, ...argv];
 }
