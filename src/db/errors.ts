@@ -18,6 +18,15 @@ export function isUnstorableText(error: unknown): boolean {
   return sqlState === "22021" || sqlState === "22P05";
 }
 
+/**
+ * True when Postgres refused a statement's values (SQLSTATE class 22, data exception: a NUL in text or jsonb,
+ * half a surrogate pair in jsonb, a number out of range): the same values fail again however often they are sent.
+ */
+export function isDataException(error: unknown): boolean {
+  const sqlState = (error as { code?: unknown } | null)?.code;
+  return typeof sqlState === "string" && sqlState.startsWith("22");
+}
+
 /** True when Postgres rolled a statement back to break a deadlock (40P01) or a serialization conflict (40001): nothing was written, and trying again may succeed. */
 export function isConflict(error: unknown): boolean {
   const sqlState = (error as { code?: unknown } | null)?.code;

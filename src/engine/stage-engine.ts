@@ -295,13 +295,20 @@ export class StageEngine {
    * the run stays in `#runs` so its lease keeps being renewed once the store
    * is back: a stage that finished during a short outage keeps its result
    * instead of being interrupted when its abandoned lease expires. It gives
-   * up when the lease is lost (renewals failed for a whole lease).
+   * up when the lease is lost (renewals failed for a whole lease). A result
+   * the store cannot hold fails the stage, saying so, rather than leaving
+   * its lease to expire as if the worker had died.
    */
   async #writeResult(run: Run, change: StageChange, chain = false): Promise<StageWrite> {
     for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
       try {
         return await this.#write(run, change, chain);
       } catch (error) {
+        if (this.#store.isUnstorable(error) && !(change.kind === "failed" && change.error === UNSTORABLE_RESULT)) {
+          const { planId, stageId: stage } = run.claim;
+          this.#log.error({ err: error, planId, stage, change: change.kind }, "the store refused the stage's result; the stage failed");
+          return this.#writeResult(run, { kind: "failed", error: UNSTORABLE_RESULT });
+        }
         if (!this.#store.isUnavailable(error)) throw error;
         if (leaseGone(run)) return "lost";
         await new Promise((resolve) => setTimeout(resolve, delay));
@@ -410,6 +417,11 @@ function abort(run: Run, reason: StopReason): void {
 }
 
 const STORE_AWAY: StageErrorInfo = { type: "unavailable", message: "the database was unreachable while the stage ran" };
+
+const UNSTORABLE_RESULT: StageErrorInfo = {
+  type: "stage_failed",
+  message: "the stage's result could not be stored: it holds text the database refuses (a NUL character, say); resume the plan to try again",
+};
 
 /** What a failed stage shows: a StageFailure's own words, otherwise a generic message. */
 function stageError(error: unknown): StageErrorInfo {

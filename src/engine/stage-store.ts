@@ -79,6 +79,8 @@ export interface StageStore {
   interruptExpired(limit: number): Promise<InterruptedStage[]>;
   /** True for errors that mean the store is away for now (worth retrying), not that a write is wrong. */
   isUnavailable(error: unknown): boolean;
+  /** True for errors that mean a write's own values cannot be stored (text the store refuses): sent again, they would fail again. */
+  isUnstorable(error: unknown): boolean;
   /** Waits until announcements of what was written have gone out. */
   flush(): Promise<void>;
 }

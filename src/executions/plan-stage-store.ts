@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Store } from "../db/database.js";
-import { isConflict, isDatabaseDown } from "../db/errors.js";
+import { isConflict, isDatabaseDown, isDataException } from "../db/errors.js";
 import type { Database } from "../db/schema.js";
 import type { InterruptedStage, StageChange, StageClaim, StageStore, StageWrite } from "../engine/stage-store.js";
 import type { Notifier } from "./notifier.js";
@@ -36,7 +36,7 @@ export class PlanStageStore implements StageStore {
    */
   readonly #written = new WeakMap<StageClaim, PlanState>();
   /** Runs' writes without a locked read, group-committed: those arriving while statements are in flight share the next. */
-  readonly #runWrites: StatementBatcher<RunWrite, RunWriteResult>;
+  readonly #runWrites: StatementBatcher<RunWrite, RunWriteResult | FailedRunWrite>;
   #lastPrune = 0;
 
   constructor(store: Store, notifier: Notifier, observeRunWrites?: StatementObserver) {
@@ -121,6 +121,7 @@ export class PlanStageStore implements StageStore {
       const after = transition(cached);
       if (after === cached) return "unchanged";
       const written = await this.#runWrites.submit({ before: cached, after, position: claim.position, claimFor: chainFor });
+      if (written instanceof FailedRunWrite) throw written.error;
       if (written === "lost") throw new LeaseLostError("lease lost");
       if (written !== "moved") {
         this.#written.set(claim, written.plan);
@@ -177,6 +178,10 @@ export class PlanStageStore implements StageStore {
     return isDatabaseDown(error);
   }
 
+  isUnstorable(error: unknown): boolean {
+    return isDataException(error);
+  }
+
   flush(): Promise<void> {
     return this.#notifier.flush();
   }
@@ -209,23 +214,42 @@ function transitionFor(position: number, change: StageChange): (plan: PlanState)
   }
 }
 
+/** A run write that failed on its own, answered as its result so that the other writes of its batch keep theirs. */
+class FailedRunWrite {
+  constructor(readonly error: unknown) {}
+}
+
 /**
  * saveRunWrites, with any second write of one plan in the batch answered
  * "moved" (the locked path writes it after the first). A batch that
  * deadlocks with another multi-row write (a lease renewal locking the same
  * stage rows in another order) wrote nothing, and every write in it takes
- * the locked path.
+ * the locked path. A batch whose values Postgres refused wrote nothing
+ * either: its writes are sent again one by one, so only a run whose own
+ * values are refused (a NUL in its output) fails, never the runs of other
+ * plans that finished at the same moment.
  */
-async function writeOncePerPlan(db: Kysely<Database>, writes: RunWrite[]): Promise<RunWriteResult[]> {
+async function writeOncePerPlan(db: Kysely<Database>, writes: RunWrite[]): Promise<(RunWriteResult | FailedRunWrite)[]> {
   const seen = new Set<string>();
   const first = writes.filter((w) => !seen.has(w.after.id) && seen.add(w.after.id));
-  let results: RunWriteResult[];
+  let results: (RunWriteResult | FailedRunWrite)[];
   try {
     results = await saveRunWrites(db, first);
   } catch (error) {
     if (isConflict(error)) return writes.map(() => "moved");
-    throw error;
+    if (!isDataException(error) || first.length === 1) throw error;
+    results = [];
+    for (const write of first) results.push(await writeAlone(db, write));
   }
   const byWrite = new Map(first.map((w, i) => [w, results[i]!]));
   return writes.map((w) => byWrite.get(w) ?? "moved");
+}
+
+async function writeAlone(db: Kysely<Database>, write: RunWrite): Promise<RunWriteResult | FailedRunWrite> {
+  try {
+    const [result] = await saveRunWrites(db, [write]);
+    return result!;
+  } catch (error) {
+    return isConflict(error) ? "moved" : new FailedRunWrite(error);
+  }
 }

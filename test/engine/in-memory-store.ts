@@ -175,6 +175,11 @@ export class InMemoryStageStore implements StageStore {
     return error instanceof StoreDownError;
   }
 
+  /** Memory holds any value. */
+  isUnstorable(): boolean {
+    return false;
+  }
+
   async flush(): Promise<void> {}
 
   /** Each stage's state, in plan order. */

@@ -1,3 +1,4 @@
+import type { JsonValue } from "@bufbuild/protobuf";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StageClaim } from "../../src/engine/stage-store.js";
@@ -25,10 +26,10 @@ describe("stage results of many plans written in one statement (saveRunWrites)",
   afterAll(() => app.close());
 
   /** `count` new plans whose first stage is claimed by `owner`, with each plan as read after the claim. */
-  async function claimedPlans(count: number, owner: string): Promise<{ claims: StageClaim[]; plans: Map<string, PlanState> }> {
+  async function claimedPlans(count: number, owner: string, by = account): Promise<{ claims: StageClaim[]; plans: Map<string, PlanState> }> {
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
-      const created = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: account.apiKey }, { goal: `A site for bakery number ${i}` });
+      const created = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: by.apiKey }, { goal: `A site for bakery number ${i}` });
       ids.push(created.body.plan.id);
     }
     const claims: StageClaim[] = [];
@@ -148,5 +149,48 @@ describe("stage results of many plans written in one statement (saveRunWrites)",
     for (const result of written) expect(result).toMatchObject({ next: { position: 1, stageId: "outline" } });
     expect(store.runWriteStatements - before).toBeLessThan(ours.length);
     for (const claim of ours) expect(await eventTypes(claim.planId)).toEqual(["created", "stage_started", "stage_succeeded", "stage_started"]);
+  });
+
+  it("fails only the runs whose own values Postgres refuses: the other results of their statement are written", async () => {
+    const store = new PlanStageStore(app.store, new Notifier(app.store.db, createLogger("silent")));
+    // Another account's plans: the first account's generation limit is spent by the tests above.
+    const { claims: held } = await claimedPlans(5, "writer-other", await createAccountWithKey(app, ["build", "read"]));
+    await sql`UPDATE plan_stages SET lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL WHERE lease_token = ANY(${held.map((c) => c.leaseToken)}::bigint[])`.execute(
+      app.store.db,
+    );
+    const ours: StageClaim[] = [];
+    while (ours.length < held.length) {
+      const batch = await store.claim("writer-d", 50, LEASE_MS);
+      if (batch.length === 0) throw new Error("the released stages were not claimable");
+      ours.push(...batch.filter((c) => held.some((h) => h.planId === c.planId)));
+    }
+    // The first write goes alone; the others, two of them unstorable in jsonb, share the next statement.
+    const outputs: JsonValue[] = [{ ok: true }, { text: "a NUL \u0000 here" }, { text: "half a pair \ud800 here" }, { ok: true }, { ok: true }];
+    const before = store.runWriteStatements;
+    const written = await Promise.allSettled(
+      ours.map((claim, i) =>
+        store.record(claim, { kind: "succeeded", outcome: { output: outputs[i]! } }, { chainFor: { owner: "writer-d", leaseMs: LEASE_MS } }),
+      ),
+    );
+    expect(store.runWriteStatements - before).toBe(2);
+
+    for (const i of [0, 3, 4]) {
+      expect(written[i]).toMatchObject({ status: "fulfilled", value: { next: { position: 1, stageId: "outline" } } });
+      expect(await eventTypes(ours[i]!.planId)).toEqual(["created", "stage_started", "stage_succeeded", "stage_started"]);
+    }
+    for (const i of [1, 2]) {
+      const result = written[i]!;
+      if (result.status !== "rejected") throw new Error(`the unstorable result of ${ours[i]!.planId} was written`);
+      expect(store.isUnstorable(result.reason)).toBe(true);
+      expect(store.isUnavailable(result.reason)).toBe(false);
+      const stage = await app.store.db
+        .selectFrom("plan_stages")
+        .select(["state", "output", "lease_token"])
+        .where("plan_id", "=", ours[i]!.planId)
+        .where("position", "=", 0)
+        .executeTakeFirstOrThrow();
+      expect(stage).toMatchObject({ state: "running", output: null });
+      expect(Number(stage.lease_token)).toBe(ours[i]!.leaseToken);
+    }
   });
 });

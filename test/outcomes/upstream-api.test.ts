@@ -4,11 +4,11 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeUpstream } from "../chat/support/fake-upstream.js";
+import { type Behavior, completion, FakeUpstream, reply } from "../chat/support/fake-upstream.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
-import { rawAnswer, schemaNameOf, writerModel } from "./support/model-answers.js";
+import { answerFor, rawAnswer, schemaNameOf, writerModel } from "./support/model-answers.js";
 import { createRequire } from "node:module";
 import { chromium } from "playwright-core";
 import { CHROMIUM, CHROMIUM_ARGS, EPUBCHECK, haveChromium, haveEpubcheck, TEST_ARTIFACTS } from "./support/outcome-kit.js";
@@ -141,6 +141,48 @@ describe("a website goal with an upstream, through the real API", () => {
     expect(home).not.toContain("<script");
   }, 240_000);
 });
+
+describe("a model answer holding characters Postgres cannot store", () => {
+  it("reaches the gate with the model's text cleaned: no NUL, and half a surrogate pair replaced", async () => {
+    const credential = { apiKey: account.apiKey };
+    upstream.otherwise(controlCharacterModel);
+    try {
+      const created = await postExecution<{ plan: RestPlan }>(app.url, credential, { goal: "Guided sea kayaking trips for beginners, again" });
+      const atReview = await waitForPlan(app.url, credential, created.body.plan.id, settled, 90_000);
+      expect(atReview.status).toBe("awaiting_approval");
+      expect(atReview.stages.every((s) => s.error === null)).toBe(true);
+      expect(atReview.project!.name).toBe("Harbour Lights Kayaks");
+
+      const outputs = await app.store.db.selectFrom("plan_stages").select("output").where("plan_id", "=", atReview.id).execute();
+      const stored = JSON.stringify(outputs);
+      expect(stored).toContain("Guided sea kayaking trips for beginners\ufffd");
+      expect(stored).not.toContain("\\u0000");
+      expect(stored).not.toMatch(/\\ud[89ab]/i);
+      const home = await (await fetch(atReview.previewUrl!)).text();
+      expect(home).toContain("Calm water, patient guides.");
+      expect(home).not.toContain("\u0000");
+    } finally {
+      upstream.otherwise(writerModel);
+    }
+  }, 240_000);
+});
+
+/**
+ * A model that slips in what JSON can say but Postgres cannot store: a NUL (`\u0000`) before every space of its
+ * text, and half a surrogate pair (`\ud800`) after the site's tagline.
+ */
+const controlCharacterModel: Behavior = (exchange) => {
+  const answer = withNulBeforeSpaces(answerFor(schemaNameOf(exchange.body), exchange.body)) as Record<string, unknown>;
+  if (typeof answer.tagline === "string") answer.tagline = `${answer.tagline}\ud800`;
+  return reply(completion(JSON.stringify(answer)))(exchange);
+};
+
+function withNulBeforeSpaces(value: unknown): unknown {
+  if (typeof value === "string") return value.replaceAll(" ", "\u0000 ");
+  if (Array.isArray(value)) return value.map(withNulBeforeSpaces);
+  if (typeof value === "object" && value !== null) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, withNulBeforeSpaces(item)]));
+  return value;
+}
 
 describe.runIf(haveEpubcheck)("epubcheck (Debian package; CI installs it)", () => {
   it("accepts the published EPUB with no errors or warnings", async () => {

@@ -261,6 +261,15 @@ describe("parseJsonAnswer", () => {
     expect(parseJsonAnswer(null)).toEqual({ ok: false, problem: "the answer was empty" });
   });
 
+  it("drops the characters Postgres and XML cannot hold from every string, keys and refusals included, and keeps whole surrogate pairs", () => {
+    const answer = String.raw`{"na\u0000me": "Tab\tand\u0001 NUL\u0000\ufffe", "pages": ["half \ud800 pair", "\udc00 other half", "whole \ud83d\ude00 pair"]}`;
+    expect(parseJsonAnswer(answer)).toEqual({
+      ok: true,
+      value: { name: "Tab\tand NUL", pages: ["half \ufffd pair", "\ufffd other half", "whole \u{1F600} pair"] },
+    });
+    expect(parseJsonAnswer(null, { refusal: "No\u0000 thanks\ud800" })).toEqual({ ok: false, problem: `the model refused to answer: "No thanks\ufffd"` });
+  });
+
   it("tells a refusal and an answer cut off at the length limit from an answer that is not JSON", () => {
     const refusal = "I'm sorry, I cannot help with that.";
     expect(parseJsonAnswer(null, { refusal })).toEqual({ ok: false, problem: `the model refused to answer: "${refusal}"` });

@@ -122,15 +122,34 @@ const REFUSAL_QUOTE_MAX = 200;
  * a Markdown code fence around it, prose before or after the object, and
  * trailing commas. Anything else goes back to the model as a problem, named
  * for what happened: a refusal, an answer cut off at the length limit, or
- * text that is not JSON.
+ * text that is not JSON. What it reads is holdable text (holdableText).
  */
 export function parseJsonAnswer(content: string | null, how: AnswerEnd = {}): ParsedAnswer {
   const parsed = parseJson(content);
-  if (parsed.ok) return parsed;
-  if (how.refusal !== undefined) return { ok: false, problem: `the model refused to answer: "${shorten(how.refusal, REFUSAL_QUOTE_MAX)}"` };
+  if (parsed.ok) return { ok: true, value: holdableText(parsed.value) };
+  if (how.refusal !== undefined) return { ok: false, problem: `the model refused to answer: "${shorten(holdableText(how.refusal), REFUSAL_QUOTE_MAX)}"` };
   if (how.finishReason === "length") return { ok: false, problem: "the answer was cut off at the length limit before its JSON was complete" };
   return parsed;
 }
+
+/**
+ * Every string of a model's answer, keys included, as Postgres and XML can
+ * hold it. JSON lets a model write `\u0000`, which no Postgres text or jsonb
+ * value holds, the other control characters XML 1.0 forbids, and half of a
+ * surrogate pair, which jsonb refuses and UTF-8 cannot encode. The first
+ * two are dropped; a lone half becomes U+FFFD, the replacement character.
+ */
+function holdableText<T>(value: T): T {
+  if (typeof value === "string") return value.replace(XML_FORBIDDEN, "").replace(LONE_SURROGATE, "\uFFFD") as T;
+  if (Array.isArray(value)) return value.map((item: unknown) => holdableText(item)) as T;
+  if (typeof value === "object" && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [holdableText(key), holdableText(item)])) as T;
+  }
+  return value;
+}
+
+const XML_FORBIDDEN = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 function parseJson(content: string | null): ParsedAnswer {
   if (content === null || content.trim() === "") return { ok: false, problem: "the answer was empty" };
