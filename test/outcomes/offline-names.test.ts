@@ -47,6 +47,21 @@ const NAMES: [goal: string, name: string][] = [
   ['A website for "The Quite Remarkably Long Named Riverside Bakery" in Leeds', "The Quite Remarkably Long Named Riverside Bakery"],
   ['A bakery called "Crumbs" in Leeds', "Crumbs"],
   ["A yoga studio called Still Water in Leeds", "Still Water"],
+  // Full stops inside a quoted name: abbreviations, initials, a final one. It is the name whole, never cut at its first stop.
+  ['A website for my dental clinic "Dr. Lee Dental" in Leeds', "Dr. Lee Dental"],
+  ['Website for "St. Mary Bakery"', "St. Mary Bakery"],
+  ['A dental clinic called "Dr. Lee Dental" in Leeds', "Dr. Lee Dental"],
+  ["A dental clinic called 'Dr. Lee Dental' in Leeds", "Dr. Lee Dental"],
+  ['A website for "J. R. Hartley Books" in York', "J. R. Hartley Books"],
+  ['A website for "Acme Widgets Inc." in Leeds', "Acme Widgets Inc."],
+  ['A website for "Who Is Afraid of Virginia Woolf?" bookshop in Leeds', "Who Is Afraid of Virginia Woolf?"],
+  // A quoted sentence is no name; the site is named from the goal's other words, with no quotation mark left open.
+  ['A website for my bakery "We bake bread every day." in Leeds', "Leeds Bakery"],
+  ['A website for my bakery "Fresh bread. Open daily" in Leeds', "Leeds Bakery"],
+  ['A website for my bakery in Leeds. "We bake bread every day."', "Leeds Bakery"],
+  ['A website for "We bake bread every day." in Leeds', UNTITLED],
+  ['A website for my dental clinic "Dr. Lee Dental in Leeds', "Leeds Dental Clinic"],
+  ["A website for my dental clinic 'Fresh smiles. Every day' in Leeds", "Leeds Dental Clinic"],
   // A goal with nothing a person can see in it names nothing: controls, zero-width characters, bare accents, bidi overrides.
   ["\u0007".repeat(8), UNTITLED],
   ["\u200B".repeat(8), UNTITLED],
@@ -134,6 +149,34 @@ describe("names as the goal wrote them, less what no one can see", () => {
     expect(site.brief.name).toBe(shorten(name, NAME_MAX));
     expect(site.home).toContain('<html lang="zh" dir="ltr">');
     expect(site.warning).toContain("no phrasing for Chinese");
+  });
+});
+
+describe("quoted names with ampersands, brackets and abbreviations", () => {
+  it.each([
+    ['A website for "Four (Paris) & Co." bakery in Paris', "Four (Paris) & Co.", "Four (Paris) &amp; Co.", "four-paris-co"],
+    // An entity typed as such is what the person typed: kept, and escaped on the page like any "&".
+    ['A website for "Tom &amp; Jerry" bakery in Paris', "Tom &amp; Jerry", "Tom &amp;amp; Jerry", "tom-amp-jerry"],
+  ])("%s is called %s", async (goal, name, onPage, slug) => {
+    const site = await namedSite(goal);
+    expect(site.brief.name).toBe(name);
+    expect(site.project).toBe(name);
+    expect(site.home).toContain(`<h1 id="section-1">${onPage}</h1>`);
+    expect(site.home).toContain(`<title>${onPage}`);
+    const deps = await outcomeDeps();
+    const run = await runStages(createStageWork(deps), { planId: "pln_amp", outcome: "website", goal }, { until: "understand" });
+    expect(run.outcomes.understand?.project?.slug).toBe(slug);
+  });
+
+  it("ends a sentence on a name with the name's own full stop", async () => {
+    const site = await namedSite('A website for "Four (Paris) & Co." bakery in Paris');
+    expect(site.home).toContain("Welcome to Four (Paris) &amp; Co. Take a look around.");
+    for (const [file, text] of site.files) expect(text, file).not.toContain("Co..");
+  });
+
+  it("reads what the site is from the words beside the quoted name", async () => {
+    const site = await namedSite('A website for my dental clinic "Dr. Lee Dental" in Leeds');
+    expect(site.brief.tagline).toBe("A dental clinic in Leeds.");
   });
 });
 

@@ -4,6 +4,7 @@ import { shorten } from "../json-schema.js";
 import { stylesheet, THEMES, type Theme } from "./themes.js";
 import { cutSlug, hyphenated } from "../projects.js";
 import { ART_MOTIFS, generatedArt, givenAlt, isEnglish, withName } from "./hero-art.js";
+import { endSentence } from "../writers/goal-facts.js";
 
 /** A built site: file name → contents. Flat, with relative links, so it works under any base path. */
 export type SiteFiles = Map<string, string>;
@@ -71,7 +72,8 @@ export const HERO_ART = "hero.svg";
 export const SHARE_ART = "og.svg";
 
 /** The page a visitor gets for a URL the site does not have; the route serves it with status 404. */
-export const NOT_FOUND_PAGE = "404.html";
+const NOT_FOUND_SLUG = "404";
+export const NOT_FOUND_PAGE = fileFor(NOT_FOUND_SLUG);
 
 /**
  * The site's own 404 page: same header, theme and footer, a link home. Its
@@ -79,7 +81,7 @@ export const NOT_FOUND_PAGE = "404.html";
  */
 function notFoundPage(brief: WebsiteBrief, lang: string, outline: SiteOutline): Html {
   const english = lang.toLowerCase().startsWith("en") ? html`` : html` lang="en" dir="ltr"`;
-  return html`${documentStart(lang, pageTitle(["Not found", brief.name]), `This page is not part of ${brief.name}.`, html`<link rel="icon" href="favicon.svg" type="image/svg+xml">\n`)}
+  return html`${documentStart(lang, pageTitle(["Not found", brief.name]), `This page is not part of ${endSentence(brief.name)}`, html`<link rel="icon" href="favicon.svg" type="image/svg+xml">\n`)}
 ${siteHeader(brief, outline, undefined)}
 <main id="main"${english}>
 <section class="hero" aria-labelledby="section-1">
@@ -211,9 +213,13 @@ function pageTitle(parts: [string, string]): string {
 const MAX_TITLE = 70;
 const titleLength = (text: string) => [...escapeHtml(text)].length;
 
-/** Lowercase, hyphenated with accents folded as a project's slug is, safe as a file name, at most 40 characters and never cut mid-word. */
+/**
+ * Lowercase, hyphenated with accents folded as a project's slug is, safe as a file name, at most 40 characters and
+ * never cut mid-word. Never the not-found page's: the writer's "404" is "page-404", in the navigation and links alike.
+ */
 export function pageSlug(raw: string): string {
-  return cutSlug(hyphenated(raw.toLowerCase().replace(/\.html?$/, "")), 40) || "page";
+  const slug = cutSlug(hyphenated(raw.toLowerCase().replace(/\.html?$/, "")), 40) || "page";
+  return slug === NOT_FOUND_SLUG ? `page-${slug}` : slug;
 }
 
 function fileFor(slug: string): string {

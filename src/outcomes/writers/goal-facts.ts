@@ -57,13 +57,35 @@ const NAME_MAX = websiteBriefSchema.properties.name.maxLength;
 const CONTROLS = /[\u0000-\u0008\u000E-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/gu;
 /** What a person can see in a name: a letter, a digit or a symbol (an emoji is one). */
 const VISIBLE = /[\p{L}\p{N}\p{S}]/u;
-/** A name the "called", "named", "titled" or "branded as" before it gives, in quotes or not. */
-const CALLED =
+/** The words that give the name after them: "called", "named", "titled", "branded as". */
+const CALLED = /\b(?:called|named|titled|brand(?:ed)? as)\s+/giu;
+/** The name after CALLED when it is not in quotes: up to the next clause. */
+const CALLED_UNQUOTED =
   // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
-  /\b(?:called|named|titled|brand(?:ed)? as)\s+[\u201C"'\u2018]?([^\u201C\u201D"'\u2019.,;:!?]+?)[\u201D"'\u2019]?(?=\s+(?:that|which|who|for|with|in|at|to|and|,)\b|[.,;:!?]|$)/giu;
+  /^[\u201C"'\u2018]?([^\u201C\u201D"'\u2019.,;:!?]+?)[\u201D"'\u2019]?(?=\s+(?:that|which|who|for|with|in|at|to|and|,)\b|[.,;:!?]|$)/u;
 /** Text in quotation marks of any script: "…", \u201C…\u201D, \u00AB…\u00BB, \u201E…\u201C, \u300C…\u300D, \u300E…\u300F. */
 const QUOTED =
   /["\u201C\u201E\u00AB\u2039\u300C\u300E]([^"\u201C\u201D\u201E\u00AB\u00BB\u2039\u203A\u300C\u300D\u300E\u300F]+)["\u201C\u201D\u00BB\u203A\u300D\u300F]/gu;
+/**
+ * Text in single quotation marks, '…' or \u2018…\u2019: the marks outside a word, so the apostrophes of
+ * "Robert's" and "the Smiths'" open and close nothing.
+ */
+const SINGLE_QUOTED = /(?<![\p{L}\p{N}])['\u2018]([^'\u2018\u2019]+)['\u2019](?![\p{L}\p{N}])/gu;
+const SINGLE_QUOTED_FIRST = new RegExp(`^${SINGLE_QUOTED.source}`, "u");
+/**
+ * A double quotation mark that opens a word: left open in a subject, it was cut from inside quotes. A single one
+ * may be an apostrophe ("'90s").
+ */
+const OPENING_QUOTE = /(?<=^|[\s(])["\u201C\u201E\u00AB\u2039\u300C\u300E](?=\S)/u;
+/**
+ * Words that end in a full stop inside a name: an initial ("J. R."), titles ("Dr.", "St."), company forms
+ * ("Co.", "Inc.", "Ltd."), "No.", "Bros.", "Ave.". Matched against the name up to and including the stop.
+ */
+const ABBREVIATION = /(?<=^|[\s(.&/-])(?:\p{L}|dr|mr|mrs|ms|mx|prof|rev|st|ste|mt|ft|no|co|corp|inc|ltd|llc|plc|bros|jr|sr|ave|rd)\.$/iu;
+/** An HTML entity typed as such ("&amp;", "&#38;"): its ";" ends no clause. */
+const TYPED_ENTITY = /&#?[a-z\d]{1,31};/giu;
+/** Short words a title leaves in lower case ("House of Pies"); titleCase keeps them so. */
+const JOINING_WORD = /^(?:and|or|of|the|a|an|in|on|for|to|with|de|du|la)$/i;
 
 /**
  * Reads a goal. Deterministic: the same goal always gives the same facts.
@@ -87,7 +109,7 @@ export function readGoal(goal: string, language = "en"): GoalFacts {
   // sentences into "names" and "offerings", so only what is marked in every
   // script is read: a quoted name, an address, a number.
   if (language !== "en") {
-    const quoted = quotedNames(withoutContacts)[0]?.name;
+    const quoted = quotations(withoutContacts).find((q) => q.name !== undefined)?.name;
     return {
       name: fittedName(quoted),
       namedInGoal: quoted !== undefined,
@@ -160,14 +182,19 @@ function fittedName(name: string | undefined): string | undefined {
 
 // Curly quotes as escapes (\u2018 \u2019 \u201C \u201D): the server bundle stays ASCII (see src/build.ts).
 function readGivenName(text: string): string | undefined {
-  const quoted = quotedNames(text);
-  // "Called" inside a quoted name is part of it ("The Place Called Home"): the quoted name is the one given.
-  const inQuotedName = (index: number) => quoted.some((q) => index > q.start && index < q.end);
+  const quoted = quotations(text);
+  // "Called" inside quotes is part of them ("The Place Called Home"): the quoted name is the one given.
+  const inQuotes = (index: number) => quoted.some((q) => index > q.start && index < q.end);
   for (const match of text.matchAll(CALLED)) {
-    const called = visibleName(match[1] ?? "");
-    if (called && !inQuotedName(match.index)) return called;
+    if (inQuotes(match.index)) continue;
+    const at = match.index + match[0].length;
+    // "called "Dr. Lee Dental"": the quoted name whole, its full stops and all; a quoted sentence there names nothing.
+    const quote = quoted.find((q) => q.start === at);
+    const called = quote ? quote.name : calledName(text.slice(at));
+    if (called) return called;
   }
-  if (quoted[0]) return quoted[0].name;
+  const first = quoted.find((q) => q.name !== undefined);
+  if (first) return first.name;
   // A run of capitalised words after the first word is probably a name ("for Maison Dupont, a bakery").
   for (const match of text.matchAll(
     /(?<!^|[.!?]\s)(?<!\b(?:in|at|near)\s)\b((?:\p{Lu}[\p{L}'&-]*\d*)(?:\s+(?:\p{Lu}[\p{L}'&-]*|&|of|the|and|de|du|la))*\s*(?:\p{Lu}[\p{L}'&-]*))/gu,
@@ -219,21 +246,53 @@ function onlyLooksLikeName(words: string): boolean {
 }
 
 /**
- * The names set in quotation marks (QUOTED), first first, with where each
- * stands in `text` quotes included. Taken as written, spaces inside French
- * guillemets aside, however many words they have (a name longer than a
- * brief's is shortened at a word later, as any name); a quoted sentence is
- * no name, nor are quotes around nothing a person can see.
+ * Every text in quotation marks (QUOTED), first first, with where it stands
+ * in `text` quotes included, and the name it gives, if it is one (see
+ * quotedName).
  */
-function quotedNames(text: string): { name: string; start: number; end: number }[] {
-  const names: { name: string; start: number; end: number }[] = [];
-  for (const match of text.matchAll(QUOTED)) {
-    const name = visibleName(match[1] ?? "");
-    if (name !== undefined && [...name].length >= 2 && !/[.!?;:\u3002\uFF01\uFF1F]/.test(name)) {
-      names.push({ name, start: match.index, end: match.index + match[0].length });
-    }
+function quotations(text: string): { name: string | undefined; start: number; end: number }[] {
+  return [...text.matchAll(QUOTED)].map((match) => ({ name: quotedName(match[1] ?? ""), start: match.index, end: match.index + match[0].length }));
+}
+
+/** The name after "called" (CALLED) when it is not in double quotation marks: in single ones, or up to the next clause. */
+function calledName(rest: string): string | undefined {
+  const single = SINGLE_QUOTED_FIRST.exec(rest);
+  if (single) return quotedName(single[1] ?? "");
+  return visibleName(CALLED_UNQUOTED.exec(rest)?.[1] ?? "");
+}
+
+/**
+ * Quoted text as a name: taken as written (spaces inside French guillemets
+ * aside), its abbreviations, brackets and ampersands and all, however many
+ * words it has (a name longer than a brief's is shortened at a word later,
+ * as any name). A quoted sentence is no name, nor are quotes around nothing
+ * a person can see.
+ */
+function quotedName(quoted: string): string | undefined {
+  const name = visibleName(quoted);
+  return name !== undefined && [...name].length >= 2 && !isSentence(name) ? name : undefined;
+}
+
+/**
+ * True when quoted text reads as a sentence rather than a name: it holds a
+ * full stop in CJK, a clause break ("; " or ": ", but not the ";" of an
+ * entity typed as such, "&amp;"), or a full stop before a capitalised word
+ * that is not an abbreviation's ("Fresh bread. Open daily"); or it is three
+ * words or more ending as a sentence does, not on an abbreviation, with a
+ * word in lower case that a title would capitalise ("We bake bread every
+ * day.", but not "Who Is Afraid of Virginia Woolf?"), or in a script
+ * without capitals.
+ */
+function isSentence(text: string): boolean {
+  if (/[\u3002\uFF01\uFF1F]/u.test(text) || /[;:]\s/u.test(text.replace(TYPED_ENTITY, "&"))) return true;
+  for (const stop of text.matchAll(/\.(?=\s+\p{Lu})/gu)) {
+    if (!ABBREVIATION.test(text.slice(0, stop.index + 1))) return true;
   }
-  return names;
+  const ending = text.replace(/(?<!["'\u2019\u201D)\]])["'\u2019\u201D)\]]+$/u, "");
+  if (!/[.!?\u061F]$/u.test(ending) || ABBREVIATION.test(ending)) return false;
+  const words = text.split(" ").filter((word) => VISIBLE.test(word));
+  const untitled = words.slice(1).some((word) => /^\p{Ll}/u.test(word) && !JOINING_WORD.test(word)) || !/\p{Lu}/u.test(text);
+  return words.length >= 3 && untitled;
 }
 
 function readSubject(text: string): string | undefined {
@@ -245,21 +304,43 @@ function readSubject(text: string): string | undefined {
   ];
   // "A website for X" names X after "for"; "Spanish lessons for beginners" names it first.
   if (!SITE_WORDS.test(text) && !COMMAND.test(text)) patterns.reverse();
-  // What is in quotes is one thing: a word in it ("The Place Called Home") ends no clause. The goal has no NUL left (readGoal).
+  // What is in quotes is one thing: a word or a full stop in it ("The Place Called Home", "Dr. Lee") ends no clause.
+  // The goal has no NUL left (readGoal).
   const quotes: string[] = [];
-  const masked = text.replace(QUOTED, (quote) => `\u0000${quotes.push(quote) - 1}\u0000`);
+  const masked = text
+    .replace(QUOTED, (quote) => `\u0000${quotes.push(quote) - 1}\u0000`)
+    .replace(SINGLE_QUOTED, (quote) => `\u0000${quotes.push(quote) - 1}\u0000`);
   for (const pattern of patterns) {
     const found = pattern.exec(masked.replace(COMMAND, "").replace(SITE_WORDS, ""))?.[1];
-    const subject = found
-      ?.replace(/\u0000(\d+)\u0000/gu, (_all, i: string) => quotes[Number(i)]!)
+    if (found === undefined) continue;
+    let phrase = found
       .replace(ARTICLES, "")
       .replace(/^(?:for|about)\s+/i, "")
       .replace(ARTICLES, "")
       // A quotation mark the clause was cut from ("for Robert'); …").
       .replace(/^['"\u2018\u2019\u201C\u201D]+/, "")
-      .replace(/(?<!['"\u2018\u2019\u201C\u201D])['"\u2018\u2019\u201C\u201D]+$/, "")
-      .trim();
-    if (subject && subject.length >= 3 && subject.split(" ").length <= 6 && VISIBLE.test(subject) && !SITE_WORDS.test(subject)) return subject;
+      .replace(/(?<!['"\u2018\u2019\u201C\u201D])['"\u2018\u2019\u201C\u201D]+$/, "");
+    // One left open further on: what follows it was cut from inside quotes.
+    const open = OPENING_QUOTE.exec(phrase);
+    if (open) phrase = phrase.slice(0, open.index);
+    phrase = phrase.trim();
+    // Quoted text is what the thing is when it is all the phrase ("for "St. Mary Bakery""), unless it is a sentence.
+    // Before or after other words, a quoted name or sentence says what the thing is called or says, not what it is
+    // ("dental clinic "Dr. Lee Dental""): left out. Anywhere else it stays, quotes and all.
+    const inner = (i: string) => tidyName(quotes[Number(i)]!.slice(1, -1));
+    const namesOrSays = (i: string) => quotedName(inner(i)) !== undefined || isSentence(inner(i));
+    const whole = /^\u0000(\d+)\u0000$/u.exec(phrase)?.[1];
+    if (whole !== undefined && isSentence(inner(whole))) continue;
+    const subject =
+      whole !== undefined
+        ? inner(whole)
+        : phrase
+            .replace(/\u0000(\d+)\u0000/gu, (quote, i: string, at: number) =>
+              (at === 0 || at + quote.length === phrase.length) && namesOrSays(i) ? "" : quotes[Number(i)]!,
+            )
+            .trim();
+    const readable = subject.length >= 3 && subject.split(" ").length <= 6 && VISIBLE.test(subject) && !SITE_WORDS.test(subject);
+    if (readable) return subject;
   }
   return undefined;
 }
@@ -300,10 +381,13 @@ function tidyName(name: string): string {
 export function titleCase(phrase: string): string {
   return phrase
     .split(" ")
-    .map((word, i) =>
-      i > 0 && /^(?:and|or|of|the|a|an|in|on|for|to|with|de|du|la)$/i.test(word) ? word.toLowerCase() : word.charAt(0).toUpperCase() + word.slice(1),
-    )
+    .map((word, i) => (i > 0 && JOINING_WORD.test(word) ? word.toLowerCase() : word.charAt(0).toUpperCase() + word.slice(1)))
     .join(" ");
+}
+
+/** `text` as the end of a sentence: with a full stop, unless it ends in its own ("Four & Co.", "Yahoo!"). */
+export function endSentence(text: string): string {
+  return /[.!?]$/u.test(text) ? text : `${text}.`;
 }
 
 /** "sourdough bread" → "Sourdough bread". */

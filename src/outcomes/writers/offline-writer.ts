@@ -1,7 +1,7 @@
 import { StageFailure } from "../../engine/stage-work.js";
 import { pageContentSchema, siteOutlineSchema, websiteBriefSchema, type PageContent, type Section, type SiteOutline, type WebsiteBrief } from "../content.js";
 import { fitToSchema } from "../json-schema.js";
-import { readGoal, sentenceCase, type GoalFacts } from "./goal-facts.js";
+import { endSentence, readGoal, sentenceCase, type GoalFacts } from "./goal-facts.js";
 import { detectGoalLanguage } from "./goal-language.js";
 import { pickProfile, say, UNREAD_PROFILE, type Profile, type ProfileWords } from "./offline-profiles.js";
 import { renamed } from "./offline-feedback.js";
@@ -64,11 +64,17 @@ export function createOfflineWriter(): Writer {
 /** The composed pages as a revised brief has them: its pages only, its name throughout. */
 function followBrief(site: ReturnType<typeof composeSite>, brief: WebsiteBrief): PagePlan[] {
   const wanted = new Set(brief.pages.map((p) => p.slug));
-  return renamed(
+  const pages = renamed(
     site.pages.filter((p, i) => i === 0 || wanted.has(p.slug)),
     site.brief.name,
     brief.name,
   );
+  return oneStopAfter(pages, brief.name);
+}
+
+/** `value` with one full stop where a sentence ends on a name that ends in its own ("Welcome to Acme Co."). */
+function oneStopAfter<T>(value: T, name: string): T {
+  return renamed(value, `${name}.`, endSentence(name));
 }
 
 /** The site for a goal in its language, read as composed text (NFC): a decomposed accent (macOS) is part of its letter. */
@@ -221,7 +227,7 @@ export function composeSite(goal: string, language = "en"): { brief: WebsiteBrie
     // Its picture's alt text: what the tone draws, in English on an English site, else the name (no English words on the page's behalf).
     visualAlt: describeArt(profile.tone, language, name),
   };
-  return { brief, pages, facts, profile };
+  return { brief: oneStopAfter(brief, name), pages: oneStopAfter(pages, name), facts, profile };
 }
 
 /**
