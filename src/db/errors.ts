@@ -12,19 +12,18 @@ export function isDatabaseDown(error: unknown): boolean {
   );
 }
 
-/** True for text Postgres cannot store: a NUL character (22P05) or an invalid byte sequence (22021). */
-export function isUnstorableText(error: unknown): boolean {
-  const sqlState = (error as { code?: unknown } | null)?.code;
-  return sqlState === "22021" || sqlState === "22P05";
-}
-
 /**
- * True when Postgres refused a statement's values (SQLSTATE class 22, data exception: a NUL in text or jsonb,
- * half a surrogate pair in jsonb, a number out of range): the same values fail again however often they are sent.
+ * SQLSTATEs of text Postgres cannot store, however often it is sent: a NUL in text (22021, invalid byte sequence) or
+ * `\u0000` in jsonb (22P05, untranslatable character). Half a surrogate pair in jsonb is 22P02, invalid text
+ * representation, from the JSON parser (jsonfuncs.c; JSON.stringify writes nothing else it refuses); 22P02 from
+ * anywhere else is a malformed number or id, a bug of ours, as are the rest of class 22 (a number out of range).
  */
-export function isDataException(error: unknown): boolean {
-  const sqlState = (error as { code?: unknown } | null)?.code;
-  return typeof sqlState === "string" && sqlState.startsWith("22");
+const UNSTORABLE_TEXT_CODES = new Set(["22021", "22P05"]);
+
+/** True for text Postgres cannot store (UNSTORABLE_TEXT_CODES): a NUL character, or half a surrogate pair in jsonb. */
+export function isUnstorableText(error: unknown): boolean {
+  const { code, file } = (error ?? {}) as { code?: unknown; file?: unknown };
+  return (typeof code === "string" && UNSTORABLE_TEXT_CODES.has(code)) || (code === "22P02" && file === "jsonfuncs.c");
 }
 
 /** True when Postgres rolled a statement back to break a deadlock (40P01) or a serialization conflict (40001): nothing was written, and trying again may succeed. */

@@ -68,6 +68,9 @@ export interface StageEngineEvents {
   "runs:changed": [running: number];
 }
 
+/** How a run's work ended, as written by #endRun. */
+type RunEnd = Extract<StageChange, { kind: "succeeded" | "failed" | "retrying" }>;
+
 /** Why a run's signal was aborted. */
 type StopReason = "lost" | "revoked" | "shutdown";
 
@@ -260,9 +263,10 @@ export class StageEngine {
       ended("handed_back");
       return;
     }
+    // The run's time is its work's; the write that ends it is left out.
+    const workMs = performance.now() - started;
     if (result.ok) {
-      ended("succeeded");
-      const written = await this.#writeResult(run, { kind: "succeeded", outcome: result.outcome }, !this.#stopping);
+      const written = await this.#endRun(run, { kind: "succeeded", outcome: result.outcome }, workMs, !this.#stopping);
       // The next stage of this plan, claimed in the same write: run it on this slot at once.
       if (typeof written === "object") this.#launch(written.next);
     } else {
@@ -274,19 +278,39 @@ export class StageEngine {
       const retry = this.#options.retry;
       const tries = (claim.retries ?? 0) + 1;
       const retrying = retry !== undefined && tries < retry.maxAttempts && retry.isTransient(error.type);
-      ended(retrying ? "retrying" : "failed");
       // One line per try that failed: why, and what happens next.
       const where = { planId: claim.planId, stage: claim.stageId, attempt: claim.attempts, error, ...(thrown === undefined ? {} : { err: thrown }) };
       if (retrying) {
         const waitMs = Math.max(retryWaitMs(retry, tries), askedWaitMs(result.error));
         if (storeAway) this.#log.warn({ ...where, err: result.error, waitMs }, "stage work lost the database; it is tried again");
         else this.#log[thrown === undefined ? "info" : "error"]({ ...where, waitMs }, "stage try failed; it is tried again");
-        await this.#writeResult(run, { kind: "retrying", error, waitMs });
+        await this.#endRun(run, { kind: "retrying", error, waitMs }, workMs);
       } else {
         if (thrown === undefined) this.#log.warn(where, "stage failed");
         else this.#log.error(where, "stage work threw; the stage failed");
-        await this.#writeResult(run, { kind: "failed", error });
+        await this.#endRun(run, { kind: "failed", error }, workMs);
       }
+    }
+  }
+
+  /**
+   * Writes how a run's work ended (#writeResult), then tells observers, as
+   * written: a result the store cannot hold fails the stage, saying so,
+   * rather than leaving its lease to expire as if the worker had died, and
+   * the run counts as failed.
+   */
+  async #endRun(run: Run, change: RunEnd, workMs: number, chain = false): Promise<StageWrite> {
+    let how: StageRunResult = change.kind;
+    try {
+      return await this.#writeResult(run, change, chain);
+    } catch (error) {
+      if (!this.#store.isUnstorable(error)) throw error;
+      const { planId, stageId: stage } = run.claim;
+      this.#log.error({ err: error, planId, stage, change: change.kind }, "the store refused the stage's result; the stage failed");
+      how = "failed";
+      return await this.#writeResult(run, { kind: "failed", error: UNSTORABLE_RESULT });
+    } finally {
+      this.events.emit("stage:end", run.claim, how, workMs);
     }
   }
 
@@ -295,20 +319,13 @@ export class StageEngine {
    * the run stays in `#runs` so its lease keeps being renewed once the store
    * is back: a stage that finished during a short outage keeps its result
    * instead of being interrupted when its abandoned lease expires. It gives
-   * up when the lease is lost (renewals failed for a whole lease). A result
-   * the store cannot hold fails the stage, saying so, rather than leaving
-   * its lease to expire as if the worker had died.
+   * up when the lease is lost (renewals failed for a whole lease).
    */
   async #writeResult(run: Run, change: StageChange, chain = false): Promise<StageWrite> {
     for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
       try {
         return await this.#write(run, change, chain);
       } catch (error) {
-        if (this.#store.isUnstorable(error) && !(change.kind === "failed" && change.error === UNSTORABLE_RESULT)) {
-          const { planId, stageId: stage } = run.claim;
-          this.#log.error({ err: error, planId, stage, change: change.kind }, "the store refused the stage's result; the stage failed");
-          return this.#writeResult(run, { kind: "failed", error: UNSTORABLE_RESULT });
-        }
         if (!this.#store.isUnavailable(error)) throw error;
         if (leaseGone(run)) return "lost";
         await new Promise((resolve) => setTimeout(resolve, delay));

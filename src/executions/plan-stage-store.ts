@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Store } from "../db/database.js";
-import { isConflict, isDatabaseDown, isDataException } from "../db/errors.js";
+import { isConflict, isDatabaseDown, isUnstorableText } from "../db/errors.js";
 import type { Database } from "../db/schema.js";
 import type { InterruptedStage, StageChange, StageClaim, StageStore, StageWrite } from "../engine/stage-store.js";
 import type { Notifier } from "./notifier.js";
@@ -179,7 +179,7 @@ export class PlanStageStore implements StageStore {
   }
 
   isUnstorable(error: unknown): boolean {
-    return isDataException(error);
+    return isUnstorableText(error);
   }
 
   flush(): Promise<void> {
@@ -224,10 +224,11 @@ class FailedRunWrite {
  * "moved" (the locked path writes it after the first). A batch that
  * deadlocks with another multi-row write (a lease renewal locking the same
  * stage rows in another order) wrote nothing, and every write in it takes
- * the locked path. A batch whose values Postgres refused wrote nothing
- * either: its writes are sent again one by one, so only a run whose own
- * values are refused (a NUL in its output) fails, never the runs of other
- * plans that finished at the same moment.
+ * the locked path. A batch holding text Postgres refused wrote nothing
+ * either: only the write whose own text is refused (a NUL in its output)
+ * fails, never the runs of other plans that finished at the same moment,
+ * whose writes are sent again one by one, nor a later write of its own plan,
+ * which is "moved" as ever.
  */
 async function writeOncePerPlan(db: Kysely<Database>, writes: RunWrite[]): Promise<(RunWriteResult | FailedRunWrite)[]> {
   const seen = new Set<string>();
@@ -237,9 +238,13 @@ async function writeOncePerPlan(db: Kysely<Database>, writes: RunWrite[]): Promi
     results = await saveRunWrites(db, first);
   } catch (error) {
     if (isConflict(error)) return writes.map(() => "moved");
-    if (!isDataException(error) || first.length === 1) throw error;
-    results = [];
-    for (const write of first) results.push(await writeAlone(db, write));
+    if (!isUnstorableText(error)) throw error;
+    // A lone write is known to be the refused one: no need to send it again.
+    if (first.length === 1) results = [new FailedRunWrite(error)];
+    else {
+      results = [];
+      for (const write of first) results.push(await writeAlone(db, write));
+    }
   }
   const byWrite = new Map(first.map((w, i) => [w, results[i]!]));
   return writes.map((w) => byWrite.get(w) ?? "moved");

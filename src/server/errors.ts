@@ -85,7 +85,7 @@ export function toServiceError(error: unknown, onUnexpected?: (error: unknown) =
     });
   }
   if (isUnstorableText(error)) {
-    // Text Postgres cannot store (a NUL character, an invalid byte sequence), wherever it came in.
+    // Text Postgres cannot store (a NUL character, half a surrogate pair in jsonb), wherever it came in.
     return new ServiceError("invalid_request", "text fields must not contain NUL characters or invalid Unicode");
   }
   if (isDatabaseDown(error)) {

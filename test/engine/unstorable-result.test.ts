@@ -6,7 +6,7 @@ import { createLogger } from "../../src/observability/logger.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
-import { type HeldStage, HeldWork } from "../support/stage-work.js";
+import { type HeldStage, HeldWork, ScriptedWork } from "../support/stage-work.js";
 
 // Long enough that no heartbeat misses it on a busy machine, short enough that a result left unwritten shows as `interrupted` quickly.
 const LEASE_MS = 5000;
@@ -64,6 +64,39 @@ describe("a stage result the database cannot store", () => {
       }
     } finally {
       await engine.stop();
+    }
+  });
+});
+
+describe("a stage result the database cannot store, in the metrics", () => {
+  it("counts the run as failed, not succeeded", async () => {
+    const work = new ScriptedWork();
+    const app = await startTestApp({ stageWork: work.resolver });
+    try {
+      const account = await createAccountWithKey(app, ["build", "read"]);
+      const cred = { apiKey: account.apiKey };
+      const created = await postExecution<{ plan: RestPlan }>(app.url, cred, { goal: "A site for my bakery hold@understand" });
+      const planId = created.body.plan.id;
+      (await work.held(planId, "understand")).succeed({ output: { text: "a NUL \u0000 in the result" } });
+      await waitForPlan(app.url, cred, planId, (p) => p.status === "failed");
+
+      const counted = async () => {
+        const text = await (await fetch(`${app.url}/metrics`)).text();
+        const count = (metric: string, result: string) =>
+          Number(new RegExp(`${metric}\\{outcome="website",stage="understand",result="${result}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+        return {
+          runs: { succeeded: count("zero_stage_runs_total", "succeeded"), failed: count("zero_stage_runs_total", "failed") },
+          durations: { succeeded: count("zero_stage_duration_seconds_count", "succeeded"), failed: count("zero_stage_duration_seconds_count", "failed") },
+        };
+      };
+      let seen = await counted();
+      for (let i = 0; i < 100 && seen.runs.succeeded + seen.runs.failed === 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        seen = await counted();
+      }
+      expect(seen).toEqual({ runs: { succeeded: 0, failed: 1 }, durations: { succeeded: 0, failed: 1 } });
+    } finally {
+      await app.close();
     }
   });
 });

@@ -218,6 +218,21 @@ describe.each(TRANSPORTS)("refusing a revision over $name", ({ make }) => {
   });
 });
 
+describe("feedback with text the database cannot hold, over REST", () => {
+  it("answers 400 to a NUL or half a surrogate pair, and nothing changes", async () => {
+    const rest = restApi(scripted.url);
+    const owner = await createAccountWithKey(scripted, ["build", "read"]);
+    const created = await rest.create(key(owner), { goal: "A site for my bakery" });
+    const plan = await waitForPlan(scripted.url, key(owner), created.plan!.id, atGate);
+    // A NUL reaches the database, which refuses it; half a pair is refused as the request is read.
+    for (const feedback of ["Make it \u0000 warmer", "Make it warmer \ud800", "Make it \udc00 warmer"]) {
+      const answer = await rest.resume(key(owner), { planId: plan.id, feedback });
+      expect(answer, JSON.stringify(feedback)).toMatchObject({ status: 400, errorType: "invalid_request" });
+    }
+    expect((await rest.get(key(owner), plan.id)).plan).toMatchObject({ status: "awaiting_approval", revisions: [] });
+  });
+});
+
 describe("a revision number over REST", () => {
   it("must be a whole number of at least 0, sent with a planId, and not with cancel", async () => {
     const owner = await createAccountWithKey(scripted, ["build", "read"]);

@@ -193,4 +193,61 @@ describe("stage results of many plans written in one statement (saveRunWrites)",
       expect(Number(stage.lease_token)).toBe(ours[i]!.leaseToken);
     }
   });
+
+  it("calls unstorable only text Postgres cannot hold, not any value it refused (a number out of range is a bug of ours)", async () => {
+    const store = new PlanStageStore(app.store, new Notifier(app.store.db, createLogger("silent")));
+    const refusal = (query: ReturnType<typeof sql>) =>
+      query.execute(app.store.db).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    const unstorable = [
+      await refusal(sql`SELECT ${"a NUL \u0000 here"}::text`),
+      await refusal(sql`SELECT ${JSON.stringify({ text: "a NUL \u0000 here" })}::jsonb`),
+      await refusal(sql`SELECT ${JSON.stringify({ text: "half a pair \ud800 here" })}::jsonb`),
+      await refusal(sql`SELECT ${JSON.stringify({ text: "the other half \udc00 here" })}::jsonb`),
+    ];
+    const otherRefusals = [
+      await refusal(sql`SELECT ${"2147483648"}::int`),
+      await refusal(sql`SELECT ${"seven"}::int`),
+      await refusal(sql`SELECT ${"not-a-uuid"}::uuid`),
+      await refusal(sql`SELECT 1 / ${0}::int`),
+    ];
+    for (const error of [...unstorable, ...otherRefusals]) expect(error).toHaveProperty("code", expect.stringMatching(/^22/));
+    expect(unstorable.map((error) => store.isUnstorable(error))).toEqual([true, true, true, true]);
+    expect(otherRefusals.map((error) => store.isUnstorable(error))).toEqual([false, false, false, false]);
+  });
+
+  it("fails a refused write alone even when it is its statement's only plan: a later write of that plan in the batch is still written", async () => {
+    const store = new PlanStageStore(app.store, new Notifier(app.store.db, createLogger("silent")));
+    const { claims: held } = await claimedPlans(2, "writer-other", await createAccountWithKey(app, ["build", "read"]));
+    await sql`UPDATE plan_stages SET lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL WHERE lease_token = ANY(${held.map((c) => c.leaseToken)}::bigint[])`.execute(
+      app.store.db,
+    );
+    const ours: StageClaim[] = [];
+    while (ours.length < held.length) {
+      const batch = await store.claim("writer-e", 50, LEASE_MS);
+      if (batch.length === 0) throw new Error("the released stages were not claimable");
+      ours.push(...batch.filter((c) => held.some((h) => h.planId === c.planId)));
+    }
+    const [other, claim] = ours as [StageClaim, StageClaim];
+    // The first write goes alone; the refused result and a progress write of the same plan share the next statement.
+    const written = await Promise.allSettled([
+      store.record(other, { kind: "progress", fraction: 0.5 }),
+      store.record(claim, { kind: "succeeded", outcome: { output: { text: "a NUL \u0000 here" } } }),
+      store.record(claim, { kind: "progress", fraction: 0.5 }),
+    ]);
+
+    expect(written[0]).toEqual({ status: "fulfilled", value: "written" });
+    expect(written[1]).toMatchObject({ status: "rejected" });
+    expect(store.isUnstorable((written[1] as PromiseRejectedResult).reason)).toBe(true);
+    expect(written[2]).toEqual({ status: "fulfilled", value: "written" });
+    const stage = await app.store.db
+      .selectFrom("plan_stages")
+      .select(["state", "output", "progress"])
+      .where("plan_id", "=", claim.planId)
+      .where("position", "=", 0)
+      .executeTakeFirstOrThrow();
+    expect(stage).toEqual({ state: "running", output: null, progress: 0.5 });
+  });
 });
