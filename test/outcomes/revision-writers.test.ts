@@ -1,12 +1,10 @@
-import type { JsonValue } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { StageRevision } from "../../src/engine/stage-work.js";
 import { createStageWork } from "../../src/outcomes/outcomes-part.js";
 import { readFeedback } from "../../src/outcomes/writers/offline-feedback.js";
 import { FakeUpstream } from "../chat/support/fake-upstream.js";
 import { schemaNameOf, writerModel } from "./support/model-answers.js";
 import { httpCompleter, outcomeDeps, readTree } from "./support/outcome-kit.js";
-import { runStages, type StageRun } from "./support/run-stages.js";
+import { revise, runStages } from "./support/run-stages.js";
 
 let upstream: FakeUpstream;
 beforeAll(async () => {
@@ -14,38 +12,6 @@ beforeAll(async () => {
   upstream.otherwise(writerModel);
 });
 afterAll(() => upstream.close());
-
-/** Runs the draft stages again as the engine does for a revision: the earlier draft's outline is in `revision.draft`. */
-async function revise(
-  work: ReturnType<typeof createStageWork>,
-  first: StageRun,
-  plan: { planId: string; goal: string; outcome?: "website" | "ebook" },
-  revision: StageRevision,
-) {
-  const outcome = plan.outcome ?? "website";
-  const previous: Record<string, JsonValue> = { understand: first.previous.understand! };
-  const outcomes: Record<string, Awaited<ReturnType<ReturnType<typeof work>>>> = {};
-  for (const stageId of outcome === "website" ? ["outline", "write", "build", "publish"] : ["outline", "write", "assemble", "publish"]) {
-    const outcome_ = await work(
-      outcome,
-      stageId,
-    )({
-      planId: plan.planId,
-      accountId: "acc_test",
-      outcome,
-      goal: plan.goal,
-      stageId,
-      attempt: 2,
-      previous: { ...previous },
-      revision,
-      signal: new AbortController().signal,
-      progress: async () => {},
-    });
-    outcomes[stageId] = outcome_;
-    if (outcome_.output !== undefined) previous[stageId] = outcome_.output;
-  }
-  return outcomes;
-}
 
 describe("a revision with the upstream writer", () => {
   it("sends the feedback with the previous brief and outline in every writer prompt, and builds the revision at its own preview", async () => {

@@ -1,10 +1,11 @@
-import { StageFailure } from "../../engine/stage-work.js";
+import type { JsonValue } from "@bufbuild/protobuf";
+import { StageFailure, type StageRevision } from "../../engine/stage-work.js";
 import { pageContentSchema, siteOutlineSchema, websiteBriefSchema, type PageContent, type Section, type SiteOutline, type WebsiteBrief } from "../content.js";
-import { fitToSchema } from "../json-schema.js";
+import { fitToSchema, validate } from "../json-schema.js";
 import { endSentence, readGoal, sentenceCase, type GoalFacts } from "./goal-facts.js";
 import { detectGoalLanguage } from "./goal-language.js";
 import { pickProfile, say, UNREAD_PROFILE, type Profile, type ProfileWords } from "./offline-profiles.js";
-import { renamed } from "./offline-feedback.js";
+import { readFeedback, renamed } from "./offline-feedback.js";
 import { describeArt } from "../website/hero-art.js";
 import { OFFLINE_LANGUAGES, UNNAMED_SITE, type Writer } from "./writer.js";
 
@@ -16,12 +17,21 @@ interface PagePlan {
   description: string;
   sections: SectionPlan[];
 }
+type OutlinePage = SiteOutline["pages"][number];
+interface ComposedSite {
+  brief: WebsiteBrief;
+  pages: PagePlan[];
+  facts: GoalFacts;
+  profile: Profile;
+}
 
 /**
  * The writer that needs no upstream: it reads the goal (name, subject,
  * place, offerings, requested features, audience, contact details) and
  * composes a four-page site from copy suited to the kind of thing the goal
  * describes. Deterministic, so re-running a stage gives the same words.
+ * Each stage builds on what the stages before it stored (see `followBrief`),
+ * so a version that reads the goal differently continues the plan.
  * Websites only: an ebook cannot honestly be written without a model.
  */
 export function createOfflineWriter(): Writer {
@@ -32,28 +42,23 @@ export function createOfflineWriter(): Writer {
     kind: "offline",
     // Every answer is fitted to its stage's schema: the words are built from a goal of any length.
     websiteBrief: async (goal) => fitToSchema(websiteBriefSchema, (await siteFor(goal)).brief),
-    // A revision's brief (new name, fewer pages) is followed; a first draft's brief is the composed one.
-    siteOutline: async (goal, brief, context) => {
-      const site = await siteFor(goal);
-      const pages = context.revision ? followBrief(site, brief) : site.pages;
-      return fitToSchema(siteOutlineSchema, {
-        pages: pages.map((p) => ({
+    siteOutline: async (goal, brief, context) =>
+      fitToSchema(siteOutlineSchema, {
+        pages: followBrief(await siteFor(goal), brief, context.revision).map((p) => ({
           slug: p.slug,
           title: p.title,
           navLabel: p.navLabel,
           description: p.description,
           sections: p.sections.map((s) => ({ kind: s.kind, heading: s.heading, summary: s.summary })),
         })),
-      } satisfies SiteOutline);
-    },
-    page: async (goal, brief, _outline, slug, context) => {
-      const site = await siteFor(goal);
-      const page = (context.revision ? followBrief(site, brief) : site.pages).find((p) => p.slug === slug);
-      if (!page) throw new StageFailure("internal", `The offline writer has no page "${slug}" for this goal.`);
-      return fitToSchema(pageContentSchema, {
-        slug,
-        sections: page.sections.map(({ summary: _summary, ...section }) => section),
-      } satisfies PageContent);
+      } satisfies SiteOutline),
+    page: async (goal, brief, outline, slug) => {
+      const composed = composedPages(await siteFor(goal), brief).find((p) => p.slug === slug);
+      const outlined = outline.pages.find((p) => p.slug === slug);
+      // A page this reading of the goal lacks (another version stored the outline) is written from the outline.
+      const sections = composed?.sections.map(({ summary: _summary, ...section }) => section) ?? (outlined && writtenFromOutline(outlined));
+      if (!sections) throw new StageFailure("internal", `The outline has no page "${slug}" to write.`);
+      return fitToSchema(pageContentSchema, { slug, sections } satisfies PageContent);
     },
     ebookBrief: noBooks,
     bookOutline: noBooks,
@@ -61,15 +66,87 @@ export function createOfflineWriter(): Writer {
   };
 }
 
-/** The composed pages as a revised brief has them: its pages only, its name throughout. */
-function followBrief(site: ReturnType<typeof composeSite>, brief: WebsiteBrief): PagePlan[] {
+/**
+ * The outline's pages: the brief's, in its order, with its name throughout
+ * (a revision's new name, fewer pages). Each is the composed page, or, where
+ * this reading of the goal has no such page (the brief was stored by a
+ * version that read the goal differently), the draft's page being revised,
+ * else one written from the brief's own entry: what earlier stages stored
+ * is built on, never dropped.
+ */
+function followBrief(site: ComposedSite, brief: WebsiteBrief, revision?: StageRevision): OutlinePage[] {
+  const composed = composedPages(site, brief);
+  const drafted = revision ? draftPages(revision.draft) : [];
+  return brief.pages.map(
+    (entry) =>
+      composed.find((p) => p.slug === entry.slug) ??
+      withName(
+        drafted.find((p) => p.slug === entry.slug),
+        revision ? draftName(revision, brief, site.brief.name) : brief.name,
+        brief.name,
+      ) ??
+      withName(fromBriefEntry(entry), site.brief.name, brief.name),
+  );
+}
+
+/** The composed pages the brief lists, with its name throughout. */
+function composedPages(site: ComposedSite, brief: WebsiteBrief): PagePlan[] {
   const wanted = new Set(brief.pages.map((p) => p.slug));
-  const pages = renamed(
-    site.pages.filter((p, i) => i === 0 || wanted.has(p.slug)),
+  return withName(
+    site.pages.filter((p) => wanted.has(p.slug)),
     site.brief.name,
     brief.name,
   );
-  return oneStopAfter(pages, brief.name);
+}
+
+/** The pages of the draft a revision revises, as its outline stage stored them; none it cannot read. */
+function draftPages(draft: JsonValue | null): OutlinePage[] {
+  const pages = typeof draft === "object" && draft !== null && !Array.isArray(draft) ? draft.pages : undefined;
+  return Array.isArray(pages)
+    ? pages.filter((page): page is JsonValue & OutlinePage => validate(siteOutlineSchema.properties.pages.items, page).length === 0)
+    : [];
+}
+
+/**
+ * The name the draft being revised goes by: the brief's when this
+ * revision's feedback names nothing, else the last name the earlier
+ * feedback gave (read as the stages read it), else `firstName`.
+ */
+function draftName(revision: StageRevision, brief: WebsiteBrief, firstName: string): string {
+  if (readFeedback(revision.feedback, []).name === undefined) return brief.name;
+  return (revision.earlier ?? []).reduce((name, feedback) => readFeedback(feedback, []).name ?? name, firstName);
+}
+
+/** An outline page from the brief's entry alone: its title, and what it is for as its one section. */
+function fromBriefEntry(entry: WebsiteBrief["pages"][number]): OutlinePage {
+  return {
+    slug: entry.slug,
+    title: entry.title,
+    navLabel: entry.title,
+    description: entry.purpose,
+    sections: [{ kind: "hero", heading: entry.title, summary: entry.purpose }],
+  };
+}
+
+/**
+ * The sections of a page the composed site lacks, from its outline entry
+ * alone: each its heading over what the outline says it holds (the hero,
+ * first, over the page's description). Text only: the outline has no
+ * cards, steps or questions to fill other kinds with.
+ */
+function writtenFromOutline(page: OutlinePage): Section[] {
+  return page.sections.map((section, index) => ({
+    kind: index === 0 ? "hero" : "text",
+    heading: section.heading,
+    paragraphs: [index === 0 ? page.description : section.summary],
+    items: [],
+    link: { label: "", page: "" },
+  }));
+}
+
+/** `value` with `from` written as `name`, and one full stop where a sentence ends on it. */
+function withName<T>(value: T, from: string, name: string): T {
+  return oneStopAfter(renamed(value, from, name), name);
 }
 
 /** `value` with one full stop where a sentence ends on a name that ends in its own ("Welcome to Acme Co."). */
@@ -78,7 +155,7 @@ function oneStopAfter<T>(value: T, name: string): T {
 }
 
 /** The site for a goal in its language, read as composed text (NFC): a decomposed accent (macOS) is part of its letter. */
-async function siteFor(goal: string): Promise<ReturnType<typeof composeSite>> {
+async function siteFor(goal: string): Promise<ComposedSite> {
   const composed = goal.normalize("NFC");
   return composeSite(composed, (await detectGoalLanguage(composed)).tag);
 }
@@ -88,7 +165,7 @@ async function siteFor(goal: string): Promise<ReturnType<typeof composeSite>> {
  * the goal's (it becomes the site's `lang`); the copy is English, and only
  * an English goal is read for more than a quoted name and contact details.
  */
-export function composeSite(goal: string, language = "en"): { brief: WebsiteBrief; pages: PagePlan[]; facts: GoalFacts; profile: Profile } {
+export function composeSite(goal: string, language = "en"): ComposedSite {
   const facts = readGoal(goal, OFFLINE_LANGUAGES.includes(language) ? language : "unread");
   const named = facts.name !== undefined;
   const name = facts.name ?? UNNAMED_SITE;

@@ -1,5 +1,5 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import { StageFailure, type StageOutcome, type StageWorkResolver } from "../../../src/engine/stage-work.js";
+import { StageFailure, type StageOutcome, type StageRevision, type StageWorkResolver } from "../../../src/engine/stage-work.js";
 import { APPROVAL_STAGE, OUTCOME_STAGES, type OutcomeId } from "../../../src/api/outcomes.js";
 
 export interface StageRun {
@@ -42,6 +42,42 @@ export async function runStages(
     if (stage.id === options.until) break;
   }
   return run;
+}
+
+/**
+ * Runs the draft stages again as the engine does for a revision, from
+ * `first`'s stored `understand`: the earlier draft's outline is in
+ * `revision.draft`.
+ */
+export async function revise(
+  work: StageWorkResolver,
+  first: Pick<StageRun, "previous">,
+  plan: { planId: string; goal: string; outcome?: "website" | "ebook" },
+  revision: StageRevision,
+): Promise<Record<string, StageOutcome>> {
+  const outcome = plan.outcome ?? "website";
+  const previous: Record<string, JsonValue> = { understand: first.previous.understand! };
+  const outcomes: Record<string, StageOutcome> = {};
+  for (const stageId of outcome === "website" ? ["outline", "write", "build", "publish"] : ["outline", "write", "assemble", "publish"]) {
+    const stageOutcome = await work(
+      outcome,
+      stageId,
+    )({
+      planId: plan.planId,
+      accountId: "acc_test",
+      outcome,
+      goal: plan.goal,
+      stageId,
+      attempt: 2,
+      previous: { ...previous },
+      revision,
+      signal: new AbortController().signal,
+      progress: async () => {},
+    });
+    outcomes[stageId] = stageOutcome;
+    if (stageOutcome.output !== undefined) previous[stageId] = stageOutcome.output;
+  }
+  return outcomes;
 }
 
 /** Runs one stage and returns the StageFailure it threw (fails the test if it succeeded). */
