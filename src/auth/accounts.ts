@@ -1,14 +1,17 @@
 import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import type { Account, ApiKeyRow } from "../db/tables/auth.table.js";
-import { normalizeEmail } from "./credentials.js";
+import { emailSpellings, normalizeEmail } from "./credentials.js";
 import { hashPassword, hashToken, newApiKeySecret, newId, newSessionToken } from "./secrets.js";
 import { SESSION_IDLE_MS, SESSION_TTL_MS } from "./session-cookie.js";
 
 /** Repository functions for accounts, sessions and keys. Each takes `db` or a transaction. */
 
+/** The account stored under one of the address's spellings, the one typed first (see emailSpellings). */
 export async function findAccountByEmail(db: Kysely<Database>, email: string): Promise<Account | undefined> {
-  return db.selectFrom("accounts").selectAll().where("email", "=", normalizeEmail(email)).executeTakeFirst();
+  const spellings = emailSpellings(email);
+  const accounts = await db.selectFrom("accounts").selectAll().where("email", "in", spellings).execute();
+  return spellings.map((spelling) => accounts.find((account) => account.email === spelling)).find((account) => account !== undefined);
 }
 
 export async function findAccount(db: Kysely<Database>, id: string): Promise<Account | undefined> {
@@ -18,9 +21,10 @@ export async function findAccount(db: Kysely<Database>, id: string): Promise<Acc
 export type CreateAccountResult = { account: Account; session: { id: string; token: string } } | { refused: "email_taken" | "signup_closed" };
 
 /**
- * Creates an account and its first session. With `onlyFirst`, succeeds only
- * while no account exists; the check and the insert happen under one lock so
- * two sign-ups cannot both be "first".
+ * Creates an account, stored composed, and its first session; refused when
+ * the address is taken under any of its spellings. With `onlyFirst`, succeeds
+ * only while no account exists; the check and the insert happen under one
+ * lock so two sign-ups cannot both be "first".
  */
 export async function createAccount(db: Kysely<Database>, input: { email: string; password: string; onlyFirst: boolean }): Promise<CreateAccountResult> {
   const passwordHash = await hashPassword(input.password);
@@ -30,6 +34,9 @@ export async function createAccount(db: Kysely<Database>, input: { email: string
       const any = await trx.selectFrom("accounts").select("id").limit(1).executeTakeFirst();
       if (any) return { refused: "signup_closed" as const };
     }
+    // Two sign-ups racing for one address both insert its composed form, and the unique index refuses one.
+    const taken = await trx.selectFrom("accounts").select("id").where("email", "in", emailSpellings(input.email)).executeTakeFirst();
+    if (taken) return { refused: "email_taken" as const };
     const account = await trx
       .insertInto("accounts")
       .values({ id: newId("acc"), email: normalizeEmail(input.email), password_hash: passwordHash })

@@ -23,9 +23,15 @@ export function ownOriginCheck(publicUrl: string): (headers: RequestHeaders) => 
   };
 }
 
-/** The refusal of a browser request from a page that is not this service's. */
+/**
+ * The refusal of a browser request from a page that is not this service's. It names the remedy: a person who
+ * meets it on this service's own pages is using a deployment reached under a host name with no ZERO_PUBLIC_URL.
+ */
 export function crossSiteRefusal(): ServiceError {
-  return new ServiceError("permission_denied", "cross-site request refused: the Origin is not this service");
+  return new ServiceError(
+    "permission_denied",
+    "cross-site request refused: the Origin is not this service (an operator serving it under a host name sets ZERO_PUBLIC_URL to that address)",
+  );
 }
 
 function isAddressOrLocalhost(hostname: string): boolean {

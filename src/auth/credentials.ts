@@ -11,25 +11,47 @@ export const EMAIL_MAX_LENGTH = 254;
 export const PASSWORD_INPUT_CAP = 1024;
 
 /**
- * The e-mail as we store and look it up (trimmed, lower case, NFC), or an
- * `invalid_request`. The length is capped before anything else looks at the
- * text, and the checks are single passes over at most 254 characters: these
- * arrive from anyone, before any sign-in.
+ * The e-mail as typed (trimmed, lower case), or an `invalid_request`. It is
+ * stored composed (`normalizeEmail`) and looked up under `emailSpellings`.
+ * The length is capped before anything else looks at the text, and the
+ * checks are single passes over a bounded length: these arrive from anyone,
+ * before any sign-in.
  */
 export function parseEmail(raw: string): string {
-  // Leading and trailing white space is forgiven, so allow for it before the cap; the cap itself is on the trimmed text.
+  // Leading and trailing white space is forgiven, so allow for it before the cap; the cap itself is on the stored form.
   if (raw.length > EMAIL_MAX_LENGTH * 4) throw badEmail();
-  const email = normalizeEmail(raw);
-  if (email.length > EMAIL_MAX_LENGTH || INVISIBLE_OR_SPACE.test(email) || !hasEmailShape(email)) throw badEmail();
+  const email = typedEmail(raw);
+  if (normalizeEmail(email).length > EMAIL_MAX_LENGTH || INVISIBLE_OR_SPACE.test(email) || !hasEmailShape(email)) throw badEmail();
   return email;
 }
 
 /**
- * The one form of an address: trimmed, lower case, and composed (NFC), so
- * `é` typed as one character or as `e` and an accent is one address.
+ * The form this version stores an address in: trimmed, lower case, and
+ * composed (NFC), so `é` typed as one character or as `e` and an accent is
+ * one address.
  */
 export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase().normalize("NFC");
+  return typedEmail(email).normalize("NFC");
+}
+
+/**
+ * The spellings an account for `email` may be stored under, the one to prefer
+ * first: as typed, composed, decomposed (NFD). Versions before NFC stored an
+ * address as typed, and one still does beside this version during a rolling
+ * deploy or after a rollback; the migration that composed stored addresses
+ * left a decomposed one alone where its composed form was another account's.
+ * So the owner of an account stored decomposed reaches it by typing their
+ * spelling, and where two accounts hold one address in two spellings, each
+ * owner reaches their own.
+ */
+export function emailSpellings(email: string): string[] {
+  const typed = typedEmail(email);
+  return [...new Set([typed, typed.normalize("NFC"), typed.normalize("NFD")])];
+}
+
+/** How versions before NFC stored an address. */
+function typedEmail(email: string): string {
+  return email.trim().toLowerCase();
 }
 
 /**

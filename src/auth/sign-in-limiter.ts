@@ -1,6 +1,7 @@
 import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import { ServiceError } from "../server/errors.js";
+import { emailSpellings, normalizeEmail } from "./credentials.js";
 
 export interface SignInLimits {
   /** Failed sign-ins one address may make for one e-mail per window. */
@@ -57,8 +58,10 @@ export async function beginSignIn(
 ): Promise<SignInAttempt> {
   const address = input.address || "unknown";
   const window = fixedWindow(now, limits.windowSeconds);
-  const pair = `pair:${input.email}|${address}`;
-  const email = `email:${input.email}`;
+  // Counted under the address's stored form, so guesses spread over its spellings share one count.
+  const stored = normalizeEmail(input.email);
+  const pair = `pair:${stored}|${address}`;
+  const email = `email:${stored}`;
   const addr = `addr:${address}`;
   const counts = await countAttempt(db, [pair, email, addr], window.start);
   const known = await isKnownAddress(db, input.email, address, now);
@@ -127,7 +130,7 @@ async function isKnownAddress(db: Kysely<Database>, email: string, address: stri
     .selectFrom("sign_in_known_addresses")
     .innerJoin("accounts", "accounts.id", "sign_in_known_addresses.account_id")
     .select("sign_in_known_addresses.address")
-    .where("accounts.email", "=", email)
+    .where("accounts.email", "in", emailSpellings(email))
     .where("sign_in_known_addresses.address", "=", address)
     .where("sign_in_known_addresses.last_success_at", ">", since)
     .executeTakeFirst();

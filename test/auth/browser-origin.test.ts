@@ -61,6 +61,19 @@ describe("a page on another host name that resolves to this service (DNS rebindi
     expect(owner.status).toBe(200);
   });
 
+  it("is refused with a message that tells an operator serving the service under a host name to set ZERO_PUBLIC_URL", async () => {
+    const { cookie } = await consoleCall(app, "SignUp", {}, credentials("operator@example.test"));
+    const signIn = await consoleCall(app, "SignIn", rebound, credentials("operator@example.test"));
+    const write = await consoleCall(app, "CreateApiKey", { ...rebound, cookie: cookie! }, { name: "mine", scopes: ["read"] });
+    for (const answer of [signIn, write]) {
+      expect(answer.status).toBe(403);
+      expect(answer.body.code).toBe("permission_denied");
+      expect(answer.body.message).toBe(
+        "cross-site request refused: the Origin is not this service (an operator serving it under a host name sets ZERO_PUBLIC_URL to that address)",
+      );
+    }
+  });
+
   it("cannot write with a session cookie it holds", async () => {
     const { cookie } = await consoleCall(app, "SignUp", {}, credentials("holder@example.test"));
     const minted = await consoleCall(app, "CreateApiKey", { ...rebound, cookie: cookie! }, { name: "stolen", scopes: ["chat"] });

@@ -120,14 +120,15 @@ describe("accounts stored before e-mails were composed (NFC)", () => {
   });
   afterAll(() => app.close());
 
-  it("are composed by the migration and sign in again under either form; a composed twin keeps the address", async () => {
+  it("are composed by the migration and sign in again under either form; where the composed form was taken, each owner reaches their own account by typing their spelling", async () => {
     const client = createClient(ConsoleService, rpcTransport(app.url, "connect"));
     const lone = await client.signUp({ email: "lone@example.test", password: "long enough password" });
     const twin = await client.signUp({ email: "twin@example.test", password: "long enough password" });
     // As an older version stored them: one account under a decomposed address, and a pair under both forms.
     await app.store.db.updateTable("accounts").set({ email: "re\u0301ne\u0301@example.test" }).where("id", "=", lone.account!.id).execute();
+    const composedTwin = await client.signUp({ email: "composed-twin@example.test", password: "the twin's own password" });
     await app.store.db.updateTable("accounts").set({ email: "zoe\u0308@example.test" }).where("id", "=", twin.account!.id).execute();
-    const composedTwin = await client.signUp({ email: "zo\u00eb@example.test", password: "the twin's own password" });
+    await app.store.db.updateTable("accounts").set({ email: "zo\u00eb@example.test" }).where("id", "=", composedTwin.account!.id).execute();
     // Two spellings of one address, both decomposed (the marks in either order): the older is composed.
     const older = await client.signUp({ email: "older@example.test", password: "the older one's password" });
     const younger = await client.signUp({ email: "younger@example.test", password: "long enough password" });
@@ -140,9 +141,14 @@ describe("accounts stored before e-mails were composed (NFC)", () => {
       const { account } = await client.signIn({ email, password: "long enough password" });
       expect(account?.id, email).toBe(lone.account!.id);
     }
-    const { account } = await client.signIn({ email: "zoe\u0308@example.test", password: "the twin's own password" });
+    // The decomposed twin keeps its spelling, and each twin reaches their own account by typing theirs.
+    const { account } = await client.signIn({ email: "zo\u00eb@example.test", password: "the twin's own password" });
     expect(account?.id).toBe(composedTwin.account!.id);
+    const { account: decomposedTwin } = await client.signIn({ email: "zoe\u0308@example.test", password: "long enough password" });
+    expect(decomposedTwin?.id).toBe(twin.account!.id);
     const { account: tran } = await client.signIn({ email: "tr\u1eadn@example.test", password: "the older one's password" });
     expect(tran?.id).toBe(older.account!.id);
+    const { account: tranYounger } = await client.signIn({ email: "tra\u0302\u0323n@example.test", password: "long enough password" });
+    expect(tranYounger?.id).toBe(younger.account!.id);
   });
 });
