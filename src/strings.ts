@@ -37,3 +37,41 @@ export function decodedOrAsSent(segment: string): string {
     return segment;
   }
 }
+
+/**
+ * What XML 1.0 forbids in a document, of what a JavaScript string can hold whole: the C0 controls other than tab,
+ * line feed and carriage return, and the noncharacters U+FFFE and U+FFFF. NUL among them is what no Postgres text
+ * or jsonb value holds.
+ */
+const XML_FORBIDDEN = String.raw`\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF`;
+/** DEL and the C1 controls: XML discourages them and HTML parses them as errors. */
+const DEL_AND_C1 = String.raw`\u007F-\u009F`;
+/** The bidi embedding, override and isolate controls: one left open reverses everything after it. */
+const BIDI_CONTROLS = String.raw`\u202A-\u202E\u2066-\u2069`;
+
+const XML_FORBIDDEN_CHARACTERS = new RegExp(`[${XML_FORBIDDEN}]`, "g");
+const PAGE_FORBIDDEN_CHARACTERS = new RegExp(`[${XML_FORBIDDEN}${DEL_AND_C1}]`, "g");
+const NAME_FORBIDDEN_CHARACTERS = new RegExp(`[${XML_FORBIDDEN}${DEL_AND_C1}${BIDI_CONTROLS}]`, "g");
+
+/** `text` without the characters XML 1.0 forbids (NUL among them): what Postgres and an EPUB can hold. */
+export function withoutXmlForbidden(text: string): string {
+  return text.replace(XML_FORBIDDEN_CHARACTERS, "");
+}
+
+/** `text` without the characters XML 1.0 forbids, DEL and the C1 controls: what a page or a book may show. */
+export function withoutPageControls(text: string): string {
+  return text.replace(PAGE_FORBIDDEN_CHARACTERS, "");
+}
+
+/**
+ * `text` without the controls no name keeps: those a page may not show, and the bidi controls, which would reverse
+ * a page's title or the sentence after the name.
+ */
+export function withoutNameControls(text: string): string {
+  return text.replace(NAME_FORBIDDEN_CHARACTERS, "");
+}
+
+/** `text` as the end of a sentence: with a full stop, unless it ends in its own ("Four & Co.", "Yahoo!"). */
+export function endSentence(text: string): string {
+  return /[.!?]$/u.test(text) ? text : `${text}.`;
+}

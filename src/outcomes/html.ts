@@ -1,20 +1,13 @@
+import { withoutPageControls } from "../strings.js";
+
 /**
  * Escaping for generated documents. Every word a writer produced passes
  * through `escapeHtml` before it reaches a page: model output is text, never
  * markup. The same escapes are valid XML, so EPUB's XHTML uses them too.
  */
 export function escapeHtml(text: string): string {
-  return (
-    text
-      .replace(/&/g, "&amp;")
-      .replace(/</g, "&lt;")
-      .replace(/>/g, "&gt;")
-      .replace(/"/g, "&quot;")
-      .replace(/'/g, "&#39;")
-      // Characters XML 1.0 forbids (a model can emit them, and epubcheck would reject the book), and DEL and the C1
-      // controls, which XML discourages and HTML parses as errors.
-      .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\uFFFE\uFFFF]/g, "")
-  );
+  // A model can emit controls XML forbids, and epubcheck would reject the book.
+  return withoutPageControls(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
 }
 
 /** A tagged template that escapes every interpolated value unless it is already `Html`. */

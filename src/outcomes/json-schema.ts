@@ -200,8 +200,18 @@ export function shorten(text: string, max: number): string {
     if ([...next].length > max) break;
     kept = next;
   }
-  if (kept !== "") return kept;
-  // Else whole words, leaving room for the ellipsis.
+  return kept !== "" ? kept : shortenAtWords(trimmed, max);
+}
+
+/**
+ * `text` in at most `max` code points, cut only between words (never at a sentence's end: for a name, whose full
+ * stops are abbreviations, "Dr. Smith"): the whole words that fit, no dangling "and" or "the", then an ellipsis.
+ */
+export function shortenAtWords(text: string, max: number): string {
+  const trimmed = text.trim();
+  const points = [...trimmed];
+  if (points.length <= max) return trimmed;
+  // Room for the ellipsis.
   const words = trimmed.split(/\s+/);
   const out: string[] = [];
   let length = 0;

@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStageWork } from "../../src/outcomes/outcomes-part.js";
 import { readProject } from "../../src/outcomes/projects.js";
@@ -7,10 +8,8 @@ import { postExecution, waitForPlan, type RestPlan } from "../support/executions
 import { outcomeDeps, readTree } from "./support/outcome-kit.js";
 import { LONG_QUOTED_NAME } from "./support/goal-corpus.js";
 import { runStages } from "./support/run-stages.js";
-import { websiteBriefSchema } from "../../src/outcomes/content.js";
-import { shorten } from "../../src/outcomes/json-schema.js";
-
-const NAME_MAX = websiteBriefSchema.properties.name.maxLength;
+import { readGoal } from "../../src/outcomes/writers/goal-facts.js";
+import { composeSite } from "../../src/outcomes/writers/offline-writer.js";
 
 /**
  * The name the offline writer gives a site (and so its project) comes from
@@ -45,6 +44,9 @@ const NAMES: [goal: string, name: string][] = [
   ['A website for "The Place Called Home" in York', "The Place Called Home"],
   ['A website for "Titled Gentry Antiques" in Bath', "Titled Gentry Antiques"],
   ['A website for "The Quite Remarkably Long Named Riverside Bakery" in Leeds', "The Quite Remarkably Long Named Riverside Bakery"],
+  ["A website for 'The Place Called Home', a guesthouse", "The Place Called Home"],
+  // Apostrophes that open and close nothing a person quoted: no name.
+  ["A record shop in Leeds selling '90s vinyl and the Smiths' records", "Leeds Record Shop"],
   ['A bakery called "Crumbs" in Leeds', "Crumbs"],
   ["A yoga studio called Still Water in Leeds", "Still Water"],
   // Full stops inside a quoted name: abbreviations, initials, a final one. It is the name whole, never cut at its first stop.
@@ -128,27 +130,103 @@ describe("names as the goal wrote them, less what no one can see", () => {
   });
 
   it("shortens a quoted name longer than a name may be at a word, and cuts nothing else into a name", async () => {
-    const long = `${"Very ".repeat(30)}Long Bakery`;
-    const site = await namedSite(`A website for "${long}" in Leeds`);
-    expect(site.brief.name).toBe(shorten(long, NAME_MAX));
+    const site = await namedSite(`A website for "${"Very ".repeat(30)}Long Bakery" in Leeds`);
+    expect(site.brief.name).toBe(`${"Very ".repeat(15)}Very\u2026`);
     expect(site.project).toBe(site.brief.name);
     expect(site.home).toContain(`<h1 id="section-1">${site.brief.name}</h1>`);
     expect(site.home).toContain(`Welcome to ${site.brief.name}.`);
     expect(site.brief.tagline).not.toMatch(/^A\W*$/);
 
-    const word = "B".repeat(300);
-    const oneWord = await namedSite(`A website for "${word}" in Leeds`);
-    expect(oneWord.brief.name).toBe(shorten(word, NAME_MAX));
+    const oneWord = await namedSite(`A website for "${"B".repeat(300)}" in Leeds`);
+    expect(oneWord.brief.name).toBe(`${"B".repeat(79)}\u2026`);
     expect(oneWord.brief.tagline).not.toMatch(/^A\W*$/);
     expect(oneWord.brief.name).not.toContain("Leeds");
   });
 
+  it("shortens a long quoted name at a word, never at the full stop of its first abbreviation", async () => {
+    const site = await namedSite(
+      'A website for a clinic called "Dr. Smith and Sons Family Dentistry, Orthodontics and Oral Surgery for the Whole Greater Manchester Area"',
+    );
+    expect(site.brief.name).toBe("Dr. Smith and Sons Family Dentistry, Orthodontics and Oral Surgery\u2026");
+    expect(site.project).toBe(site.brief.name);
+    const saint = await namedSite(`A website for "St. Mary ${"Parish ".repeat(12)}Bakery" in Leeds`);
+    expect(saint.brief.name).toBe(`St. Mary ${"Parish ".repeat(9)}Parish\u2026`);
+  });
+
   it("takes a long quoted name in a script written without spaces, and reads the goal in its own language", async () => {
-    const name = "麵".repeat(100);
-    const site = await namedSite(`網站「${name}」`);
-    expect(site.brief.name).toBe(shorten(name, NAME_MAX));
+    const site = await namedSite(`網站「${"麵".repeat(100)}」`);
+    expect(site.brief.name).toBe(`${"麵".repeat(79)}\u2026`);
     expect(site.home).toContain('<html lang="zh" dir="ltr">');
     expect(site.warning).toContain("no phrasing for Chinese");
+  });
+
+  it("says what the site is without the word that introduced its quoted name", async () => {
+    const called = await namedSite('A website called "Crumbs"');
+    expect(called.brief.name).toBe("Crumbs");
+    expect(called.brief.tagline).not.toMatch(/\bcalled\b/i);
+    const named = await namedSite('A website named "Crumbs" in Leeds');
+    expect(named.brief.name).toBe("Crumbs");
+    expect(named.brief.tagline).not.toMatch(/\bnamed\b/i);
+  });
+});
+
+/** Every string in `value`, however deep. */
+function stringsOf(value: unknown): string[] {
+  if (typeof value === "string") return [value];
+  if (Array.isArray(value)) return value.flatMap(stringsOf);
+  if (typeof value === "object" && value !== null) return Object.entries(value).flatMap(([key, item]) => [key, ...stringsOf(item)]);
+  return [];
+}
+
+/** Quotes inside quotes of another kind, a "Called" inside single quotes: the goals that put NUL in a plan's stored result. */
+const QUOTES_IN_QUOTES = [
+  `A website for 'my "Best" shop' in Paris`,
+  `A website for a bakery 'with "fresh" bread' and cakes`,
+  `A website for "my 'Best' shop" in Paris`,
+  "A website for \u2018my \u201CBest\u201D shop\u2019 in Paris",
+  "A website for \u00ABmy 'Best' shop\u00BB in Paris",
+  `A website for 'The Place Called "Home"', a guesthouse`,
+];
+
+describe("quotes inside quotes", () => {
+  it.each(QUOTES_IN_QUOTES)("%s: nothing of the site holds NUL, a plan's result could not be stored", async (goal) => {
+    for (const text of stringsOf(composeSite(goal))) expect(text).not.toContain("\u0000");
+    const site = await namedSite(goal);
+    for (const [file, text] of site.files) expect(text, file).not.toContain("\u0000");
+  });
+
+  it("reads the outer quotes as one, the inner ones part of it", () => {
+    expect(readGoal(`A website for 'my "Best" shop' in Paris`)).toMatchObject({ subject: 'my "Best" shop', place: "Paris" });
+    expect(readGoal(`A website for a bakery 'with "fresh" bread' and cakes`).subject).toBe(`bakery 'with "fresh" bread' and cakes`);
+    expect(readGoal(`A website for "my 'Best' shop" in Paris`)).toMatchObject({ name: "my 'Best' shop", place: "Paris" });
+    expect(readGoal(`A website for 'The Place Called "Home"', a guesthouse`).name).toBe('The Place Called "Home"');
+  });
+
+  it("no goal of quotes of every kind, inside one another or left open, and words gives a fact or a site with NUL in it", () => {
+    const marks: [open: string, close: string][] = [
+      ['"', '"'],
+      ["'", "'"],
+      ["\u2018", "\u2019"],
+      ["\u201C", "\u201D"],
+      ["\u201E", "\u201C"],
+      ["\u00AB", "\u00BB"],
+      ["\u2039", "\u203A"],
+      ["\u300C", "\u300D"],
+      ["\u300E", "\u300F"],
+    ];
+    const words = ["A", "website", "for", "my", "bakery", "called", "named", "Called", "The", "Place", "Home", "Dr.", "St.", "in", "Paris", "with", "and"];
+    const word = fc.constantFrom(...words, "selling", "bread,", "cakes.", "(Leeds)", "\u3002", "Caf\u00E9", "Robert's", "'90s", ...marks.flat());
+    const { goal } = fc.letrec<{ goal: string; quoted: string }>((tie) => ({
+      goal: fc.array(fc.oneof({ depthSize: "small" }, word, word, tie("quoted")), { minLength: 1, maxLength: 8 }).map((parts) => parts.join(" ")),
+      quoted: fc.tuple(fc.constantFrom(...marks), tie("goal")).map(([[open, close], inner]) => `${open}${inner}${close}`),
+    }));
+    fc.assert(
+      fc.property(goal, fc.constantFrom("en", "fr"), (text, language) => {
+        for (const fact of stringsOf(readGoal(text, language))) expect(fact).not.toContain("\u0000");
+        for (const part of stringsOf(composeSite(text, language))) expect(part).not.toContain("\u0000");
+      }),
+      { numRuns: 400 },
+    );
   });
 });
 
@@ -199,5 +277,15 @@ describe("the reported goal, through the real API", () => {
     const home = await (await fetch(plan.previewUrl!)).text();
     expect(home).toContain('<html lang="en" dir="ltr">');
     expect(home).toContain('<h1 id="section-1">Utrecht Bicycle Repair Cafe</h1>');
+  }, 90_000);
+
+  it("with quotes inside quotes, reaches the review gate: its stages' results are stored", async () => {
+    const account = await createAccountWithKey(app, ["build", "read"]);
+    const credential = { apiKey: account.apiKey };
+    const created = await postExecution<{ plan: RestPlan }>(app.url, credential, { goal: QUOTES_IN_QUOTES[0] });
+    expect(created.status).toBe(202);
+    const plan = await waitForPlan(app.url, credential, created.body.plan.id, (p) => p.status !== "running", 60_000);
+    expect(plan.stages.filter((s) => s.state === "failed").map((s) => s.error)).toEqual([]);
+    expect(plan.status).toBe("awaiting_approval");
   }, 90_000);
 });

@@ -4,7 +4,7 @@ import { shorten } from "../json-schema.js";
 import { stylesheet, THEMES, type Theme } from "./themes.js";
 import { cutSlug, hyphenated } from "../projects.js";
 import { ART_MOTIFS, generatedArt, givenAlt, isEnglish, withName } from "./hero-art.js";
-import { endSentence } from "../writers/goal-facts.js";
+import { endSentence } from "../../strings.js";
 
 /** A built site: file name → contents. Flat, with relative links, so it works under any base path. */
 export type SiteFiles = Map<string, string>;

@@ -1,5 +1,6 @@
+import { withoutNameControls } from "../../strings.js";
 import { websiteBriefSchema } from "../content.js";
-import { shorten } from "../json-schema.js";
+import { shortenAtWords } from "../json-schema.js";
 
 /**
  * What the offline writer can read from a goal without a language model:
@@ -49,12 +50,6 @@ const CALENDAR_WORD =
   /^(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?$/i;
 /** The longest name a brief may have: a name up to it is kept whole, a longer one shortened at a word. */
 const NAME_MAX = websiteBriefSchema.properties.name.maxLength;
-/**
- * Characters no name keeps, and so no fact: C0 controls other than white space, DEL, the C1 controls, and the
- * bidi embedding, override and isolate controls (one left open reverses everything after the name: a page's
- * title, the sentence it is in).
- */
-const CONTROLS = /[\u0000-\u0008\u000E-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/gu;
 /** What a person can see in a name: a letter, a digit or a symbol (an emoji is one). */
 const VISIBLE = /[\p{L}\p{N}\p{S}]/u;
 /** The words that give the name after them: "called", "named", "titled", "branded as". */
@@ -63,15 +58,18 @@ const CALLED = /\b(?:called|named|titled|brand(?:ed)? as)\s+/giu;
 const CALLED_UNQUOTED =
   // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
   /^[\u201C"'\u2018]?([^\u201C\u201D"'\u2019.,;:!?]+?)[\u201D"'\u2019]?(?=\s+(?:that|which|who|for|with|in|at|to|and|,)\b|[.,;:!?]|$)/u;
-/** Text in quotation marks of any script: "…", \u201C…\u201D, \u00AB…\u00BB, \u201E…\u201C, \u300C…\u300D, \u300E…\u300F. */
-const QUOTED =
-  /["\u201C\u201E\u00AB\u2039\u300C\u300E]([^"\u201C\u201D\u201E\u00AB\u00BB\u2039\u203A\u300C\u300D\u300E\u300F]+)["\u201C\u201D\u00BB\u203A\u300D\u300F]/gu;
 /**
- * Text in single quotation marks, '…' or \u2018…\u2019: the marks outside a word, so the apostrophes of
- * "Robert's" and "the Smiths'" open and close nothing.
+ * Text in quotation marks: double ones of any script ("…", \u201C…\u201D, \u201E…\u201C, \u00AB…\u00BB, \u2039…\u203A,
+ * \u300C…\u300D, \u300E…\u300F), or single ones ('…', \u2018…\u2019) outside a word, so the apostrophes of "Robert's"
+ * and "the Smiths'" open and close nothing. Whichever opens first holds the quotes of the other kind inside it.
  */
-const SINGLE_QUOTED = /(?<![\p{L}\p{N}])['\u2018]([^'\u2018\u2019]+)['\u2019](?![\p{L}\p{N}])/gu;
-const SINGLE_QUOTED_FIRST = new RegExp(`^${SINGLE_QUOTED.source}`, "u");
+const QUOTED =
+  /["\u201C\u201E\u00AB\u2039\u300C\u300E]([^"\u201C\u201D\u201E\u00AB\u00BB\u2039\u203A\u300C\u300D\u300E\u300F]+)["\u201C\u201D\u00BB\u203A\u300D\u300F]|(?<![\p{L}\p{N}])['\u2018]([^'\u2018\u2019]+)['\u2019](?![\p{L}\p{N}])/gu;
+/**
+ * Where a quotation stood in the text readSubject reads: NUL, which no goal has left (readGoal), around its number.
+ * An introducing word before it ("called") is matched with it.
+ */
+const QUOTATION_MARKER = new RegExp(String.raw`(${CALLED.source})?\u0000(\d+)\u0000`, "giu");
 /**
  * A double quotation mark that opens a word: left open in a subject, it was cut from inside quotes. A single one
  * may be an apostrophe ("'90s").
@@ -92,13 +90,13 @@ const JOINING_WORD = /^(?:and|or|of|the|a|an|in|on|for|to|with|de|du|la)$/i;
  *
  * The ReDoS check flags several patterns here as polynomial on adversarial
  * text. They run only on a goal, which is at most 2,000 code points with its
- * white space collapsed to single spaces first; the worst of 4,000
- * adversarial goals built from these patterns' own tokens takes about 16 ms,
- * and test/outcomes/goal-facts-bounds.test.ts holds a bound far below a stall.
+ * white space collapsed to single spaces first; the worst of the 3,200
+ * adversarial goals of test/outcomes/goal-facts-bounds.test.ts (built from
+ * these patterns' own tokens, quotation marks of every kind among them)
+ * takes a few ms, and that test holds a bound far below a stall.
  */
 export function readGoal(goal: string, language = "en"): GoalFacts {
-  // Composed, so a decomposed accent (text pasted from macOS) is part of its letter, not the end of a word.
-  const text = goal.normalize("NFC").replace(CONTROLS, "").trim().replace(/\s+/g, " ");
+  const text = readableText(goal);
   const email = /(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+/.exec(text)?.[0];
   const phone = readPhone(text);
   const withoutContacts = text
@@ -109,7 +107,7 @@ export function readGoal(goal: string, language = "en"): GoalFacts {
   // sentences into "names" and "offerings", so only what is marked in every
   // script is read: a quoted name, an address, a number.
   if (language !== "en") {
-    const quoted = quotations(withoutContacts).find((q) => q.name !== undefined)?.name;
+    const quoted = quotations(withoutContacts).find(givesName)?.name;
     return {
       name: fittedName(quoted),
       namedInGoal: quoted !== undefined,
@@ -167,23 +165,32 @@ export function readGoal(goal: string, language = "en"): GoalFacts {
 }
 
 /**
- * `text` as a name: composed (NFC), without controls, its white space tidied; none when nothing in it can be
- * seen (a goal of zero-width spaces, bare accents, quotes around punctuation). Goal and feedback alike.
+ * `text` as a name: readable text (readableText); none when nothing in it can be seen (a goal of zero-width spaces,
+ * bare accents, quotes around punctuation). Goal and feedback alike.
  */
 export function visibleName(text: string): string | undefined {
-  const name = tidyName(text.normalize("NFC").replace(CONTROLS, ""));
+  const name = readableText(text);
   return VISIBLE.test(name) ? name : undefined;
 }
 
-/** A name no longer than a brief's, shortened at a word as the brief's schema would. */
+/**
+ * `text` composed (NFC), so a decomposed accent (text pasted from macOS) is part of its letter, not the end of a
+ * word; without the controls no name keeps; its white space one space. White space is tidied first: a vertical tab
+ * (a line break pasted from Word) is a control XML forbids, but it parts two words.
+ */
+function readableText(text: string): string {
+  return tidyName(withoutNameControls(tidyName(text.normalize("NFC"))));
+}
+
+/** A name no longer than a brief's, shortened at a word: its full stops are abbreviations' ("Dr."), no sentence's end. */
 function fittedName(name: string | undefined): string | undefined {
-  return name === undefined ? undefined : shorten(name, NAME_MAX);
+  return name === undefined ? undefined : shortenAtWords(name, NAME_MAX);
 }
 
 // Curly quotes as escapes (\u2018 \u2019 \u201C \u201D): the server bundle stays ASCII (see src/build.ts).
 function readGivenName(text: string): string | undefined {
   const quoted = quotations(text);
-  // "Called" inside quotes is part of them ("The Place Called Home"): the quoted name is the one given.
+  // "Called" inside quotes is part of them ('The Place Called Home'): the quoted name is the one given.
   const inQuotes = (index: number) => quoted.some((q) => index > q.start && index < q.end);
   for (const match of text.matchAll(CALLED)) {
     if (inQuotes(match.index)) continue;
@@ -193,7 +200,7 @@ function readGivenName(text: string): string | undefined {
     const called = quote ? quote.name : calledName(text.slice(at));
     if (called) return called;
   }
-  const first = quoted.find((q) => q.name !== undefined);
+  const first = quoted.find(givesName);
   if (first) return first.name;
   // A run of capitalised words after the first word is probably a name ("for Maison Dupont, a bakery").
   for (const match of text.matchAll(
@@ -245,19 +252,39 @@ function onlyLooksLikeName(words: string): boolean {
   return parts.every((part) => CALENDAR_WORD.test(part)) || !/\p{Ll}/u.test(words);
 }
 
-/**
- * Every text in quotation marks (QUOTED), first first, with where it stands
- * in `text` quotes included, and the name it gives, if it is one (see
- * quotedName).
- */
-function quotations(text: string): { name: string | undefined; start: number; end: number }[] {
-  return [...text.matchAll(QUOTED)].map((match) => ({ name: quotedName(match[1] ?? ""), start: match.index, end: match.index + match[0].length }));
+interface Quotation {
+  /** The quotation as written, its marks included. */
+  text: string;
+  /** In single quotation marks: the opening one may be an apostrophe ("'90s"), and the closing one ("the Smiths'"). */
+  single: boolean;
+  /** What is inside the marks, white space tidied. */
+  inner: string;
+  /** The name it gives, if it is one (quotedName). */
+  name: string | undefined;
+  /** Where it stands in the text, its marks included. */
+  start: number;
+  end: number;
 }
 
-/** The name after "called" (CALLED) when it is not in double quotation marks: in single ones, or up to the next clause. */
+/** Every text in quotation marks of either kind (QUOTED), first first, found in one pass: none inside another. */
+function quotations(text: string): Quotation[] {
+  return [...text.matchAll(QUOTED)].map((match) => {
+    const inner = tidyName(match[1] ?? match[2] ?? "");
+    return { text: match[0], single: match[2] !== undefined, inner, name: quotedName(inner), start: match.index, end: match.index + match[0].length };
+  });
+}
+
+/**
+ * True when a quotation gives the name with nothing introducing it: a name in double quotation marks of any script,
+ * or in single ones when it starts as a title does ('The Place Called Home'). Else single ones may be apostrophes
+ * ("we sell '90s vinyl, the Smiths' records"), and their name is taken only after "called".
+ */
+function givesName(quotation: Quotation): boolean {
+  return quotation.name !== undefined && (!quotation.single || /^[\p{Lu}\p{Lt}\p{Lo}]/u.test(quotation.inner));
+}
+
+/** The name after "called" (CALLED) when it is not in quotes: up to the next clause. */
 function calledName(rest: string): string | undefined {
-  const single = SINGLE_QUOTED_FIRST.exec(rest);
-  if (single) return quotedName(single[1] ?? "");
   return visibleName(CALLED_UNQUOTED.exec(rest)?.[1] ?? "");
 }
 
@@ -305,11 +332,14 @@ function readSubject(text: string): string | undefined {
   // "A website for X" names X after "for"; "Spanish lessons for beginners" names it first.
   if (!SITE_WORDS.test(text) && !COMMAND.test(text)) patterns.reverse();
   // What is in quotes is one thing: a word or a full stop in it ("The Place Called Home", "Dr. Lee") ends no clause.
-  // The goal has no NUL left (readGoal).
-  const quotes: string[] = [];
-  const masked = text
-    .replace(QUOTED, (quote) => `\u0000${quotes.push(quote) - 1}\u0000`)
-    .replace(SINGLE_QUOTED, (quote) => `\u0000${quotes.push(quote) - 1}\u0000`);
+  const quotes = quotations(text);
+  let masked = "";
+  let from = 0;
+  for (const [i, quote] of quotes.entries()) {
+    masked += `${text.slice(from, quote.start)}\u0000${i}\u0000`;
+    from = quote.end;
+  }
+  masked += text.slice(from);
   for (const pattern of patterns) {
     const found = pattern.exec(masked.replace(COMMAND, "").replace(SITE_WORDS, ""))?.[1];
     if (found === undefined) continue;
@@ -326,18 +356,20 @@ function readSubject(text: string): string | undefined {
     phrase = phrase.trim();
     // Quoted text is what the thing is when it is all the phrase ("for "St. Mary Bakery""), unless it is a sentence.
     // Before or after other words, a quoted name or sentence says what the thing is called or says, not what it is
-    // ("dental clinic "Dr. Lee Dental""): left out. Anywhere else it stays, quotes and all.
-    const inner = (i: string) => tidyName(quotes[Number(i)]!.slice(1, -1));
-    const namesOrSays = (i: string) => quotedName(inner(i)) !== undefined || isSentence(inner(i));
+    // ("dental clinic "Dr. Lee Dental""): left out, and so is a quoted name with the word introducing it ("called
+    // "Crumbs""). Anywhere else it stays, quotes and all.
     const whole = /^\u0000(\d+)\u0000$/u.exec(phrase)?.[1];
-    if (whole !== undefined && isSentence(inner(whole))) continue;
+    if (whole !== undefined && isSentence(quotes[Number(whole)]!.inner)) continue;
     const subject =
       whole !== undefined
-        ? inner(whole)
+        ? quotes[Number(whole)]!.inner
         : phrase
-            .replace(/\u0000(\d+)\u0000/gu, (quote, i: string, at: number) =>
-              (at === 0 || at + quote.length === phrase.length) && namesOrSays(i) ? "" : quotes[Number(i)]!,
-            )
+            .replace(QUOTATION_MARKER, (marker, introduced: string | undefined, i: string, at: number) => {
+              const quote = quotes[Number(i)]!;
+              const atEdge = at === 0 || at + marker.length === phrase.length;
+              const namesOrSays = quote.name !== undefined || isSentence(quote.inner);
+              return (introduced !== undefined && quote.name !== undefined) || (atEdge && namesOrSays) ? "" : `${introduced ?? ""}${quote.text}`;
+            })
             .trim();
     const readable = subject.length >= 3 && subject.split(" ").length <= 6 && VISIBLE.test(subject) && !SITE_WORDS.test(subject);
     if (readable) return subject;
@@ -383,11 +415,6 @@ export function titleCase(phrase: string): string {
     .split(" ")
     .map((word, i) => (i > 0 && JOINING_WORD.test(word) ? word.toLowerCase() : word.charAt(0).toUpperCase() + word.slice(1)))
     .join(" ");
-}
-
-/** `text` as the end of a sentence: with a full stop, unless it ends in its own ("Four & Co.", "Yahoo!"). */
-export function endSentence(text: string): string {
-  return /[.!?]$/u.test(text) ? text : `${text}.`;
 }
 
 /** "sourdough bread" → "Sourdough bread". */

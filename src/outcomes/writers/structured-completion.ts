@@ -2,6 +2,7 @@ import { CHAT_ALIAS } from "../../api/model.js";
 import type { ChatCompleter, ChatRequest } from "../../chat/chat-types.js";
 import { StageFailure } from "../../engine/stage-work.js";
 import { ServiceError } from "../../server/errors.js";
+import { withoutXmlForbidden } from "../../strings.js";
 import { settleOptional, shorten, validate, type Infer, type Schema } from "../json-schema.js";
 import { tidyPlainText } from "./plain-text.js";
 import type { WriterContext } from "./writer.js";
@@ -140,7 +141,7 @@ export function parseJsonAnswer(content: string | null, how: AnswerEnd = {}): Pa
  * two are dropped; a lone half becomes U+FFFD, the replacement character.
  */
 function holdableText<T>(value: T): T {
-  if (typeof value === "string") return value.replace(XML_FORBIDDEN, "").replace(LONE_SURROGATE, "\uFFFD") as T;
+  if (typeof value === "string") return withoutXmlForbidden(value).replace(LONE_SURROGATE, "\uFFFD") as T;
   if (Array.isArray(value)) return value.map((item: unknown) => holdableText(item)) as T;
   if (typeof value === "object" && value !== null) {
     return Object.fromEntries(Object.entries(value).map(([key, item]) => [holdableText(key), holdableText(item)])) as T;
@@ -148,7 +149,6 @@ function holdableText<T>(value: T): T {
   return value;
 }
 
-const XML_FORBIDDEN = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 function parseJson(content: string | null): ParsedAnswer {
