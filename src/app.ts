@@ -15,11 +15,9 @@ import { createMetrics, type Metrics } from "./observability/metrics.js";
 import { createTracing } from "./observability/tracing.js";
 import { outcomesPart, type ArtifactStore } from "./outcomes/outcomes-part.js";
 import type { AppPart } from "./server/app-part.js";
-import { ServiceError } from "./server/errors.js";
-import { createHttpHandler, type HttpHandler } from "./server/http-handler.js";
+import { answerWhileStarting, createHttpHandler, type HttpHandler } from "./server/http-handler.js";
 import { createListener } from "./server/listener.js";
 import { SHUTTING_DOWN } from "./server/request-info.js";
-import { sendError } from "./server/rest.js";
 import { withoutTrailingSlashes } from "./strings.js";
 
 /** A running service: one port, one database, its background workers. */
@@ -47,6 +45,8 @@ export interface AppOptions {
   stageWork?: StageWorkResolver;
   /** The source of the retry backoff's jitter, 0 ≤ x < 1; by default Math.random. Tests pin it to make waits predictable. */
   retryJitter?: () => number;
+  /** Aborted to give the start up (a signal while it starts): what it started is stopped, and it rejects with the reason. */
+  signal?: AbortSignal;
 }
 
 /** Builds and starts the whole service. Tests call this to get the real thing on port 0. */
@@ -55,7 +55,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
   // Bound first: a HOST or PORT that cannot be had fails at once, before a database is started only to be stopped,
   // and with PORT=0 the public URL can name the real port. Until the handler is built, requests are told it is starting.
   let handler: HttpHandler | undefined;
-  const listener = createListener((req, res) => (handler ? handler.handle(req, res) : sendError(res, new ServiceError("unavailable", "starting up"))), {
+  const listener = createListener((req, res) => (handler ? handler.handle(req, res) : answerWhileStarting(req, res)), {
     tls: config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : undefined,
     headersTimeoutMs: config.headersTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
@@ -63,100 +63,122 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
   });
   const bound = await listener.listen(config.port, config.host);
   config = withBoundPort(config, bound.port);
-  let store: Store;
+
+  // Shutdown begins (readiness fails, watches end so clients watch elsewhere), then, once the grace period is over, stops.
+  const draining = new AbortController();
+  const shutdown = new AbortController();
+  // What has started, to be stopped in reverse order if the start fails or is given up.
+  const started: [string, () => Promise<void> | void][] = [["the listener", () => listener.close(0)]];
   try {
-    store = await openStore({
+    options.signal?.throwIfAborted();
+    const store = await openStore({
       databaseUrl: config.databaseUrl,
       dataDir: config.dataDir,
       embedded: config.embeddedDatabase,
       logger,
       pgliteTemplate: options.pgliteTemplate,
     });
-  } catch (error) {
-    await listener.close(0);
-    throw error;
-  }
-  const instanceId = `ins_${randomBytes(8).toString("hex")}`;
-  await store.db.insertInto("service_instances").values({ id: instanceId, hostname: os.hostname(), pid: process.pid, version: SERVICE_VERSION }).execute();
+    started.push(["the database", () => store.close()]);
+    options.signal?.throwIfAborted();
+    const instanceId = `ins_${randomBytes(8).toString("hex")}`;
+    await store.db.insertInto("service_instances").values({ id: instanceId, hostname: os.hostname(), pid: process.pid, version: SERVICE_VERSION }).execute();
 
-  // Shutdown begins (readiness fails, watches end so clients watch elsewhere), then, once the grace period is over, stops.
-  const draining = new AbortController();
-  const shutdown = new AbortController();
-  const metrics = createMetrics();
-  const tracing = config.otlpEndpoint
-    ? await createTracing({ endpoint: config.otlpEndpoint, serviceName: config.otelServiceName, instanceId, version: SERVICE_VERSION })
-    : undefined;
+    const metrics = createMetrics();
+    const tracing = config.otlpEndpoint
+      ? await createTracing({ endpoint: config.otlpEndpoint, serviceName: config.otelServiceName, instanceId, version: SERVICE_VERSION })
+      : undefined;
+    if (tracing) started.push(["tracing", () => tracing.shutdown()]);
 
-  const auth = authPart({ config, store, logger });
-  // The chat router is also what the stage writers reach the model through.
-  const chat = chatPart({ config, store, logger, authenticator: auth.authenticator, metrics, tracing });
-  const outcomes = outcomesPart({ config, store, chat: chat.chat, logger, shown: (planId) => shownArtifacts(store.db, planId) });
-  const parts: AppPart[] = [
-    auth,
-    capabilitiesPart(config),
-    consolePart({ publicUrl: config.publicUrl, logger }),
-    chat,
-    executionsPart({
+    const auth = authPart({ config, store, logger });
+    // The chat router is also what the stage writers reach the model through.
+    const chat = chatPart({ config, store, logger, authenticator: auth.authenticator, metrics, tracing });
+    const outcomes = outcomesPart({ config, store, chat: chat.chat, logger, shown: (planId) => shownArtifacts(store.db, planId) });
+    const parts: AppPart[] = [
+      auth,
+      capabilitiesPart(config),
+      consolePart({ publicUrl: config.publicUrl, logger }),
+      chat,
+      executionsPart({
+        config,
+        store,
+        logger,
+        instanceId,
+        metrics,
+        tracing,
+        draining: draining.signal,
+        stageWork: options.stageWork ?? outcomes.stageWork,
+        retryJitter: options.retryJitter,
+        download: outcomes.download,
+        deleteArtifacts: outcomes.deleteArtifacts,
+      }),
+      outcomes,
+    ];
+
+    handler = createHttpHandler({
+      logger,
+      authenticator: auth.authenticator,
+      parts,
+      ping: () => store.ping(),
+      drainingSignal: draining.signal,
+      shutdownSignal: shutdown.signal,
+      metrics,
+      tracing,
+      trustedProxies: config.trustedProxies,
+      metricsToken: config.metricsToken,
+      corsOrigins: config.corsOrigins,
+    });
+    for (const part of parts) {
+      options.signal?.throwIfAborted();
+      // Before its start: a part whose start failed half-way is stopped with the others.
+      started.push(["a part", () => part.stop?.()]);
+      await part.start?.();
+    }
+    options.signal?.throwIfAborted();
+    const scheme = config.tlsCertFile ? "https" : "http";
+    const hostForUrl = bound.host.includes(":") ? `[${bound.host}]` : bound.host;
+    const url = `${scheme}://${hostForUrl}:${bound.port}`;
+    logger.info({ url, database: store.kind, instanceId }, "listening");
+
+    let closing: Promise<void> | undefined;
+    return {
       config,
       store,
       logger,
-      instanceId,
       metrics,
-      tracing,
-      draining: draining.signal,
-      stageWork: options.stageWork ?? outcomes.stageWork,
-      retryJitter: options.retryJitter,
-      download: outcomes.download,
-      deleteArtifacts: outcomes.deleteArtifacts,
-    }),
-    outcomes,
-  ];
-
-  handler = createHttpHandler({
-    logger,
-    authenticator: auth.authenticator,
-    parts,
-    ping: () => store.ping(),
-    drainingSignal: draining.signal,
-    shutdownSignal: shutdown.signal,
-    metrics,
-    tracing,
-    trustedProxies: config.trustedProxies,
-    metricsToken: config.metricsToken,
-    corsOrigins: config.corsOrigins,
-  });
-  for (const part of parts) await part.start?.();
-  const scheme = config.tlsCertFile ? "https" : "http";
-  const hostForUrl = bound.host.includes(":") ? `[${bound.host}]` : bound.host;
-  const url = `${scheme}://${hostForUrl}:${bound.port}`;
-  logger.info({ url, database: store.kind, instanceId }, "listening");
-
-  let closing: Promise<void> | undefined;
-  return {
-    config,
-    store,
-    logger,
-    metrics,
-    artifacts: outcomes.artifacts,
-    instanceId,
-    url,
-    port: bound.port,
-    close() {
-      closing ??= (async () => {
-        logger.info("shutting down");
-        draining.abort();
-        await listener.close(config.shutdownGraceMs, () => {
-          shutdown.abort(SHUTTING_DOWN);
-          handler?.shutDownRequests();
-        });
-        for (const part of [...parts].reverse()) await part.stop?.();
-        await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, "could not flush traces"));
-        await store.close();
-        logger.info("stopped");
-      })();
-      return closing;
-    },
-  };
+      artifacts: outcomes.artifacts,
+      instanceId,
+      url,
+      port: bound.port,
+      close() {
+        closing ??= (async () => {
+          logger.info("shutting down");
+          draining.abort();
+          await listener.close(config.shutdownGraceMs, () => {
+            shutdown.abort(SHUTTING_DOWN);
+            handler?.shutDownRequests();
+          });
+          for (const part of [...parts].reverse()) await part.stop?.();
+          await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, "could not flush traces"));
+          await store.close();
+          logger.info("stopped");
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    // Nothing outlives a start that failed or was given up: the embedded Postgres, in a process group of its own,
+    // would otherwise run on with no one to stop it. A failure to stop one thing does not keep the rest up.
+    draining.abort();
+    shutdown.abort(SHUTTING_DOWN);
+    for (const [what, stop] of started.reverse()) {
+      try {
+        await stop();
+      } catch (stopError) {
+        logger.warn({ err: stopError }, `could not stop ${what} after the start failed`);
+      }
+    }
+    throw error;
+  }
 }
 
 /** With PORT=0 and no explicit ZERO_PUBLIC_URL, the public URL names the port actually bound. */

@@ -1,9 +1,10 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import pg from "pg";
 import type { Logger } from "../observability/logger.js";
 
@@ -49,6 +50,8 @@ interface RunAs {
   uid: number;
   gid: number;
 }
+
+const execFileAsync = promisify(execFile);
 
 const CLUSTER_DIR = "postgres";
 const PASSWORD_FILE = "postgres.password";
@@ -115,7 +118,13 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
     ...(runAs ?? {}),
     env: postgresEnvironment(),
     detached: true,
+    // Detached on Windows is a console of its own, which would open a window.
+    windowsHide: true,
   });
+  // In its own process group no terminal signal reaches it, and where no parent-death signal exists (macOS)
+  // nothing would stop it: whenever this process exits while it runs (a second Ctrl-C, an exit after a failure), it is told to.
+  const stopAtExit = () => child.kill("SIGINT");
+  process.on("exit", stopAtExit);
   const recent: string[] = [];
   child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
     for (const line of chunk.split("\n")) {
@@ -129,6 +138,7 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
   const exit = new Promise<void>((resolve) =>
     child.once("exit", (code, signal) => {
       exited = true;
+      process.off("exit", stopAtExit);
       if (!stopping) logger.error({ code, signal, log: recent.slice(-5) }, "embedded Postgres exited");
       resolve();
     }),
@@ -175,13 +185,14 @@ async function clusterPassword(root: string, cluster: string, binaries: Binaries
   }
   const initdbDir = path.join(staging, "data");
   try {
-    execFileSync(binaries.initdb, ["-D", initdbDir, "-U", "postgres", `--pwfile=${pwfile}`, "--auth=scram-sha-256", "--encoding=UTF8", "--locale=C"], {
-      stdio: ["ignore", "ignore", "pipe"],
+    // Not execFileSync: the port, bound already, answers while initdb runs (seconds), and signals are heard.
+    await execFileAsync(binaries.initdb, ["-D", initdbDir, "-U", "postgres", `--pwfile=${pwfile}`, "--auth=scram-sha-256", "--encoding=UTF8", "--locale=C"], {
       ...(runAs ?? {}),
       env: postgresEnvironment(),
+      windowsHide: true,
     });
   } catch (error) {
-    const stderr = String((error as { stderr?: Buffer }).stderr ?? "");
+    const stderr = String((error as { stderr?: string }).stderr ?? "");
     await fs.rm(staging, { recursive: true, force: true });
     throw new EmbeddedPostgresUnavailable(`initdb failed: ${initdbFailure(stderr) ?? (error as Error).message}`);
   }
@@ -226,14 +237,17 @@ function embeddedUrl(port: number, password: string): string {
 
 /**
  * The environment initdb and Postgres run with: the `PATH` that finds
- * `setpriv` and the time zone initdb writes into the cluster's settings. Not
- * the service's own: it holds upstream API keys and cloud credentials, and
- * PG* variables that would change what initdb and Postgres do. Messages in
- * English, which initdbFailure reads.
+ * `setpriv` and the time zone initdb writes into the cluster's settings, and
+ * on Windows what every program needs there (Winsock reads `SystemRoot`;
+ * temporary files go to `TEMP`/`TMP`). Not the service's own: it holds
+ * upstream API keys and cloud credentials, and PG* variables that would
+ * change what initdb and Postgres do. Messages in English, which
+ * initdbFailure reads.
  */
-function postgresEnvironment(): NodeJS.ProcessEnv {
-  const passed = ["PATH", "TZ"].filter((name) => process.env[name] !== undefined);
-  return { ...Object.fromEntries(passed.map((name) => [name, process.env[name]])), LC_MESSAGES: "C" };
+export function postgresEnvironment(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): NodeJS.ProcessEnv {
+  const names = platform === "win32" ? ["PATH", "TZ", "SystemRoot", "windir", "TEMP", "TMP", "USERPROFILE"] : ["PATH", "TZ"];
+  const passed = names.filter((name) => env[name] !== undefined);
+  return { ...Object.fromEntries(passed.map((name) => [name, env[name]])), LC_MESSAGES: "C" };
 }
 
 /**

@@ -91,7 +91,7 @@ export function createHttpHandler(options: HttpHandlerOptions): HttpHandler {
       await options.ping();
       sendJson(res, 200, { status: "ready" });
     } catch {
-      sendJson(res, 503, { error: { type: "unavailable", message: "not ready: the database does not answer" } });
+      sendNotReady(res, "the database does not answer");
     }
   });
 
@@ -183,6 +183,24 @@ export function createHttpHandler(options: HttpHandlerOptions): HttpHandler {
       sendError(res, error, req);
     }
   }
+}
+
+/**
+ * What the port answers while the service starts (it is bound before the
+ * database starts): the process is up (`/healthz`), not ready (`/readyz`),
+ * and every other request is 503 `unavailable` in its API's shape, to be
+ * tried again in a second.
+ */
+export const answerWhileStarting: RequestListener = (req, res) => {
+  const pathname = pathOf(req.url);
+  const reading = req.method === "GET" || req.method === "HEAD";
+  if (reading && pathname === "/healthz") sendJson(res, 200, { status: "starting" });
+  else if (reading && pathname === "/readyz") sendNotReady(res, "starting up", { "Retry-After": "1" });
+  else sendError(res, new ServiceError("unavailable", "the service is starting up; try again shortly", { headers: { "Retry-After": "1" } }), req);
+};
+
+function sendNotReady(res: NodeResponse, why: string, headers?: Record<string, string>): void {
+  sendJson(res, 503, { error: { type: "unavailable", message: `not ready: ${why}` } }, headers);
 }
 
 /** A REST exchange whose URL is parsed only when a route reads it: most routes need the path alone, which routing already has. */

@@ -56,3 +56,24 @@ describe("DATABASE_URL's sslmode, read as libpq (psql) reads it", () => {
     expect(sslFor("postgres://u@db.example.com/zero?sslmode=no-verify")).toEqual({ rejectUnauthorized: false });
   });
 });
+
+describe("PGSSLMODE, read as pg reads it rather than as psql (README, DATABASE_URL)", () => {
+  it("disable, and a mode pg does not know, connect in the clear; no-verify does not verify; every other mode verifies as verify-full; the URL's sslmode wins", () => {
+    const saved = process.env.PGSSLMODE;
+    const sslWith = (mode: string, url = "postgres://u@db.example.com/zero") => {
+      process.env.PGSSLMODE = mode;
+      return sslFor(url);
+    };
+    try {
+      expect(sslWith("disable")).toBe(false);
+      expect(sslWith("allow")).toBe(false);
+      expect(sslWith("no-verify")).toEqual({ rejectUnauthorized: false });
+      // `true`: Node's TLS defaults, which verify the chain and the host name.
+      for (const mode of ["prefer", "require", "verify-ca", "verify-full"]) expect(sslWith(mode), mode).toBe(true);
+      expect(sslWith("verify-full", "postgres://u@db.example.com/zero?sslmode=require")).toEqual({ rejectUnauthorized: false });
+    } finally {
+      if (saved === undefined) delete process.env.PGSSLMODE;
+      else process.env.PGSSLMODE = saved;
+    }
+  });
+});

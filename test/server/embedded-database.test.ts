@@ -1,15 +1,18 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs/promises";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp } from "../../src/app.js";
 import { loadConfig } from "../../src/config.js";
+import { postgresEnvironment } from "../../src/db/embedded-postgres.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { createAccountWithKey } from "../support/accounts.js";
 import { testDatabaseKind } from "../support/database.js";
 import { getExecution, postExecution } from "../support/executions.js";
+import { unusedPort } from "../support/ports.js";
 import { canMountPrivately, onPrivateTmpfs, removeDataDir, serverCommand, type ServerCommand } from "../support/server-process.js";
 
 /**
@@ -90,6 +93,59 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
         else process.env[name] = value;
       }
     }
+  }, 120_000);
+
+  it("while its Postgres starts, the port says the service is alive but not ready, and asks every other request to come back", async () => {
+    const port = await unusedPort();
+    const base = `http://127.0.0.1:${port}`;
+    const starting = start(await freshDataDir(), { PORT: String(port) });
+    let started = false;
+    void starting.then(() => (started = true)).catch(() => {});
+    let alive: Response | undefined;
+    for (let i = 0; !alive && i < 600; i++) alive = await fetch(`${base}/healthz`).catch(() => sleep(10).then(() => undefined));
+    expect(alive!.status).toBe(200);
+    expect(await alive!.json()).toEqual({ status: "starting" });
+
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(ready.headers.get("retry-after")).toBe("1");
+    expect(await ready.json()).toEqual({ error: { type: "unavailable", message: expect.stringContaining("starting") } });
+    // Every /v1 answer is in OpenAI's shape, this one too.
+    const openAi = await fetch(`${base}/v1/models`);
+    expect(openAi.status).toBe(503);
+    expect(openAi.headers.get("retry-after")).toBe("1");
+    expect(await openAi.json()).toEqual({ error: { message: expect.stringContaining("starting"), type: "unavailable", code: "unavailable", param: null } });
+    const api = await fetch(`${base}/api/executions`);
+    expect(api.status).toBe(503);
+    expect(api.headers.get("retry-after")).toBe("1");
+    expect(await api.json()).toEqual({ error: { type: "unavailable", message: expect.stringContaining("starting") } });
+    expect(started).toBe(false);
+
+    const app = await starting;
+    try {
+      expect(await (await fetch(`${base}/healthz`)).json()).toEqual({ status: "ok" });
+      expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    } finally {
+      await app.close();
+    }
+  }, 120_000);
+
+  it("a start that fails once its Postgres runs stops that Postgres and lets the port go", async () => {
+    const dataDir = await freshDataDir();
+    const first = await start(dataDir);
+    // A database that refuses this instance's row: the start fails after the database opened.
+    await sql`create function refuse_instances() returns trigger language plpgsql as $$ begin raise exception 'no instances here'; end $$`.execute(
+      first.store.db,
+    );
+    await sql`create trigger refuse_instances before insert on service_instances for each row execute function refuse_instances()`.execute(first.store.db);
+    await first.close();
+
+    const port = await unusedPort();
+    await expect(start(dataDir, { PORT: String(port) })).rejects.toThrow("no instances here");
+    expect(await postgresProcessesOn(dataDir)).toEqual([]);
+    const again = net.createServer();
+    await new Promise<void>((resolve, reject) => again.once("error", reject).listen(port, "127.0.0.1", resolve));
+    await new Promise((resolve) => again.close(resolve));
   }, 120_000);
 
   it("a data dir that PGlite made keeps PGlite, so an upgrade never hides data", async () => {
@@ -202,6 +258,49 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
       expect(logged.at(-1)!.msg).toBe("stopped");
     }, 120_000);
 
+    /** Launched in a process group of its own on a fresh data dir; resolves once its Postgres runs, the start not yet done. */
+    async function launchWhilePostgresStarts(dataDir: string, env: Record<string, string> = {}): Promise<Launched> {
+      const server = launchServer(command, { ZERO_DATA_DIR: dataDir, LOG_LEVEL: "info", ...env }, { ownProcessGroup: true });
+      const pidFile = path.join(dataDir, "postgres", "postmaster.pid");
+      for (let i = 0; !(await fs.stat(pidFile).catch(() => undefined)); i++) {
+        if (server.child.exitCode !== null || i > 6000) throw new Error(`Postgres did not start: ${server.stdout()}${server.stderr()}`);
+        await sleep(10);
+      }
+      expect(server.stdout()).not.toContain('"msg":"listening"');
+      return server;
+    }
+
+    it("Ctrl-C while its Postgres starts gives the start up: Postgres is stopped, and the service exits 130", async () => {
+      const dataDir = await freshDataDir();
+      const server = await launchWhilePostgresStarts(dataDir, { PATH: await withoutParentDeathSignal(await freshDataDir()) });
+      const running = await postgresProcessesOn(dataDir);
+      try {
+        process.kill(-server.child.pid!, "SIGINT");
+        expect(await server.exit).toBe(130);
+        expect(await postgresProcessesOn(dataDir)).toEqual([]);
+        expect(server.stdout()).not.toContain('"msg":"listening"');
+        expect(server.stderr()).toBe("");
+      } finally {
+        for (const pid of await survivors(running, 0)) process.kill(pid, "SIGQUIT");
+      }
+    }, 120_000);
+
+    it("a second signal while the start is given up exits at once, and still stops Postgres", async () => {
+      const dataDir = await freshDataDir();
+      const server = await launchWhilePostgresStarts(dataDir, { PATH: await withoutParentDeathSignal(await freshDataDir()) });
+      const running = await postgresProcessesOn(dataDir);
+      try {
+        // Two kinds: the kernel keeps one of each pending, so two SIGINTs sent together may arrive as one.
+        process.kill(-server.child.pid!, "SIGINT");
+        process.kill(-server.child.pid!, "SIGTERM");
+        expect(await server.exit).toBe(1);
+        expect(server.stderr()).toMatch(/exiting now/);
+        expect(await survivors(running)).toEqual([]);
+      } finally {
+        for (const pid of await survivors(running, 0)) process.kill(pid, "SIGQUIT");
+      }
+    }, 120_000);
+
     it.runIf(canMountPrivately())(
       "a first start on a full disk says why initdb failed",
       async () => {
@@ -231,8 +330,44 @@ interface Spawned {
   stderr(): string;
 }
 
-/** `npm start`'s build and flags, on a free port; resolves once it listens. */
-async function spawnServer(command: ServerCommand, env: Record<string, string>, options: { ownProcessGroup?: boolean } = {}): Promise<Spawned> {
+describe("the environment the embedded Postgres runs with", () => {
+  const service = {
+    PATH: "/usr/local/bin:/usr/bin",
+    TZ: "Europe/Paris",
+    SystemRoot: "C:\\Windows",
+    windir: "C:\\Windows",
+    TEMP: "C:\\Users\\zero\\AppData\\Local\\Temp",
+    TMP: "C:\\Users\\zero\\AppData\\Local\\Temp",
+    USERPROFILE: "C:\\Users\\zero",
+    PGSSLMODE: "require",
+    PGPASSWORD: "psql's",
+    OPENAI_API_KEY: "sk-not-for-postgres",
+  };
+
+  it("is PATH and TZ, messages in English, and none of the service's secrets or PG* variables", () => {
+    expect(postgresEnvironment(service, "linux")).toEqual({ PATH: service.PATH, TZ: service.TZ, LC_MESSAGES: "C" });
+    expect(postgresEnvironment(service, "darwin")).toEqual({ PATH: service.PATH, TZ: service.TZ, LC_MESSAGES: "C" });
+  });
+
+  it("on Windows also has what Winsock and temporary files need there", () => {
+    const { PGSSLMODE, PGPASSWORD, OPENAI_API_KEY, ...kept } = service;
+    expect(postgresEnvironment(service, "win32")).toEqual({ ...kept, LC_MESSAGES: "C" });
+  });
+});
+
+interface Launched {
+  child: ChildProcess;
+  exit: Promise<number | null>;
+  stdout(): string;
+  stderr(): string;
+}
+
+interface Spawned extends Launched {
+  url: string;
+}
+
+/** `npm start`'s build and flags, on a free port, as it starts. */
+function launchServer(command: ServerCommand, env: Record<string, string>, options: { ownProcessGroup?: boolean } = {}): Launched {
   const [node, ...args] = command.argv;
   const child = spawn(node!, args, {
     // Port 0, and the URL from its log: a port picked beforehand can be taken by another test's socket meanwhile.
@@ -245,11 +380,47 @@ async function spawnServer(command: ServerCommand, env: Record<string, string>, 
   let stderr = "";
   child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  for (let i = 0; !stdout.includes('"msg":"listening"'); i++) {
-    if (child.exitCode !== null || i > 1200) throw new Error(`the server did not start: ${stdout}${stderr}`);
+  return { child, exit, stdout: () => stdout, stderr: () => stderr };
+}
+
+/** launchServer, resolved once it listens. */
+async function spawnServer(command: ServerCommand, env: Record<string, string>, options: { ownProcessGroup?: boolean } = {}): Promise<Spawned> {
+  const launched = launchServer(command, env, options);
+  for (let i = 0; !launched.stdout().includes('"msg":"listening"'); i++) {
+    if (launched.child.exitCode !== null || i > 1200) throw new Error(`the server did not start: ${launched.stdout()}${launched.stderr()}`);
     await sleep(50);
   }
-  return { child, url: /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(stdout)![1]!, exit, stdout: () => stdout, stderr: () => stderr };
+  return { ...launched, url: /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(launched.stdout())![1]! };
+}
+
+/** The processes (Linux: from /proc) whose command line names a directory in `dataDir`: its Postgres and initdb. */
+async function postgresProcessesOn(dataDir: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await fs.readdir("/proc")) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    const argv = (await fs.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")).split("\0");
+    if (argv.some((arg) => arg.startsWith(`${dataDir}${path.sep}`))) pids.push(pid);
+  }
+  return pids;
+}
+
+/**
+ * A directory to put first in PATH whose `setpriv` has no `--pdeathsig`, as
+ * where no parent-death signal exists (macOS, util-linux before 2.33):
+ * nothing but the service itself then stops its Postgres.
+ */
+async function withoutParentDeathSignal(dir: string): Promise<string> {
+  const bin = path.join(dir, "bin");
+  await fs.mkdir(bin);
+  await fs.writeFile(path.join(bin, "setpriv"), "#!/bin/sh\nexit 1\n", { mode: 0o755 });
+  return `${bin}${path.delimiter}${process.env.PATH ?? ""}`;
+}
+
+/** Waits until `pids` are gone, up to `ms`; answers those still alive. */
+async function survivors(pids: number[], ms = 10_000): Promise<number[]> {
+  for (const until = Date.now() + ms; pids.some(isAlive) && Date.now() < until; ) await sleep(50);
+  return pids.filter(isAlive);
 }
 
 function isAlive(pid: number): boolean {
