@@ -57,6 +57,8 @@ export class DatabaseUnavailableError extends Error {
 
 /** Pooled connections on a real server; `LISTEN` holds one more, outside the pool. */
 const POOL_MAX_CONNECTIONS = 10;
+/** How long `close` waits for the pool's connections to close once told to: a server that does not answer is not waited for longer. */
+const CLOSE_WAIT_MS = 2000;
 
 const INT8_OID = 20;
 // int8 (count(*), bigserial) as a number on both drivers; our counts stay far below 2^53.
@@ -131,7 +133,11 @@ function openPostgres(url: string, options: StoreOptions): Store {
   pool.on("error", (error) => options.logger.warn({ err: error.message }, "idle database connection lost"));
   // A client checked out between two queries (inside a transaction, say) has no pool listener;
   // without one of its own, a server restart would be an uncaught exception.
+  // The pool's connections until each has closed: `pool.end()` resolves once every one is told to end, not once it has.
+  const connected = new Set<pg.PoolClient>();
   pool.on("connect", (client) => {
+    connected.add(client);
+    client.once("end", () => connected.delete(client));
     client.on("error", (error) => options.logger.warn({ err: error.message }, "database connection lost while in use"));
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool), controlClient: pg.Client }) });
@@ -218,6 +224,11 @@ function openPostgres(url: string, options: StoreOptions): Store {
       closed = true;
       await listener?.end().catch(() => {});
       await db.destroy();
+      // Closed, not only told to close: a server stopped next (the embedded one) then ends no session a connection still holds.
+      await Promise.race([
+        Promise.all([...connected].map((client) => new Promise((resolve) => client.once("end", resolve)))),
+        new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref()),
+      ]);
     },
   };
 }
