@@ -1,7 +1,8 @@
 import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import { ServiceError } from "../server/errors.js";
-import { emailSpellings, normalizeEmail } from "./credentials.js";
+import { findAccountByEmail } from "./accounts.js";
+import { normalizeEmail } from "./credentials.js";
 
 export interface SignInLimits {
   /** Failed sign-ins one address may make for one e-mail per window. */
@@ -58,13 +59,17 @@ export async function beginSignIn(
 ): Promise<SignInAttempt> {
   const address = input.address || "unknown";
   const window = fixedWindow(now, limits.windowSeconds);
-  // Counted under the address's stored form, so guesses spread over its spellings share one count.
-  const stored = normalizeEmail(input.email);
+  // Counted under the account the e-mail finds (its stored address), so guesses spread over its spellings share one
+  // count, and the owner of another account of the same address in another spelling (an older version let two in)
+  // neither resets that count with a sign-in of their own nor makes their address known for it. An e-mail that
+  // finds none is counted under its composed form.
+  const account = await findAccountByEmail(db, input.email);
+  const stored = account?.email ?? normalizeEmail(input.email);
   const pair = `pair:${stored}|${address}`;
   const email = `email:${stored}`;
   const addr = `addr:${address}`;
   const counts = await countAttempt(db, [pair, email, addr], window.start);
-  const known = await isKnownAddress(db, input.email, address, now);
+  const known = account !== undefined && (await isKnownAddress(db, account.id, address, now));
   const overPair = counts.get(pair)! > limits.perPair;
   const overSpread = !known && (counts.get(email)! > limits.perEmail || counts.get(addr)! > limits.perAddress);
   if (overPair || overSpread) throw tooMany("too many sign-in attempts; try again later", window.retryAfterSeconds(now));
@@ -124,15 +129,14 @@ async function countAttempt(db: Kysely<Database>, buckets: string[], windowStart
   return new Map(rows.map((row) => [row.bucket, row.attempts]));
 }
 
-async function isKnownAddress(db: Kysely<Database>, email: string, address: string, now: Date): Promise<boolean> {
+async function isKnownAddress(db: Kysely<Database>, accountId: string, address: string, now: Date): Promise<boolean> {
   const since = new Date(now.getTime() - KNOWN_ADDRESS_DAYS * 86_400_000);
   const row = await db
     .selectFrom("sign_in_known_addresses")
-    .innerJoin("accounts", "accounts.id", "sign_in_known_addresses.account_id")
-    .select("sign_in_known_addresses.address")
-    .where("accounts.email", "in", emailSpellings(email))
-    .where("sign_in_known_addresses.address", "=", address)
-    .where("sign_in_known_addresses.last_success_at", ">", since)
+    .select("address")
+    .where("account_id", "=", accountId)
+    .where("address", "=", address)
+    .where("last_success_at", ">", since)
     .executeTakeFirst();
   return row !== undefined;
 }

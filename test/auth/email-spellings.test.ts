@@ -88,4 +88,21 @@ describe("accounts stored under the spelling their owner typed (an older version
       expect(await attemptFrom(email, "198.51.100.60"), JSON.stringify(email)).toBe("ok");
     }
   });
+
+  it("with both spellings held by two accounts, the owner of one can neither reset nor borrow the other's sign-in limits", async () => {
+    const attacker = await storedAsOlderVersion("mar\u00eda@example.test", "the attacker's own password");
+    await storedAsOlderVersion("mari\u0301a@example.test", "the victim's password");
+    const limits = { ...DEFAULT_SIGN_IN_LIMITS, perPair: 2 };
+    const from = "203.0.113.77";
+    const guessVictim = () => beginSignIn(app.store.db, { email: "mari\u0301a@example.test", address: from }, limits).then(() => "ok" as const, code);
+    await wellInsideWindow(SIGN_IN_WINDOW_S);
+    expect(await guessVictim()).toBe("ok");
+    expect(await guessVictim()).toBe("ok");
+    expect(await guessVictim()).toBe(Code.ResourceExhausted);
+    // The attacker signs in to their own account, of the same address in the other spelling, from the same place.
+    const own = await beginSignIn(app.store.db, { email: "mar\u00eda@example.test", address: from }, limits);
+    await own.succeeded(attacker);
+    // The victim's count stands, and the attacker's address is not known for the victim's account.
+    expect(await guessVictim()).toBe(Code.ResourceExhausted);
+  });
 });
