@@ -168,6 +168,8 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
   } catch (error) {
     // Nothing outlives a start that failed or was given up: the embedded Postgres, in a process group of its own,
     // would otherwise run on with no one to stop it. A failure to stop one thing does not keep the rest up.
+    // Requests meanwhile are told it is starting, not handed to parts being stopped.
+    handler = undefined;
     draining.abort();
     shutdown.abort(SHUTTING_DOWN);
     for (const [what, stop] of started.reverse()) {
