@@ -82,8 +82,8 @@ export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof Con
       // A malformed e-mail or password can never match an account, so it costs no attempt and no hash.
       const email = parseEmail(request.email);
       checkPasswordLength(request.password, { policy: false });
-      const attempt = await beginSignIn(deps.db, { email, address: context.values.get(clientAddressKey) }, limits);
       const account = await findAccountByEmail(deps.db, email);
+      const attempt = await beginSignIn(deps.db, { email, address: context.values.get(clientAddressKey), account }, limits);
       // Unknown emails cost the same time as wrong passwords.
       const valid = await verifyPassword(request.password, account?.password_hash ?? (await decoyPasswordHash()));
       // A password changed since it was read is a wrong one now: that sign-in gets no session.
@@ -131,7 +131,7 @@ export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof Con
       const account = await findAccount(deps.db, principal.accountId);
       if (!account) throw new ServiceError("unauthenticated", "the session has ended; sign in again");
       // Guessing the current password through a stolen session is limited like signing in.
-      const attempt = await beginSignIn(deps.db, { email: account.email, address: context.values.get(clientAddressKey) }, limits);
+      const attempt = await beginSignIn(deps.db, { email: account.email, address: context.values.get(clientAddressKey), account }, limits);
       const valid = await verifyPassword(request.currentPassword, account.password_hash);
       // Every device is signed out, this one included; it continues on a new token.
       const session = valid ? await changePassword(deps.db, account, request.newPassword) : undefined;

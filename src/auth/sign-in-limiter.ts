@@ -1,7 +1,7 @@
 import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import { ServiceError } from "../server/errors.js";
-import { findAccountByEmail } from "./accounts.js";
+import type { Account } from "../db/tables/auth.table.js";
 import { normalizeEmail } from "./credentials.js";
 
 export interface SignInLimits {
@@ -53,17 +53,17 @@ export interface SignInAttempt {
  */
 export async function beginSignIn(
   db: Kysely<Database>,
-  input: { email: string; address: string },
+  input: { email: string; address: string; account: Pick<Account, "id" | "email"> | undefined },
   limits: SignInLimits = DEFAULT_SIGN_IN_LIMITS,
   now = new Date(),
 ): Promise<SignInAttempt> {
   const address = input.address || "unknown";
   const window = fixedWindow(now, limits.windowSeconds);
-  // Counted under the account the e-mail finds (its stored address), so guesses spread over its spellings share one
-  // count, and the owner of another account of the same address in another spelling (an older version let two in)
-  // neither resets that count with a sign-in of their own nor makes their address known for it. An e-mail that
-  // finds none is counted under its composed form.
-  const account = await findAccountByEmail(db, input.email);
+  // Counted under the account the e-mail finds (`account`, its stored address), so guesses spread over its spellings
+  // share one count, and the owner of another account of the same address in another spelling (an older version let
+  // two in) neither resets that count with a sign-in of their own nor makes their address known for it. An e-mail
+  // that finds none is counted under its composed form.
+  const { account } = input;
   const stored = account?.email ?? normalizeEmail(input.email);
   const pair = `pair:${stored}|${address}`;
   const email = `email:${stored}`;

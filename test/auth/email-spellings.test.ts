@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { findAccountByEmail } from "../../src/auth/accounts.js";
 import { hashPassword, newId } from "../../src/auth/secrets.js";
 import { beginSignIn, DEFAULT_SIGN_IN_LIMITS } from "../../src/auth/sign-in-limiter.js";
 import { consoleClient } from "../support/accounts.js";
@@ -76,7 +77,8 @@ describe("accounts stored under the spelling their owner typed (an older version
     expect(code(await signIn("nin\u0303a@example.test", "nina's own password", "198.51.100.60").catch((e: unknown) => e))).toBe("ok");
     // The limiter the sign-in uses, with a spread limit of 2 rather than 50 failures (each costs a password hash).
     const limits = { ...DEFAULT_SIGN_IN_LIMITS, perEmail: 2 };
-    const attemptFrom = (email: string, address: string) => beginSignIn(app.store.db, { email, address }, limits).then(() => "ok" as const, code);
+    const attemptFrom = async (email: string, address: string) =>
+      beginSignIn(app.store.db, { email, address, account: await findAccountByEmail(app.store.db, email) }, limits).then(() => "ok" as const, code);
     await wellInsideWindow(SIGN_IN_WINDOW_S);
     // Guesses spread over addresses and both spellings share one count for the e-mail.
     expect(await attemptFrom("nin\u0303a@example.test", "203.0.113.1")).toBe("ok");
@@ -94,13 +96,22 @@ describe("accounts stored under the spelling their owner typed (an older version
     await storedAsOlderVersion("mari\u0301a@example.test", "the victim's password");
     const limits = { ...DEFAULT_SIGN_IN_LIMITS, perPair: 2 };
     const from = "203.0.113.77";
-    const guessVictim = () => beginSignIn(app.store.db, { email: "mari\u0301a@example.test", address: from }, limits).then(() => "ok" as const, code);
+    const victim = "mari\u0301a@example.test";
+    const guessVictim = async () =>
+      beginSignIn(app.store.db, { email: victim, address: from, account: await findAccountByEmail(app.store.db, victim) }, limits).then(
+        () => "ok" as const,
+        code,
+      );
     await wellInsideWindow(SIGN_IN_WINDOW_S);
     expect(await guessVictim()).toBe("ok");
     expect(await guessVictim()).toBe("ok");
     expect(await guessVictim()).toBe(Code.ResourceExhausted);
     // The attacker signs in to their own account, of the same address in the other spelling, from the same place.
-    const own = await beginSignIn(app.store.db, { email: "mar\u00eda@example.test", address: from }, limits);
+    const own = await beginSignIn(
+      app.store.db,
+      { email: "mar\u00eda@example.test", address: from, account: await findAccountByEmail(app.store.db, "mar\u00eda@example.test") },
+      limits,
+    );
     await own.succeeded(attacker);
     // The victim's count stands, and the attacker's address is not known for the victim's account.
     expect(await guessVictim()).toBe(Code.ResourceExhausted);

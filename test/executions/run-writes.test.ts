@@ -44,6 +44,21 @@ describe("stage results of many plans written in one statement (saveRunWrites)",
     return { claims, plans };
   }
 
+  /** `count` new plans whose first stage `store` claimed for `owner` (claimed elsewhere, released, then claimed through the store). */
+  async function claimedThrough(store: PlanStageStore, owner: string, count: number, by = account): Promise<StageClaim[]> {
+    const { claims: held } = await claimedPlans(count, "writer-other", by);
+    await sql`UPDATE plan_stages SET lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL WHERE lease_token = ANY(${held.map((c) => c.leaseToken)}::bigint[])`.execute(
+      app.store.db,
+    );
+    const ours: StageClaim[] = [];
+    while (ours.length < held.length) {
+      const batch = await store.claim(owner, 50, LEASE_MS);
+      if (batch.length === 0) throw new Error("the released stages were not claimable");
+      ours.push(...batch.filter((c) => held.some((h) => h.planId === c.planId)));
+    }
+    return ours;
+  }
+
   async function eventTypes(planId: string): Promise<string[]> {
     const rows = await app.store.db.selectFrom("plan_events").select("type").where("plan_id", "=", planId).orderBy("id").execute();
     return rows.map((r) => r.type);
@@ -129,17 +144,8 @@ describe("stage results of many plans written in one statement (saveRunWrites)",
     const store = new PlanStageStore(app.store, new Notifier(app.store.db, createLogger("silent")));
     const claims = await store.claim("writer-c", 0, LEASE_MS); // nothing: a claim of zero stages
     expect(claims).toEqual([]);
-    const { claims: held } = await claimedPlans(12, "writer-other");
     // Through the store, as the engine writes: its first write of each claim is the shared one-statement write.
-    const ours: StageClaim[] = [];
-    await sql`UPDATE plan_stages SET lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL WHERE lease_token = ANY(${held.map((c) => c.leaseToken)}::bigint[])`.execute(
-      app.store.db,
-    );
-    while (ours.length < held.length) {
-      const batch = await store.claim("writer-c", 50, LEASE_MS);
-      if (batch.length === 0) throw new Error("the released stages were not claimable");
-      ours.push(...batch.filter((c) => held.some((h) => h.planId === c.planId)));
-    }
+    const ours = await claimedThrough(store, "writer-c", 12);
     const before = store.runWriteStatements;
     const written = await Promise.all(
       ours.map((claim) =>
@@ -154,16 +160,7 @@ describe("stage results of many plans written in one statement (saveRunWrites)",
   it("fails only the runs whose own values Postgres refuses: the other results of their statement are written", async () => {
     const store = new PlanStageStore(app.store, new Notifier(app.store.db, createLogger("silent")));
     // Another account's plans: the first account's generation limit is spent by the tests above.
-    const { claims: held } = await claimedPlans(5, "writer-other", await createAccountWithKey(app, ["build", "read"]));
-    await sql`UPDATE plan_stages SET lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL WHERE lease_token = ANY(${held.map((c) => c.leaseToken)}::bigint[])`.execute(
-      app.store.db,
-    );
-    const ours: StageClaim[] = [];
-    while (ours.length < held.length) {
-      const batch = await store.claim("writer-d", 50, LEASE_MS);
-      if (batch.length === 0) throw new Error("the released stages were not claimable");
-      ours.push(...batch.filter((c) => held.some((h) => h.planId === c.planId)));
-    }
+    const ours = await claimedThrough(store, "writer-d", 5, await createAccountWithKey(app, ["build", "read"]));
     // The first write goes alone; the others, two of them unstorable in jsonb, share the next statement.
     const outputs: JsonValue[] = [{ ok: true }, { text: "a NUL \u0000 here" }, { text: "half a pair \ud800 here" }, { ok: true }, { ok: true }];
     const before = store.runWriteStatements;
@@ -220,16 +217,7 @@ describe("stage results of many plans written in one statement (saveRunWrites)",
 
   it("fails a refused write alone even when it is its statement's only plan: a later write of that plan in the batch is still written", async () => {
     const store = new PlanStageStore(app.store, new Notifier(app.store.db, createLogger("silent")));
-    const { claims: held } = await claimedPlans(2, "writer-other", await createAccountWithKey(app, ["build", "read"]));
-    await sql`UPDATE plan_stages SET lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL WHERE lease_token = ANY(${held.map((c) => c.leaseToken)}::bigint[])`.execute(
-      app.store.db,
-    );
-    const ours: StageClaim[] = [];
-    while (ours.length < held.length) {
-      const batch = await store.claim("writer-e", 50, LEASE_MS);
-      if (batch.length === 0) throw new Error("the released stages were not claimable");
-      ours.push(...batch.filter((c) => held.some((h) => h.planId === c.planId)));
-    }
+    const ours = await claimedThrough(store, "writer-e", 2, await createAccountWithKey(app, ["build", "read"]));
     const [other, claim] = ours as [StageClaim, StageClaim];
     // The first write goes alone; the refused result and a progress write of the same plan share the next statement.
     const written = await Promise.allSettled([

@@ -128,8 +128,9 @@ export function readGoal(goal: string, language = "en"): GoalFacts {
     /\b(?:for|about)\s+([A-Z][\p{L}\d'&-]*(?:\s+[A-Z][\p{L}\d'&-]*)*),\s+(?:a|an|the|my|our)\s+([^,.;:!?]+?)(?=\s+(?:in|at|near|based|that|which|who|with|for)\b|[,.;:!?]|$)/u.exec(
       withoutContacts,
     );
-  const subject = appositive?.[2]?.trim() ?? readSubject(withoutContacts);
-  const given = (appositive?.[1] ? visibleName(appositive[1]) : undefined) ?? readGivenName(withoutContacts);
+  const quotes = quotations(withoutContacts);
+  const subject = appositive?.[2]?.trim() ?? readSubject(withoutContacts, quotes);
+  const given = (appositive?.[1] ? visibleName(appositive[1]) : undefined) ?? readGivenName(withoutContacts, quotes);
   const name = fittedName(given ?? (subject === undefined ? undefined : madeName(subject, place)));
 
   const offerings = uniqueItems(
@@ -188,8 +189,8 @@ function fittedName(name: string | undefined): string | undefined {
 }
 
 // Curly quotes as escapes (\u2018 \u2019 \u201C \u201D): the server bundle stays ASCII (see src/build.ts).
-function readGivenName(text: string): string | undefined {
-  const quoted = quotations(text);
+/** The name `text` gives; `quoted` is its quotations(). */
+function readGivenName(text: string, quoted: readonly Quotation[]): string | undefined {
   // "Called" inside quotes is part of them ('The Place Called Home'): the quoted name is the one given.
   const inQuotes = (index: number) => quoted.some((q) => index > q.start && index < q.end);
   for (const match of text.matchAll(CALLED)) {
@@ -322,7 +323,8 @@ function isSentence(text: string): boolean {
   return words.length >= 3 && untitled;
 }
 
-function readSubject(text: string): string | undefined {
+/** What the thing is, as `text` says it; `quotes` is its quotations(). */
+function readSubject(text: string, quotes: readonly Quotation[]): string | undefined {
   const patterns = [
     // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
     new RegExp(String.raw`\b(?:for|about|promoting|presenting|showcasing)\s+(.+?)${STOP}`, "i"),
@@ -332,7 +334,6 @@ function readSubject(text: string): string | undefined {
   // "A website for X" names X after "for"; "Spanish lessons for beginners" names it first.
   if (!SITE_WORDS.test(text) && !COMMAND.test(text)) patterns.reverse();
   // What is in quotes is one thing: a word or a full stop in it ("The Place Called Home", "Dr. Lee") ends no clause.
-  const quotes = quotations(text);
   let masked = "";
   let from = 0;
   for (const [i, quote] of quotes.entries()) {
