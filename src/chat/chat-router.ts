@@ -167,9 +167,10 @@ export class ChatRouter implements ChatCompleter {
       });
     }
     const { answer: first, settle } = await this.#open(request, false, options, true);
-    let body: EmbeddingsJson;
+    const inputs = inputCount(request.input);
+    let body: Embeddings;
     try {
-      body = await this.#whole(first, request, true, options.signal, readEmbeddings);
+      body = await this.#whole(first, request, true, options.signal, (answer, signal) => readEmbeddings(answer, signal, inputs));
       await settle?.("spent");
     } catch (error) {
       await settle?.(served(options.signal));
@@ -179,7 +180,7 @@ export class ChatRouter implements ChatCompleter {
     const usage = body.usage;
     return {
       object: "list",
-      data: inInputOrder(body.data).map((vector, index) => ({
+      data: body.vectors.map((vector, index) => ({
         object: "embedding",
         index,
         embedding: base64 ? Buffer.from(new Float32Array(vector).buffer).toString("base64") : vector,
@@ -268,40 +269,62 @@ async function readCompletion(answer: UpstreamAnswer, signal: AbortSignal | unde
   return json;
 }
 
-interface EmbeddingsJson {
-  data: { embedding: number[] | string; index?: unknown }[];
+/** An upstream's embeddings, one vector per input in the order of the inputs. */
+interface Embeddings {
+  vectors: number[][];
   usage?: { prompt_tokens?: unknown; total_tokens?: unknown };
 }
 
-/** An upstream's whole answer as a list of embeddings (floats, or base64 from a provider that ignored the ask for floats), or the upstream's failure. */
-async function readEmbeddings(answer: UpstreamAnswer, signal: AbortSignal | undefined): Promise<EmbeddingsJson> {
-  const json = await readJson(answer, signal);
-  const data = (json as { data?: unknown })?.data;
-  const isVector = (embedding: unknown) => Array.isArray(embedding) || typeof embedding === "string";
-  if (!Array.isArray(data) || !data.every((item) => isVector((item as { embedding?: unknown })?.embedding))) {
-    throw unusable(answer, "the model returned an answer that is not a list of embeddings");
-  }
-  return json as EmbeddingsJson;
+/**
+ * How many vectors a request asks for: one for a text or a list of token ids,
+ * else one per item (embeddings-rest.ts has checked the input's form).
+ */
+function inputCount(input: unknown): number {
+  return Array.isArray(input) && typeof input[0] !== "number" ? input.length : 1;
 }
 
 /**
- * The vectors as floats, in the order of the inputs: by each item's `index`,
- * which is what ties a vector to its input (a provider may list them in
- * another order), or as listed when the provider gave no usable indexes.
+ * An upstream's whole answer as one vector per input, or the upstream's
+ * failure. Each item's `index` ties its vector to its input (a provider may
+ * list them in another order); a provider that gives no index at all lists
+ * them in input order. Anything else (a vector missing, extra or given twice,
+ * a number that is not one, vectors of different lengths) would hand the
+ * caller a vector under another input's index, so it is not what was asked for.
  */
-function inInputOrder(data: EmbeddingsJson["data"]): number[][] {
-  const indexes = data.map((item) => item.index);
-  const indexed = indexes.every((index, i) => typeof index === "number" && indexes.indexOf(index) === i);
-  const ordered = indexed ? [...data].sort((a, b) => (a.index as number) - (b.index as number)) : data;
-  return ordered.map((item) => (typeof item.embedding === "string" ? floatsOfBase64(item.embedding) : item.embedding));
+async function readEmbeddings(answer: UpstreamAnswer, signal: AbortSignal | undefined, inputs: number): Promise<Embeddings> {
+  const json = await readJson(answer, signal);
+  const vectors = vectorsInInputOrder((json as { data?: unknown } | null)?.data, inputs);
+  if (vectors === undefined) throw unusable(answer, "the model returned an answer that is not one embedding per input");
+  return { vectors, usage: (json as Embeddings).usage };
 }
 
-/** OpenAI's base64 embedding: little-endian float32s. */
-function floatsOfBase64(text: string): number[] {
-  const bytes = Buffer.from(text, "base64");
+function vectorsInInputOrder(data: unknown, inputs: number): number[][] | undefined {
+  if (!Array.isArray(data) || data.length !== inputs) return undefined;
+  const items = data as ({ index?: unknown; embedding?: unknown } | null)[];
+  const indexed = items.some((item) => item?.index !== undefined);
+  const vectors: number[][] = new Array(inputs);
+  let dimensions: number | undefined;
+  for (let position = 0; position < inputs; position++) {
+    const index = indexed ? items[position]?.index : position;
+    if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= inputs || vectors[index] !== undefined) return undefined;
+    const vector = floatsOf(items[position]?.embedding);
+    if (vector === undefined || vector.length === 0) return undefined;
+    dimensions ??= vector.length;
+    if (vector.length !== dimensions) return undefined;
+    vectors[index] = vector;
+  }
+  return vectors;
+}
+
+/** A vector as finite floats: given as floats, or as OpenAI's base64 (little-endian float32s) from a provider that ignored the ask for floats. */
+function floatsOf(embedding: unknown): number[] | undefined {
+  if (Array.isArray(embedding)) return embedding.every(Number.isFinite) ? embedding : undefined;
+  if (typeof embedding !== "string") return undefined;
+  const bytes = Buffer.from(embedding, "base64");
+  if (bytes.length % 4 !== 0) return undefined;
   const floats: number[] = new Array(bytes.length >> 2);
   for (let i = 0; i < floats.length; i++) floats[i] = bytes.readFloatLE(i * 4);
-  return floats;
+  return floats.every(Number.isFinite) ? floats : undefined;
 }
 
 function isCompletion(value: unknown): value is ChatCompletionJson {

@@ -31,11 +31,30 @@ export function embeddingsRoutes(rest: RestRouter, deps: { router: ChatRouter; i
 
 function parseEmbeddingsRequest(json: unknown): GatewayRequest {
   const body = parseOpenAiBody(json);
-  const input = body.input;
-  const valid = (typeof input === "string" && input !== "") || (Array.isArray(input) && input.length > 0);
-  if (!valid) throw invalidRequest("`input` must be a non-empty string or array", "input");
+  if (!isEmbeddingsInput(body.input)) {
+    throw invalidRequest(
+      "`input` must be a non-empty string, or a non-empty array of non-empty strings, of token ids (whole numbers from 0), or of non-empty arrays of token ids",
+      "input",
+    );
+  }
+  if (body.dimensions !== undefined && !(Number.isInteger(body.dimensions) && (body.dimensions as number) > 0)) {
+    throw invalidRequest("`dimensions` must be a whole number above 0", "dimensions");
+  }
   if (body.encoding_format !== undefined && body.encoding_format !== "float" && body.encoding_format !== "base64") {
     throw invalidRequest("`encoding_format` must be float or base64", "encoding_format");
   }
   return body as GatewayRequest;
+}
+
+/** OpenAI's forms of `input`: one text, one list of token ids, or a list of either (the router counts one vector per input by the same forms). */
+function isEmbeddingsInput(input: unknown): boolean {
+  if (typeof input === "string") return input !== "";
+  if (!Array.isArray(input) || input.length === 0) return false;
+  if (typeof input[0] === "string") return input.every((text) => typeof text === "string" && text !== "");
+  if (Array.isArray(input[0])) return input.every((tokens) => Array.isArray(tokens) && tokens.length > 0 && tokens.every(isTokenId));
+  return input.every(isTokenId);
+}
+
+function isTokenId(value: unknown): boolean {
+  return Number.isInteger(value) && (value as number) >= 0;
 }
