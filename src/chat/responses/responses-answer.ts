@@ -49,32 +49,44 @@ export function answerOfCompletion(completion: ChatCompletionJson): ChatAnswer {
   };
 }
 
-/** The response object shell: every field the SDKs read, echoing the request. */
+/**
+ * The response object shell: every field the SDKs read, echoing the request
+ * (null where it asked for nothing, left out where OpenAI's type has no null:
+ * `user`, and `usage` until the answer is in). Never a background response:
+ * those are refused.
+ */
 export function responseShell(id: string, request: ResponsesRequest, createdAt: number, status: string): ResponseObject {
-  const text = isObject(request.text) && isObject(request.text.format) ? request.text : { format: { type: "text" } };
+  const text = isObject(request.text) ? request.text : {};
+  const reasoning = isObject(request.reasoning) ? request.reasoning : {};
   return {
     id,
     object: "response",
     created_at: createdAt,
     status,
+    access_programs: null,
+    background: false,
     error: null,
     incomplete_details: null,
     instructions: request.instructions ?? null,
     max_output_tokens: request.max_output_tokens ?? null,
+    max_tool_calls: request.max_tool_calls ?? null,
     model: CHAT_ALIAS,
     output: [],
     parallel_tool_calls: request.parallel_tool_calls ?? true,
     previous_response_id: request.previous_response_id ?? null,
-    reasoning: { effort: reasoningEffort(request) ?? null, summary: null },
+    prompt_cache_key: request.prompt_cache_key ?? null,
+    reasoning: { effort: reasoningEffort(request) ?? null, summary: reasoning.summary ?? reasoning.generate_summary ?? null },
+    safety_identifier: request.safety_identifier ?? null,
+    service_tier: request.service_tier ?? null,
     store: request.store ?? true,
     temperature: request.temperature ?? 1,
-    text,
+    text: { format: isObject(text.format) ? text.format : { type: "text" }, verbosity: text.verbosity ?? null },
     tool_choice: request.tool_choice ?? "auto",
     tools: Array.isArray(request.tools) ? request.tools.map(echoedTool) : [],
+    top_logprobs: request.top_logprobs ?? null,
     top_p: request.top_p ?? 1,
-    truncation: "disabled",
-    usage: null,
-    user: request.user ?? null,
+    truncation: request.truncation ?? "disabled",
+    ...(typeof request.user === "string" ? { user: request.user } : {}),
     metadata: request.metadata ?? {},
   };
 }
@@ -148,18 +160,23 @@ export function functionCallItem(id: string, call: ChatAnswer["toolCalls"][numbe
   return { type: "function_call", id, call_id: call.id, name: call.name, arguments: call.arguments, status };
 }
 
+/** The chat usage as the Responses API's `usage`, with every count OpenAI's `ResponseUsage` requires (0 when the upstream gave none). */
 function usage(chat: Record<string, unknown> | undefined): Record<string, unknown> {
-  const input = Number(chat?.prompt_tokens ?? 0) || 0;
-  const output = Number(chat?.completion_tokens ?? 0) || 0;
-  const cached = isObject(chat?.prompt_tokens_details) ? Number(chat.prompt_tokens_details.cached_tokens ?? 0) || 0 : 0;
-  const reasoning = isObject(chat?.completion_tokens_details) ? Number(chat.completion_tokens_details.reasoning_tokens ?? 0) || 0 : 0;
+  const input = tokenCount(chat?.prompt_tokens);
+  const output = tokenCount(chat?.completion_tokens);
+  const inputDetails = isObject(chat?.prompt_tokens_details) ? chat.prompt_tokens_details : {};
+  const outputDetails = isObject(chat?.completion_tokens_details) ? chat.completion_tokens_details : {};
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: cached },
+    input_tokens_details: { cached_tokens: tokenCount(inputDetails.cached_tokens), cache_write_tokens: tokenCount(inputDetails.cache_write_tokens) },
     output_tokens: output,
-    output_tokens_details: { reasoning_tokens: reasoning },
-    total_tokens: Number(chat?.total_tokens ?? input + output) || input + output,
+    output_tokens_details: { reasoning_tokens: tokenCount(outputDetails.reasoning_tokens) },
+    total_tokens: tokenCount(chat?.total_tokens) || input + output,
   };
+}
+
+function tokenCount(value: unknown): number {
+  return Number(value ?? 0) || 0;
 }
 
 /** The assistant's turn as a chat message, to continue the conversation from a stored response. */
@@ -234,6 +251,21 @@ export async function* responseEvents(
     events.push({ type: "response.content_part.added", ...where(part), part: contentPart(part) });
     return part;
   };
+  /**
+   * Opens a function call's item, with the arguments gathered so far as its
+   * first delta. It waits for the call's name and id because the SDKs take
+   * both from `output_item.added` and refuse a `done` whose call_id differs.
+   */
+  const announceCall = (events: UnnumberedEvent[], index: number): void => {
+    const call = answer.toolCalls[index]!;
+    if (call.id === "") call.id = `call_${uniqueHex()}`;
+    const id = itemId("fc");
+    ids.calls[index] = id;
+    callIndex[index] = nextIndex++;
+    events.push({ type: "response.output_item.added", output_index: callIndex[index], item: functionCallItem(id, { ...call, arguments: "" }, "in_progress") });
+    if (call.arguments !== "")
+      events.push({ type: "response.function_call_arguments.delta", item_id: id, output_index: callIndex[index], delta: call.arguments });
+  };
 
   for await (const batch of chunks) {
     const events: UnnumberedEvent[] = [];
@@ -260,22 +292,18 @@ export async function* responseEvents(
           if (!isObject(part)) continue;
           const index = typeof part.index === "number" ? part.index : answer.toolCalls.length;
           const fn = isObject(part.function) ? part.function : {};
-          let call = answer.toolCalls[index];
-          if (!call) {
-            call = {
-              id: typeof part.id === "string" ? part.id : `call_${uniqueHex()}`,
-              name: typeof fn.name === "string" ? fn.name : "",
-              arguments: "",
-            };
-            answer.toolCalls[index] = call;
-            ids.calls[index] = itemId("fc");
-            callIndex[index] = nextIndex++;
-            events.push({ type: "response.output_item.added", output_index: callIndex[index], item: functionCallItem(ids.calls[index]!, call, "in_progress") });
-          }
+          const call = answer.toolCalls[index] ?? { id: "", name: "", arguments: "" };
+          answer.toolCalls[index] = call;
+          // The first id and name given are the call's, whichever delta brings them.
+          if (call.id === "" && typeof part.id === "string") call.id = part.id;
+          if (call.name === "" && typeof fn.name === "string") call.name = fn.name;
+          const announced = callIndex[index] !== undefined;
           if (typeof fn.arguments === "string" && fn.arguments !== "") {
             call.arguments += fn.arguments;
-            events.push({ type: "response.function_call_arguments.delta", item_id: ids.calls[index], output_index: callIndex[index], delta: fn.arguments });
+            if (announced)
+              events.push({ type: "response.function_call_arguments.delta", item_id: ids.calls[index], output_index: callIndex[index], delta: fn.arguments });
           }
+          if (!announced && call.id !== "" && call.name !== "") announceCall(events, index);
         }
       }
     }
@@ -286,6 +314,10 @@ export async function* responseEvents(
   // An answer of nothing at all is still one (empty) message.
   if (!messageOpen && answer.toolCalls.length === 0) partFor(closing, "output_text");
   closePart(closing);
+  // A call whose name or id never came is still the answer's, under a name of "" or an id of our own.
+  answer.toolCalls.forEach((_, index) => {
+    if (callIndex[index] === undefined) announceCall(closing, index);
+  });
   // The output's order is the order the items were announced in; the items done here are those of the response.
   const positions = new Map<string, number>();
   if (messageOpen) positions.set(ids.message, messageIndex);

@@ -1,4 +1,4 @@
-import { openAiErrorBody, ServiceError, toServiceError } from "../../server/errors.js";
+import { invalidRequest, openAiErrorBody, ServiceError, toServiceError } from "../../server/errors.js";
 import { clientGone } from "../../server/request-info.js";
 import { checkAlias } from "../chat-request.js";
 import type { ChatRouter } from "../chat-router.js";
@@ -88,6 +88,22 @@ export class ResponsesGateway {
 
   async delete(accountId: string, id: string): Promise<void> {
     if (!(await this.#store.delete(accountId, id))) throw missing(id);
+  }
+
+  /**
+   * Streaming a stored response again (`GET …?stream=true`) is for a
+   * background response still running, and none is made here: missing like
+   * `retrieve`, else a 400 that says so.
+   */
+  async streamAgain(accountId: string, id: string): Promise<never> {
+    await this.retrieve(accountId, id);
+    throw invalidRequest("Only background responses can be streamed again, and this service makes none: read the response without `stream`.", "stream");
+  }
+
+  /** Cancelling is for background responses, and none is made here: missing like `retrieve`, else OpenAI's 400. */
+  async cancel(accountId: string, id: string): Promise<never> {
+    await this.retrieve(accountId, id);
+    throw invalidRequest("Only responses created with background=true can be cancelled.");
   }
 
   async #prepare(accountId: string, body: unknown, stream: boolean) {

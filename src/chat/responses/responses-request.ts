@@ -20,55 +20,127 @@ const FUNCTION_TOOL = "function";
 export function parseResponsesRequest(json: unknown): ResponsesRequest {
   const body = parseOpenAiBody(json);
   if (typeof body.input !== "string" && !Array.isArray(body.input)) throw invalidRequest("`input` must be a string or an array of input items", "input");
-  for (const name of ["stream", "store", "parallel_tool_calls"]) {
-    if (body[name] !== undefined && body[name] !== null && typeof body[name] !== "boolean") throw invalidRequest(`\`${name}\` must be a boolean`, name);
+  for (const name of ["stream", "store", "parallel_tool_calls", "background"]) {
+    if (given(body[name]) && typeof body[name] !== "boolean") throw invalidRequest(`\`${name}\` must be a boolean`, name);
   }
-  for (const name of ["instructions", "previous_response_id", "user", "program"]) {
-    if (body[name] !== undefined && body[name] !== null && typeof body[name] !== "string") throw invalidRequest(`\`${name}\` must be a string`, name);
+  for (const name of ["instructions", "previous_response_id", "user", "program", "safety_identifier", "prompt_cache_key"]) {
+    if (given(body[name]) && typeof body[name] !== "string") throw invalidRequest(`\`${name}\` must be a string`, name);
   }
+  refuseUnservable(body);
   checkNumber(body, "temperature", 0, 2);
   checkNumber(body, "top_p", 0, 1);
-  const maxTokens = body.max_output_tokens;
-  if (maxTokens !== undefined && maxTokens !== null && !(Number.isInteger(maxTokens) && (maxTokens as number) >= 1)) {
-    throw invalidRequest("`max_output_tokens` must be a whole number of at least 1", "max_output_tokens");
-  }
-  if (body.tool_choice !== undefined && body.tool_choice !== null) chatToolChoice(body.tool_choice);
+  checkWholeNumber(body, "max_output_tokens", 1);
+  checkWholeNumber(body, "max_tool_calls", 1);
+  checkWholeNumber(body, "top_logprobs", 0, 20);
+  checkOneOf(body.truncation, TRUNCATIONS, "truncation");
+  checkOneOf(body.service_tier, SERVICE_TIERS, "service_tier");
+  checkInclude(body.include);
+  if (given(body.tool_choice)) chatToolChoice(body.tool_choice);
   checkMetadata(body.metadata);
-  if (body.text !== undefined && body.text !== null && !isObject(body.text)) throw invalidRequest("`text` must be an object", "text");
+  checkText(body.text);
   checkReasoning(body.reasoning);
-  if (body.tools !== undefined && body.tools !== null) {
+  if (given(body.tools)) {
     if (!Array.isArray(body.tools)) throw invalidRequest("`tools` must be an array", "tools");
-    for (const tool of body.tools) {
-      const type = isObject(tool) ? tool.type : undefined;
-      if (type !== FUNCTION_TOOL) {
-        throw invalidRequest(`the tool type \`${String(type)}\` is not supported: only function tools run behind this model`, "tools");
-      }
-      if (typeof tool.name !== "string" || tool.name === "") throw invalidRequest("every function tool needs a `name`", "tools");
-    }
+    for (const tool of body.tools) checkTool(tool);
   }
   return body as ResponsesRequest;
 }
 
+/**
+ * OpenAI's fields that change what the model sees or how the response is
+ * delivered, which nothing here can do: a 400 naming the field rather than
+ * an answer that silently ignored it.
+ */
+function refuseUnservable(body: Record<string, unknown>): void {
+  if (body.background === true) {
+    throw invalidRequest("background responses are not supported: every response is answered as it is made, so leave `background` out or false", "background");
+  }
+  if (given(body.conversation)) throw invalidRequest("`conversation` is not supported: continue a response with `previous_response_id`", "conversation");
+  if (given(body.prompt)) throw invalidRequest("stored prompts (`prompt`) are not supported: send the instructions and the input themselves", "prompt");
+}
+
+/** A function tool: its `name`, and the optional fields the response echoes, by type. */
+function checkTool(tool: unknown): void {
+  const type = isObject(tool) ? tool.type : undefined;
+  if (!isObject(tool) || type !== FUNCTION_TOOL) {
+    throw invalidRequest(`the tool type \`${String(type)}\` is not supported: only function tools run behind this model`, "tools");
+  }
+  if (typeof tool.name !== "string" || tool.name === "") throw invalidRequest("every function tool needs a `name`", "tools");
+  if (given(tool.description) && typeof tool.description !== "string") throw invalidRequest("a function tool's `description` must be a string", "tools");
+  if (given(tool.parameters) && !isObject(tool.parameters)) throw invalidRequest("a function tool's `parameters` must be a JSON schema object", "tools");
+  if (given(tool.strict) && typeof tool.strict !== "boolean") throw invalidRequest("a function tool's `strict` must be a boolean", "tools");
+}
+
 function checkNumber(body: Record<string, unknown>, name: string, min: number, max: number): void {
   const value = body[name];
-  if (value === undefined || value === null) return;
+  if (!given(value)) return;
   if (typeof value !== "number" || !(value >= min && value <= max)) throw invalidRequest(`\`${name}\` must be a number from ${min} to ${max}`, name);
+}
+
+function checkWholeNumber(body: Record<string, unknown>, name: string, min: number, max?: number): void {
+  const value = body[name];
+  if (!given(value)) return;
+  if (Number.isInteger(value) && (value as number) >= min && (max === undefined || (value as number) <= max)) return;
+  const range = max === undefined ? `of at least ${min}` : `from ${min} to ${max}`;
+  throw invalidRequest(`\`${name}\` must be a whole number ${range}`, name);
+}
+
+/** A value from a closed set of OpenAI's strings, or nothing. */
+function checkOneOf(value: unknown, allowed: ReadonlySet<string>, param: string): void {
+  if (given(value) && !(typeof value === "string" && allowed.has(value))) throw invalidRequest(`\`${param}\` must be one of ${[...allowed].join(", ")}`, param);
+}
+
+/** The closed sets OpenAI documents for these fields (the openai package's types of the same names). */
+const TRUNCATIONS: ReadonlySet<string> = new Set(["auto", "disabled"]);
+/** `ServiceTier`. */
+const SERVICE_TIERS: ReadonlySet<string> = new Set(["auto", "default", "flex", "scale", "priority", "fast", "ultrafast"]);
+/** `ResponseTextConfig.verbosity`; chat's `verbosity` takes the same. */
+const VERBOSITIES: ReadonlySet<string> = new Set(["low", "medium", "high"]);
+/** `Reasoning.summary`. */
+const REASONING_SUMMARIES: ReadonlySet<string> = new Set(["auto", "concise", "detailed"]);
+/** `ResponseIncludable`. */
+const INCLUDABLES: ReadonlySet<string> = new Set([
+  "file_search_call.results",
+  "web_search_call.results",
+  "web_search_call.action.sources",
+  "message.input_image.image_url",
+  "computer_call_output.output.image_url",
+  "code_interpreter_call.outputs",
+  "reasoning.encrypted_content",
+  "message.output_text.logprobs",
+]);
+/** `ToolChoiceOptions`. */
+const TOOL_CHOICE_OPTIONS: ReadonlySet<string> = new Set(["none", "auto", "required"]);
+
+/** `include`: extra output to add; what a chat upstream can give is in the answer already, the rest never occurs here. */
+function checkInclude(include: unknown): void {
+  if (!given(include)) return;
+  if (!Array.isArray(include) || !include.every((item) => typeof item === "string" && INCLUDABLES.has(item))) {
+    throw invalidRequest(`\`include\` must be an array of ${[...INCLUDABLES].join(", ")}`, "include");
+  }
+}
+
+/** `text`: an object whose `verbosity` is one OpenAI documents; its `format` is checked as it is translated. */
+function checkText(text: unknown): void {
+  if (!given(text)) return;
+  if (!isObject(text)) throw invalidRequest("`text` must be an object", "text");
+  checkOneOf(text.verbosity, VERBOSITIES, "text.verbosity");
 }
 
 /** The reasoning efforts OpenAI documents (the openai package's `ReasoningEffort`); chat's `reasoning_effort` takes the same. */
 const REASONING_EFFORTS: ReadonlySet<string> = new Set(["none", "minimal", "low", "medium", "high", "xhigh", "max"]);
 
 /**
- * `reasoning`: an object whose `effort`, when given, is one OpenAI documents.
- * Its other fields (`summary`, …) have no chat form and are not checked.
+ * `reasoning`: an object whose `effort` and `summary` (or the older
+ * `generate_summary`), when given, are ones OpenAI documents. A summary has
+ * no chat form: it is only echoed.
  */
 function checkReasoning(reasoning: unknown): void {
-  if (reasoning === undefined || reasoning === null) return;
+  if (!given(reasoning)) return;
   if (!isObject(reasoning)) throw invalidRequest("`reasoning` must be an object", "reasoning");
-  const effort = reasoning.effort;
-  if (effort !== undefined && effort !== null && !(typeof effort === "string" && REASONING_EFFORTS.has(effort))) {
-    throw invalidRequest(`\`reasoning.effort\` must be one of ${[...REASONING_EFFORTS].join(", ")}`, "reasoning.effort");
-  }
+  checkOneOf(reasoning.effort, REASONING_EFFORTS, "reasoning.effort");
+  checkOneOf(reasoning.summary, REASONING_SUMMARIES, "reasoning.summary");
+  checkOneOf(reasoning.generate_summary, REASONING_SUMMARIES, "reasoning.generate_summary");
 }
 
 /** The checked `reasoning.effort`, if one was asked for. */
@@ -76,13 +148,20 @@ export function reasoningEffort(request: ResponsesRequest): string | undefined {
   return isObject(request.reasoning) && typeof request.reasoning.effort === "string" ? request.reasoning.effort : undefined;
 }
 
-/** OpenAI's limits for `metadata`: up to 16 pairs, keys up to 64 characters, string values up to 512. */
+/** OpenAI's limits for `metadata`: up to 16 pairs, keys up to 64 characters, string values up to 512 (characters are code points, as a person counts them). */
 function checkMetadata(metadata: unknown): void {
-  if (metadata === undefined || metadata === null) return;
+  if (!given(metadata)) return;
   const entries = isObject(metadata) ? Object.entries(metadata) : undefined;
   const valid =
-    entries !== undefined && entries.length <= 16 && entries.every(([key, value]) => key.length <= 64 && typeof value === "string" && value.length <= 512);
+    entries !== undefined &&
+    entries.length <= 16 &&
+    entries.every(([key, value]) => atMostCharacters(key, 64) && typeof value === "string" && atMostCharacters(value, 512));
   if (!valid) throw invalidRequest("`metadata` must be an object of up to 16 strings, keys up to 64 characters and values up to 512", "metadata");
+}
+
+function atMostCharacters(text: string, max: number): boolean {
+  // Every code point is one or two UTF-16 units, so a longer text is over the limit before it is counted.
+  return text.length <= 2 * max && [...text].length <= max;
 }
 
 /**
@@ -110,9 +189,17 @@ export function toChatRequest(request: ResponsesRequest, history: readonly ChatM
   copy(request, chat, "temperature");
   copy(request, chat, "top_p");
   copy(request, chat, "user");
+  copy(request, chat, "safety_identifier");
+  copy(request, chat, "prompt_cache_key");
+  copy(request, chat, "service_tier");
+  if (isObject(request.text)) copy(request.text, chat, "verbosity");
   const effort = reasoningEffort(request);
   if (effort !== undefined) chat.reasoning_effort = effort;
   if (typeof request.max_output_tokens === "number") chat.max_completion_tokens = request.max_output_tokens;
+  if (typeof request.top_logprobs === "number") {
+    chat.logprobs = true;
+    chat.top_logprobs = request.top_logprobs;
+  }
   if (stream) {
     chat.stream = true;
     chat.stream_options = { include_usage: true };
@@ -220,10 +307,31 @@ function chatTool(tool: unknown): Record<string, unknown> {
   return { type: "function", function: fn };
 }
 
+/** `tool_choice` in chat's form: a mode as it is, a function by name, or `allowed_tools` over function tools. */
 function chatToolChoice(choice: unknown): unknown {
-  if (typeof choice === "string") return choice;
-  if (isObject(choice) && choice.type === "function" && typeof choice.name === "string") return { type: "function", function: { name: choice.name } };
-  throw invalidRequest("`tool_choice` must be auto, none, required or a function", "tool_choice");
+  if (typeof choice === "string" && TOOL_CHOICE_OPTIONS.has(choice)) return choice;
+  if (isObject(choice) && choice.type === "function" && typeof choice.name === "string") return chatFunctionChoice(choice.name);
+  if (isObject(choice) && choice.type === "allowed_tools") return chatAllowedTools(choice);
+  throw invalidRequest("`tool_choice` must be auto, none, required, a function or allowed_tools", "tool_choice");
+}
+
+function chatFunctionChoice(name: string): Record<string, unknown> {
+  return { type: "function", function: { name } };
+}
+
+/** Responses' `{type: "allowed_tools", mode, tools}` as chat's `{type: "allowed_tools", allowed_tools: {mode, tools}}`, each tool in chat's form. */
+function chatAllowedTools(choice: Record<string, unknown>): unknown {
+  const { mode, tools } = choice;
+  if ((mode !== "auto" && mode !== "required") || !Array.isArray(tools)) {
+    throw invalidRequest("an allowed_tools `tool_choice` needs a `mode` (auto or required) and a `tools` array", "tool_choice");
+  }
+  const functions = tools.map((tool) => {
+    if (!isObject(tool) || tool.type !== FUNCTION_TOOL || typeof tool.name !== "string") {
+      throw invalidRequest("an allowed_tools `tool_choice` lists function tools only, each with its `name`", "tool_choice");
+    }
+    return chatFunctionChoice(tool.name);
+  });
+  return { type: "allowed_tools", allowed_tools: { mode, tools: functions } };
 }
 
 function chatResponseFormat(format: unknown): Record<string, unknown> | undefined {
@@ -235,8 +343,9 @@ function chatResponseFormat(format: unknown): Record<string, unknown> | undefine
     if (typeof format.name !== "string" || !isObject(format.schema)) {
       throw invalidRequest("a json_schema `text.format` needs a `name` and a `schema` object", "text.format");
     }
+    if (given(format.strict) && typeof format.strict !== "boolean") throw invalidRequest("`text.format.strict` must be a boolean", "text.format");
     const schema: Record<string, unknown> = { name: format.name, schema: format.schema };
-    if (format.strict !== undefined && format.strict !== null) schema.strict = format.strict;
+    if (given(format.strict)) schema.strict = format.strict;
     if (typeof format.description === "string") schema.description = format.description;
     return { type: "json_schema", json_schema: schema };
   }
@@ -245,7 +354,12 @@ function chatResponseFormat(format: unknown): Record<string, unknown> | undefine
 }
 
 function copy(from: Record<string, unknown>, to: Record<string, unknown>, name: string): void {
-  if (from[name] !== undefined && from[name] !== null) to[name] = from[name];
+  if (given(from[name])) to[name] = from[name];
+}
+
+/** Sent with a value: OpenAI reads a field sent as null as one left out. */
+function given(value: unknown): boolean {
+  return value !== undefined && value !== null;
 }
 
 export function isObject(value: unknown): value is Record<string, unknown> {

@@ -10,11 +10,13 @@ import { parseInputItemsQuery } from "./responses-input-items.js";
 
 const PREFIX = "/v1/responses/";
 const INPUT_ITEMS = "/input_items";
+const CANCEL = "/cancel";
 
 /**
- * `POST /v1/responses`, and `GET` / `DELETE /v1/responses/{id}` and
- * `GET /v1/responses/{id}/input_items` for stored responses: the Responses
- * API in OpenAI's wire format (see ResponsesGateway).
+ * `POST /v1/responses`, and `GET` / `DELETE /v1/responses/{id}`,
+ * `GET /v1/responses/{id}/input_items` and `POST /v1/responses/{id}/cancel`
+ * for stored responses: the Responses API in OpenAI's wire format (see
+ * ResponsesGateway).
  */
 export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGateway; authenticator: Authenticator }): void {
   const { gateway } = deps;
@@ -38,6 +40,10 @@ export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGate
       await listInputItems(exchange, deps, tail.slice(0, -INPUT_ITEMS.length), method);
       return;
     }
+    if (tail.endsWith(CANCEL)) {
+      await cancel(exchange, deps, tail.slice(0, -CANCEL.length), method);
+      return;
+    }
     const id = decodedOrAsSent(tail);
     if (id === "" || id.includes("/")) throw new ServiceError("not_found", `no route for ${method} ${exchange.url.pathname}`);
     if (method !== "GET" && method !== "HEAD" && method !== "DELETE") {
@@ -50,8 +56,21 @@ export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGate
       sendJson(exchange.res, 200, { id, object: "response", deleted: true });
       return;
     }
+    if (exchange.url.searchParams.get("stream") === "true") await gateway.streamAgain(accountId, id);
     sendAnswer(exchange.res, { json: await gateway.retrieve(accountId, id), replayed: false });
   });
+}
+
+/** `POST /v1/responses/{id}/cancel`: answered by the gateway, which has no background response to cancel. */
+async function cancel(exchange: RestExchange, deps: { gateway: ResponsesGateway; authenticator: Authenticator }, rawId: string, method: string): Promise<void> {
+  const id = decodedOrAsSent(rawId);
+  if (id === "" || id.includes("/")) throw new ServiceError("not_found", `no route for ${method} ${exchange.url.pathname}`);
+  if (method !== "POST") {
+    exchange.res.setHeader("Allow", "POST");
+    throw new ServiceError("method_not_allowed", `use POST on ${PREFIX}{id}${CANCEL}`);
+  }
+  const { accountId } = await authenticateBearer(exchange, deps.authenticator);
+  await deps.gateway.cancel(accountId, id);
 }
 
 /** `GET /v1/responses/{id}/input_items`: `limit` and `order` are checked before the response is read, `after`/`before` against its items. */

@@ -1,0 +1,187 @@
+import type OpenAI from "openai";
+import { beforeAll, describe, expect, it } from "vitest";
+import { chunk, completion, reply, stream, toolCallCompletion } from "./support/fake-upstream.js";
+import { openAiClient, useSdkGateway } from "./support/gateway.js";
+
+// How a Responses answer is put together from the upstream's chat chunks: function calls whose
+// name or id come late, and the usage OpenAI's types require, as the official SDK sees them.
+describe("/v1/responses stream assembly and usage", () => {
+  const gateway = useSdkGateway();
+  let client: OpenAI;
+  beforeAll(() => {
+    client = openAiClient(gateway.app, gateway.apiKey);
+  });
+
+  const tools: OpenAI.Responses.Tool[] = [
+    { type: "function", name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } }, strict: false },
+  ];
+
+  /** Streams a request through the SDK: every event, and the response the SDK assembled. */
+  async function streamed(input: string): Promise<{ events: OpenAI.Responses.ResponseStreamEvent[]; final: OpenAI.Responses.Response }> {
+    const responseStream = client.responses.stream({ model: "project-zero", input, tools });
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of responseStream) events.push(event);
+    return { events, final: await responseStream.finalResponse() };
+  }
+
+  /** The function-call events of one output index, in the order they came. */
+  function callEvents(events: OpenAI.Responses.ResponseStreamEvent[], outputIndex: number): OpenAI.Responses.ResponseStreamEvent[] {
+    return events.filter((event) => "output_index" in event && event.output_index === outputIndex);
+  }
+
+  describe("a function call whose name or id arrives after its first delta", () => {
+    it("announces the call with the name that came late, and loses none of the arguments sent before it", async () => {
+      gateway.upstream.next(
+        stream([
+          chunk({ role: "assistant", content: null, tool_calls: [{ index: 0, id: "call_L", type: "function", function: { arguments: "" } }] }),
+          chunk({ tool_calls: [{ index: 0, function: { arguments: '{"ci' } }] }),
+          chunk({ tool_calls: [{ index: 0, function: { name: "get_weather", arguments: 'ty":' } }] }),
+          chunk({ tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] }),
+          chunk({}, "tool_calls"),
+        ]),
+      );
+      const { events, final } = await streamed("Weather in Paris?");
+      const expected = { type: "function_call", call_id: "call_L", name: "get_weather", arguments: '{"city":"Paris"}', status: "completed" };
+
+      const ofCall = callEvents(events, 0);
+      expect(ofCall[0]).toMatchObject({ type: "response.output_item.added", item: { type: "function_call", call_id: "call_L", name: "get_weather" } });
+      const deltas = ofCall.filter((event) => event.type === "response.function_call_arguments.delta");
+      expect(deltas.map((event) => event.delta).join("")).toBe('{"city":"Paris"}');
+      expect(ofCall.find((event) => event.type === "response.function_call_arguments.done")).toMatchObject({
+        name: "get_weather",
+        arguments: '{"city":"Paris"}',
+      });
+      expect(ofCall.find((event) => event.type === "response.output_item.done")).toMatchObject({ item: expected });
+      expect(events.at(-1)).toMatchObject({ type: "response.completed", response: { output: [expected] } });
+      expect(final.output).toEqual([expect.objectContaining(expected)]);
+      const stored = await client.responses.retrieve(final.id);
+      expect(stored.output).toEqual([expect.objectContaining(expected)]);
+    });
+
+    it("keeps the upstream's call id when it comes after the name, from output_item.added to what is stored and continued", async () => {
+      gateway.upstream.next(
+        stream([
+          chunk({ role: "assistant", content: null, tool_calls: [{ index: 0, type: "function", function: { name: "get_weather", arguments: "" } }] }),
+          chunk({ tool_calls: [{ index: 0, id: "call_late", function: { arguments: '{"city":"Oslo"}' } }] }),
+          chunk({}, "tool_calls"),
+        ]),
+        reply(completion("Cold.")),
+      );
+      const { events, final } = await streamed("Weather in Oslo?");
+      const expected = { type: "function_call", call_id: "call_late", name: "get_weather", arguments: '{"city":"Oslo"}' };
+      expect(events.find((event) => event.type === "response.output_item.added")).toMatchObject({ item: { call_id: "call_late" } });
+      expect(events.find((event) => event.type === "response.output_item.done")).toMatchObject({ item: expected });
+      expect(final.output).toEqual([expect.objectContaining(expected)]);
+
+      await client.responses.create({
+        model: "project-zero",
+        previous_response_id: final.id,
+        input: [{ type: "function_call_output", call_id: "call_late", output: '{"sky":"grey"}' }],
+        tools,
+      });
+      expect(gateway.upstream.requests[1]!.body.messages).toEqual([
+        { role: "user", content: "Weather in Oslo?" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "call_late", type: "function", function: { name: "get_weather", arguments: '{"city":"Oslo"}' } }],
+        },
+        { role: "tool", tool_call_id: "call_late", content: '{"sky":"grey"}' },
+      ]);
+    });
+
+    it("streams a complete call beside one still waiting for its name, each whole under its own output index", async () => {
+      gateway.upstream.next(
+        stream([
+          chunk({ role: "assistant", content: null, tool_calls: [{ index: 0, id: "call_A", type: "function", function: { arguments: '{"city":' } }] }),
+          chunk({ tool_calls: [{ index: 1, id: "call_B", type: "function", function: { name: "get_weather", arguments: '{"city":"Rome"}' } }] }),
+          chunk({ tool_calls: [{ index: 0, function: { name: "get_weather", arguments: '"Lima"}' } }] }),
+          chunk({}, "tool_calls"),
+        ]),
+      );
+      const { events, final } = await streamed("Weather in Rome and Lima?");
+      const added = events.filter((event) => event.type === "response.output_item.added");
+      expect(added.map((event) => [event.output_index, event.item.type === "function_call" && event.item.call_id])).toEqual([
+        [0, "call_B"],
+        [1, "call_A"],
+      ]);
+      for (const [outputIndex, args] of [
+        [0, '{"city":"Rome"}'],
+        [1, '{"city":"Lima"}'],
+      ] as const) {
+        const deltas = callEvents(events, outputIndex).filter((event) => event.type === "response.function_call_arguments.delta");
+        expect(deltas.map((event) => event.delta).join("")).toBe(args);
+      }
+      expect(final.output).toEqual([
+        expect.objectContaining({ call_id: "call_B", name: "get_weather", arguments: '{"city":"Rome"}' }),
+        expect.objectContaining({ call_id: "call_A", name: "get_weather", arguments: '{"city":"Lima"}' }),
+      ]);
+    });
+
+    it("still gives a call that never got an id one of its own, with all its arguments", async () => {
+      gateway.upstream.next(
+        stream([
+          chunk({ role: "assistant", content: null, tool_calls: [{ index: 0, type: "function", function: { name: "get_weather", arguments: '{"city":' } }] }),
+          chunk({ tool_calls: [{ index: 0, function: { arguments: '"Nice"}' } }] }),
+          chunk({}, "tool_calls"),
+        ]),
+      );
+      const { events, final } = await streamed("Weather in Nice?");
+      const item = final.output[0] as OpenAI.Responses.ResponseFunctionToolCall;
+      expect(item).toMatchObject({ type: "function_call", name: "get_weather", arguments: '{"city":"Nice"}' });
+      expect(item.call_id).toMatch(/^call_\w+$/);
+      expect(events.find((event) => event.type === "response.output_item.added")).toMatchObject({ item: { call_id: item.call_id } });
+    });
+
+    it("answers a plain (non-streamed) tool call with its name and call id, and stores them", async () => {
+      gateway.upstream.next(reply(toolCallCompletion("get_weather", '{"city":"Paris"}')));
+      const response = await client.responses.create({ model: "project-zero", input: "Weather in Paris?", tools });
+      const expected = { type: "function_call", call_id: "call_abc123", name: "get_weather", arguments: '{"city":"Paris"}' };
+      expect(response.output).toEqual([expect.objectContaining(expected)]);
+      expect((await client.responses.retrieve(response.id)).output).toEqual([expect.objectContaining(expected)]);
+    });
+  });
+
+  describe("usage", () => {
+    const cachedUsage = {
+      prompt_tokens: 20,
+      completion_tokens: 4,
+      total_tokens: 24,
+      prompt_tokens_details: { cached_tokens: 8, cache_write_tokens: 6 },
+      completion_tokens_details: { reasoning_tokens: 2 },
+    };
+    const expectedUsage = {
+      input_tokens: 20,
+      input_tokens_details: { cached_tokens: 8, cache_write_tokens: 6 },
+      output_tokens: 4,
+      output_tokens_details: { reasoning_tokens: 2 },
+      total_tokens: 24,
+    };
+
+    it("carries the upstream's cache writes and reads in a plain answer and what is stored", async () => {
+      gateway.upstream.next(reply(completion("Hi.", { usage: cachedUsage })));
+      const response = await client.responses.create({ model: "project-zero", input: "hi" });
+      expect(response.usage).toEqual(expectedUsage);
+      expect((await client.responses.retrieve(response.id)).usage).toEqual(expectedUsage);
+    });
+
+    it("carries them in a streamed answer's response.completed", async () => {
+      gateway.upstream.next(stream([chunk({ role: "assistant", content: "Hi." }), chunk({}, "stop"), { ...chunk({}), choices: [], usage: cachedUsage }]));
+      const { events, final } = await streamed("hi");
+      expect(events.at(-1)).toMatchObject({ type: "response.completed", response: { usage: expectedUsage } });
+      expect(final.usage).toEqual(expectedUsage);
+    });
+
+    it("gives every count OpenAI's ResponseUsage requires, zero when the upstream gave no details", async () => {
+      gateway.upstream.next(reply(completion("Hi.")));
+      const response = await client.responses.create({ model: "project-zero", input: "hi" });
+      expect(response.usage).toEqual({
+        input_tokens: 9,
+        input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
+        output_tokens: 3,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: 12,
+      } satisfies OpenAI.Responses.ResponseUsage);
+    });
+  });
+});
