@@ -142,6 +142,79 @@ describe("/v1/responses stream assembly and usage", () => {
     });
   });
 
+  describe("tool calls the upstream numbered with gaps, or gave no id", () => {
+    it("makes each call of a stream whose indexes skip a number one function_call item, in the order they began", async () => {
+      gateway.upstream.next(
+        stream([
+          chunk({ role: "assistant", content: "Checking." }),
+          chunk({ tool_calls: [{ index: 2, id: "call_X", type: "function", function: { name: "get_weather", arguments: '{"city":"Oslo"}' } }] }),
+          chunk({ tool_calls: [{ index: 5, id: "call_Y", type: "function", function: { name: "get_weather", arguments: '{"city":' } }] }),
+          chunk({ tool_calls: [{ index: 5, function: { arguments: '"Bern"}' } }] }),
+          chunk({}, "tool_calls"),
+        ]),
+      );
+      const { events, final } = await streamed("Weather in Oslo and Bern?");
+      expect(events.some((event) => event.type === "error")).toBe(false);
+      const calls = [
+        { type: "function_call", call_id: "call_X", name: "get_weather", arguments: '{"city":"Oslo"}', status: "completed" },
+        { type: "function_call", call_id: "call_Y", name: "get_weather", arguments: '{"city":"Bern"}', status: "completed" },
+      ];
+      const expected = [expect.objectContaining({ type: "message" }), ...calls.map((call) => expect.objectContaining(call))];
+      expect(events.at(-1)).toMatchObject({ type: "response.completed" });
+      expect(final.output).toEqual(expected);
+      const done = events.filter((event) => event.type === "response.output_item.done");
+      expect(done.map((event) => event.output_index)).toEqual([0, 1, 2]);
+      expect((await client.responses.retrieve(final.id)).output).toEqual(expected);
+    });
+
+    it("makes a lone call numbered 1 (no call 0) one function_call item", async () => {
+      gateway.upstream.next(
+        stream([
+          chunk({
+            role: "assistant",
+            content: null,
+            tool_calls: [{ index: 1, id: "call_one", type: "function", function: { name: "get_weather", arguments: "" } }],
+          }),
+          chunk({ tool_calls: [{ index: 1, function: { arguments: '{"city":"Rome"}' } }] }),
+          chunk({}, "tool_calls"),
+        ]),
+      );
+      const { events, final } = await streamed("Weather in Rome?");
+      expect(events.some((event) => event.type === "error")).toBe(false);
+      expect(final.output).toEqual([
+        expect.objectContaining({ type: "function_call", call_id: "call_one", name: "get_weather", arguments: '{"city":"Rome"}' }),
+      ]);
+    });
+
+    it("gives a plain (non-streamed) call without an id one of its own, the same in the answer, what is stored and what is continued", async () => {
+      const withoutId = toolCallCompletion("get_weather", '{"city":"Lyon"}');
+      const [choice] = withoutId.choices as { message: { tool_calls: Record<string, unknown>[] } }[];
+      delete choice!.message.tool_calls[0]!.id;
+      gateway.upstream.next(reply(withoutId), reply(completion("Mild.")));
+      const response = await client.responses.create({ model: "project-zero", input: "Weather in Lyon?", tools });
+      const item = response.output[0] as OpenAI.Responses.ResponseFunctionToolCall;
+      expect(item).toMatchObject({ type: "function_call", name: "get_weather", arguments: '{"city":"Lyon"}' });
+      expect(item.call_id).toMatch(/^call_\w+$/);
+      expect((await client.responses.retrieve(response.id)).output).toEqual([expect.objectContaining({ call_id: item.call_id })]);
+
+      await client.responses.create({
+        model: "project-zero",
+        previous_response_id: response.id,
+        input: [{ type: "function_call_output", call_id: item.call_id, output: '{"sky":"blue"}' }],
+        tools,
+      });
+      expect(gateway.upstream.requests[1]!.body.messages).toEqual([
+        { role: "user", content: "Weather in Lyon?" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: item.call_id, type: "function", function: { name: "get_weather", arguments: '{"city":"Lyon"}' } }],
+        },
+        { role: "tool", tool_call_id: item.call_id, content: '{"sky":"blue"}' },
+      ]);
+    });
+  });
+
   describe("usage", () => {
     const cachedUsage = {
       prompt_tokens: 20,

@@ -15,6 +15,11 @@ function itemId(prefix: "msg" | "fc"): string {
   return `${prefix}_${uniqueHex()}`;
 }
 
+/** The call id of a tool call that came without one: the SDKs need one to send its `function_call_output` back. */
+function newCallId(): string {
+  return `call_${uniqueHex()}`;
+}
+
 /** What the chat answer said, gathered from a completion or from a stream's chunks. */
 export interface ChatAnswer {
   text: string;
@@ -42,7 +47,8 @@ export function answerOfCompletion(completion: ChatCompletionJson): ChatAnswer {
     refusal: typeof message.refusal === "string" ? message.refusal : "",
     toolCalls: toolCalls.filter(isObject).map((call) => {
       const fn = isObject(call.function) ? call.function : {};
-      return { id: String(call.id ?? ""), name: String(fn.name ?? ""), arguments: typeof fn.arguments === "string" ? fn.arguments : "" };
+      const id = typeof call.id === "string" && call.id !== "" ? call.id : newCallId();
+      return { id, name: String(fn.name ?? ""), arguments: typeof fn.arguments === "string" ? fn.arguments : "" };
     }),
     finishReason: typeof choice.finish_reason === "string" ? choice.finish_reason : null,
     usage: isObject(completion.usage) ? completion.usage : undefined,
@@ -198,7 +204,9 @@ export type UnnumberedEvent = Record<string, unknown> & { type: string };
  * chunks (one upstream read), then the closing ones after `onFinished`
  * (the save) has run, so a client that sees `response.completed` can
  * continue from it. The caller numbers and frames them; a batch is one
- * iterator step and one write, not one of each per event.
+ * iterator step and one write, not one of each per event. The chunks are
+ * the router's, whose tool calls are numbered from 0 in the order they
+ * began (`ChunkRewriter`), so a call's `index` is its place in the answer.
  */
 export async function* responseEvents(
   shell: ResponseObject,
@@ -258,7 +266,7 @@ export async function* responseEvents(
    */
   const announceCall = (events: UnnumberedEvent[], index: number): void => {
     const call = answer.toolCalls[index]!;
-    if (call.id === "") call.id = `call_${uniqueHex()}`;
+    if (call.id === "") call.id = newCallId();
     const id = itemId("fc");
     ids.calls[index] = id;
     callIndex[index] = nextIndex++;
@@ -290,7 +298,7 @@ export async function* responseEvents(
       if (Array.isArray(delta.tool_calls)) {
         for (const part of delta.tool_calls) {
           if (!isObject(part)) continue;
-          const index = typeof part.index === "number" ? part.index : answer.toolCalls.length;
+          const index = part.index as number;
           const fn = isObject(part.function) ? part.function : {};
           const call = answer.toolCalls[index] ?? { id: "", name: "", arguments: "" };
           answer.toolCalls[index] = call;
