@@ -247,7 +247,8 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       context.responseHeader.set("idempotent-replayed", "true");
       setHeaders(context, rateLimitHeaders(await readGenerationUsage(db, accountId, window)));
       const plan = await loadPlan(db, result.json, { accountId });
-      if (!plan) throw notFound(PLAN_NOT_FOUND);
+      // The key did create a plan: a 404 would tell a retrying client its create named a missing plan.
+      if (!plan) throw new ServiceError("conflict", `the plan this Idempotency-Key created (${result.json}) was deleted; send a new key to create another`);
       return { plan: toPlanMessage(plan), unavailable: unavailableOutcomes(config) };
     },
 

@@ -36,3 +36,45 @@ function fillNulls(schema: DescMessage, message: Record<string, unknown>, json: 
 function isStructLike(typeName: string): boolean {
   return typeName.startsWith("google.protobuf.");
 }
+
+/**
+ * The first key that `text` names twice in one object, whose value JSON.parse
+ * would silently keep the last of. `text` must be JSON that JSON.parse took.
+ * Keys are compared decoded: `"goal"` and `"go\u0061l"` are the same key.
+ */
+export function repeatedKey(text: string): string | undefined {
+  // The keys seen so far in each open object; undefined for an open array.
+  const open: (Set<string> | undefined)[] = [];
+  let atKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i];
+    if (char === '"') {
+      const start = i;
+      let escaped = false;
+      for (i++; text[i] !== '"'; i++) {
+        if (text[i] === "\\") {
+          escaped = true;
+          i++;
+        }
+      }
+      const keys = open.at(-1);
+      if (atKey && keys) {
+        const key = escaped ? (JSON.parse(text.slice(start, i + 1)) as string) : text.slice(start + 1, i);
+        if (keys.has(key)) return key;
+        keys.add(key);
+      }
+      atKey = false;
+    } else if (char === "{") {
+      open.push(new Set());
+      atKey = true;
+    } else if (char === "[") {
+      open.push(undefined);
+      atKey = false;
+    } else if (char === "}" || char === "]") {
+      open.pop();
+    } else if (char === ",") {
+      atKey = open.at(-1) !== undefined;
+    }
+  }
+  return undefined;
+}

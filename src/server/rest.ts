@@ -1,6 +1,8 @@
-import { fromJson, type DescMessage, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import { fromJson, ScalarType, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import { isUtf8 } from "node:buffer";
 import { API_BODY_MAX_BYTES } from "../api/limits.js";
 import { apiErrorBody, invalidRequest, openAiErrorBody, ServiceError, toServiceError } from "./errors.js";
+import { repeatedKey } from "./json.js";
 import { requestInfo } from "./request-info.js";
 
 import type { NodeRequest, NodeResponse } from "./node-http.js";
@@ -70,13 +72,24 @@ export class RestRouter {
 
 export interface BodyLimits {
   maxBytes: number;
+  /**
+   * Also refuse a body that is not UTF-8 (rather than read U+FFFD in place
+   * of its bad bytes) or that names a key twice in one object (rather than
+   * keep the last, as JSON.parse does; Connect refuses it too). It costs a
+   * pass over the body: `/api` takes it, `/v1` reads OpenAI's bodies as
+   * OpenAI does and leaves it off.
+   */
+  strict?: boolean;
 }
+
+/** The `/api` routes' bodies. */
+const API_BODY_LIMITS: BodyLimits = { maxBytes: API_BODY_MAX_BYTES, strict: true };
 
 /**
  * Reads a JSON body. Refuses, with the documented error, a wrong content
  * type, an oversized body and anything that is not JSON.
  */
-export async function readJsonBody(req: NodeRequest, limits: BodyLimits = { maxBytes: API_BODY_MAX_BYTES }): Promise<JsonValue> {
+export async function readJsonBody(req: NodeRequest, limits: BodyLimits = API_BODY_LIMITS): Promise<JsonValue> {
   const contentType = String(req.headers["content-type"] ?? "")
     .split(";")[0]!
     .trim()
@@ -96,12 +109,18 @@ export async function readJsonBody(req: NodeRequest, limits: BodyLimits = { maxB
     drain(req);
     throw new ServiceError("payload_too_large", `the body exceeds ${limits.maxBytes} bytes`);
   }
-  const text = await readText(req, limits.maxBytes);
+  const bytes = await readBytes(req, limits.maxBytes);
+  if (limits.strict && !isUtf8(bytes)) throw invalidRequest("the body is not valid UTF-8");
+  const text = bytes.toString("utf8");
+  let body: JsonValue;
   try {
-    return JSON.parse(text) as JsonValue;
+    body = JSON.parse(text) as JsonValue;
   } catch {
     throw invalidRequest("the body is not valid JSON");
   }
+  const repeated = limits.strict ? repeatedKey(text) : undefined;
+  if (repeated !== undefined) throw invalidRequest(`the body names the key "${repeated.slice(0, 64)}" twice in one object; send each key once`);
+  return body;
 }
 
 /** The codings a `Content-Encoding` names, `identity` (no coding) and empty ones left out; undefined when none is left. */
@@ -115,11 +134,11 @@ function contentEncoding(header: string | undefined): string | undefined {
 }
 
 /**
- * The body as UTF-8, by events rather than an async iterator (which costs
- * a promise per chunk on the hottest path). A body that grows past `maxBytes`
- * is refused and the rest is read and discarded, so the answer can be sent.
+ * The body, by events rather than an async iterator (which costs a promise
+ * per chunk on the hottest path). A body that grows past `maxBytes` is
+ * refused and the rest is read and discarded, so the answer can be sent.
  */
-function readText(req: NodeRequest, maxBytes: number): Promise<string> {
+function readBytes(req: NodeRequest, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -139,7 +158,7 @@ function readText(req: NodeRequest, maxBytes: number): Promise<string> {
     req.on("data", onData);
     req.on("end", () => {
       settled = true;
-      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, size).toString("utf8"));
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     });
     req.on("error", (error: Error) => {
       settled = true;
@@ -164,11 +183,46 @@ export function decodeRequest<Desc extends DescMessage>(schema: Desc, json: Json
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
     throw invalidRequest("the body must be a JSON object");
   }
+  const loose = looseIntegerString(schema, json);
+  if (loose) throw invalidRequest(`invalid field \`${loose.field}\` in request body: ${JSON.stringify(loose.value)} is not a number as JSON writes one`);
   try {
     return fromJson(schema, json, { ignoreUnknownFields: true });
   } catch (error) {
     throw invalidRequest(decodeFailure(schema, error instanceof Error ? error.message : ""));
   }
+}
+
+const INTEGER_TYPES: ReadonlySet<ScalarType> = new Set([
+  ScalarType.INT32,
+  ScalarType.UINT32,
+  ScalarType.SINT32,
+  ScalarType.FIXED32,
+  ScalarType.SFIXED32,
+  ScalarType.INT64,
+  ScalarType.UINT64,
+  ScalarType.SINT64,
+  ScalarType.FIXED64,
+  ScalarType.SFIXED64,
+]);
+
+const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+
+/**
+ * ProtoJSON takes an integer as a number or as a string holding one (`"1"`,
+ * `"1e0"`); protobuf-es reads that string with `Number()`, which also takes
+ * `"0x1"`, `"0b1"`, `"+1"` or `"1."`. A REST body's string must hold a
+ * number as JSON writes it. (Request messages here are flat: the top level
+ * is all there is to check.)
+ */
+function looseIntegerString(schema: DescMessage, json: JsonObject): { field: string; value: string } | undefined {
+  for (const field of schema.fields) {
+    if (field.fieldKind !== "scalar" || !INTEGER_TYPES.has(field.scalar)) continue;
+    for (const name of [field.jsonName, field.name]) {
+      const value = json[name];
+      if (typeof value === "string" && !JSON_NUMBER.test(value)) return { field: field.jsonName, value };
+    }
+  }
+  return undefined;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
-import { getExecution, postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
+import { authHeaders, getExecution, postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
 import { ScriptedWork } from "../support/stage-work.js";
 
 // What only the REST view has: JSON bodies, content types, the session
@@ -73,7 +73,7 @@ describe("POST and GET /api/execution", () => {
     expect(Number(after.headers.get("ratelimit-remaining"))).toBe(Number(before.headers.get("ratelimit-remaining")) - 1);
   });
 
-  it("answers 400 naming planId to cancel or feedback without one, and creates nothing", async () => {
+  it("answers 400 naming planId to cancel, feedback or approve without one, and creates nothing", async () => {
     const before = await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: "A website for a florist" });
     const listed = await getExecution<{ plans: RestPlan[] }>(app.url, cred());
     for (const body of [
@@ -84,6 +84,9 @@ describe("POST and GET /api/execution", () => {
       { goal: "A website created by a cancel request", planId: "", cancel: true },
       { goal: "A website created by a cancel request", planId: null, cancel: true },
       { goal: "A website created by a feedback request", plan_id: "", feedback: "make it calm" },
+      // Approving is what a resume does (the interface document): on a create it would be dropped unseen.
+      { goal: "A website created by an approve request", approve: ["review"] },
+      { goal: "A website created by an approve request", planId: "", approve: ["review", "publish"] },
       { cancel: true },
     ]) {
       const answer = await postExecution<{ error: { type: string; message: string } }>(app.url, cred(), body);
@@ -98,6 +101,32 @@ describe("POST and GET /api/execution", () => {
     const created = await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: "A website for a florist", planId: "", cancel: false });
     expect(created.status).toBe(202);
     expect(created.body.plan.id).not.toBe(before.body.plan.id);
+  });
+
+  it("answers 400 to a body that names a key twice (as Connect does) or is not UTF-8, and creates nothing", async () => {
+    const listed = await getExecution<{ plans: RestPlan[] }>(app.url, cred());
+    const send = (body: Uint8Array | string) =>
+      fetch(`${app.url}/api/execution`, { method: "POST", headers: { "content-type": "application/json", ...authHeaders(app.url, cred()) }, body });
+    for (const raw of [
+      '{"goal":"x","goal":"A website for a cafe in Lille"}',
+      // The same key spelled with an escape is the same key; so is one twice in a nested object.
+      '{"goal":"A website for a cafe in Lille","go\\u0061l":"x"}',
+      '{"goal":"A website for a cafe in Lille","outcome":{"kind":"ebook","kind":"website"}}',
+    ]) {
+      const answer = await send(raw);
+      expect(answer.status, raw).toBe(400);
+      expect(await answer.json(), raw).toEqual({ error: { type: "invalid_request", message: expect.stringContaining("twice") } });
+    }
+    // A raw 0xE9 (Latin-1's é) is not UTF-8: refused, never stored as U+FFFD.
+    const latin1 = Buffer.concat([Buffer.from('{"goal":"A website for a caf'), Buffer.from([0xe9]), Buffer.from(' in Lille"}')]);
+    const answer = await send(latin1);
+    expect(answer.status).toBe(400);
+    expect(await answer.json()).toEqual({ error: { type: "invalid_request", message: expect.stringContaining("UTF-8") } });
+    expect((await getExecution<{ plans: RestPlan[] }>(app.url, cred())).body.plans.map((p) => p.id)).toEqual(listed.body.plans.map((p) => p.id));
+    // The same key in two objects, and é as UTF-8, are fine.
+    const fine = await send(Buffer.from('{"goal":"A website for a café in Lille","outcome":{"goal":1}}'));
+    expect(fine.status).toBe(202);
+    expect(((await fine.json()) as { plan: RestPlan }).plan.goal).toBe("A website for a café in Lille");
   });
 
   it("checks credentials before the body: no credentials is 401 even with a broken body", async () => {

@@ -3,7 +3,7 @@ import { IdempotencyStore } from "../../src/server/idempotency.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { restApi, rpcApi } from "../support/execution-api.js";
-import type { Credential } from "../support/executions.js";
+import { authHeaders, type Credential } from "../support/executions.js";
 import { ScriptedWork } from "../support/stage-work.js";
 
 // Every transport reads the same `Idempotency-Key` (REST header, RPC metadata) in one service function.
@@ -74,6 +74,25 @@ describe.each(TRANSPORTS)("idempotent creates over $name", ({ make }) => {
     expect(bad.status).toBe(400);
     expect(bad.errorType).toBe("invalid_request");
     expect((await api.list(credentialOf(account))).plans).toEqual([]);
+  });
+
+  it("answers 409 conflict, not 404, when the plan the key created has been deleted since", async () => {
+    const api = make(app.url);
+    const credential = credentialOf(await createAccountWithKey(app, ["build", "read"]));
+    const body = { goal: "A website for a replay bakery in Bruges" };
+    const headers = { "idempotency-key": "create-then-delete" };
+    const first = await api.create(credential, body, headers);
+    expect(first.status).toBe(202);
+    const planId = first.plan!.id;
+    const deleted = await fetch(`${app.url}/api/execution?id=${planId}`, { method: "DELETE", headers: authHeaders(app.url, credential) });
+    expect(deleted.status).toBe(204);
+
+    const again = await api.create(credential, body, headers);
+    expect(again.status).toBe(409);
+    expect(again.errorType).toBe("conflict");
+    expect(again.errorMessage).toContain(`the plan this Idempotency-Key created (${planId}) was deleted`);
+    // Nothing was started in its place.
+    expect((await api.list(credential)).plans).toEqual([]);
   });
 });
 

@@ -238,10 +238,17 @@ describe("a revision number over REST", () => {
     const owner = await createAccountWithKey(scripted, ["build", "read"]);
     const created = await postExecution(scripted.url, key(owner), { goal: "A site for my bakery" });
     const plan = await waitForPlan(scripted.url, key(owner), (created.body.plan as RestPlan).id, atGate);
-    for (const revision of [-1, 1.5, "one", true, [0]]) {
+    // A string holds a number only as JSON writes one (ProtoJSON's rule): not hexadecimal, binary, signed or padded.
+    for (const revision of [-1, 1.5, "one", true, [0], "0x1", "0b1", "0o1", "+1", " 1", "1 ", ".5e1", "1.", "Infinity", ""]) {
       const answer = await postExecution(scripted.url, key(owner), { planId: plan.id, approve: ["review"], revision });
       expect(answer.status, JSON.stringify(revision)).toBe(400);
-      expect(answer.body.error).toEqual({ type: "invalid_request", message: expect.stringContaining("revision") });
+      expect(answer.body.error, JSON.stringify(revision)).toEqual({ type: "invalid_request", message: expect.stringContaining("revision") });
+    }
+    // ProtoJSON reads a uint32 from a number or a string, exponent included: these name revision 1, not the first draft.
+    for (const revision of ["1", "1e0", "10e-1", 1]) {
+      const answer = await postExecution(scripted.url, key(owner), { planId: plan.id, approve: ["review"], revision });
+      expect(answer.status, JSON.stringify(revision)).toBe(409);
+      expect(answer.body.error, JSON.stringify(revision)).toMatchObject({ type: "conflict", message: expect.stringContaining("not revision 1's draft") });
     }
     const withoutPlan = await postExecution(scripted.url, key(owner), { goal: "A site for my bakery", revision: 0 });
     expect(withoutPlan.status).toBe(400);
