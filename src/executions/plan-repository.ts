@@ -67,11 +67,22 @@ function selectPlansWithStages(db: Executor) {
  * and never deadlock.
  */
 export async function loadPlan(db: Executor, id: string, options: { accountId?: string; forUpdate?: boolean } = {}): Promise<PlanState | undefined> {
+  // The lock is taken in a statement of its own, and the plan read in the next. A statement that waits
+  // for a row lock re-reads, once it has it, only the locked row: a subquery of the same statement (the
+  // stages) still sees the snapshot from before the wait, without what the holder committed meanwhile,
+  // and a cancel read that way left the stages a revision had just started running.
+  if (options.forUpdate && !(await lockPlan(db, id, options.accountId))) return undefined;
   let query = selectPlansWithStages(db).where("p.id", "=", id);
   if (options.accountId !== undefined) query = query.where("p.account_id", "=", options.accountId);
-  if (options.forUpdate) query = query.forUpdate("p");
   const row = await query.executeTakeFirst();
   return row ? toPlanState(row) : undefined;
+}
+
+/** Locks the plan's row until the transaction ends; false when there is no such plan (of that account). */
+async function lockPlan(db: Executor, id: string, accountId: string | undefined): Promise<boolean> {
+  let query = db.selectFrom("plans").select("id").where("id", "=", id);
+  if (accountId !== undefined) query = query.where("account_id", "=", accountId);
+  return (await query.forUpdate().executeTakeFirst()) !== undefined;
 }
 
 /** The account's most recent plans, newest first. */

@@ -7,6 +7,7 @@ import type { Notifier } from "./notifier.js";
 import { StatementBatcher, type StatementObserver } from "../db/statement-batcher.js";
 import { type ClaimFor, LeaseLostError, loadPlan, savePlan, STAGE_READY_CHANNEL, STAGE_REVOKED_CHANNEL, type SaveResult } from "./plan-repository.js";
 import {
+  isOver,
   stageFailed,
   stageInterrupted,
   stageProgress,
@@ -14,6 +15,7 @@ import {
   stageReleased,
   stageRetrying,
   stageSucceeded,
+  strayRunStopped,
   type PlanState,
 } from "./plan-transitions.js";
 import { type RunWrite, type RunWriteResult, saveRunWrites } from "./run-writes.js";
@@ -91,7 +93,7 @@ export class PlanStageStore implements StageStore {
 
   async record(claim: StageClaim, change: StageChange, options: { chainFor?: { owner: string; leaseMs: number } } = {}): Promise<StageWrite> {
     const transition = transitionFor(claim.position, change);
-    let saved: SaveResult | "unchanged";
+    let saved: SaveResult | "unchanged" | { stray: SaveResult };
     try {
       saved = await this.#write(claim, transition, options.chainFor);
     } catch (error) {
@@ -101,6 +103,11 @@ export class PlanStageStore implements StageStore {
       throw error;
     }
     if (saved === "unchanged") return "unchanged";
+    if ("stray" in saved) {
+      this.#written.delete(claim);
+      this.#announce(saved.stray);
+      return "lost";
+    }
     this.#announce(saved);
     if (!saved.claimed) return "written";
     const next = claimOf(saved.plan, saved.claimed.position, saved.claimed.leaseToken);
@@ -112,12 +119,17 @@ export class PlanStageStore implements StageStore {
    * Applies a transition to the plan of a run under its fencing token: in the
    * shared statement when the plan is as the run last saw it, else under the
    * plan's lock. With `chainFor`, a stage the transition makes ready
-   * is claimed for that owner in the same write.
+   * is claimed for that owner in the same write. A run on a plan that is
+   * over writes only that its stage stopped (`stray`), and has lost.
    */
-  async #write(claim: StageClaim, transition: (plan: PlanState) => PlanState, chainFor: ClaimFor | undefined): Promise<SaveResult | "unchanged"> {
+  async #write(
+    claim: StageClaim,
+    transition: (plan: PlanState) => PlanState,
+    chainFor: ClaimFor | undefined,
+  ): Promise<SaveResult | "unchanged" | { stray: SaveResult }> {
     // The common case, one statement shared with other runs' writes: nothing else touched the plan since this run last wrote it.
     const cached = this.#written.get(claim);
-    if (cached) {
+    if (cached && !isOver(cached)) {
       const after = transition(cached);
       if (after === cached) return "unchanged";
       const written = await this.#runWrites.submit({ before: cached, after, position: claim.position, claimFor: chainFor });
@@ -132,12 +144,14 @@ export class PlanStageStore implements StageStore {
       const before = await loadPlan(trx, claim.planId, { forUpdate: true });
       const stage = before?.stages[claim.position];
       if (!before || stage?.leaseToken !== claim.leaseToken) throw new LeaseLostError("lease lost");
+      const fence = { position: claim.position, live: true };
+      if (isOver(before)) return { stray: await savePlan(trx, before, strayRunStopped(before, claim.position), { fence }) };
       const after = transition(before);
       if (after === before) return "unchanged";
-      return savePlan(trx, before, after, { fence: { position: claim.position, live: true }, claimFor: chainFor });
+      return savePlan(trx, before, after, { fence, claimFor: chainFor });
     });
     if (saved === "unchanged") this.#written.delete(claim);
-    else this.#written.set(claim, saved.plan);
+    else if (!("stray" in saved)) this.#written.set(claim, saved.plan);
     return saved;
   }
 
@@ -156,13 +170,20 @@ export class PlanStageStore implements StageStore {
           const before = await loadPlan(trx, lease.planId, { forUpdate: true });
           const stage = before?.stages[lease.position];
           if (!before || stage?.leaseToken !== lease.leaseToken || stage.state !== "running") return undefined;
-          return savePlan(trx, before, stageInterrupted(before, lease.position), { fence: { position: lease.position, live: false } });
+          const fence = { position: lease.position, live: false };
+          // A plan that is over is not interrupted: its stray stage only stops.
+          if (isOver(before)) return { stray: await savePlan(trx, before, strayRunStopped(before, lease.position), { fence }) };
+          return savePlan(trx, before, stageInterrupted(before, lease.position), { fence });
         })
         .catch((error: unknown) => {
           if (error instanceof LeaseLostError) return undefined;
           throw error;
         });
       if (!saved) continue;
+      if ("stray" in saved) {
+        this.#announce(saved.stray);
+        continue;
+      }
       this.#announce(saved);
       const { plan } = saved;
       interrupted.push({ planId: plan.id, position: lease.position, stageId: plan.stages[lease.position]?.id ?? "", outcome: plan.outcome });

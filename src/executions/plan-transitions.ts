@@ -129,6 +129,22 @@ export function stageProgress(stage: Pick<StageRecord, "state" | "progress">): n
   return Math.min(99, Math.round(100 * Math.min(1, Math.max(0, stage.progress))));
 }
 
+/** True once a plan is over for good, succeeded or cancelled: nothing moves it any more. */
+export function isOver(plan: Pick<PlanState, "status">): boolean {
+  return plan.status === "succeeded" || plan.status === "cancelled";
+}
+
+/**
+ * A run still holding a stage of a plan that is over. A cancel stops every
+ * stage that had not succeeded, so there should be none; should one be left
+ * all the same, nothing its run reports is kept (SPEC "Cancel"): the stage
+ * is stopped as the cancel would have stopped it, its lease dropped, and
+ * the plan stays as it is.
+ */
+export function strayRunStopped(plan: PlanState, position: number): PlanState {
+  return settle({ ...plan, stages: replaceStage(plan.stages, position, { state: "cancelled", progress: 0, leaseToken: null }) });
+}
+
 /** The stage a worker ran returned: record it and move on to the next stage. */
 export function stageSucceeded(plan: PlanState, position: number, outcome: StageOutcome): PlanState {
   const stages = replaceStage(plan.stages, position, {
@@ -213,7 +229,7 @@ export function stageReleased(plan: PlanState, position: number): PlanState {
  * (a running one only remembers the approvals, unless it is writing a revision).
  */
 export function resumePlan(plan: PlanState, approve: readonly string[]): PlanState {
-  if (plan.status === "succeeded" || plan.status === "cancelled") return plan;
+  if (isOver(plan)) return plan;
   // An approval that arrives while a revision is written was of the draft it replaces: dropped, so a
   // revise racing an approve ends as one of the two, never as a revision published unseen.
   if (plan.status === "running" && plan.revisions.length > 0) return plan;
@@ -241,7 +257,7 @@ export function resumePlan(plan: PlanState, approve: readonly string[]): PlanSta
  * succeeded or already cancelled plan is unchanged; the caller tells them apart.
  */
 export function cancelPlan(plan: PlanState): PlanState {
-  if (plan.status === "succeeded" || plan.status === "cancelled") return plan;
+  if (isOver(plan)) return plan;
   const stages = plan.stages.map((stage) => (stage.state === "succeeded" ? stage : { ...stage, state: "cancelled" as const, progress: 0, leaseToken: null }));
   return settle({ ...plan, status: "cancelled", resumable: false, stages });
 }
