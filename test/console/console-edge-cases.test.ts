@@ -89,6 +89,26 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
     await page.getByRole("heading", { level: 1, name: name === "keys" ? "API keys" : "Executions" }).waitFor();
   }
 
+  /** True when the browser sets the element right to left, as its text reads (its directionality). */
+  const rightToLeft = (element: Locator) => element.evaluate((e) => e.matches(":dir(rtl)"));
+
+  /** The name and description Chromium gives assistive tech for each element matching `selector`, in page order. */
+  async function accessibleTexts(selector: string): Promise<{ name: string; description: string }[]> {
+    const cdp = await page.context().newCDPSession(page);
+    try {
+      const { root } = await cdp.send("DOM.getDocument", { depth: 0 });
+      const { nodeIds } = await cdp.send("DOM.querySelectorAll", { nodeId: root.nodeId, selector });
+      const texts: { name: string; description: string }[] = [];
+      for (const nodeId of nodeIds) {
+        const [node] = (await cdp.send("Accessibility.getPartialAXTree", { nodeId, fetchRelatives: false })).nodes;
+        texts.push({ name: String(node?.name?.value ?? ""), description: String(node?.description?.value ?? "") });
+      }
+      return texts;
+    } finally {
+      await cdp.detach();
+    }
+  }
+
   /** Stops the Console's list refreshes from reaching the server until `release`, so a test can make its cards stale on purpose. */
   async function holdListRefreshes(): Promise<{ release(): Promise<void> }> {
     const held: Route[] = [];
@@ -102,10 +122,20 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
     };
   }
 
-  /** Starts a plan from the form and lets it run to the gate. */
-  async function planAtGate(goal: string, outcome?: { warning?: string }): Promise<Locator> {
-    await page.getByLabel("Goal").fill(goal);
-    await page.getByLabel("Goal").press("Control+Enter");
+  /** Starts a plan from the form and lets it run to the gate; `projectName` is the name its understand stage gives the project (the card's title). */
+  async function planAtGate(goal: string, outcome?: { warning?: string }, projectName?: string): Promise<Locator> {
+    if (projectName) work.instant.delete("understand");
+    try {
+      await page.getByLabel("Goal").fill(goal);
+      await page.getByLabel("Goal").press("Control+Enter");
+      if (projectName) {
+        const understood = await work.next();
+        const typical = typicalOutcome(understood.input);
+        understood.succeed({ ...typical, project: { ...typical.project!, name: projectName } });
+      }
+    } finally {
+      work.instant.add("understand");
+    }
     const card = page.locator(".execution", { hasText: goal.slice(0, 40) });
     await card.waitFor();
     const held = await work.next();
@@ -428,6 +458,112 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
     await poll(() => page.locator(".key-name", { hasText: "🔑🔑🔑" }).textContent()).toBe("🔑".repeat(100));
   });
 
+  it("keeps an open history in place while the plan runs, adding only the new events, in a live region", async () => {
+    await open("executions");
+    const goal = "A site for a tea house, watched with its history open";
+    await page.getByLabel("Goal").fill(goal);
+    await page.getByLabel("Goal").press("Control+Enter");
+    const card = page.locator(".execution", { hasText: goal });
+    await card.waitFor();
+    const writing = await work.next();
+    await poll(() => card.locator(".stage-running").textContent()).toContain("Write");
+    // Opened from the keyboard.
+    await card.locator(".history summary").focus();
+    await page.keyboard.press("Enter");
+    await poll(() => card.locator(".timeline .event").count()).toBeGreaterThan(0);
+    const id = (await card.getAttribute("data-plan-id"))!;
+    await page.evaluate(`(() => {
+      const card = document.querySelector('[data-plan-id="${id}"]');
+      window.shownEvents = Array.from(card.querySelectorAll(".timeline .event"));
+      window.loadingSeen = 0;
+      new MutationObserver(() => {
+        if (document.querySelector('[data-plan-id="${id}"] .history')?.textContent.includes("Loading")) window.loadingSeen++;
+      }).observe(document.querySelector(".executions"), { subtree: true, childList: true, characterData: true });
+    })()`);
+
+    // Each tick and each stage change redraws the card.
+    await writing.input.progress(0.3);
+    await poll(() => card.locator(".stage-progress").textContent()).toBe("30%");
+    await writing.input.progress(0.6);
+    await poll(() => card.locator(".stage-progress").textContent()).toBe("60%");
+    writing.succeed();
+    await poll(() => card.locator(".status").textContent()).toBe("Waiting for approval");
+    await poll(() => card.locator(".event-awaiting_approval").count()).toBe(1);
+
+    const history = await page.evaluate<{ loadingSeen: number; shown: number; kept: number; added: number; addedLive: number }>(`(() => {
+      const events = Array.from(document.querySelectorAll('[data-plan-id="${id}"] .timeline .event'));
+      const added = events.slice(window.shownEvents.length);
+      return {
+        loadingSeen: window.loadingSeen,
+        shown: window.shownEvents.length,
+        kept: window.shownEvents.filter((event, i) => events[i] === event).length,
+        added: added.length,
+        addedLive: added.filter((event) => event.closest('[aria-live="polite"]')).length,
+      };
+    })()`);
+    // The events already read stay as they were (not redrawn, so not read out again); the new ones are added and read out.
+    expect(history).toEqual({ loadingSeen: 0, shown: history.shown, kept: history.shown, added: history.added, addedLive: history.added });
+    expect(history.added).toBeGreaterThan(0);
+    expect(await card.locator(".timeline .event").allTextContents()).toHaveLength(history.shown + history.added);
+    // Keyboard focus stayed on the disclosure through the redraws.
+    expect(await page.evaluate<string>("document.activeElement?.textContent ?? ''")).toBe("History");
+    expect(await card.locator(".history").getAttribute("open")).toBe("");
+  });
+
+  it("shows right-to-left text people type, and what it becomes, right to left", async () => {
+    await open("executions");
+    const goal = 'אתר לחנות פרחים בתל אביב, בשם "פרחי השרון" (2024)!';
+    await page.getByLabel("Goal").fill(goal);
+    expect(await rightToLeft(page.getByLabel("Goal"))).toBe(true);
+    const card = await planAtGate(goal, undefined, "פרחי השרון");
+    expect(await rightToLeft(card.locator("h3"))).toBe(true);
+    expect(await rightToLeft(card.locator(".goal"))).toBe(true);
+    const feedback = "תעשו את זה רגוע יותר (בבקשה)!";
+    await card.getByLabel("Ask for changes").fill(feedback);
+    expect(await rightToLeft(card.getByLabel("Ask for changes"))).toBe(true);
+    await card.getByRole("button", { name: "Ask for a new draft" }).click();
+    (await work.next()).succeed();
+    await poll(() => card.locator(".draft-feedback").textContent()).toBe(feedback);
+    expect(await rightToLeft(card.locator(".draft-feedback"))).toBe(true);
+    await card.locator(".history summary").click();
+    await poll(() => card.locator(".event-feedback").textContent()).toBe(feedback);
+    expect(await rightToLeft(card.locator(".event-feedback"))).toBe(true);
+    // Left-to-right text stays left to right.
+    const english = await planAtGate("A site for a flower shop in Tel Aviv");
+    expect(await rightToLeft(english.locator(".goal"))).toBe(false);
+
+    await open("keys");
+    const keyName = "מפתח הפריסה (ראשי)";
+    await page.getByLabel("Name").fill(keyName);
+    expect(await rightToLeft(page.getByLabel("Name"))).toBe(true);
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page.getByRole("button", { name: "Done, I have saved it" }).click();
+    const listed = page.locator(".key-name", { hasText: keyName });
+    await listed.waitFor();
+    expect(await rightToLeft(listed)).toBe(true);
+  });
+
+  it("says which plan each card's button acts on, after the words the button shows", async () => {
+    await open("executions");
+    const cards = [
+      { title: "Lighthouse museum", card: await planAtGate("A site for a lighthouse museum on the coast", undefined, "Lighthouse museum") },
+      { title: "Harbour ferry", card: await planAtGate("A site for a harbour ferry timetable", undefined, "Harbour ferry") },
+    ];
+    for (const { title, card } of cards) {
+      const id = (await card.getAttribute("data-plan-id"))!;
+      const controls = await accessibleTexts(`[data-plan-id="${id}"] .execution-actions :is(button, a)`);
+      expect(controls.map((control) => control.name)).toEqual([
+        "Approve and publish",
+        "Open preview (opens in a new tab)",
+        "Download site (.zip)",
+        "Cancel plan",
+        "Delete",
+        "Ask for a new draft",
+      ]);
+      expect(controls.map((control) => control.description)).toEqual(controls.map(() => title));
+    }
+  });
+
   it("says so on the page when signing out fails", async () => {
     await open("executions");
     await page.route(/\/SignOut$/, (route) => route.abort());
@@ -495,6 +631,41 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForURL(`${app.url}/console/executions`);
     expect(await page.locator(".account-email").textContent()).toBe(other);
+  });
+
+  it("signs up and in with an address that has accented letters, sent exactly as typed", async () => {
+    const stamp = Date.now();
+    const accented = `josé-${stamp}@example.test`;
+    const accentedDomain = `jose-${stamp}@exämple.test`;
+    // This spelling made through the API, as the service allows.
+    const made = await fetch(`${app.url}/zero.v1.ConsoleService/SignUp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: app.url },
+      body: JSON.stringify({ email: accentedDomain, password }),
+    });
+    expect(made.status).toBe(200);
+
+    await open("executions");
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(`${app.url}/console/sign-in`);
+    await page.getByRole("link", { name: "Create an account" }).click();
+    await page.getByLabel("Email").fill(accented);
+    await page.getByLabel("Password").fill(password);
+    await page.getByRole("button", { name: "Create account" }).click();
+    await page.waitForURL(`${app.url}/console/executions`);
+    expect(await page.locator(".account-email").textContent()).toBe(accented);
+
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(`${app.url}/console/sign-in`);
+    await page.getByLabel("Email").fill(accentedDomain);
+    expect(await page.getByLabel("Email").inputValue()).toBe(accentedDomain);
+    await page.getByLabel("Password").fill(password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(`${app.url}/console/executions`);
+    expect(await page.locator(".account-email").textContent()).toBe(accentedDomain);
+    // A password manager saves the change of password under the address as it is.
+    await open("keys");
+    expect(await page.locator('input[autocomplete="username"]').inputValue()).toBe(accentedDomain);
   });
 
   it("says when to try again after too many sign-in attempts", async () => {

@@ -42,7 +42,9 @@ export function renderAuth(root: HTMLElement, mode: AuthMode, notice: string | u
   const email = h("input", {
     id: "auth-email",
     name: "email",
-    type: "email",
+    // Not type="email": Chromium refuses a non-ASCII part before the "@" and rewrites a non-ASCII domain to punycode; the service checks the address as typed.
+    type: "text",
+    inputmode: "email",
     autocomplete: "email",
     required: true,
     spellcheck: "false",

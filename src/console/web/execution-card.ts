@@ -37,8 +37,8 @@ export function planCard(plan: Plan, actions: PlanActions): HTMLElement {
       stageList(plan),
       plan.warning ? h("p", { class: "notice notice-warn" }, plan.warning) : null,
       failureNotice(plan),
-      draftList(plan),
-      planActions(plan, actions),
+      draftList(plan, titleId),
+      planActions(plan, titleId, actions),
       historyDisclosure(plan, () => actions.gone(plan)),
     ),
   );
@@ -66,8 +66,9 @@ function cardHead(plan: Plan, titleId: string, title: string): HTMLElement {
     h(
       "div",
       { class: "execution-title" },
-      h("h3", { id: titleId, tabindex: "-1", "data-focus-key": "heading" }, title),
-      plan.project?.name ? h("p", { class: "goal" }, plan.goal) : null,
+      // Written by people (the goal, the project named from it): right to left when their language is.
+      h("h3", { id: titleId, tabindex: "-1", "data-focus-key": "heading", dir: "auto" }, title),
+      plan.project?.name ? h("p", { class: "goal", dir: "auto" }, plan.goal) : null,
     ),
     h("span", { class: `status status-${plan.status}` }, statusLabel(plan.status)),
   );
@@ -116,51 +117,65 @@ function failureNotice(plan: Plan): HTMLElement | null {
   return failedStage?.error ? h("p", { class: "notice notice-error" }, `${failedStage.title || failedStage.id} failed: ${failedStage.error.message}`) : null;
 }
 
-function planActions(plan: Plan, actions: PlanActions): HTMLElement {
+/**
+ * The card's buttons and links. Every card has the same ones, so each is
+ * described by the card's title: a list of a page's buttons then says which
+ * plan each acts on, and its name stays the words it shows (what a person
+ * using voice control says to press it).
+ */
+function planActions(plan: Plan, titleId: string, actions: PlanActions): HTMLElement {
   const error = h("p", { class: "form-error", role: "alert", hidden: true, "data-plan-error": true });
   const buttons: HTMLElement[] = [];
+  const button = (label: string, className: string, focusKey: string) =>
+    h("button", { type: "button", class: className, "data-focus-key": focusKey, "aria-describedby": titleId }, label);
   if (plan.status === "awaiting_approval") {
     const gateId = plan.stages.find((s) => s.state === "awaiting_approval")?.id;
-    const approve = h("button", { type: "button", class: "button primary small", "data-focus-key": "approve" }, "Approve and publish");
+    const approve = button("Approve and publish", "button primary small", "approve");
     approve.addEventListener("click", () => actions.approve(plan, gateId, approve, error));
     buttons.push(approve);
   } else if (plan.resumable && (plan.status === "failed" || plan.status === "interrupted")) {
-    const retry = h("button", { type: "button", class: "button small", "data-focus-key": "resume" }, "Resume");
+    const retry = button("Resume", "button small", "resume");
     retry.addEventListener("click", () => actions.resume(plan, retry, error));
     buttons.push(retry);
   }
   const preview = safeUrl(plan.previewUrl);
   const published = safeUrl(plan.publishedUrl);
-  if (preview) buttons.push(externalLink(preview, "Open preview", "preview"));
-  if (published) buttons.push(externalLink(published, plan.outcome === "ebook" ? "Open published ebook" : "Open published site", "published"));
+  if (preview) buttons.push(externalLink(preview, "Open preview", "preview", titleId));
+  if (published) buttons.push(externalLink(published, plan.outcome === "ebook" ? "Open published ebook" : "Open published site", "published", titleId));
   if (isBuilt(plan)) {
     buttons.push(
       h(
         "a",
-        { class: "button small", href: `/api/execution/download?id=${encodeURIComponent(plan.id)}`, download: "", "data-focus-key": "download" },
+        {
+          class: "button small",
+          href: `/api/execution/download?id=${encodeURIComponent(plan.id)}`,
+          download: "",
+          "data-focus-key": "download",
+          "aria-describedby": titleId,
+        },
         plan.outcome === "ebook" ? "Download EPUB" : "Download site (.zip)",
       ),
     );
   }
   if (plan.status !== "succeeded" && plan.status !== "cancelled") {
-    const cancel = h("button", { type: "button", class: "button small danger", "data-focus-key": "cancel" }, "Cancel plan");
+    const cancel = button("Cancel plan", "button small danger", "cancel");
     cancel.addEventListener("click", () => actions.cancel(plan, cancel));
     buttons.push(cancel);
   }
-  const remove = h("button", { type: "button", class: "button small ghost", "data-focus-key": "delete" }, "Delete");
+  const remove = button("Delete", "button small ghost", "delete");
   remove.addEventListener("click", () => actions.remove(plan, remove));
   buttons.push(remove);
   return h(
     "div",
     { class: "execution-actions" },
     h("div", { class: "actions" }, ...buttons),
-    plan.status === "awaiting_approval" ? feedbackForm(plan, actions, error) : null,
+    plan.status === "awaiting_approval" ? feedbackForm(plan, titleId, actions, error) : null,
     error,
   );
 }
 
 /** At the gate: what should change, in the person's words, for a new draft instead of approving this one. */
-function feedbackForm(plan: Plan, actions: PlanActions, error: HTMLElement): HTMLFormElement {
+function feedbackForm(plan: Plan, titleId: string, actions: PlanActions, error: HTMLElement): HTMLFormElement {
   const fieldId = `plan-${plan.id}-feedback`;
   const hintId = `${fieldId}-hint`;
   // No maxlength: it counts UTF-16 units, the service counts characters (code points); the length is checked on submit.
@@ -169,6 +184,7 @@ function feedbackForm(plan: Plan, actions: PlanActions, error: HTMLElement): HTM
     name: "feedback",
     rows: 2,
     required: true,
+    dir: "auto",
     "aria-describedby": hintId,
     "data-focus-key": "feedback",
   });
@@ -182,7 +198,11 @@ function feedbackForm(plan: Plan, actions: PlanActions, error: HTMLElement): HTM
       { id: hintId, class: "hint" },
       "Say what to change (a name, the tone, pages to add or drop); the rest is kept. The new draft waits here for your approval.",
     ),
-    h("div", { class: "actions" }, h("button", { type: "submit", class: "button small", "data-focus-key": "revise" }, "Ask for a new draft")),
+    h(
+      "div",
+      { class: "actions" },
+      h("button", { type: "submit", class: "button small", "data-focus-key": "revise", "aria-describedby": titleId }, "Ask for a new draft"),
+    ),
   );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -204,8 +224,8 @@ function feedbackForm(plan: Plan, actions: PlanActions, error: HTMLElement): HTM
   return form;
 }
 
-/** Every draft of a revised plan, oldest first, each at its own preview. */
-function draftList(plan: Plan): HTMLElement | null {
+/** Every draft of a revised plan, oldest first, each at its own preview (described by the draft's name and the card's title). */
+function draftList(plan: Plan, titleId: string): HTMLElement | null {
   if (plan.revisions.length === 0) return null;
   const firstDraft = safeUrl(plan.previewUrl?.replace(/-r\d+\/$/, "/"));
   return h(
@@ -214,16 +234,22 @@ function draftList(plan: Plan): HTMLElement | null {
     h(
       "ol",
       {},
-      h("li", {}, h("span", { class: "draft-name" }, "First draft"), firstDraft ? externalLink(firstDraft, "Preview", "draft-0") : null),
+      h(
+        "li",
+        {},
+        h("span", { class: "draft-name", id: draftNameId(plan, 0) }, "First draft"),
+        firstDraft ? externalLink(firstDraft, "Preview", "draft-0", `${draftNameId(plan, 0)} ${titleId}`) : null,
+      ),
       ...plan.revisions.map((revision) => {
         const preview = safeUrl(revision.previewUrl);
+        const nameId = draftNameId(plan, revision.number);
         return h(
           "li",
           {},
-          h("span", { class: "draft-name" }, `Revision ${revision.number}`),
-          h("q", { class: "draft-feedback" }, revision.feedback),
+          h("span", { class: "draft-name", id: nameId }, `Revision ${revision.number}`),
+          h("q", { class: "draft-feedback", dir: "auto" }, revision.feedback),
           preview
-            ? externalLink(preview, "Preview", `draft-${revision.number}`)
+            ? externalLink(preview, "Preview", `draft-${revision.number}`, `${nameId} ${titleId}`)
             : // Written while the plan runs; one that stopped first (cancelled, failed) has none to show.
               h("span", { class: "muted" }, plan.status === "running" ? "being written…" : "not built"),
         );
@@ -231,6 +257,8 @@ function draftList(plan: Plan): HTMLElement | null {
     ),
   );
 }
+
+const draftNameId = (plan: Plan, revision: number) => `plan-${plan.id}-draft-${revision}`;
 
 /** True once the stage that makes the plan's file (a site's build, a book's assembly) has succeeded. */
 function isBuilt(plan: Plan): boolean {
@@ -249,10 +277,11 @@ function safeUrl(value: string | undefined): string | undefined {
   }
 }
 
-function externalLink(href: string, label: string, focusKey: string): HTMLAnchorElement {
+/** A link that opens in a new tab; `describedBy`: the ids of what says which plan (and draft) it opens. */
+function externalLink(href: string, label: string, focusKey: string, describedBy: string): HTMLAnchorElement {
   return h(
     "a",
-    { class: "button small", href, target: "_blank", rel: "noopener noreferrer", "data-focus-key": focusKey },
+    { class: "button small", href, target: "_blank", rel: "noopener noreferrer", "data-focus-key": focusKey, "aria-describedby": describedBy },
     label,
     h("span", { class: "sr-only" }, " (opens in a new tab)"),
     h("span", { class: "external", "aria-hidden": "true" }, " ↗"),

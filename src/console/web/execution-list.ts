@@ -3,6 +3,7 @@ import { PlanSchema, type Plan } from "../../../gen/zero/v1/execution_pb.js";
 import { h, showError } from "./dom.js";
 import { planCard, shortGoal, type PlanActions } from "./execution-card.js";
 import { statusLabel } from "./labels.js";
+import { forgetHistory } from "./plan-history.js";
 import type { ViewContext } from "./view.js";
 
 /** The "Recent executions" list: one card per plan, newest first, each updated in place. */
@@ -87,6 +88,7 @@ export class ExecutionList {
   }
 
   remove(id: string): void {
+    forgetHistory(id);
     this.#explained.delete(id);
     this.#typed.delete(id);
     this.#plans.delete(id);

@@ -32,6 +32,7 @@ function keyForm(): KeyForm {
     id: "key-name",
     name: "name",
     required: true,
+    dir: "auto",
     // No maxlength: it counts UTF-16 units (an emoji is two), the service counts characters; checked on submit.
     autocomplete: "off",
     placeholder: "e.g. Deploy pipeline",

@@ -93,7 +93,7 @@ function keyRow(key: ApiKey, onRevoke: (button: HTMLButtonElement) => void): HTM
   return h(
     "tr",
     { class: revoked ? "revoked" : undefined, "data-key-id": key.id },
-    h("td", { "data-label": "Name" }, h("span", { class: "key-name" }, key.name)),
+    h("td", { "data-label": "Name" }, h("span", { class: "key-name", dir: "auto" }, key.name)),
     h("td", { "data-label": "Key" }, h("code", { class: "prefix" }, `${key.prefix}…`)),
     h("td", { "data-label": "Scopes" }, h("span", { class: "chips" }, ...key.scopes.map((s) => h("span", { class: "chip" }, s)))),
     h("td", { "data-label": "Created" }, timeElement(key.createdAt)),

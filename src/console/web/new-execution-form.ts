@@ -63,6 +63,8 @@ function startForm(limits: GoalLimits): StartForm {
     name: "goal",
     rows: 3,
     required: true,
+    // People write in their own language: right to left when it is.
+    dir: "auto",
     // No minlength / maxlength: they count UTF-16 units (an emoji is two), the service counts characters; checked on submit.
     "aria-describedby": "goal-hint",
   });

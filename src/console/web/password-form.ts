@@ -30,8 +30,8 @@ export function changePasswordSection(context: ViewContext): HTMLElement {
   const form = h(
     "form",
     { class: "password-form", "aria-labelledby": "password-title" },
-    // For password managers: whose password this is.
-    h("input", { type: "email", name: "username", autocomplete: "username", value: context.account.email, readonly: true, hidden: true, tabindex: "-1" }),
+    // For password managers: whose password this is, as spelt (type "email" would rewrite a non-ASCII domain).
+    h("input", { type: "text", name: "username", autocomplete: "username", value: context.account.email, readonly: true, hidden: true, tabindex: "-1" }),
     h("div", { class: "field" }, h("label", { for: "current-password" }, "Current password"), current),
     h(
       "div",
