@@ -1,4 +1,5 @@
 import { Code, ConnectError, createConnectRouter, type ConnectRouter, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import type { JsonReadOptions } from "@bufbuild/protobuf";
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { protobufParseFailure } from "../api/errors.js";
@@ -19,6 +20,17 @@ export interface ConnectAdapterOptions {
 }
 
 /**
+ * A JSON body that is not UTF-8 is refused (invalid_argument), as REST's
+ * /api refuses it, rather than read with U+FFFD in its bad bytes' place.
+ * The router's option type omits `textDecoder`, which its JSON
+ * serialization reads.
+ */
+const STRICT_JSON: Partial<JsonReadOptions> & { textDecoder: { decode(data: Uint8Array): string } } = {
+  ignoreUnknownFields: true,
+  textDecoder: new TextDecoder("utf-8", { fatal: true }),
+};
+
+/**
  * Serves Connect, gRPC and gRPC-Web through Connect-ES's router; the same job
  * as `connectNodeAdapter`, plus one correction. Connect-ES reports a request
  * body that is not valid protobuf as `internal` (HTTP 500 / grpc-status 13),
@@ -33,6 +45,7 @@ export function createConnectAdapter(options: ConnectAdapterOptions): (req: Node
     shutdownSignal: options.shutdownSignal,
     readMaxBytes: options.readMaxBytes,
     acceptCompression: [compressionGzip, compressionBrotli],
+    jsonOptions: STRICT_JSON,
   });
   options.routes(router);
   const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));

@@ -129,6 +129,19 @@ describe("POST and GET /api/execution", () => {
     expect(((await fine.json()) as { plan: RestPlan }).plan.goal).toBe("A website for a café in Lille");
   });
 
+  it("refuses a Connect JSON create that is not UTF-8 as REST does, and creates nothing", async () => {
+    const listed = await getExecution<{ plans: RestPlan[] }>(app.url, cred());
+    const latin1 = Buffer.concat([Buffer.from('{"goal":"A website for a caf'), Buffer.from([0xe9]), Buffer.from(' in Lille"}')]);
+    const answer = await fetch(`${app.url}/zero.v1.ExecutionService/CreateExecution`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...authHeaders(app.url, cred()) },
+      body: latin1,
+    });
+    expect(answer.status).toBe(400);
+    expect(await answer.json()).toMatchObject({ code: "invalid_argument" });
+    expect((await getExecution<{ plans: RestPlan[] }>(app.url, cred())).body.plans.map((p) => p.id)).toEqual(listed.body.plans.map((p) => p.id));
+  });
+
   it("checks credentials before the body: no credentials is 401 even with a broken body", async () => {
     const answer = await postExecution(app.url, undefined, undefined, { raw: "{nope", contentType: "text/plain" });
     expect(answer.status).toBe(401);
