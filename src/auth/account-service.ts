@@ -53,7 +53,9 @@ export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof Con
   // accounts or sessions through a visitor. Clients that send none (curl, the CLI) are not browsers. Here
   // rather than in the authenticator, which never sees these two public methods.
   const refuseOtherSites = (context: HandlerContext) => {
-    if (context.requestHeader.has("origin") && !isOwnOrigin(context.requestHeader)) throw crossSiteRefusal();
+    if (context.requestHeader.has("origin") && !isOwnOrigin(context.requestHeader)) {
+      throw crossSiteRefusal(deps.config.publicUrl, context.requestHeader.get("origin"));
+    }
   };
 
   return {

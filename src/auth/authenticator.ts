@@ -62,7 +62,7 @@ export function createAuthenticator(deps: { db: Kysely<Database>; config: Config
     const session = await findLiveSession(deps.db, token);
     if (!session) throw new ServiceError("unauthenticated", "the session has ended; sign in again");
     const isWrite = !request.rule.readOnly && !SAFE_METHODS.has(request.requestMethod.toUpperCase());
-    if (isWrite && !isOwnOrigin(request.headers)) throw crossSiteRefusal();
+    if (isWrite && !isOwnOrigin(request.headers)) throw crossSiteRefusal(deps.config.publicUrl, request.headers.get("origin"));
     return { accountId: session.account_id, via: "session", scopes: SCOPES, credentialId: session.id };
   }
 }

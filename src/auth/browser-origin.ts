@@ -24,10 +24,18 @@ export function ownOriginCheck(publicUrl: string): (headers: RequestHeaders) => 
 }
 
 /**
- * The refusal of a browser request from a page that is not this service's. It names the remedy: a person who
- * meets it on this service's own pages is using a deployment reached under a host name with no ZERO_PUBLIC_URL.
+ * The refusal of a request whose Origin is not this service's. One from a page elsewhere names the remedy a
+ * person who meets it on this service's own pages needs: a deployment reached under a host name with no
+ * ZERO_PUBLIC_URL. One with no Origin at all is a client that is not a browser (curl, a script) writing
+ * with a session cookie: it is told what to send.
  */
-export function crossSiteRefusal(): ServiceError {
+export function crossSiteRefusal(publicUrl: string, origin: string | null): ServiceError {
+  if (origin === null) {
+    return new ServiceError(
+      "permission_denied",
+      `a write with a session cookie must carry this service's Origin, and this request sent none: send the header "Origin: ${new URL(publicUrl).origin}", or use an API key instead of the cookie`,
+    );
+  }
   return new ServiceError(
     "permission_denied",
     "cross-site request refused: the Origin is not this service (an operator serving it under a host name sets ZERO_PUBLIC_URL to that address)",

@@ -101,7 +101,8 @@ export function describeError(error: ZeroError, context: ErrorContext): string {
     case "outcome_unavailable":
       return `outcome unavailable (${status}): ${message}${error.unavailable.length > 0 ? `; cannot run here: ${error.unavailable.join(", ")}` : ""}`;
     case "unavailable":
-      return `the service is unavailable (${status}): ${message}; try again shortly`;
+      // The service's message says whether waiting helps: starting up does, no upstream configured does not.
+      return `the service is unavailable (${status}): ${message}`;
     default:
       return `${error.type}: ${message}`;
   }

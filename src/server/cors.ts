@@ -3,7 +3,7 @@ import type { NodeRequest, NodeResponse } from "./node-http.js";
 
 /** Headers browsers may send besides Connect's and gRPC-Web's: keys, retries, and the OpenAI SDKs' own. */
 const EXTRA_ALLOWED_HEADERS = ["Authorization", "Idempotency-Key", "OpenAI-Organization", "OpenAI-Project", "OpenAI-Beta"];
-/** Headers a browser page may read besides Connect's: limits, request ids, replays, a download's file name. */
+/** Headers a browser page may read besides Connect's: limits and retry advice, request ids, replays, a download's file name. */
 const EXTRA_EXPOSED_HEADERS = [
   "Content-Disposition",
   "RateLimit-Limit",
@@ -11,6 +11,7 @@ const EXTRA_EXPOSED_HEADERS = [
   "RateLimit-Reset",
   "RateLimit-Policy",
   "Retry-After",
+  "X-Should-Retry",
   "X-Request-Id",
   "Idempotent-Replayed",
 ];

@@ -103,6 +103,33 @@ describe("a page on another host name that resolves to this service (DNS rebindi
   });
 });
 
+describe("a client that is not a browser (curl, a script) writing with a session cookie", () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app.close());
+
+  it("is refused when it sends no Origin, with a message that says none was sent and what to do: send this service's Origin, or use a key", async () => {
+    const { cookie } = await consoleCall(app, "SignUp", {}, credentials("curl@example.test"));
+    const advice = `a write with a session cookie must carry this service's Origin, and this request sent none: send the header "Origin: ${app.url}", or use an API key instead of the cookie`;
+    const rpc = await consoleCall(app, "CreateApiKey", { cookie: cookie! }, { name: "mine", scopes: ["read"] });
+    expect(rpc.status).toBe(403);
+    expect(rpc.body).toMatchObject({ code: "permission_denied", message: advice });
+    const rest = await fetch(`${app.url}/api/execution`, {
+      method: "POST",
+      headers: { cookie: cookie!, "content-type": "application/json" },
+      body: JSON.stringify({ goal: "A website for a neighbourhood bicycle repair cafe" }),
+    });
+    expect(rest.status).toBe(403);
+    expect(await rest.json()).toEqual({ error: { type: "permission_denied", message: advice } });
+    // Following the advice works.
+    const minted = await consoleCall(app, "CreateApiKey", { cookie: cookie!, origin: app.url }, { name: "mine", scopes: ["read"] });
+    expect(minted.status).toBe(200);
+    expect(minted.body.secret).toMatch(/^zk_/);
+  });
+});
+
 describe("a deployment under a host name (ZERO_PUBLIC_URL)", () => {
   let app: TestApp;
   beforeAll(async () => {

@@ -141,6 +141,30 @@ describe.runIf(haveChromium)("CORS for browser apps on other origins (ZERO_CORS_
     expect(refused.headers.get("access-control-allow-origin")).toBeNull();
   });
 
+  it("lets a page read a 429's retry advice: x-should-retry and Retry-After", async () => {
+    const capped = await startGateway([upstream], { ZERO_CORS_ORIGINS: allowed.origin, ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT: "0" });
+    const page = await browser.newPage();
+    try {
+      const key = (await createAccountWithKey(capped, ["chat"])).apiKey;
+      await page.goto(allowed.origin);
+      const answer = await page.evaluate(
+        async ({ url, key }) => {
+          const response = await fetch(`${url}/v1/chat/completions`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+            body: JSON.stringify({ model: "project-zero", messages: [{ role: "user", content: "hi" }] }),
+          });
+          return { status: response.status, shouldRetry: response.headers.get("x-should-retry"), retryAfter: response.headers.get("retry-after") };
+        },
+        { url: capped.url, key },
+      );
+      expect(answer).toEqual({ status: 429, shouldRetry: "false", retryAfter: expect.stringMatching(/^\d+$/) });
+    } finally {
+      await page.close();
+      await capped.close();
+    }
+  });
+
   it("lets a page read what the answers carry for it: a download's file name, limits, the request id", async () => {
     const download = await fetch(`${app.url}/api/execution/download?id=pln_x`, { headers: { origin: allowed.origin } });
     const exposed = (download.headers.get("access-control-expose-headers") ?? "").toLowerCase().split(/,\s*/);

@@ -120,3 +120,19 @@ describe("project-zero chat", () => {
     expect(stderr).toMatch(/^project-zero: the API key may not do this \(403 \w+\): .+; it needs the "chat" scope\n$/);
   });
 });
+
+describe("project-zero chat on a service with no upstream", () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app.close());
+
+  it("says no upstream is configured, with exit 5, and does not suggest that waiting helps", async () => {
+    const env = { ZERO_URL: app.url, ZERO_API_KEY: (await createAccountWithKey(app, ["chat"])).apiKey };
+    const { code, stdout, stderr } = await runCli(["chat", "Say hello"], env);
+    expect(code).toBe(5);
+    expect(stdout).toBe("");
+    expect(stderr).toBe("project-zero: the service is unavailable (503): chat is not available here: no upstream is configured\n");
+  });
+});
