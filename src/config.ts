@@ -340,7 +340,11 @@ function readTrustedProxies(raw: string | undefined, problems: string[]): net.Bl
 
 function readPublicUrl(raw: string | undefined, bound: { scheme: "http" | "https"; host: string; port: number }, problems: string[]): string {
   const value = raw?.trim();
-  if (!value) return `${bound.scheme}://${bound.host.includes(":") ? `[${bound.host}]` : bound.host}:${bound.port}`;
+  if (!value) {
+    // Bound to every address, the service is reached at one of them, never at 0.0.0.0 or ::, which a link must not name.
+    const host = isEveryAddress(bound.host) ? "localhost" : bound.host;
+    return `${bound.scheme}://${host.includes(":") ? `[${host}]` : host}:${bound.port}`;
+  }
   const url = httpUrl(value);
   if (url === undefined) {
     problems.push(`ZERO_PUBLIC_URL: expected an http:// or https:// URL, got "${value}"`);
@@ -352,6 +356,12 @@ function readPublicUrl(raw: string | undefined, bound: { scheme: "http" | "https
     return "";
   }
   return withoutTrailingSlashes(url.href);
+}
+
+/** `0.0.0.0`, or `::` however it is written: listening there is listening on every address of the machine. */
+function isEveryAddress(host: string): boolean {
+  if (net.isIPv4(host)) return host === "0.0.0.0";
+  return net.isIPv6(host) && new net.SocketAddress({ address: host, family: "ipv6" }).address === "::";
 }
 
 /** `raw` as a URL if it is an http:// or https:// one. */
@@ -459,9 +469,10 @@ const SSL_MODES = ["disable", "prefer", "require", "verify-ca", "verify-full", "
 
 /**
  * What would otherwise surface only when connecting, as "cannot reach the
- * database": a URL that does not parse, no host, a bad port, an sslmode `pg`
- * does not know, a certificate file it cannot read. The URL is never echoed:
- * it may hold a password.
+ * database": a URL that does not parse, a bad port, an sslmode `pg` does not
+ * know, a certificate file it cannot read. A URL without a host is psql's
+ * (`postgres:///zero`): the host comes from PGHOST, or is the local server
+ * (see postgresClientConfig). The URL is never echoed: it may hold a password.
  */
 function checkDatabaseUrl(raw: string, problems: string[]): void {
   const shape = "expected postgres://user:password@host:port/database, with @ : / ? # in the password percent-encoded";
@@ -469,18 +480,12 @@ function checkDatabaseUrl(raw: string, problems: string[]): void {
     problems.push(`DATABASE_URL: expected a postgres:// or postgresql:// URL`);
     return;
   }
-  let url = URL.parse(raw);
-  let hostname = url?.hostname ?? "";
-  if (url === null) {
-    // As pg reads it: `user@/db` is a URL with no host (a `host=` parameter may give one, a socket directory, say).
-    url = URL.parse(raw.replace("@/", "@placeholder/"));
-    hostname = "";
-  }
+  // As pg reads it: `user@/db` is a URL with no host.
+  const url = URL.parse(raw) ?? URL.parse(raw.replace("@/", "@placeholder/"));
   if (url === null) {
     problems.push(`DATABASE_URL: not a valid URL (${shape})`);
     return;
   }
-  if (!url.searchParams.get("host") && hostname === "") problems.push(`DATABASE_URL: no host (${shape})`);
   const port = url.searchParams.get("port") ?? url.port;
   if (port !== "" && !(/^\d{1,5}$/.test(port) && Number(port) >= 1 && Number(port) <= 65535)) {
     problems.push(`DATABASE_URL: port "${port}" is not a port number (1 to 65535)`);
@@ -503,7 +508,8 @@ function checkDatabaseUrl(raw: string, problems: string[]): void {
 /**
  * The first of `dir` and its parents that exists must be a directory this
  * process may write in: a file there fails every mkdir below it, and a
- * read-only one fails them with a misleading ENOENT.
+ * read-only one fails them with a misleading ENOENT. A symbolic link to
+ * nothing on the way fails them too.
  */
 function checkDirectory(variable: string, dir: string, problems: string[]): void {
   for (let current = dir; ; current = path.dirname(current)) {
@@ -514,6 +520,11 @@ function checkDirectory(variable: string, dir: string, problems: string[]): void
       const code = (error as NodeJS.ErrnoException).code;
       // Not there yet (mkdir makes it), or a parent is not a directory (found further up).
       if (code !== "ENOENT" && code !== "ENOTDIR") return;
+      // A link to nothing: no mkdir makes the directory it names.
+      if (code === "ENOENT" && fs.lstatSync(current, { throwIfNoEntry: false })?.isSymbolicLink()) {
+        problems.push(`${variable}: ${current} is a symbolic link to ${fs.readlinkSync(current)}, which does not exist`);
+        return;
+      }
     }
     if (stat) {
       if (!stat.isDirectory()) problems.push(`${variable}: ${current} is ${stat.isFile() ? "a file, not a directory" : "not a directory"}`);

@@ -19,7 +19,7 @@ export interface DataDirLock {
  * process ends: a crash or `kill -9` never leaves a stale lock behind.
  */
 export async function lockDataDir(dir: string): Promise<DataDirLock> {
-  await fs.mkdir(dir, { recursive: true });
+  await makeDirectory(dir);
   const file = path.join(dir, "lock");
   // "a+": open without truncating, so a holder's pid is still there to read when the lock is refused.
   const handle = await fs.open(file, "a+");
@@ -47,4 +47,26 @@ export async function lockDataDir(dir: string): Promise<DataDirLock> {
       await handle.close();
     },
   };
+}
+
+/**
+ * `mkdir -p`, one level at a time. Node's recursive mkdir retries for ever,
+ * at full CPU, where mkdir answers ENOENT under a parent that exists (/proc,
+ * which root may write in): here that ENOENT is the answer, naming the
+ * directory that could not be made.
+ */
+async function makeDirectory(dir: string): Promise<void> {
+  try {
+    await fs.mkdir(dir);
+    return;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EEXIST" && (await fs.stat(dir)).isDirectory()) return;
+    if (code !== "ENOENT" || path.dirname(dir) === dir) throw error;
+  }
+  await makeDirectory(path.dirname(dir));
+  await fs.mkdir(dir).catch(async (error: NodeJS.ErrnoException) => {
+    // Made meanwhile by another process.
+    if (error.code !== "EEXIST" || !(await fs.stat(dir)).isDirectory()) throw error;
+  });
 }

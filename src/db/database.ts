@@ -1,13 +1,16 @@
 import type { PGlite } from "@electric-sql/pglite";
+import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
+import type tls from "node:tls";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import { Migrator } from "kysely/migration";
 import pg from "pg";
 import type { Logger } from "../observability/logger.js";
 import { lockDataDir } from "./data-dir-lock.js";
-import { EmbeddedPostgresUnavailable, embeddedPostgresUnavailableReason, startEmbeddedPostgres } from "./embedded-postgres.js";
+import { EmbeddedPostgresUnavailable, embeddedPostgresUnavailableReason, POSTGRES_CLUSTER_DIR, startEmbeddedPostgres } from "./embedded-postgres.js";
 import { migrations } from "./migrations/index.js";
+import { PreferTlsSocket } from "./prefer-tls-socket.js";
 import { preparingPool } from "./prepared-statements.js";
 import type { Database } from "./schema.js";
 import { SerializedPGliteDialect } from "./serialized-pglite.js";
@@ -40,7 +43,7 @@ export interface StoreOptions {
   /** `postgres://…`; undefined selects an embedded database in `dataDir`. */
   databaseUrl: string | undefined;
   dataDir: string;
-  /** Undefined chooses: what the data dir already holds, else Postgres where it can run, else PGlite. */
+  /** Undefined chooses: what the data dir already holds, else Postgres where it can run, else PGlite. Either way, never one beside the other's data (see chooseEmbedded). */
   embedded?: EmbeddedDatabase;
   logger: Logger;
   /**
@@ -50,7 +53,7 @@ export interface StoreOptions {
   pgliteTemplate?: Blob;
 }
 
-/** Raised when the database cannot be reached at start-up; the message is one line for the operator. */
+/** Raised when the database cannot be reached or opened at start-up; the message is one line for the operator. */
 export class DatabaseUnavailableError extends Error {
   override name = "DatabaseUnavailableError";
 }
@@ -234,44 +237,119 @@ function openPostgres(url: string, options: StoreOptions): Store {
 }
 
 /**
- * What `pg` connects with for a `postgres://` URL: the URL, with its sslmode
- * read as libpq (psql) reads it. `pg` 8 takes `prefer`, `require` and
- * `verify-ca` for `verify-full`, so a managed Postgres whose certificate is
- * signed by the provider's own CA is refused, after a warning; under libpq,
- * `prefer` and `require` encrypt without verifying (`require` with an
- * `sslrootcert` verifies the chain), `verify-ca` checks the chain and
- * `verify-full` the host name too. `pg` reads them so with `uselibpqcompat=true`,
- * added here unless the URL says `uselibpqcompat` itself.
+ * What `pg` connects with for a `postgres://` URL: the URL, read as libpq
+ * (psql) reads it where `pg` reads it otherwise.
+ *
+ * The sslmode: `pg` 8 takes `prefer`, `require` and `verify-ca` for
+ * `verify-full`, so a managed Postgres whose certificate is signed by the
+ * provider's own CA is refused, after a warning; under libpq, `prefer` and
+ * `require` encrypt without verifying (`require` with an `sslrootcert`
+ * verifies the chain), `verify-ca` checks the chain and `verify-full` the host
+ * name too. `pg` reads them so with `uselibpqcompat=true`, added here unless
+ * the URL says `uselibpqcompat` itself. `prefer` also connects in the clear to
+ * a server without TLS, which `pg` refuses: PreferTlsSocket asks the server.
+ *
+ * The host: a URL without one (`postgres:///zero`) takes PGHOST, and with no
+ * PGHOST `pg` would try localhost where libpq tries the local server's Unix
+ * socket: the socket, where one is, else localhost.
  */
 export function postgresClientConfig(url: string): pg.ClientConfig {
-  return { connectionString: withLibpqSslModes(url) };
+  const { query, withParameters } = urlQuery(url);
+  const added: Record<string, string> = {};
+  if (!query.get("host") && !hostOf(url) && !process.env.PGHOST) added.host = localServer(query.get("port") || process.env.PGPORT || "5432");
+  const libpqModes = !query.has("uselibpqcompat") || query.get("uselibpqcompat") === "true";
+  if (!query.has("uselibpqcompat") && MODES_PG_READS_OTHERWISE.has(query.get("sslmode") ?? "")) added.uselibpqcompat = "true";
+  // libpq does not take `prefer` with `direct` (TLS from the first byte, so nothing to fall back from): left to pg.
+  const negotiation = query.get("sslnegotiation") ?? process.env.PGSSLNEGOTIATION;
+  if (query.get("sslmode") !== "prefer" || !libpqModes || negotiation === "direct") return { connectionString: withParameters(added) };
+  const tlsOptions = tlsOptionsOf(withParameters(added));
+  return { connectionString: withParameters({ ...added, sslmode: "disable" }), stream: () => new PreferTlsSocket(tlsOptions) };
 }
 
 const MODES_PG_READS_OTHERWISE = new Set(["prefer", "require", "verify-ca"]);
 
-function withLibpqSslModes(url: string): string {
+/** Where libpq looks for the local server's socket: Debian's build, then PostgreSQL's own default. */
+const SOCKET_DIRECTORIES = ["/var/run/postgresql", "/tmp"];
+
+/** The directory holding the local server's socket for `port`, as libpq connects to it; else localhost (libpq's choice on Windows). */
+function localServer(port: string): string {
+  if (process.platform === "win32") return "localhost";
+  return SOCKET_DIRECTORIES.find((dir) => existsSync(path.join(dir, `.s.PGSQL.${port}`))) ?? "localhost";
+}
+
+/** The host a `postgres://` URL names before its path ("" for `postgres:///db` or `postgres://user@/db`). */
+function hostOf(url: string): string {
+  const authority = /^[a-z]+:\/\/([^/?#]*)/i.exec(url)?.[1] ?? "";
+  return authority.slice(authority.lastIndexOf("@") + 1);
+}
+
+/** The URL's query, and the URL with `parameters` set in its query (its other parameters kept). */
+function urlQuery(url: string): { query: URLSearchParams; withParameters(parameters: Record<string, string>): string } {
   const queryStart = url.indexOf("?");
-  if (queryStart < 0) return url;
-  const fragmentStart = url.indexOf("#", queryStart);
+  const fragmentStart = url.indexOf("#", Math.max(queryStart, 0));
   const queryEnd = fragmentStart < 0 ? url.length : fragmentStart;
-  const query = new URLSearchParams(url.slice(queryStart + 1, queryEnd));
-  if (query.has("uselibpqcompat") || !MODES_PG_READS_OTHERWISE.has(query.get("sslmode") ?? "")) return url;
-  return `${url.slice(0, queryEnd)}&uselibpqcompat=true${url.slice(queryEnd)}`;
+  const beforeQuery = queryStart < 0 ? url.slice(0, queryEnd) : url.slice(0, queryStart);
+  const queryText = queryStart < 0 ? "" : url.slice(queryStart + 1, queryEnd);
+  const query = new URLSearchParams(queryText);
+  return {
+    query,
+    withParameters(parameters) {
+      if (Object.keys(parameters).length === 0) return url;
+      const changed = new URLSearchParams(queryText);
+      for (const [name, value] of Object.entries(parameters)) changed.set(name, value);
+      return `${beforeQuery}?${changed}${url.slice(queryEnd)}`;
+    },
+  };
+}
+
+/** The TLS options `pg` reads in `url`: its libpq reading of the sslmode and of the certificate files the URL names. */
+function tlsOptionsOf(url: string): tls.ConnectionOptions {
+  return new pg.Client({ connectionString: url }).ssl as unknown as tls.ConnectionOptions;
 }
 
 async function openEmbedded(options: StoreOptions): Promise<Store> {
-  const kind = options.embedded ?? (await chooseEmbedded(options.dataDir, options.logger));
+  const kind = await chooseEmbedded(options.dataDir, options.embedded, options.logger);
   return kind === "pglite" ? openPGlite(options.dataDir, options.pgliteTemplate) : openEmbeddedPostgres(options);
 }
 
+/** Each embedded database's name, and the directory of the data dir its files are in. */
+const ENGINES: Record<EmbeddedDatabase, { name: string; dir: string }> = {
+  postgres: { name: "Postgres", dir: POSTGRES_CLUSTER_DIR },
+  pglite: { name: "PGlite", dir: "pglite" },
+};
+
 /**
- * A data dir keeps the database it was made with, so an upgrade never hides
- * data; a new one gets Postgres where its binaries run, else PGlite.
+ * A data dir keeps the database it was made with, so that neither an upgrade
+ * nor asking for the other engine hides data: one engine never starts an
+ * empty database beside the other's. A new data dir gets the engine asked
+ * for, else Postgres where its binaries run, else PGlite. A dir holding both
+ * (an older version made the second when asked) opens only the one asked for.
  */
-async function chooseEmbedded(dataDir: string, logger: Logger): Promise<EmbeddedDatabase> {
-  const has = async (name: string) => (await fs.readdir(path.join(dataDir, name)).catch(() => [])).length > 0;
-  if (await has("postgres")) return "postgres";
-  if (await has("pglite")) return "pglite";
+async function chooseEmbedded(dataDir: string, asked: EmbeddedDatabase | undefined, logger: Logger): Promise<EmbeddedDatabase> {
+  const where = (kind: EmbeddedDatabase) => path.join(dataDir, ENGINES[kind].dir);
+  const holds = async (kind: EmbeddedDatabase) => (await fs.readdir(where(kind)).catch(() => [])).length > 0;
+  const [postgres, pglite] = await Promise.all([holds("postgres"), holds("pglite")]);
+  if (asked) {
+    const other = asked === "postgres" ? "pglite" : "postgres";
+    const [holdsAsked, holdsOther] = asked === "postgres" ? [postgres, pglite] : [pglite, postgres];
+    const [name, otherName] = [ENGINES[asked].name, ENGINES[other].name];
+    if (holdsOther && !holdsAsked) {
+      throw new DatabaseUnavailableError(
+        `ZERO_EMBEDDED_DATABASE=${asked}, but ZERO_DATA_DIR ${dataDir} holds a ${otherName} database, which ${name} cannot open: ` +
+          `set ZERO_EMBEDDED_DATABASE=${other} (or auto) to use it, or give ${name} another ZERO_DATA_DIR (or move ${where(other)} away) to start empty`,
+      );
+    }
+    if (holdsOther) logger.warn(`ZERO_EMBEDDED_DATABASE=${asked}: leaving alone the ${otherName} database in ${where(other)}, which this data dir also holds`);
+    return asked;
+  }
+  if (postgres && pglite) {
+    throw new DatabaseUnavailableError(
+      `ZERO_DATA_DIR ${dataDir} holds two databases, a Postgres one (${where("postgres")}) and a PGlite one (${where("pglite")}), ` +
+        "so auto picks neither: set ZERO_EMBEDDED_DATABASE to postgres or pglite, the one with your data",
+    );
+  }
+  if (postgres) return "postgres";
+  if (pglite) return "pglite";
   const unavailable = await embeddedPostgresUnavailableReason(dataDir);
   if (unavailable === undefined) return "postgres";
   logger.warn({ reason: unavailable }, "embedded Postgres cannot run here; using PGlite");
@@ -308,7 +386,7 @@ async function openEmbeddedPostgres(options: StoreOptions): Promise<Store> {
 async function openPGlite(dataDir: string, template: Blob | undefined): Promise<Store> {
   // Before PGlite reads a byte: a second process on this directory must leave the first one's data alone.
   const lock = await lockDataDir(dataDir);
-  const dir = path.join(dataDir, "pglite");
+  const dir = path.join(dataDir, ENGINES.pglite.dir);
   let pglite: PGlite;
   try {
     await fs.mkdir(dir, { recursive: true });
@@ -359,11 +437,12 @@ function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
+/** Where `url` leads, as `pg` reads it with libpq's variables: `host:port/database`, never the password. */
 function describeUrl(url: string | undefined): string {
   if (!url) return "the embedded database";
   try {
-    const parsed = new URL(url);
-    return `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;
+    const { host, port, database } = new pg.Client(postgresClientConfig(url));
+    return `${host}:${port}/${database}`;
   } catch {
     return "DATABASE_URL";
   }

@@ -53,7 +53,8 @@ interface RunAs {
 
 const execFileAsync = promisify(execFile);
 
-const CLUSTER_DIR = "postgres";
+/** The cluster's directory in the data dir. */
+export const POSTGRES_CLUSTER_DIR = "postgres";
 const PASSWORD_FILE = "postgres.password";
 const READY_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 30_000;
@@ -98,7 +99,7 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
   if (!binaries) throw new EmbeddedPostgresUnavailable(`no Postgres binaries for ${process.platform}-${process.arch} are installed`);
   const runAs = process.getuid?.() === 0 ? ensurePostgresUser() : undefined;
   const root = path.resolve(dataDir);
-  const cluster = path.join(root, CLUSTER_DIR);
+  const cluster = path.join(root, POSTGRES_CLUSTER_DIR);
   if (runAs) {
     const blocked = await unreachableAncestor(root, runAs);
     if (blocked) throw new EmbeddedPostgresUnavailable(blocked);

@@ -25,7 +25,12 @@ export function startFailure(error: unknown, config: Pick<Config, "host" | "port
   const directories: [string, string][] = [["ZERO_DATA_DIR", config.dataDir]];
   if (config.artifacts.kind === "file") directories.push(["ZERO_ARTIFACTS", config.artifacts.dir]);
   // The innermost: `file:` artifacts may be inside the data dir, or the data dir inside them.
-  const owner = file && syscall ? directories.filter(([, dir]) => isWithin(dir, file)).sort(([, a], [, b]) => b.length - a.length)[0] : undefined;
+  // Else a parent of one, which making it made first.
+  const owner =
+    file && syscall
+      ? (directories.filter(([, dir]) => isWithin(dir, file)).sort(([, a], [, b]) => b.length - a.length)[0] ??
+        directories.find(([, dir]) => isWithin(file, dir)))
+      : undefined;
   if (owner) return `${owner[0]}: cannot ${syscall} ${file}: ${reason}`;
   return `failed to start: ${message}`;
 }

@@ -169,6 +169,15 @@ describe("configuration from the environment", () => {
     }
   });
 
+  it("links to localhost by default when HOST is every address (0.0.0.0, ::), which no browser can open", () => {
+    for (const host of ["0.0.0.0", "::", "::0", "0:0:0:0:0:0:0:0"]) {
+      expect(loadConfig({ HOST: host, PORT: "9000" }).publicUrl).toBe("http://localhost:9000");
+    }
+    expect(loadConfig({ HOST: "10.1.2.3", PORT: "9000" }).publicUrl).toBe("http://10.1.2.3:9000");
+    expect(loadConfig({ HOST: "::1", PORT: "9000" }).publicUrl).toBe("http://[::1]:9000");
+    expect(loadConfig({ HOST: "0.0.0.0", ZERO_PUBLIC_URL: "https://zero.example.com" }).publicUrl).toBe("https://zero.example.com");
+  });
+
   it("refuses a HOST that is neither an IP address nor a host name", () => {
     for (const host of ["999.1.1.1", "1.2.3", "bad host", "-lead.example.com", "[::1]", "a..b"]) {
       expect(problems({ HOST: host })).toEqual([`HOST: expected an IP address or a host name, got "${host}"`]);
@@ -179,7 +188,7 @@ describe("configuration from the environment", () => {
   });
 
   it("refuses a malformed DATABASE_URL as a bad value rather than an unreachable database", () => {
-    for (const url of ["postgres://u@127.0.0.1:notaport/db", "postgres://", "postgres://u@127.0.0.1:99999/db", "postgresql://u@/db"]) {
+    for (const url of ["postgres://u@127.0.0.1:notaport/db", "postgres://u@127.0.0.1:99999/db", "postgres://u@[::1/db"]) {
       expect(problems({ DATABASE_URL: url })).toEqual([expect.stringMatching(/^DATABASE_URL: /)]);
     }
     // The password never appears in the message.
@@ -190,6 +199,12 @@ describe("configuration from the environment", () => {
       "postgres://u@host/db",
       "postgres:///db?host=/var/run/postgresql",
     ]) {
+      expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url);
+    }
+  });
+
+  it("takes a DATABASE_URL without a host, as psql does: the host then comes from PGHOST, or is the local server", () => {
+    for (const url of ["postgres://", "postgres:///zero", "postgresql://u@/zero", "postgres:///zero?port=6543"]) {
       expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url);
     }
   });
@@ -259,6 +274,17 @@ describe("configuration from the environment", () => {
       expect(problems({ ZERO_DATA_DIR: path.join(file, "data") })).toEqual([`ZERO_DATA_DIR: ${file} is a file, not a directory`]);
       expect(problems({ ZERO_ARTIFACTS: `file:${file}/artifacts` })).toEqual([`ZERO_ARTIFACTS: ${file} is a file, not a directory`]);
       expect(loadConfig({ ZERO_DATA_DIR: path.join(dir, "new", "data") }).dataDir).toBe(path.join(dir, "new", "data"));
+    });
+
+    it("refuses a ZERO_DATA_DIR that is, or lies under, a symbolic link to nothing", async () => {
+      const dangling = path.join(dir, "dangling");
+      const target = path.join(dir, "gone", "data");
+      await fs.symlink(target, dangling);
+      expect(problems({ ZERO_DATA_DIR: dangling })).toEqual([`ZERO_DATA_DIR: ${dangling} is a symbolic link to ${target}, which does not exist`]);
+      expect(problems({ ZERO_DATA_DIR: path.join(dangling, "data") })).toEqual([
+        `ZERO_DATA_DIR: ${dangling} is a symbolic link to ${target}, which does not exist`,
+      ]);
+      expect(problems({ ZERO_ARTIFACTS: `file:${dangling}` })).toEqual([`ZERO_ARTIFACTS: ${dangling} is a symbolic link to ${target}, which does not exist`]);
     });
 
     // Root may write anywhere but on a read-only file system (see the process test, which mounts one).

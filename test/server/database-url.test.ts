@@ -1,6 +1,17 @@
+import fs from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import tls from "node:tls";
+import { sql } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { postgresClientConfig } from "../../src/db/database.js";
+import { loadConfig } from "../../src/config.js";
+import { openStore, postgresClientConfig } from "../../src/db/database.js";
+import { type EmbeddedPostgres, startEmbeddedPostgres } from "../../src/db/embedded-postgres.js";
+import { createLogger } from "../../src/observability/logger.js";
+import { unusedPort } from "../support/ports.js";
+import { removeDataDir } from "../support/server-process.js";
 import { selfSignedCertificate } from "../support/tls.js";
 
 /** The TLS options `pg` connects with for `url` (false: no TLS). */
@@ -21,9 +32,8 @@ describe("DATABASE_URL's sslmode, read as libpq (psql) reads it", () => {
     await ca.remove();
   });
 
-  it("require and prefer encrypt without verifying the certificate (a managed Postgres's own CA), and say nothing", () => {
+  it("require encrypts without verifying the certificate (a managed Postgres's own CA), and says nothing", () => {
     expect(sslFor("postgres://u@db.example.com:5432/zero?sslmode=require")).toEqual({ rejectUnauthorized: false });
-    expect(sslFor("postgres://u@db.example.com:5432/zero?sslmode=prefer")).toEqual({ rejectUnauthorized: false });
     expect(warn).not.toHaveBeenCalled();
   });
 
@@ -74,6 +84,114 @@ describe("PGSSLMODE, read as pg reads it rather than as psql (README, DATABASE_U
     } finally {
       if (saved === undefined) delete process.env.PGSSLMODE;
       else process.env.PGSSLMODE = saved;
+    }
+  });
+});
+
+/**
+ * Connecting as psql would, against a real Postgres (the embedded one, which
+ * listens on loopback TCP only and has no TLS): what each URL reaches, and
+ * whether the connection is encrypted.
+ */
+describe("DATABASE_URL, connected to as psql connects", () => {
+  const logger = createLogger("silent");
+  let dataDir: string;
+  let server: EmbeddedPostgres;
+  let port: number;
+  let password: string;
+  let certificate: Awaited<ReturnType<typeof selfSignedCertificate>>;
+  beforeAll(async () => {
+    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-database-url-"));
+    server = await startEmbeddedPostgres(dataDir, logger);
+    const url = new URL(server.url);
+    port = Number(url.port);
+    password = decodeURIComponent(url.password);
+    certificate = await selfSignedCertificate();
+  }, 120_000);
+  afterAll(async () => {
+    await server?.stop();
+    await removeDataDir(dataDir);
+    await certificate?.remove();
+  });
+
+  /** Opens the store for `url` (checked as the service checks it) with `env` as libpq's variables; answers whether it is encrypted. */
+  async function connect(url: string, env: Record<string, string | undefined> = {}): Promise<{ encrypted: boolean }> {
+    const names = ["PGHOST", "PGPORT", "PGUSER", "PGPASSWORD", "PGDATABASE", "PGSSLMODE"];
+    const saved = Object.fromEntries(names.map((name) => [name, process.env[name]]));
+    for (const name of names) delete process.env[name];
+    Object.assign(process.env, env);
+    try {
+      const store = await openStore({ databaseUrl: loadConfig({ DATABASE_URL: url }).databaseUrl, dataDir, logger });
+      try {
+        const { rows } = await sql<{ ssl: boolean }>`select ssl from pg_stat_ssl where pid = pg_backend_pid()`.execute(store.db);
+        return { encrypted: rows[0]!.ssl };
+      } finally {
+        await store.close();
+      }
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  }
+
+  it("takes the host from PGHOST when the URL has none, as it takes the port, user and password from theirs", async () => {
+    const libpq = { PGHOST: "127.0.0.1", PGPORT: String(port), PGUSER: "postgres", PGPASSWORD: password };
+    expect(await connect("postgres://", libpq)).toEqual({ encrypted: false });
+    expect(await connect("postgres:///postgres", libpq)).toEqual({ encrypted: false });
+    const closed = await unusedPort();
+    await expect(connect("postgres:///postgres", { ...libpq, PGPORT: String(closed) })).rejects.toThrow(
+      new RegExp(`^cannot reach the database at 127\\.0\\.0\\.1:${closed}/postgres: .*ECONNREFUSED`),
+    );
+  });
+
+  it("with no host in the URL or PGHOST, uses the local server's socket where psql looks for it", async () => {
+    // A socket for a port nothing listens on over TCP, so only the socket can reach the server.
+    const socketPort = await unusedPort();
+    const socket = path.join("/tmp", `.s.PGSQL.${socketPort}`);
+    let connections = 0;
+    const proxy = net.createServer((client) => {
+      connections++;
+      const upstream = net.connect(port, "127.0.0.1");
+      client.pipe(upstream).pipe(client);
+      client.on("error", () => upstream.destroy());
+      upstream.on("error", () => client.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(socket, resolve));
+    try {
+      expect(await connect("postgres:///postgres", { PGPORT: String(socketPort), PGUSER: "postgres", PGPASSWORD: password })).toEqual({ encrypted: false });
+      expect(connections).toBeGreaterThan(0);
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  });
+
+  it("sslmode=prefer connects in the clear to a server without TLS, as psql does", async () => {
+    expect(await connect(`postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres?sslmode=prefer`)).toEqual({ encrypted: false });
+  });
+
+  it("sslmode=prefer encrypts when the server offers TLS", async () => {
+    // A server that offers TLS: a proxy that answers the client's SSLRequest with "S", ends TLS, and passes the rest on.
+    const [cert, key] = await Promise.all([fs.readFile(certificate.env.ZERO_TLS_CERT_FILE), fs.readFile(certificate.env.ZERO_TLS_KEY_FILE)]);
+    let encryptedSessions = 0;
+    const proxy = net.createServer((client) => {
+      client.once("data", () => {
+        client.write("S");
+        const secure = new tls.TLSSocket(client, { isServer: true, cert, key });
+        secure.once("secure", () => encryptedSessions++);
+        const upstream = net.connect(port, "127.0.0.1");
+        secure.pipe(upstream).pipe(secure);
+        secure.on("error", () => upstream.destroy());
+        upstream.on("error", () => secure.destroy());
+      });
+    });
+    const proxyPort = await new Promise<number>((resolve) => proxy.listen(0, "127.0.0.1", () => resolve((proxy.address() as net.AddressInfo).port)));
+    try {
+      await connect(`postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${proxyPort}/postgres?sslmode=prefer`);
+      expect(encryptedSessions).toBeGreaterThan(0);
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
     }
   });
 });

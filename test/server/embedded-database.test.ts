@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp } from "../../src/app.js";
 import { loadConfig } from "../../src/config.js";
 import { postgresEnvironment } from "../../src/db/embedded-postgres.js";
-import { createLogger } from "../../src/observability/logger.js";
-import { createAccountWithKey } from "../support/accounts.js";
+import { createLogger, type Logger } from "../../src/observability/logger.js";
+import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { testDatabaseKind } from "../support/database.js";
 import { getExecution, postExecution } from "../support/executions.js";
 import { unusedPort } from "../support/ports.js";
@@ -163,6 +163,66 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
       await reopened.close();
     }
   }, 120_000);
+
+  describe("a data dir that holds the other engine's database", () => {
+    // One data dir made by each engine, each with an account whose key must keep working.
+    let pgliteDir: string;
+    let postgresDir: string;
+    let pgliteAccount: TestAccount;
+    let postgresAccount: TestAccount;
+    beforeAll(async () => {
+      pgliteDir = await freshDataDir();
+      const pglite = await start(pgliteDir, { ZERO_EMBEDDED_DATABASE: "pglite" });
+      pgliteAccount = await createAccountWithKey(pglite, ["read"]);
+      await pglite.close();
+      postgresDir = await freshDataDir();
+      const postgres = await start(postgresDir);
+      postgresAccount = await createAccountWithKey(postgres, ["read"]);
+      await postgres.close();
+    }, 120_000);
+
+    /** Whether `account`'s key is accepted by a service started on `dataDir` with `env`, and which engine it ran. */
+    const opened = async (dataDir: string, account: TestAccount, env: Record<string, string> = {}, logger?: Logger) => {
+      const app = await startApp(loadConfig({ PORT: "0", HOST: "127.0.0.1", ZERO_DATA_DIR: dataDir, LOG_LEVEL: "silent", ...env }), logger ? { logger } : {});
+      try {
+        return { kind: app.store.kind, keyStatus: (await getExecution(app.url, { apiKey: account.apiKey })).status };
+      } finally {
+        await app.close();
+      }
+    };
+
+    it("is refused when ZERO_EMBEDDED_DATABASE asks for the other engine, with one line saying what to do, and nothing is made", async () => {
+      const before = await fs.readdir(pgliteDir);
+      await expect(start(pgliteDir, { ZERO_EMBEDDED_DATABASE: "postgres" })).rejects.toThrow(
+        `ZERO_EMBEDDED_DATABASE=postgres, but ZERO_DATA_DIR ${pgliteDir} holds a PGlite database, which Postgres cannot open: ` +
+          `set ZERO_EMBEDDED_DATABASE=pglite (or auto) to use it, or give Postgres another ZERO_DATA_DIR (or move ${path.join(pgliteDir, "pglite")} away) to start empty`,
+      );
+      expect((await fs.readdir(pgliteDir)).sort()).toEqual(before.sort());
+      expect(await opened(pgliteDir, pgliteAccount)).toEqual({ kind: "pglite", keyStatus: 200 });
+
+      const beforePostgres = await fs.readdir(postgresDir);
+      await expect(start(postgresDir, { ZERO_EMBEDDED_DATABASE: "pglite" })).rejects.toThrow(
+        `ZERO_EMBEDDED_DATABASE=pglite, but ZERO_DATA_DIR ${postgresDir} holds a Postgres database, which PGlite cannot open: ` +
+          `set ZERO_EMBEDDED_DATABASE=postgres (or auto) to use it, or give PGlite another ZERO_DATA_DIR (or move ${path.join(postgresDir, "postgres")} away) to start empty`,
+      );
+      expect((await fs.readdir(postgresDir)).sort()).toEqual(beforePostgres.sort());
+      expect(await opened(postgresDir, postgresAccount)).toEqual({ kind: "postgres", keyStatus: 200 });
+    }, 120_000);
+
+    it("holding both (as an older version left it when told the other engine): auto refuses, naming both; the one asked for opens with its data", async () => {
+      const both = pgliteDir;
+      for (const name of ["postgres", "postgres.password"]) await fs.rename(path.join(postgresDir, name), path.join(both, name));
+      await expect(start(both)).rejects.toThrow(
+        `ZERO_DATA_DIR ${both} holds two databases, a Postgres one (${path.join(both, "postgres")}) and a PGlite one (${path.join(both, "pglite")}), ` +
+          "so auto picks neither: set ZERO_EMBEDDED_DATABASE to postgres or pglite, the one with your data",
+      );
+      const logs: string[] = [];
+      const logger = createLogger("warn", { write: (line: string) => logs.push(line) } as unknown as NodeJS.WritableStream);
+      expect(await opened(both, pgliteAccount, { ZERO_EMBEDDED_DATABASE: "pglite" }, logger)).toEqual({ kind: "pglite", keyStatus: 200 });
+      expect(logs.join("\n")).toContain(`leaving alone the Postgres database in ${path.join(both, "postgres")}`);
+      expect(await opened(both, postgresAccount, { ZERO_EMBEDDED_DATABASE: "postgres" })).toEqual({ kind: "postgres", keyStatus: 200 });
+    }, 120_000);
+  });
 
   it.runIf(process.getuid?.() === 0)(
     "as root, where the postgres user cannot reach the data dir: PGlite with one warning, or a one-line refusal if Postgres was asked for",

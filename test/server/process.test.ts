@@ -165,6 +165,21 @@ describe("the server process, built as npm start builds it", () => {
     }
   });
 
+  // Root may write in /proc, where mkdir answers ENOENT: Node's recursive mkdir retried that for ever, at full CPU.
+  it.runIf(process.getuid?.() === 0)(
+    "names ZERO_DATA_DIR, with the system's reason, when it cannot make it in a file system that takes no directories",
+    async () => {
+      for (const dataDir of ["/proc/zero-data", "/proc/zero-data/nested"]) {
+        const run = runServer({ PORT: "0", ZERO_DATA_DIR: dataDir });
+        const exited = await Promise.race([run.exit, new Promise((resolve) => setTimeout(resolve, 20_000, "still running"))]);
+        if (exited === "still running") run.child.kill("SIGKILL");
+        expect(exited).toBe(1);
+        expect(stderrLines(run)).toEqual(["project-zero: ZERO_DATA_DIR: cannot mkdir /proc/zero-data: no such file or directory (ENOENT)"]);
+      }
+    },
+    60_000,
+  );
+
   it("refuses a second process on the same data dir with one line, and the first keeps its data", async () => {
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-proc-"));
     const first = runServer({ PORT: "0", ZERO_DATA_DIR: dataDir });
