@@ -4,7 +4,7 @@ import { SERVICE_VERSION } from "./api/limits.js";
 import { authPart } from "./auth/auth-part.js";
 import { capabilitiesPart } from "./capabilities/capabilities-part.js";
 import { chatPart } from "./chat/chat-part.js";
-import type { Config } from "./config.js";
+import { type Config, reachableUrl } from "./config.js";
 import { consolePart } from "./console/console-part.js";
 import { openStore, type Store } from "./db/database.js";
 import type { StageWorkResolver } from "./engine/stage-work.js";
@@ -134,9 +134,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       await part.start?.();
     }
     options.signal?.throwIfAborted();
-    const scheme = config.tlsCertFile ? "https" : "http";
-    const hostForUrl = bound.host.includes(":") ? `[${bound.host}]` : bound.host;
-    const url = `${scheme}://${hostForUrl}:${bound.port}`;
+    const url = reachableUrl(config.tlsCertFile ? "https" : "http", bound.host, bound.port);
     logger.info({ url, database: store.kind, instanceId }, "listening");
 
     let closing: Promise<void> | undefined;

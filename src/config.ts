@@ -340,11 +340,7 @@ function readTrustedProxies(raw: string | undefined, problems: string[]): net.Bl
 
 function readPublicUrl(raw: string | undefined, bound: { scheme: "http" | "https"; host: string; port: number }, problems: string[]): string {
   const value = raw?.trim();
-  if (!value) {
-    // Bound to every address, the service is reached at one of them, never at 0.0.0.0 or ::, which a link must not name.
-    const host = isEveryAddress(bound.host) ? "localhost" : bound.host;
-    return `${bound.scheme}://${host.includes(":") ? `[${host}]` : host}:${bound.port}`;
-  }
+  if (!value) return reachableUrl(bound.scheme, bound.host, bound.port);
   const url = httpUrl(value);
   if (url === undefined) {
     problems.push(`ZERO_PUBLIC_URL: expected an http:// or https:// URL, got "${value}"`);
@@ -356,6 +352,15 @@ function readPublicUrl(raw: string | undefined, bound: { scheme: "http" | "https
     return "";
   }
   return withoutTrailingSlashes(url.href);
+}
+
+/**
+ * The URL a person or a link reaches a listener at: bound to every address,
+ * it is reached at one of them, never at 0.0.0.0 or ::, which cannot be opened.
+ */
+export function reachableUrl(scheme: "http" | "https", host: string, port: number): string {
+  const reachable = isEveryAddress(host) ? "localhost" : host;
+  return `${scheme}://${reachable.includes(":") ? `[${reachable}]` : reachable}:${port}`;
 }
 
 /** `0.0.0.0`, or `::` however it is written: listening there is listening on every address of the machine. */

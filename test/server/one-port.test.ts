@@ -126,3 +126,15 @@ describe("one port serves every protocol", () => {
     await expect(client.check({ service: "missing" })).rejects.toSatisfy((e: unknown) => e instanceof ConnectError && e.code === Code.NotFound);
   });
 });
+
+describe("an instance bound to every address", () => {
+  it("names localhost in the address it gives, where 0.0.0.0 can be listened on but not opened", async () => {
+    const app = await startTestApp({ env: { HOST: "0.0.0.0" } });
+    try {
+      expect(app.url).toMatch(/^http:\/\/localhost:\d+$/);
+      expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
+    } finally {
+      await app.close();
+    }
+  });
+});
