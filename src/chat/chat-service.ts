@@ -1,4 +1,4 @@
-import { fromJson, type JsonObject, type JsonValue, type MessageInitShape, toJson } from "@bufbuild/protobuf";
+import { fromJson, type JsonObject, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   ChatCompletionChunkSchema,
@@ -16,9 +16,12 @@ import type { ChatRequest } from "./chat-types.js";
 import { completeIdempotently } from "./idempotent-completion.js";
 import type { IdempotencyStore } from "../server/idempotency.js";
 import type { ResponsesGateway } from "./responses/responses-gateway.js";
+import { inputItemsQuery } from "./responses/responses-input-items.js";
+import { inlineExtra, nestExtra } from "./extra-fields.js";
 import { jsonAnswersKey } from "../server/context.js";
+import { clientMessageJson } from "../server/json.js";
 
-/** Upstream fields the messages do not model (annotations, audio, …) are dropped, not refused. */
+/** Upstream fields the messages do not model, where they have no `extra` (the completion's own, a choice's), are dropped, not refused. */
 const READ_OPTIONS = { ignoreUnknownFields: true } as const;
 
 /**
@@ -69,6 +72,27 @@ export function chatService(deps: { router: ChatRouter; idempotency: Idempotency
         for (const event of events) yield { type: event.type, event: event as JsonObject };
       }
     },
+
+    async getResponse(request, context) {
+      const { accountId } = requirePrincipal(context);
+      return { response: JSON.parse(await deps.responses.retrieve(accountId, request.responseId)) as JsonObject };
+    },
+
+    async deleteResponse(request, context) {
+      const { accountId } = requirePrincipal(context);
+      return await deps.responses.delete(accountId, request.responseId);
+    },
+
+    async listResponseInputItems(request, context) {
+      const { accountId } = requirePrincipal(context);
+      const page = await deps.responses.inputItems(accountId, request.responseId, inputItemsQuery(request));
+      return { page: JSON.parse(page) as JsonObject };
+    },
+
+    async cancelResponse(request, context) {
+      const { accountId } = requirePrincipal(context);
+      return await deps.responses.cancel(accountId, request.responseId);
+    },
   };
 }
 
@@ -79,7 +103,7 @@ export function chatService(deps: { router: ChatRouter; idempotency: Idempotency
  */
 function typedAnswer<S extends typeof ChatCompletionSchema | typeof ChatCompletionChunkSchema>(schema: S, json: JsonValue) {
   try {
-    return fromJson(schema, json, READ_OPTIONS);
+    return fromJson(schema, nestExtra(schema, json), READ_OPTIONS);
   } catch {
     throw new ServiceError("upstream_error", "the model's answer has a value of a type OpenAI's format does not allow");
   }
@@ -87,11 +111,9 @@ function typedAnswer<S extends typeof ChatCompletionSchema | typeof ChatCompleti
 
 /**
  * The typed params as the OpenAI JSON the router takes (their JSON names are
- * OpenAI's), with the fields that have no typed home merged from `extra`.
+ * OpenAI's), with the fields that have no typed home merged from each `extra`.
  */
 function toChatRequest(params: ChatCompletionParams | undefined): ChatRequest {
-  const json = (params ? toJson(ChatCompletionParamsSchema, params) : {}) as JsonObject;
-  const { extra, ...typed } = json;
-  const merged = typeof extra === "object" && extra !== null && !Array.isArray(extra) ? { ...extra, ...typed } : typed;
-  return parseChatRequest(merged);
+  const json: JsonObject = params ? clientMessageJson(ChatCompletionParamsSchema, params) : {};
+  return parseChatRequest(inlineExtra(ChatCompletionParamsSchema, json));
 }

@@ -67,7 +67,7 @@ export function createConnectAdapter(options: ConnectAdapterOptions): (req: Node
       ? []
       : undefined;
     if (jsonAnswers) values.set(jsonAnswersKey, jsonAnswers);
-    const request = universalRequestFromNodeRequest(req, res, undefined, values);
+    const request = { ...universalRequestFromNodeRequest(req, res, undefined, values), body: bodyKeepingConnection(req) };
     handler(request)
       .then((response) => reclassifyParseErrors(response))
       .then((response) => (jsonAnswers ? withJsonAnswers(response, jsonAnswers) : response))
@@ -76,6 +76,36 @@ export function createConnectAdapter(options: ConnectAdapterOptions): (req: Node
         if (ConnectError.from(reason).code !== Code.Aborted) options.onHandlerError(reason);
       });
   };
+}
+
+/**
+ * How much of a refused request body is read and thrown away, so that an
+ * HTTP/1.1 connection can take its next request, before the connection is
+ * closed instead: the largest body any route reads (`/v1`'s).
+ */
+const DISCARD_MAX_BYTES = 16 << 20;
+
+/**
+ * The request body as Connect reads it. Connect stops reading at
+ * `readMaxBytes`, and Node's stream iterator would then destroy the request
+ * and with it the socket, a keep-alive connection its answer has just said
+ * stays open: the client's next call on it would fail. The rest is read and
+ * thrown away instead, as the REST routes do, up to DISCARD_MAX_BYTES.
+ */
+async function* bodyKeepingConnection(req: NodeRequest): AsyncIterable<Uint8Array> {
+  try {
+    yield* req.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>;
+  } finally {
+    if (!req.complete && !req.destroyed) discardRest(req);
+  }
+}
+
+function discardRest(req: NodeRequest): void {
+  let discarded = 0;
+  req.on("data", (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > DISCARD_MAX_BYTES) req.destroy();
+  });
 }
 
 /** Request content types whose answer is the JSON form: Connect unary, Connect streaming, gRPC-Web and gRPC. */

@@ -29,7 +29,6 @@ export class ServiceError extends ConnectError {
   readonly type: ErrorType;
   readonly status: number;
   readonly detail: ErrorDetail;
-  readonly param: string | undefined;
 
   // ConnectError's own check answers by name, which would make every ConnectError a ServiceError.
   static override [Symbol.hasInstance](value: unknown): boolean {
@@ -43,13 +42,13 @@ export class ServiceError extends ConnectError {
       unavailable: options.unavailable ?? [],
       capacityState: options.capacityState,
       resetAt: options.resetAt,
+      param: options.param,
     });
     super(message, codeFor(type, options.status), new Headers(options.headers), [{ desc: ErrorDetailSchema, value: detail }], options.cause);
     // `name` stays "ConnectError": Connect recognises its errors by name across module copies.
     this.type = type;
     this.status = options.status ?? ERROR_TYPES[type].status;
     this.detail = detail;
-    this.param = options.param;
   }
 }
 
@@ -115,7 +114,7 @@ export function openAiErrorBody(error: ServiceError): { error: Record<string, un
     message: error.detail.message,
     type: error.type,
     code: error.type,
-    param: error.param ?? null,
+    param: error.detail.param ?? null,
   };
   if (error.detail.capacityState !== undefined) body.capacity_state = error.detail.capacityState;
   if (error.detail.resetAt !== undefined) body.reset_at = error.detail.resetAt;

@@ -1,4 +1,5 @@
 import { toJson, type DescMessage, type JsonObject, type MessageShape } from "@bufbuild/protobuf";
+import { type ListValue, ListValueSchema, NullValue, type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 
 /**
  * A message as the REST routes write it: proto3 JSON with every field present,
@@ -35,6 +36,61 @@ function fillNulls(schema: DescMessage, message: Record<string, unknown>, json: 
 // Well-known types with their own JSON form: their fields are not ours to fill.
 function isStructLike(typeName: string): boolean {
   return typeName.startsWith("google.protobuf.");
+}
+
+/**
+ * A message a client sent, as its proto3 JSON. A google.protobuf.Value with
+ * no JSON form becomes null, as it does inside a Struct: one with no kind
+ * (valid protobuf; @grpc/grpc-js with proto-loader's `keepCase` sends one
+ * for `{string_value: …}`), which protobuf-es reads as null there, and a NaN
+ * or infinite number, which JSON.stringify writes as null. `message` is
+ * changed in place.
+ */
+export function clientMessageJson<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): JsonObject {
+  nullUnwritableValues(schema, message as Record<string, unknown>);
+  return toJson(schema, message) as JsonObject;
+}
+
+function nullUnwritableValues(schema: DescMessage, message: Record<string, unknown>): void {
+  for (const field of schema.fields) {
+    const value = message[field.localName];
+    if (value === undefined) continue;
+    if (field.fieldKind === "message") {
+      nullUnwritableIn(field.message, value);
+    } else if (field.fieldKind === "list" && field.listKind === "message") {
+      for (const item of value as unknown[]) nullUnwritableIn(field.message, item);
+    } else if (field.fieldKind === "map" && field.mapKind === "message") {
+      for (const item of Object.values(value as Record<string, unknown>)) nullUnwritableIn(field.message, item);
+    }
+  }
+}
+
+function nullUnwritableIn(schema: DescMessage, message: unknown): void {
+  if (schema.typeName === ValueSchema.typeName) {
+    nullIfUnwritable(message as Value);
+  } else if (schema.typeName === ListValueSchema.typeName) {
+    for (const item of (message as ListValue).values) nullIfUnwritable(item);
+  } else if (!isStructLike(schema.typeName)) {
+    // A Struct field is held as JSON already; other well-known types hold no Value.
+    nullUnwritableValues(schema, message as Record<string, unknown>);
+  }
+}
+
+function nullIfUnwritable(value: Value): void {
+  switch (value.kind.case) {
+    case undefined:
+      value.kind = { case: "nullValue", value: NullValue.NULL_VALUE };
+      break;
+    case "numberValue":
+      if (!Number.isFinite(value.kind.value)) value.kind = { case: "nullValue", value: NullValue.NULL_VALUE };
+      break;
+    case "listValue":
+      for (const item of value.kind.value.values) nullIfUnwritable(item);
+      break;
+    case "structValue":
+      for (const item of Object.values(value.kind.value.fields)) nullIfUnwritable(item);
+      break;
+  }
 }
 
 /**

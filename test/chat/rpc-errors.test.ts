@@ -1,4 +1,5 @@
-import { fromJson } from "@bufbuild/protobuf";
+import { create, fromJson } from "@bufbuild/protobuf";
+import { ListValueSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ChatCompletionParamsSchema, ChatService } from "../../gen/zero/v1/chat_pb.js";
@@ -9,7 +10,7 @@ import { createAccountWithKey, sessionHeaders, type TestAccount } from "../suppo
 import { PROTOCOLS, type Protocol, rpcTransport } from "../support/transports.js";
 import type { TestApp } from "../support/app.js";
 import { FakeUpstream, hang } from "./support/fake-upstream.js";
-import { startGateway } from "./support/gateway.js";
+import { postChat, startGateway } from "./support/gateway.js";
 
 // Faults a typed client meets over RPC, found by trying each service as a new user: each has the code and type REST gives it.
 describe("RPC errors as the REST routes name them", () => {
@@ -101,6 +102,26 @@ describe("RPC errors as the REST routes name them", () => {
     expect(upstream.requests).toHaveLength(0);
   });
 
+  it.each(["grpc", "grpc-web"] as const)(
+    "reads a google.protobuf.Value JSON has no form for (no kind, NaN) as null, as REST reads JSON null, over %s",
+    async (name) => {
+      // Valid protobuf, and what @grpc/grpc-js with proto-loader's keepCase sends for `{string_value: …}`.
+      const empty = create(ValueSchema);
+      // NaN has no JSON form either; inside a Struct it reaches the upstream as null.
+      const notANumber = create(ValueSchema, { kind: { case: "numberValue", value: Number.NaN } });
+      const unwritableList = create(ValueSchema, { kind: { case: "listValue", value: create(ListValueSchema, { values: [empty, notANumber] }) } });
+      await postChat(app, account.apiKey, { model: "project-zero", messages: [{ role: "user", content: null }], tool_choice: null, stop: [null, null] });
+      const client = createClient(ChatService, rpcTransport(app.url, name));
+      const params = { model: "project-zero", messages: [{ role: "user", content: empty }], toolChoice: empty, stop: unwritableList };
+      await client.createChatCompletion({ params }, { headers: bearer(account.apiKey) });
+      for await (const _ of client.streamChatCompletion({ params }, { headers: bearer(account.apiKey) }));
+      const [rest, unary, streamed] = upstream.requests.map((request) => request.body);
+      expect(rest).toMatchObject({ messages: [{ role: "user", content: null }], tool_choice: null, stop: [null, null] });
+      expect(unary).toEqual(rest);
+      expect(streamed).toEqual({ ...rest, stream: true });
+    },
+  );
+
   it("names the chat refusals as /v1 does", async () => {
     const client = createClient(ChatService, rpcTransport(app.url, "connect"));
     expect(await refusal(client.createChatCompletion(message, { headers: bearer("zk_not-a-key") }))).toEqual({
@@ -117,6 +138,36 @@ describe("RPC errors as the REST routes name them", () => {
       code: Code.InvalidArgument,
       type: "model_not_found",
     });
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it.each(PROTOCOLS)("names the refused field as the REST error's `param` does, over %s", async (name) => {
+    const client = createClient(ChatService, rpcTransport(app.url, name));
+    const options = { headers: bearer(account.apiKey) };
+    const paramOf = async (call: Promise<unknown>) => {
+      const error = await call.then(
+        () => expect.fail("the call succeeded"),
+        (e: unknown) => ConnectError.from(e),
+      );
+      return error.findDetails(ErrorDetailSchema)[0]?.param;
+    };
+    const restParam = async (path: string, body: unknown) => {
+      const response = await fetch(`${app.url}${path}`, {
+        method: "POST",
+        headers: { ...bearer(account.apiKey), "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      return ((await response.json()) as { error: { param: string | null } }).error.param;
+    };
+    const noMessages = { model: "project-zero", messages: [] };
+    expect(await paramOf(client.createChatCompletion({ params: fromJson(ChatCompletionParamsSchema, noMessages) }, options))).toBe(
+      await restParam("/v1/chat/completions", noMessages),
+    );
+    const inBackground = { model: "project-zero", input: "hi", background: true };
+    expect(await paramOf(client.createResponse({ params: inBackground }, options))).toBe(await restParam("/v1/responses", inBackground));
+    expect(await restParam("/v1/responses", inBackground)).toBe("background");
+    // An error with no field named has none over RPC either.
+    expect(await paramOf(client.createChatCompletion(message, { headers: bearer(readOnly.apiKey) }))).toBeUndefined();
     expect(upstream.requests).toHaveLength(0);
   });
 });

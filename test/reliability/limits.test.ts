@@ -1,3 +1,4 @@
+import http from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
@@ -31,6 +32,53 @@ describe("limits on what a client may send", () => {
     });
     expect(res.status).toBe(429);
     expect(((await res.json()) as { code: string }).code).toBe("resource_exhausted");
+  });
+
+  it("keeps a keep-alive connection usable after refusing an oversized RPC body sent chunked, as connect-node sends one over HTTP/1.1", async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const post = (path: string, body: string) =>
+        new Promise<{ status: number | undefined; reusedSocket: boolean }>((resolve, reject) => {
+          const req = http.request(`${app.url}${path}`, {
+            method: "POST",
+            agent,
+            headers: { authorization: `Bearer ${account.apiKey}`, "content-type": "application/json" },
+          });
+          req.on("response", (res) => {
+            res.resume();
+            res.on("end", () => resolve({ status: res.statusCode, reusedSocket: req.reusedSocket }));
+          });
+          req.on("error", reject);
+          // A write before end() makes the body chunked: no content-length says in advance that it is too big.
+          req.write(body.slice(0, 100));
+          req.end(body.slice(100));
+        });
+      const big = await post("/zero.v1.ExecutionService/CreateExecution", JSON.stringify({ goal: "y".repeat(1_200_000) }));
+      expect(big.status).toBe(429);
+      const small = await post("/zero.v1.CapabilitiesService/GetCapabilities", "{}");
+      expect(small).toMatchObject({ status: 200, reusedSocket: true });
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it("closes the connection of an oversized RPC body that does not end, rather than read it forever", async () => {
+    const { port, hostname } = new URL(app.url);
+    const socket = net.connect(Number(port), hostname);
+    socket.on("error", () => {});
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.write("POST /zero.v1.ExecutionService/CreateExecution HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n");
+    const chunk = Buffer.alloc(1 << 20, "y");
+    const frame = Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from("\r\n")]);
+    let sent = 0;
+    const closed = new Promise((resolve) => socket.once("close", resolve));
+    let open = true;
+    void closed.then(() => (open = false));
+    while (open && sent < 64 << 20) {
+      if (!socket.write(frame)) await Promise.race([new Promise((resolve) => socket.once("drain", resolve)), closed]);
+      sent += chunk.length;
+    }
+    expect(open).toBe(false);
   });
 
   it("closes a connection whose headers never finish (slowloris)", async () => {

@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file zero/v1/chat.proto.
  */
 export const file_zero_v1_chat: GenFile = /*@__PURE__*/
-  fileDesc("ChJ6ZXJvL3YxL2NoYXQucHJvdG8SB3plcm8udjEirwkKFENoYXRDb21wbGV0aW9uUGFyYW1zEg0KBW1vZGVsGAEgASgJEiYKCG1lc3NhZ2VzGAIgAygLMhQuemVyby52MS5DaGF0TWVzc2FnZRImCgV0b29scxgDIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSOAoLdG9vbF9jaG9pY2UYBCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVSC3Rvb2xfY2hvaWNlEhgKC3RlbXBlcmF0dXJlGAUgASgBSACIAQESGQoFdG9wX3AYBiABKAFIAVIFdG9wX3CIAQESIwoKbWF4X3Rva2VucxgHIAEoBUgCUgptYXhfdG9rZW5ziAEBEjkKFW1heF9jb21wbGV0aW9uX3Rva2VucxgIIAEoBUgDUhVtYXhfY29tcGxldGlvbl90b2tlbnOIAQESQQoPcmVzcG9uc2VfZm9ybWF0GAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdFIPcmVzcG9uc2VfZm9ybWF0EiQKBHN0b3AYCiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSEQoEc2VlZBgLIAEoAUgEiAEBEg4KAW4YDCABKAVIBYgBARIvChBwcmVzZW5jZV9wZW5hbHR5GA0gASgBSAZSEHByZXNlbmNlX3BlbmFsdHmIAQESMQoRZnJlcXVlbmN5X3BlbmFsdHkYDiABKAFIB1IRZnJlcXVlbmN5X3BlbmFsdHmIAQESNQoTcGFyYWxsZWxfdG9vbF9jYWxscxgPIAEoCEgIUhNwYXJhbGxlbF90b29sX2NhbGxziAEBEhEKBHVzZXIYECABKAlICYgBARI/Cg5zdHJlYW1fb3B0aW9ucxgRIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RSDnN0cmVhbV9vcHRpb25zEhQKB3Byb2dyYW0YEiABKAlICogBARIpCghtZXRhZGF0YRgTIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoKbG9naXRfYmlhcxgUIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RSCmxvZ2l0X2JpYXMSFQoIbG9ncHJvYnMYFSABKAhIC4gBARInCgx0b3BfbG9ncHJvYnMYFiABKAVIDFIMdG9wX2xvZ3Byb2JziAEBEi8KEHJlYXNvbmluZ19lZmZvcnQYFyABKAlIDVIQcmVhc29uaW5nX2VmZm9ydIgBARImCgVleHRyYRgYIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEINCgtfbWF4X3Rva2Vuc0IYChZfbWF4X2NvbXBsZXRpb25fdG9rZW5zQgcKBV9zZWVkQgQKAl9uQhMKEV9wcmVzZW5jZV9wZW5hbHR5QhQKEl9mcmVxdWVuY3lfcGVuYWx0eUIWChRfcGFyYWxsZWxfdG9vbF9jYWxsc0IHCgVfdXNlckIKCghfcHJvZ3JhbUILCglfbG9ncHJvYnNCDwoNX3RvcF9sb2dwcm9ic0ITChFfcmVhc29uaW5nX2VmZm9ydCLvAQoLQ2hhdE1lc3NhZ2USDAoEcm9sZRgBIAEoCRInCgdjb250ZW50GAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhEKBG5hbWUYAyABKAlIAIgBARIxCgp0b29sX2NhbGxzGAQgAygLMhEuemVyby52MS5Ub29sQ2FsbFIKdG9vbF9jYWxscxInCgx0b29sX2NhbGxfaWQYBSABKAlIAVIMdG9vbF9jYWxsX2lkiAEBEhQKB3JlZnVzYWwYBiABKAlIAogBAUIHCgVfbmFtZUIPCg1fdG9vbF9jYWxsX2lkQgoKCF9yZWZ1c2FsIoUBCghUb29sQ2FsbBISCgVpbmRleBgBIAEoBUgAiAEBEg8KAmlkGAIgASgJSAGIAQESEQoEdHlwZRgDIAEoCUgCiAEBEicKCGZ1bmN0aW9uGAQgASgLMhUuemVyby52MS5GdW5jdGlvbkNhbGxCCAoGX2luZGV4QgUKA19pZEIHCgVfdHlwZSJQCgxGdW5jdGlvbkNhbGwSEQoEbmFtZRgBIAEoCUgAiAEBEhYKCWFyZ3VtZW50cxgCIAEoCUgBiAEBQgcKBV9uYW1lQgwKCl9hcmd1bWVudHMijwEKG0NyZWF0ZUNoYXRDb21wbGV0aW9uUmVxdWVzdBItCgZwYXJhbXMYASABKAsyHS56ZXJvLnYxLkNoYXRDb21wbGV0aW9uUGFyYW1zEi0KD2lkZW1wb3RlbmN5X2tleRgCIAEoCUgAUg9pZGVtcG90ZW5jeV9rZXmIAQFCEgoQX2lkZW1wb3RlbmN5X2tleSJLChxDcmVhdGVDaGF0Q29tcGxldGlvblJlc3BvbnNlEisKCmNvbXBsZXRpb24YASABKAsyFy56ZXJvLnYxLkNoYXRDb21wbGV0aW9uIkwKG1N0cmVhbUNoYXRDb21wbGV0aW9uUmVxdWVzdBItCgZwYXJhbXMYASABKAsyHS56ZXJvLnYxLkNoYXRDb21wbGV0aW9uUGFyYW1zIksKHFN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2USKwoFY2h1bmsYASABKAsyHC56ZXJvLnYxLkNoYXRDb21wbGV0aW9uQ2h1bmsikQEKDkNoYXRDb21wbGV0aW9uEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRIPCgdjcmVhdGVkGAMgASgNEg0KBW1vZGVsGAQgASgJEiQKB2Nob2ljZXMYBSADKAsyEy56ZXJvLnYxLkNoYXRDaG9pY2USHQoFdXNhZ2UYBiABKAsyDi56ZXJvLnYxLlVzYWdlIrgBCgpDaGF0Q2hvaWNlEhIKBWluZGV4GAEgASgFSACIAQESJQoHbWVzc2FnZRgCIAEoCzIULnplcm8udjEuQ2hhdE1lc3NhZ2USKQoNZmluaXNoX3JlYXNvbhgDIAEoCUgBUg1maW5pc2hfcmVhc29uiAEBEigKCGxvZ3Byb2JzGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQggKBl9pbmRleEIQCg5fZmluaXNoX3JlYXNvbiKXAQoTQ2hhdENvbXBsZXRpb25DaHVuaxIKCgJpZBgBIAEoCRIOCgZvYmplY3QYAiABKAkSDwoHY3JlYXRlZBgDIAEoDRINCgVtb2RlbBgEIAEoCRIlCgdjaG9pY2VzGAUgAygLMhQuemVyby52MS5DaHVua0Nob2ljZRIdCgV1c2FnZRgGIAEoCzIOLnplcm8udjEuVXNhZ2UitwEKC0NodW5rQ2hvaWNlEhIKBWluZGV4GAEgASgFSACIAQESIwoFZGVsdGEYAiABKAsyFC56ZXJvLnYxLkNoYXRNZXNzYWdlEikKDWZpbmlzaF9yZWFzb24YAyABKAlIAVINZmluaXNoX3JlYXNvbogBARIoCghsb2dwcm9icxgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIICgZfaW5kZXhCEAoOX2ZpbmlzaF9yZWFzb24ipQIKBVVzYWdlEiQKDXByb21wdF90b2tlbnMYASABKAVSDXByb21wdF90b2tlbnMSLAoRY29tcGxldGlvbl90b2tlbnMYAiABKAVSEWNvbXBsZXRpb25fdG9rZW5zEiIKDHRvdGFsX3Rva2VucxgDIAEoBVIMdG90YWxfdG9rZW5zEk0KFXByb21wdF90b2tlbnNfZGV0YWlscxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RSFXByb21wdF90b2tlbnNfZGV0YWlscxJVChljb21wbGV0aW9uX3Rva2Vuc19kZXRhaWxzGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdFIZY29tcGxldGlvbl90b2tlbnNfZGV0YWlscyKDAQoVQ3JlYXRlUmVzcG9uc2VSZXF1ZXN0EicKBnBhcmFtcxgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLQoPaWRlbXBvdGVuY3lfa2V5GAIgASgJSABSD2lkZW1wb3RlbmN5X2tleYgBAUISChBfaWRlbXBvdGVuY3lfa2V5IkMKFkNyZWF0ZVJlc3BvbnNlUmVzcG9uc2USKQoIcmVzcG9uc2UYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkAKFVN0cmVhbVJlc3BvbnNlUmVxdWVzdBInCgZwYXJhbXMYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ik4KFlN0cmVhbVJlc3BvbnNlUmVzcG9uc2USDAoEdHlwZRgBIAEoCRImCgVldmVudBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QyxQMKC0NoYXRTZXJ2aWNlEnQKFENyZWF0ZUNoYXRDb21wbGV0aW9uEiQuemVyby52MS5DcmVhdGVDaGF0Q29tcGxldGlvblJlcXVlc3QaJS56ZXJvLnYxLkNyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2UiD6K7GAsKA2tleRIEY2hhdBJ2ChRTdHJlYW1DaGF0Q29tcGxldGlvbhIkLnplcm8udjEuU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0GiUuemVyby52MS5TdHJlYW1DaGF0Q29tcGxldGlvblJlc3BvbnNlIg+iuxgLCgNrZXkSBGNoYXQwARJiCg5DcmVhdGVSZXNwb25zZRIeLnplcm8udjEuQ3JlYXRlUmVzcG9uc2VSZXF1ZXN0Gh8uemVyby52MS5DcmVhdGVSZXNwb25zZVJlc3BvbnNlIg+iuxgLCgNrZXkSBGNoYXQSZAoOU3RyZWFtUmVzcG9uc2USHi56ZXJvLnYxLlN0cmVhbVJlc3BvbnNlUmVxdWVzdBofLnplcm8udjEuU3RyZWFtUmVzcG9uc2VSZXNwb25zZSIPorsYCwoDa2V5EgRjaGF0MAFiBnByb3RvMw", [file_google_protobuf_struct, file_zero_v1_access]);
+  fileDesc("ChJ6ZXJvL3YxL2NoYXQucHJvdG8SB3plcm8udjEirwkKFENoYXRDb21wbGV0aW9uUGFyYW1zEg0KBW1vZGVsGAEgASgJEiYKCG1lc3NhZ2VzGAIgAygLMhQuemVyby52MS5DaGF0TWVzc2FnZRImCgV0b29scxgDIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSOAoLdG9vbF9jaG9pY2UYBCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVSC3Rvb2xfY2hvaWNlEhgKC3RlbXBlcmF0dXJlGAUgASgBSACIAQESGQoFdG9wX3AYBiABKAFIAVIFdG9wX3CIAQESIwoKbWF4X3Rva2VucxgHIAEoBUgCUgptYXhfdG9rZW5ziAEBEjkKFW1heF9jb21wbGV0aW9uX3Rva2VucxgIIAEoBUgDUhVtYXhfY29tcGxldGlvbl90b2tlbnOIAQESQQoPcmVzcG9uc2VfZm9ybWF0GAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdFIPcmVzcG9uc2VfZm9ybWF0EiQKBHN0b3AYCiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSEQoEc2VlZBgLIAEoAUgEiAEBEg4KAW4YDCABKAVIBYgBARIvChBwcmVzZW5jZV9wZW5hbHR5GA0gASgBSAZSEHByZXNlbmNlX3BlbmFsdHmIAQESMQoRZnJlcXVlbmN5X3BlbmFsdHkYDiABKAFIB1IRZnJlcXVlbmN5X3BlbmFsdHmIAQESNQoTcGFyYWxsZWxfdG9vbF9jYWxscxgPIAEoCEgIUhNwYXJhbGxlbF90b29sX2NhbGxziAEBEhEKBHVzZXIYECABKAlICYgBARI/Cg5zdHJlYW1fb3B0aW9ucxgRIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RSDnN0cmVhbV9vcHRpb25zEhQKB3Byb2dyYW0YEiABKAlICogBARIpCghtZXRhZGF0YRgTIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSNwoKbG9naXRfYmlhcxgUIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RSCmxvZ2l0X2JpYXMSFQoIbG9ncHJvYnMYFSABKAhIC4gBARInCgx0b3BfbG9ncHJvYnMYFiABKAVIDFIMdG9wX2xvZ3Byb2JziAEBEi8KEHJlYXNvbmluZ19lZmZvcnQYFyABKAlIDVIQcmVhc29uaW5nX2VmZm9ydIgBARImCgVleHRyYRgYIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEINCgtfbWF4X3Rva2Vuc0IYChZfbWF4X2NvbXBsZXRpb25fdG9rZW5zQgcKBV9zZWVkQgQKAl9uQhMKEV9wcmVzZW5jZV9wZW5hbHR5QhQKEl9mcmVxdWVuY3lfcGVuYWx0eUIWChRfcGFyYWxsZWxfdG9vbF9jYWxsc0IHCgVfdXNlckIKCghfcHJvZ3JhbUILCglfbG9ncHJvYnNCDwoNX3RvcF9sb2dwcm9ic0ITChFfcmVhc29uaW5nX2VmZm9ydCKXAgoLQ2hhdE1lc3NhZ2USDAoEcm9sZRgBIAEoCRInCgdjb250ZW50GAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhEKBG5hbWUYAyABKAlIAIgBARIxCgp0b29sX2NhbGxzGAQgAygLMhEuemVyby52MS5Ub29sQ2FsbFIKdG9vbF9jYWxscxInCgx0b29sX2NhbGxfaWQYBSABKAlIAVIMdG9vbF9jYWxsX2lkiAEBEhQKB3JlZnVzYWwYBiABKAlIAogBARImCgVleHRyYRgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCBwoFX25hbWVCDwoNX3Rvb2xfY2FsbF9pZEIKCghfcmVmdXNhbCKtAQoIVG9vbENhbGwSEgoFaW5kZXgYASABKAVIAIgBARIPCgJpZBgCIAEoCUgBiAEBEhEKBHR5cGUYAyABKAlIAogBARInCghmdW5jdGlvbhgEIAEoCzIVLnplcm8udjEuRnVuY3Rpb25DYWxsEiYKBWV4dHJhGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIICgZfaW5kZXhCBQoDX2lkQgcKBV90eXBlIlAKDEZ1bmN0aW9uQ2FsbBIRCgRuYW1lGAEgASgJSACIAQESFgoJYXJndW1lbnRzGAIgASgJSAGIAQFCBwoFX25hbWVCDAoKX2FyZ3VtZW50cyKPAQobQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0Ei0KBnBhcmFtcxgBIAEoCzIdLnplcm8udjEuQ2hhdENvbXBsZXRpb25QYXJhbXMSLQoPaWRlbXBvdGVuY3lfa2V5GAIgASgJSABSD2lkZW1wb3RlbmN5X2tleYgBAUISChBfaWRlbXBvdGVuY3lfa2V5IksKHENyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USKwoKY29tcGxldGlvbhgBIAEoCzIXLnplcm8udjEuQ2hhdENvbXBsZXRpb24iTAobU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0Ei0KBnBhcmFtcxgBIAEoCzIdLnplcm8udjEuQ2hhdENvbXBsZXRpb25QYXJhbXMiSwocU3RyZWFtQ2hhdENvbXBsZXRpb25SZXNwb25zZRIrCgVjaHVuaxgBIAEoCzIcLnplcm8udjEuQ2hhdENvbXBsZXRpb25DaHVuayKRAQoOQ2hhdENvbXBsZXRpb24SCgoCaWQYASABKAkSDgoGb2JqZWN0GAIgASgJEg8KB2NyZWF0ZWQYAyABKA0SDQoFbW9kZWwYBCABKAkSJAoHY2hvaWNlcxgFIAMoCzITLnplcm8udjEuQ2hhdENob2ljZRIdCgV1c2FnZRgGIAEoCzIOLnplcm8udjEuVXNhZ2UiuAEKCkNoYXRDaG9pY2USEgoFaW5kZXgYASABKAVIAIgBARIlCgdtZXNzYWdlGAIgASgLMhQuemVyby52MS5DaGF0TWVzc2FnZRIpCg1maW5pc2hfcmVhc29uGAMgASgJSAFSDWZpbmlzaF9yZWFzb26IAQESKAoIbG9ncHJvYnMYBCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVCCAoGX2luZGV4QhAKDl9maW5pc2hfcmVhc29uIpcBChNDaGF0Q29tcGxldGlvbkNodW5rEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRIPCgdjcmVhdGVkGAMgASgNEg0KBW1vZGVsGAQgASgJEiUKB2Nob2ljZXMYBSADKAsyFC56ZXJvLnYxLkNodW5rQ2hvaWNlEh0KBXVzYWdlGAYgASgLMg4uemVyby52MS5Vc2FnZSK3AQoLQ2h1bmtDaG9pY2USEgoFaW5kZXgYASABKAVIAIgBARIjCgVkZWx0YRgCIAEoCzIULnplcm8udjEuQ2hhdE1lc3NhZ2USKQoNZmluaXNoX3JlYXNvbhgDIAEoCUgBUg1maW5pc2hfcmVhc29uiAEBEigKCGxvZ3Byb2JzGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQggKBl9pbmRleEIQCg5fZmluaXNoX3JlYXNvbiKlAgoFVXNhZ2USJAoNcHJvbXB0X3Rva2VucxgBIAEoBVINcHJvbXB0X3Rva2VucxIsChFjb21wbGV0aW9uX3Rva2VucxgCIAEoBVIRY29tcGxldGlvbl90b2tlbnMSIgoMdG90YWxfdG9rZW5zGAMgASgFUgx0b3RhbF90b2tlbnMSTQoVcHJvbXB0X3Rva2Vuc19kZXRhaWxzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdFIVcHJvbXB0X3Rva2Vuc19kZXRhaWxzElUKGWNvbXBsZXRpb25fdG9rZW5zX2RldGFpbHMYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Uhljb21wbGV0aW9uX3Rva2Vuc19kZXRhaWxzIoMBChVDcmVhdGVSZXNwb25zZVJlcXVlc3QSJwoGcGFyYW1zGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBItCg9pZGVtcG90ZW5jeV9rZXkYAiABKAlIAFIPaWRlbXBvdGVuY3lfa2V5iAEBQhIKEF9pZGVtcG90ZW5jeV9rZXkiQwoWQ3JlYXRlUmVzcG9uc2VSZXNwb25zZRIpCghyZXNwb25zZRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiQAoVU3RyZWFtUmVzcG9uc2VSZXF1ZXN0EicKBnBhcmFtcxgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiTgoWU3RyZWFtUmVzcG9uc2VSZXNwb25zZRIMCgR0eXBlGAEgASgJEiYKBWV2ZW50GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI2ChJHZXRSZXNwb25zZVJlcXVlc3QSIAoLcmVzcG9uc2VfaWQYASABKAlSC3Jlc3BvbnNlX2lkIkAKE0dldFJlc3BvbnNlUmVzcG9uc2USKQoIcmVzcG9uc2UYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjkKFURlbGV0ZVJlc3BvbnNlUmVxdWVzdBIgCgtyZXNwb25zZV9pZBgBIAEoCVILcmVzcG9uc2VfaWQiRQoWRGVsZXRlUmVzcG9uc2VSZXNwb25zZRIKCgJpZBgBIAEoCRIOCgZvYmplY3QYAiABKAkSDwoHZGVsZXRlZBgDIAEoCCLMAQodTGlzdFJlc3BvbnNlSW5wdXRJdGVtc1JlcXVlc3QSIAoLcmVzcG9uc2VfaWQYASABKAlSC3Jlc3BvbnNlX2lkEhIKBW9yZGVyGAIgASgJSACIAQESEgoFbGltaXQYAyABKAVIAYgBARISCgVhZnRlchgEIAEoCUgCiAEBEhMKBmJlZm9yZRgFIAEoCUgDiAEBEg8KB2luY2x1ZGUYBiADKAlCCAoGX29yZGVyQggKBl9saW1pdEIICgZfYWZ0ZXJCCQoHX2JlZm9yZSJHCh5MaXN0UmVzcG9uc2VJbnB1dEl0ZW1zUmVzcG9uc2USJQoEcGFnZRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiOQoVQ2FuY2VsUmVzcG9uc2VSZXF1ZXN0EiAKC3Jlc3BvbnNlX2lkGAEgASgJUgtyZXNwb25zZV9pZCJDChZDYW5jZWxSZXNwb25zZVJlc3BvbnNlEikKCHJlc3BvbnNlGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdDLwBgoLQ2hhdFNlcnZpY2USdAoUQ3JlYXRlQ2hhdENvbXBsZXRpb24SJC56ZXJvLnYxLkNyZWF0ZUNoYXRDb21wbGV0aW9uUmVxdWVzdBolLnplcm8udjEuQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXNwb25zZSIPorsYCwoDa2V5EgRjaGF0EnYKFFN0cmVhbUNoYXRDb21wbGV0aW9uEiQuemVyby52MS5TdHJlYW1DaGF0Q29tcGxldGlvblJlcXVlc3QaJS56ZXJvLnYxLlN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2UiD6K7GAsKA2tleRIEY2hhdDABEmIKDkNyZWF0ZVJlc3BvbnNlEh4uemVyby52MS5DcmVhdGVSZXNwb25zZVJlcXVlc3QaHy56ZXJvLnYxLkNyZWF0ZVJlc3BvbnNlUmVzcG9uc2UiD6K7GAsKA2tleRIEY2hhdBJkCg5TdHJlYW1SZXNwb25zZRIeLnplcm8udjEuU3RyZWFtUmVzcG9uc2VSZXF1ZXN0Gh8uemVyby52MS5TdHJlYW1SZXNwb25zZVJlc3BvbnNlIg+iuxgLCgNrZXkSBGNoYXQwARJcCgtHZXRSZXNwb25zZRIbLnplcm8udjEuR2V0UmVzcG9uc2VSZXF1ZXN0GhwuemVyby52MS5HZXRSZXNwb25zZVJlc3BvbnNlIhKQAgGiuxgLCgNrZXkSBGNoYXQSZQoORGVsZXRlUmVzcG9uc2USHi56ZXJvLnYxLkRlbGV0ZVJlc3BvbnNlUmVxdWVzdBofLnplcm8udjEuRGVsZXRlUmVzcG9uc2VSZXNwb25zZSISkAICorsYCwoDa2V5EgRjaGF0En0KFkxpc3RSZXNwb25zZUlucHV0SXRlbXMSJi56ZXJvLnYxLkxpc3RSZXNwb25zZUlucHV0SXRlbXNSZXF1ZXN0GicuemVyby52MS5MaXN0UmVzcG9uc2VJbnB1dEl0ZW1zUmVzcG9uc2UiEpACAaK7GAsKA2tleRIEY2hhdBJlCg5DYW5jZWxSZXNwb25zZRIeLnplcm8udjEuQ2FuY2VsUmVzcG9uc2VSZXF1ZXN0Gh8uemVyby52MS5DYW5jZWxSZXNwb25zZVJlc3BvbnNlIhKQAgKiuxgLCgNrZXkSBGNoYXRiBnByb3RvMw", [file_google_protobuf_struct, file_zero_v1_access]);
 
 /**
  * @generated from message zero.v1.ChatCompletionParams
@@ -194,6 +194,15 @@ export type ChatMessage = Message<"zero.v1.ChatMessage"> & {
    * @generated from field: optional string refusal = 6;
    */
   refusal?: string | undefined;
+
+  /**
+   * Every other OpenAI message field (audio, function_call, annotations, …),
+   * as OpenAI's JSON, both ways: passed to the upstream beside the typed
+   * fields (which take precedence), and filled from the model's answer.
+   *
+   * @generated from field: google.protobuf.Struct extra = 7;
+   */
+  extra?: JsonObject | undefined;
 };
 
 /**
@@ -228,6 +237,14 @@ export type ToolCall = Message<"zero.v1.ToolCall"> & {
    * @generated from field: zero.v1.FunctionCall function = 4;
    */
   function?: FunctionCall | undefined;
+
+  /**
+   * Every other OpenAI tool call field (`custom` for a custom tool), as
+   * OpenAI's JSON, both ways, like ChatMessage's `extra`.
+   *
+   * @generated from field: google.protobuf.Struct extra = 5;
+   */
+  extra?: JsonObject | undefined;
 };
 
 /**
@@ -620,6 +637,195 @@ export const StreamResponseResponseSchema: GenMessage<StreamResponseResponse> = 
   messageDesc(file_zero_v1_chat, 16);
 
 /**
+ * @generated from message zero.v1.GetResponseRequest
+ */
+export type GetResponseRequest = Message<"zero.v1.GetResponseRequest"> & {
+  /**
+   * @generated from field: string response_id = 1 [json_name = "response_id"];
+   */
+  responseId: string;
+};
+
+/**
+ * Describes the message zero.v1.GetResponseRequest.
+ * Use `create(GetResponseRequestSchema)` to create a new message.
+ */
+export const GetResponseRequestSchema: GenMessage<GetResponseRequest> = /*@__PURE__*/
+  messageDesc(file_zero_v1_chat, 17);
+
+/**
+ * @generated from message zero.v1.GetResponseResponse
+ */
+export type GetResponseResponse = Message<"zero.v1.GetResponseResponse"> & {
+  /**
+   * The `response` object, as OpenAI's JSON.
+   *
+   * @generated from field: google.protobuf.Struct response = 1;
+   */
+  response?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message zero.v1.GetResponseResponse.
+ * Use `create(GetResponseResponseSchema)` to create a new message.
+ */
+export const GetResponseResponseSchema: GenMessage<GetResponseResponse> = /*@__PURE__*/
+  messageDesc(file_zero_v1_chat, 18);
+
+/**
+ * @generated from message zero.v1.DeleteResponseRequest
+ */
+export type DeleteResponseRequest = Message<"zero.v1.DeleteResponseRequest"> & {
+  /**
+   * @generated from field: string response_id = 1 [json_name = "response_id"];
+   */
+  responseId: string;
+};
+
+/**
+ * Describes the message zero.v1.DeleteResponseRequest.
+ * Use `create(DeleteResponseRequestSchema)` to create a new message.
+ */
+export const DeleteResponseRequestSchema: GenMessage<DeleteResponseRequest> = /*@__PURE__*/
+  messageDesc(file_zero_v1_chat, 19);
+
+/**
+ * OpenAI's deletion object: `{"id", "object": "response", "deleted": true}`.
+ *
+ * @generated from message zero.v1.DeleteResponseResponse
+ */
+export type DeleteResponseResponse = Message<"zero.v1.DeleteResponseResponse"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string object = 2;
+   */
+  object: string;
+
+  /**
+   * @generated from field: bool deleted = 3;
+   */
+  deleted: boolean;
+};
+
+/**
+ * Describes the message zero.v1.DeleteResponseResponse.
+ * Use `create(DeleteResponseResponseSchema)` to create a new message.
+ */
+export const DeleteResponseResponseSchema: GenMessage<DeleteResponseResponse> = /*@__PURE__*/
+  messageDesc(file_zero_v1_chat, 20);
+
+/**
+ * The query of `GET /v1/responses/{id}/input_items`, checked as there.
+ *
+ * @generated from message zero.v1.ListResponseInputItemsRequest
+ */
+export type ListResponseInputItemsRequest = Message<"zero.v1.ListResponseInputItemsRequest"> & {
+  /**
+   * @generated from field: string response_id = 1 [json_name = "response_id"];
+   */
+  responseId: string;
+
+  /**
+   * "asc" or "desc" (the default).
+   *
+   * @generated from field: optional string order = 2;
+   */
+  order?: string | undefined;
+
+  /**
+   * 1 to 100; 20 when unset.
+   *
+   * @generated from field: optional int32 limit = 3;
+   */
+  limit?: number | undefined;
+
+  /**
+   * Item ids: the items after or before that one.
+   *
+   * @generated from field: optional string after = 4;
+   */
+  after?: string | undefined;
+
+  /**
+   * @generated from field: optional string before = 5;
+   */
+  before?: string | undefined;
+
+  /**
+   * Accepted and without effect: the items are listed whole.
+   *
+   * @generated from field: repeated string include = 6;
+   */
+  include: string[];
+};
+
+/**
+ * Describes the message zero.v1.ListResponseInputItemsRequest.
+ * Use `create(ListResponseInputItemsRequestSchema)` to create a new message.
+ */
+export const ListResponseInputItemsRequestSchema: GenMessage<ListResponseInputItemsRequest> = /*@__PURE__*/
+  messageDesc(file_zero_v1_chat, 21);
+
+/**
+ * @generated from message zero.v1.ListResponseInputItemsResponse
+ */
+export type ListResponseInputItemsResponse = Message<"zero.v1.ListResponseInputItemsResponse"> & {
+  /**
+   * OpenAI's list: `{"object": "list", "data", "first_id", "last_id", "has_more"}`.
+   *
+   * @generated from field: google.protobuf.Struct page = 1;
+   */
+  page?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message zero.v1.ListResponseInputItemsResponse.
+ * Use `create(ListResponseInputItemsResponseSchema)` to create a new message.
+ */
+export const ListResponseInputItemsResponseSchema: GenMessage<ListResponseInputItemsResponse> = /*@__PURE__*/
+  messageDesc(file_zero_v1_chat, 22);
+
+/**
+ * @generated from message zero.v1.CancelResponseRequest
+ */
+export type CancelResponseRequest = Message<"zero.v1.CancelResponseRequest"> & {
+  /**
+   * @generated from field: string response_id = 1 [json_name = "response_id"];
+   */
+  responseId: string;
+};
+
+/**
+ * Describes the message zero.v1.CancelResponseRequest.
+ * Use `create(CancelResponseRequestSchema)` to create a new message.
+ */
+export const CancelResponseRequestSchema: GenMessage<CancelResponseRequest> = /*@__PURE__*/
+  messageDesc(file_zero_v1_chat, 23);
+
+/**
+ * @generated from message zero.v1.CancelResponseResponse
+ */
+export type CancelResponseResponse = Message<"zero.v1.CancelResponseResponse"> & {
+  /**
+   * The `response` object, as OpenAI's JSON (never sent today: see CancelResponse).
+   *
+   * @generated from field: google.protobuf.Struct response = 1;
+   */
+  response?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message zero.v1.CancelResponseResponse.
+ * Use `create(CancelResponseResponseSchema)` to create a new message.
+ */
+export const CancelResponseResponseSchema: GenMessage<CancelResponseResponse> = /*@__PURE__*/
+  messageDesc(file_zero_v1_chat, 24);
+
+/**
  * OpenAI-format chat completions over the `project-zero` routing alias.
  * Field JSON names follow OpenAI's snake_case so that the JSON form of these
  * messages is the OpenAI wire format. Open-ended OpenAI objects (tools,
@@ -669,6 +875,48 @@ export const ChatService: GenService<{
     methodKind: "server_streaming";
     input: typeof StreamResponseRequestSchema;
     output: typeof StreamResponseResponseSchema;
+  },
+  /**
+   * A stored response (`GET /v1/responses/{id}`), as first sent; another
+   * account's id is NOT_FOUND like an unknown one.
+   *
+   * @generated from rpc zero.v1.ChatService.GetResponse
+   */
+  getResponse: {
+    methodKind: "unary";
+    input: typeof GetResponseRequestSchema;
+    output: typeof GetResponseResponseSchema;
+  },
+  /**
+   * `DELETE /v1/responses/{id}`.
+   *
+   * @generated from rpc zero.v1.ChatService.DeleteResponse
+   */
+  deleteResponse: {
+    methodKind: "unary";
+    input: typeof DeleteResponseRequestSchema;
+    output: typeof DeleteResponseResponseSchema;
+  },
+  /**
+   * A page of a stored response's input items (`GET /v1/responses/{id}/input_items`).
+   *
+   * @generated from rpc zero.v1.ChatService.ListResponseInputItems
+   */
+  listResponseInputItems: {
+    methodKind: "unary";
+    input: typeof ListResponseInputItemsRequestSchema;
+    output: typeof ListResponseInputItemsResponseSchema;
+  },
+  /**
+   * `POST /v1/responses/{id}/cancel`: only background responses can be
+   * cancelled and none is made here, so a stored response is INVALID_ARGUMENT.
+   *
+   * @generated from rpc zero.v1.ChatService.CancelResponse
+   */
+  cancelResponse: {
+    methodKind: "unary";
+    input: typeof CancelResponseRequestSchema;
+    output: typeof CancelResponseResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_zero_v1_chat, 0);

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file zero/v1/error.proto.
  */
 export const file_zero_v1_error: GenFile = /*@__PURE__*/
-  fileDesc("ChN6ZXJvL3YxL2Vycm9yLnByb3RvEgd6ZXJvLnYxIq8BCgtFcnJvckRldGFpbBIMCgR0eXBlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEwoLdW5hdmFpbGFibGUYAyADKAkSKwoOY2FwYWNpdHlfc3RhdGUYBCABKAlIAFIOY2FwYWNpdHlfc3RhdGWIAQESHwoIcmVzZXRfYXQYBSABKAlIAVIIcmVzZXRfYXSIAQFCEQoPX2NhcGFjaXR5X3N0YXRlQgsKCV9yZXNldF9hdGIGcHJvdG8z");
+  fileDesc("ChN6ZXJvL3YxL2Vycm9yLnByb3RvEgd6ZXJvLnYxIs0BCgtFcnJvckRldGFpbBIMCgR0eXBlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEwoLdW5hdmFpbGFibGUYAyADKAkSKwoOY2FwYWNpdHlfc3RhdGUYBCABKAlIAFIOY2FwYWNpdHlfc3RhdGWIAQESHwoIcmVzZXRfYXQYBSABKAlIAVIIcmVzZXRfYXSIAQESEgoFcGFyYW0YBiABKAlIAogBAUIRCg9fY2FwYWNpdHlfc3RhdGVCCwoJX3Jlc2V0X2F0QggKBl9wYXJhbWIGcHJvdG8z");
 
 /**
  * Attached as a detail to every error the service raises over RPC (a request
@@ -54,6 +54,13 @@ export type ErrorDetail = Message<"zero.v1.ErrorDetail"> & {
    * @generated from field: optional string reset_at = 5 [json_name = "reset_at"];
    */
   resetAt?: string | undefined;
+
+  /**
+   * OpenAI's `param` on `/v1` and ChatService errors: the request field refused, e.g. "messages".
+   *
+   * @generated from field: optional string param = 6;
+   */
+  param?: string | undefined;
 };
 
 /**

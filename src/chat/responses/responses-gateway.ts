@@ -86,8 +86,10 @@ export class ResponsesGateway {
     return JSON.stringify(inputItemsPage(items, query));
   }
 
-  async delete(accountId: string, id: string): Promise<void> {
+  /** Deletes a stored response, answering OpenAI's deletion object; missing like `retrieve`. */
+  async delete(accountId: string, id: string): Promise<{ id: string; object: "response"; deleted: true }> {
     if (!(await this.#store.delete(accountId, id))) throw missing(id);
+    return { id, object: "response", deleted: true };
   }
 
   /**

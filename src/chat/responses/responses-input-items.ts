@@ -60,22 +60,29 @@ function textPart(role: unknown, text: string): Record<string, unknown> {
   return role === "assistant" ? { type: "output_text", text, annotations: [] } : { type: "input_text", text };
 }
 
-/**
- * The query of an input items list, checked as OpenAI does: `order` asc or
- * desc (default desc), `limit` a whole number from 1 to 100 (default 20),
- * `after`/`before` item ids. `include` is accepted and changes nothing: the
- * items are listed whole.
- */
+/** The query of `GET /v1/responses/{id}/input_items` (`include` changes nothing), checked by `inputItemsQuery`. */
 export function parseInputItemsQuery(params: URLSearchParams): InputItemsQuery {
-  const order = params.get("order");
-  if (order !== null && order !== "asc" && order !== "desc") throw invalidRequest("`order` must be `asc` or `desc`", "order");
   const limitText = params.get("limit");
-  let limit = DEFAULT_LIMIT;
-  if (limitText !== null) {
-    limit = /^[0-9]{1,4}$/.test(limitText) ? Number(limitText) : Number.NaN;
-    if (!(limit >= 1 && limit <= MAX_LIMIT)) throw invalidRequest(`\`limit\` must be a whole number from 1 to ${MAX_LIMIT}`, "limit");
-  }
-  return { order: order ?? "desc", limit, after: params.get("after") || undefined, before: params.get("before") || undefined };
+  return inputItemsQuery({
+    order: params.get("order") ?? undefined,
+    limit: limitText === null ? undefined : /^[0-9]{1,4}$/.test(limitText) ? Number(limitText) : Number.NaN,
+    after: params.get("after") || undefined,
+    before: params.get("before") || undefined,
+  });
+}
+
+/**
+ * An input items query, from REST's query string or the RPC's fields, checked
+ * as OpenAI does: `order` asc or desc (default desc), `limit` a whole number
+ * from 1 to 100 (default 20), `after`/`before` item ids. `include` is
+ * accepted and changes nothing: the items are listed whole.
+ */
+export function inputItemsQuery(asked: { order?: string; limit?: number; after?: string; before?: string }): InputItemsQuery {
+  const { order } = asked;
+  if (order !== undefined && order !== "asc" && order !== "desc") throw invalidRequest("`order` must be `asc` or `desc`", "order");
+  const limit = asked.limit ?? DEFAULT_LIMIT;
+  if (!(Number.isInteger(limit) && limit >= 1 && limit <= MAX_LIMIT)) throw invalidRequest(`\`limit\` must be a whole number from 1 to ${MAX_LIMIT}`, "limit");
+  return { order: order ?? "desc", limit, after: asked.after || undefined, before: asked.before || undefined };
 }
 
 /**

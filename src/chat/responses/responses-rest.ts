@@ -52,8 +52,7 @@ export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGate
     }
     const { accountId } = await authenticateBearer(exchange, deps.authenticator);
     if (method === "DELETE") {
-      await gateway.delete(accountId, id);
-      sendJson(exchange.res, 200, { id, object: "response", deleted: true });
+      sendJson(exchange.res, 200, await gateway.delete(accountId, id));
       return;
     }
     if (exchange.url.searchParams.get("stream") === "true") await gateway.streamAgain(accountId, id);
