@@ -97,12 +97,15 @@ export function executionRoutes(router: RestRouter, rpc: RestRpc, download?: Pla
   if (download) router.add("GET", "/api/execution/download", downloadHandler(rpc, download));
 }
 
-/** A plan's newest build as one file; undefined when nothing is built. */
-export type PlanDownloader = (plan: {
-  id: string;
-  outcome: string;
-  revisions: readonly unknown[];
-}) => Promise<{ filename: string; contentType: string; body: AsyncIterable<Uint8Array> } | undefined>;
+/** A plan's newest build as one file; undefined when nothing is built. `signal` (the client hanging up) stops its reads. */
+export type PlanDownloader = (
+  plan: {
+    id: string;
+    outcome: string;
+    revisions: readonly unknown[];
+  },
+  signal: AbortSignal,
+) => Promise<{ filename: string; contentType: string; body: AsyncIterable<Uint8Array> } | undefined>;
 
 /** The stage whose success makes a plan downloadable. */
 const BUILT_BY: Record<string, string> = { website: "build", ebook: "assemble" };
@@ -122,7 +125,7 @@ function downloadHandler(rpc: RestRpc, download: PlanDownloader): RestHandler {
     });
     const plan = message.plan!;
     const built = plan.stages.find((stage) => stage.id === BUILT_BY[plan.outcome]);
-    const file = built?.state === "succeeded" ? await download(plan) : undefined;
+    const file = built?.state === "succeeded" ? await download(plan, exchange.hangUp) : undefined;
     if (!file) throw new ServiceError("not_found", `plan ${plan.id} has nothing to download until its ${BUILT_BY[plan.outcome] ?? "build"} stage succeeds`);
     const { res, req } = exchange;
     res.statusCode = 200;

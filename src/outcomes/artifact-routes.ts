@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
-import { ServiceError } from "../server/errors.js";
-import { sendError, type RestHandler, type RestRouter } from "../server/rest.js";
-import { isValidKey, type ArtifactStore } from "./artifact-store.js";
+import { ServiceError, toServiceError } from "../server/errors.js";
+import { clientGone } from "../server/request-info.js";
+import { sendError, type NodeRequest, type NodeResponse, type RestHandler, type RestRouter } from "../server/rest.js";
+import { isValidKey, withSignal, type ArtifactStore } from "./artifact-store.js";
 import { slugOwner } from "./projects.js";
 import { decodedOrAsSent } from "../strings.js";
 
@@ -52,7 +53,7 @@ export type PlanArtifactsShown = (planId: string) => Promise<{ previews: readonl
  * run before those writes land (or its instance stop before its second one).
  */
 export function registerArtifactRoutes(router: RestRouter, store: ArtifactStore, shown: PlanArtifactsShown): void {
-  for (const mount of ARTIFACT_MOUNTS) router.addPrefix(`/${mount}/`, artifactHandler(store, mount, shown));
+  for (const mount of ARTIFACT_MOUNTS) router.addPrefix(`/${mount}/`, answeringUnavailable(mount, artifactHandler(store, mount, shown)));
 }
 
 /** True while the plan behind `/{mount}/{name}/` shows it: a preview (`{planId}` or `{planId}-r{n}`) it lists, its site or book once published. */
@@ -65,8 +66,10 @@ async function isShown(store: ArtifactStore, shown: PlanArtifactsShown, mount: A
   return owner !== undefined && (await shown(owner))?.published === true;
 }
 
-function artifactHandler(store: ArtifactStore, mount: ArtifactMount, shown: PlanArtifactsShown): RestHandler {
-  return async ({ req, res, url }) => {
+function artifactHandler(everyRequest: ArtifactStore, mount: ArtifactMount, shown: PlanArtifactsShown): RestHandler {
+  return async ({ req, res, url, hangUp }) => {
+    // A client that hangs up stops the store's requests for it.
+    const store = withSignal(everyRequest, hangUp);
     res.setHeader("content-security-policy", contentSecurityPolicy(mount));
     res.setHeader("x-content-type-options", "nosniff");
     res.setHeader("referrer-policy", "no-referrer");
@@ -81,12 +84,7 @@ function artifactHandler(store: ArtifactStore, mount: ArtifactMount, shown: Plan
         sendError(res, new ServiceError("not_found", "no such page"));
         return;
       }
-      res.statusCode = 404;
-      res.setHeader("content-type", CONTENT_TYPES.html!);
-      res.setHeader("content-length", page.byteLength);
-      res.setHeader("cache-control", "no-store");
-      if (req.method === "HEAD") res.end();
-      else (res as { end(chunk: Uint8Array): void }).end(page);
+      sendPlainPage(req, res, 404, page);
     };
     // The raw path, not the parsed URL: URL parsing resolves `..`, and a path that needed resolving is refused, not followed.
     const raw = (req.url ?? "").split("?")[0]!;
@@ -132,6 +130,38 @@ function artifactHandler(store: ArtifactStore, mount: ArtifactMount, shown: Plan
   };
 }
 
+/**
+ * `handler`, answering 503 when the store or the database is away (or the
+ * server shuts down): nothing here is broken, and the page will be back. A
+ * person's browser gets a page saying so, a client that asked for JSON the
+ * API's `unavailable`; neither says what is behind the site.
+ */
+function answeringUnavailable(mount: ArtifactMount, handler: RestHandler): RestHandler {
+  return async (exchange) => {
+    try {
+      await handler(exchange);
+    } catch (error) {
+      if (clientGone(exchange.hangUp)) return;
+      if (toServiceError(error).type !== "unavailable") throw error;
+      const { req, res } = exchange;
+      res.setHeader("vary", "accept");
+      res.setHeader("retry-after", "1");
+      if (wantsJson(req.headers.accept)) sendError(res, new ServiceError("unavailable", `this ${NOUNS[mount]} cannot be served right now; try again shortly`));
+      else sendPlainPage(req, res, 503, UNAVAILABLE_PAGES[mount]);
+    }
+  };
+}
+
+/** A page of ours (not generated content), never cached. */
+function sendPlainPage(req: NodeRequest, res: NodeResponse, status: number, page: Uint8Array): void {
+  res.statusCode = status;
+  res.setHeader("content-type", CONTENT_TYPES.html!);
+  res.setHeader("content-length", page.byteLength);
+  res.setHeader("cache-control", "no-store");
+  if (req.method === "HEAD") res.end();
+  else (res as { end(chunk: Uint8Array): void }).end(page);
+}
+
 /** True when an `If-None-Match` header names `etag` (or is `*`); weak comparison, as RFC 9110 asks for GET. */
 function matchesEtag(header: string | string[] | undefined, etag: string): boolean {
   const value = Array.isArray(header) ? header.join(",") : header;
@@ -150,32 +180,43 @@ function wantsJson(accept: string | string[] | undefined): boolean {
 
 const NOUNS: Record<ArtifactMount, string> = { preview: "preview", sites: "site", books: "book" };
 const encoder = new TextEncoder();
-/**
- * The page for an address that names no site, preview or book (never made,
- * mistyped, deleted): plain and the same for every address, so it says
- * nothing of what exists, and unstyled (the sandbox allows no inline style).
- */
-const PLAIN_NOT_FOUND = Object.fromEntries(
-  ARTIFACT_MOUNTS.map((mount) => [
-    mount,
-    encoder.encode(`<!DOCTYPE html>
+
+/** A plain page, the same for every address under a mount, unstyled (the sandbox allows no inline style). */
+function plainPages(title: string, text: (noun: string) => string): Record<ArtifactMount, Uint8Array> {
+  return Object.fromEntries(
+    ARTIFACT_MOUNTS.map((mount) => [
+      mount,
+      encoder.encode(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
-<title>Nothing here</title>
+<title>${title}</title>
 </head>
 <body>
 <main>
-<h1>Nothing here</h1>
-<p>There is no ${NOUNS[mount]} at this address. Check that it is typed exactly as it was given to you; a ${NOUNS[mount]} that was deleted is gone.</p>
+<h1>${title}</h1>
+<p>${text(NOUNS[mount])}</p>
 </main>
 </body>
 </html>
 `),
-  ]),
-) as Record<ArtifactMount, Uint8Array>;
+    ]),
+  ) as Record<ArtifactMount, Uint8Array>;
+}
+
+/**
+ * The page for an address that names no site, preview or book (never made,
+ * mistyped, deleted): the same for every address, so it says nothing of what exists.
+ */
+const PLAIN_NOT_FOUND = plainPages(
+  "Nothing here",
+  (noun) => `There is no ${noun} at this address. Check that it is typed exactly as it was given to you; a ${noun} that was deleted is gone.`,
+);
+
+/** The page for a page the store cannot give now. */
+const UNAVAILABLE_PAGES = plainPages("Not available right now", (noun) => `This ${noun} cannot be shown right now. Try again in a moment.`);
 
 /**
  * The site's generated `404.html`, with its relative links made absolute

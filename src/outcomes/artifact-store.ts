@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
+import { ServiceError } from "../server/errors.js";
 import { withoutTrailingSlashes } from "../strings.js";
 
 /**
@@ -8,18 +9,48 @@ import { withoutTrailingSlashes } from "../strings.js";
  * `preview/pln_x/index.html`; the interface is the smallest an object store
  * also offers (S3's conditional PUT gives `ifAbsent`), so one can replace the
  * file system later without touching the stages.
+ *
+ * A store that cannot be reached, does not answer in time or refuses the
+ * service rejects with `artifactStoreUnavailable`'s error; a call whose
+ * `signal` aborts rejects with the signal's reason.
  */
 export interface ArtifactStore {
   /** Writes `key`, replacing it. With `ifAbsent`, writes only a new key and answers whether it did. */
-  put(key: string, body: Uint8Array | string, options?: { ifAbsent?: boolean }): Promise<boolean>;
+  put(key: string, body: Uint8Array | string, options?: StoreCallOptions & { ifAbsent?: boolean }): Promise<boolean>;
   /** The bytes at `key`, or undefined. */
-  get(key: string): Promise<Uint8Array | undefined>;
+  get(key: string, options?: StoreCallOptions): Promise<Uint8Array | undefined>;
   /** Every key under `prefix` (which ends with `/`), sorted. */
-  list(prefix: string): Promise<string[]>;
+  list(prefix: string, options?: StoreCallOptions): Promise<string[]>;
   /** Removes `key`; removing a missing key is not an error. */
-  remove(key: string): Promise<void>;
+  remove(key: string, options?: StoreCallOptions): Promise<void>;
   /** Removes every key under `prefix` (which ends with `/`), e.g. a deleted plan's files; answers how many. */
-  removeAll(prefix: string): Promise<number>;
+  removeAll(prefix: string, options?: StoreCallOptions): Promise<number>;
+}
+
+export interface StoreCallOptions {
+  /** Stops the call: a client that hung up, a stage cancelled, lost or shut down. */
+  signal?: AbortSignal;
+}
+
+/**
+ * The error of a store that cannot be reached, does not answer in time or
+ * refuses the service (a rotated key, say): 503 `unavailable` to a client,
+ * and a transient failure, tried again, to a stage. `message` names the
+ * store and what it answered, never a credential.
+ */
+export function artifactStoreUnavailable(message: string, cause?: unknown): ServiceError {
+  return new ServiceError("unavailable", message, { headers: { "Retry-After": "1" }, cause });
+}
+
+/** `store` with `signal` on every call: what a stage run or a request hands the code it calls. */
+export function withSignal(store: ArtifactStore, signal: AbortSignal): ArtifactStore {
+  return {
+    put: (key, body, options) => store.put(key, body, { ...options, signal }),
+    get: (key) => store.get(key, { signal }),
+    list: (prefix) => store.list(prefix, { signal }),
+    remove: (key) => store.remove(key, { signal }),
+    removeAll: (prefix) => store.removeAll(prefix, { signal }),
+  };
 }
 
 const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
@@ -53,10 +84,12 @@ export function createFileArtifactStore(root: string): ArtifactStore {
   return {
     async put(key, body, options = {}) {
       const file = fileOf(key);
+      const { signal } = options;
+      signal?.throwIfAborted();
       await fs.mkdir(path.dirname(file), { recursive: true });
       if (options.ifAbsent) {
         try {
-          await fs.writeFile(file, body, { flag: "wx" });
+          await fs.writeFile(file, body, { flag: "wx", signal });
           return true;
         } catch (error) {
           if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
@@ -65,15 +98,20 @@ export function createFileArtifactStore(root: string): ArtifactStore {
       }
       // Write then rename, so a reader never sees half a file and a crash leaves the old one.
       const temp = `${file}.${randomBytes(6).toString("hex")}.tmp`;
-      await fs.writeFile(temp, body);
+      try {
+        await fs.writeFile(temp, body, { signal });
+      } catch (error) {
+        await fs.rm(temp, { force: true });
+        throw error;
+      }
       await fs.rename(temp, file);
       return true;
     },
 
-    async get(key) {
+    async get(key, options = {}) {
       if (!isValidKey(key)) return undefined;
       try {
-        const bytes = await fs.readFile(fileOf(key));
+        const bytes = await fs.readFile(fileOf(key), { signal: options.signal });
         return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
@@ -82,7 +120,8 @@ export function createFileArtifactStore(root: string): ArtifactStore {
       }
     },
 
-    async list(prefix) {
+    async list(prefix, options = {}) {
+      options.signal?.throwIfAborted();
       const base = withoutTrailingSlashes(prefix);
       if (!isValidKey(base)) return [];
       const dir = fileOf(base);
@@ -104,14 +143,15 @@ export function createFileArtifactStore(root: string): ArtifactStore {
       return keys.sort();
     },
 
-    async remove(key) {
+    async remove(key, options = {}) {
+      options.signal?.throwIfAborted();
       await fs.rm(fileOf(key), { force: true });
     },
 
-    async removeAll(prefix) {
+    async removeAll(prefix, options = {}) {
       const base = withoutTrailingSlashes(prefix);
       if (!isValidKey(base)) return 0;
-      const count = (await this.list(`${base}/`)).length;
+      const count = (await this.list(`${base}/`, options)).length;
       await fs.rm(fileOf(base), { recursive: true, force: true });
       return count;
     },

@@ -14,6 +14,11 @@ import { isValidKey, type ArtifactStore } from "./artifact-store.js";
  * removed with its last key. Bodies are read whole: artifacts are pages,
  * stylesheets and books of a few hundred kilobytes at most, and callers take
  * bytes, not streams.
+ *
+ * A caller's signal is honoured between statements, not inside one: a
+ * statement runs on a pooled connection until the server ends it, as every
+ * other query of the service does. A database that is away fails the call
+ * as the database's errors do everywhere (503 `unavailable`, a stage retried).
  */
 export function createPostgresArtifactStore(db: Kysely<Database>): ArtifactStore {
   /** Removes blobs that no key names any more; a concurrent put that just named one again keeps it (the foreign key refuses the delete). */
@@ -30,6 +35,7 @@ export function createPostgresArtifactStore(db: Kysely<Database>): ArtifactStore
   return {
     async put(key, body, options = {}) {
       checkKey(key);
+      options.signal?.throwIfAborted();
       const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
       const hash = createHash("sha256").update(bytes).digest("hex");
       // A blob collected between the two inserts fails the foreign key; the second try puts it back.
@@ -64,7 +70,8 @@ export function createPostgresArtifactStore(db: Kysely<Database>): ArtifactStore
       }
     },
 
-    async get(key) {
+    async get(key, options = {}) {
+      options.signal?.throwIfAborted();
       if (!isValidKey(key)) return undefined;
       const row = await db
         .selectFrom("artifact_files as f")
@@ -75,20 +82,23 @@ export function createPostgresArtifactStore(db: Kysely<Database>): ArtifactStore
       return row ? new Uint8Array(row.body.buffer, row.body.byteOffset, row.body.byteLength) : undefined;
     },
 
-    async list(prefix) {
+    async list(prefix, options = {}) {
+      options.signal?.throwIfAborted();
       const range = prefixRange(prefix);
       if (!range) return [];
       const rows = await db.selectFrom("artifact_files").select("key").where("key", ">=", range.from).where("key", "<", range.to).orderBy("key").execute();
       return rows.map((row) => row.key);
     },
 
-    async remove(key) {
+    async remove(key, options = {}) {
+      options.signal?.throwIfAborted();
       if (!isValidKey(key)) return;
       const gone = await db.deleteFrom("artifact_files").where("key", "=", key).returning("sha256").execute();
       await collect(gone.map((row) => row.sha256));
     },
 
-    async removeAll(prefix) {
+    async removeAll(prefix, options = {}) {
+      options.signal?.throwIfAborted();
       const range = prefixRange(prefix);
       if (!range) return 0;
       const gone = await db.deleteFrom("artifact_files").where("key", ">=", range.from).where("key", "<", range.to).returning("sha256").execute();

@@ -45,6 +45,12 @@ const backends: [string, () => ArtifactStore][] = [
   ["s3", () => createS3ArtifactStore(s3Config())],
 ];
 
+/** Resolves once `holds` is true; fails the test after a few seconds. */
+async function until(holds: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !holds(); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  expect(holds()).toBe(true);
+}
+
 const text = (bytes: Uint8Array | undefined) => (bytes ? new TextDecoder().decode(bytes) : undefined);
 
 describe.each(backends)("the %s artifact store", (name, open) => {
@@ -172,6 +178,74 @@ describe("the s3 artifact store", () => {
     await expect(wrong.put("preview/pln_wrong/index.html", "x")).rejects.toThrow(/403 SignatureDoesNotMatch/);
     await expect(wrong.get("preview/pln_wrong/index.html")).rejects.toThrow(/403/);
     expect(s3.rejected).toBeGreaterThan(before);
+  });
+
+  it("bounds every call: a bucket that does not answer fails it as unavailable, and the caller's signal stops it at once", async () => {
+    const store = createS3ArtifactStore(s3Config(), { requestTimeoutMs: 300 });
+    s3.freeze();
+    try {
+      for (const call of [
+        () => store.put("preview/pln_hung/index.html", "x"),
+        () => store.get("preview/pln_hung/index.html"),
+        () => store.list("preview/pln_hung/"),
+        () => store.remove("preview/pln_hung/index.html"),
+      ]) {
+        const started = performance.now();
+        await expect(call()).rejects.toMatchObject({ type: "unavailable", message: expect.stringMatching(/artifact store \(S3\) did not answer/) });
+        expect(performance.now() - started).toBeLessThan(3000);
+      }
+
+      const patient = createS3ArtifactStore(s3Config(), { requestTimeoutMs: 60_000 });
+      const abandonedBefore = s3.abandoned;
+      const caller = new AbortController();
+      const put = patient.put("preview/pln_hung/index.html", "x", { signal: caller.signal });
+      await until(() => s3.held > 0);
+      const started = performance.now();
+      caller.abort(new Error("the stage was cancelled"));
+      await expect(put).rejects.toThrow("the stage was cancelled");
+      expect(performance.now() - started).toBeLessThan(1000);
+      // The request itself was stopped, not left to hang on the bucket.
+      await until(() => s3.abandoned > abandonedBefore);
+    } finally {
+      s3.thaw();
+    }
+    expect(s3.objects.has("zero-test/deploy/one/preview/pln_hung/index.html")).toBe(false);
+  });
+
+  it("calls a bucket that refuses the service (403, 5xx) or cannot be reached unavailable, naming the store, never the secret", async () => {
+    const store = createS3ArtifactStore(s3Config(), { requestTimeoutMs: 2000 });
+    for (const failing of [
+      { status: 403, code: "SignatureDoesNotMatch" },
+      { status: 403, code: "AccessDenied" },
+      { status: 503, code: "SlowDown" },
+      { status: 500, code: "InternalError" },
+    ]) {
+      s3.failing = failing;
+      try {
+        for (const call of [
+          () => store.put("preview/pln_refused/index.html", "x"),
+          () => store.get("preview/pln_refused/index.html"),
+          () => store.list("preview/"),
+        ]) {
+          const error = await call().then(
+            () => undefined,
+            (thrown: unknown) => thrown as { type?: string; message: string },
+          );
+          expect(error).toMatchObject({ type: "unavailable", message: expect.stringContaining(`artifact store (S3) refused`) });
+          expect(error!.message).toContain(`${failing.status} ${failing.code}`);
+          expect(error!.message).not.toContain(FAKE_S3_CREDENTIALS.secretAccessKey);
+        }
+      } finally {
+        s3.failing = undefined;
+      }
+    }
+    const closed = await new FakeS3().start();
+    await closed.close();
+    const unreachable = createS3ArtifactStore(s3Config({ endpoint: closed.url }), { requestTimeoutMs: 2000 });
+    await expect(unreachable.get("preview/pln_refused/index.html")).rejects.toMatchObject({
+      type: "unavailable",
+      message: expect.stringContaining("artifact store (S3) could not be reached"),
+    });
   });
 
   it("computes AWS's published signature for its GET Object example", async () => {

@@ -13,7 +13,8 @@ export const FAKE_S3_CREDENTIALS = { accessKeyId: "AKIDFAKES3TEST", secretAccess
  * four calls the artifact store makes (PUT with `If-None-Match: *`, GET,
  * DELETE, ListObjectsV2 with continuation tokens), and a real check of each
  * request's SigV4 signature and payload hash, so a signing bug fails tests
- * as it would against S3.
+ * as it would against S3. It can also refuse every request (`failing`) or
+ * hold them unanswered (`freeze`), as a misconfigured or hung bucket does.
  */
 export class FakeS3 {
   readonly objects = new Map<string, Uint8Array>();
@@ -21,6 +22,14 @@ export class FakeS3 {
   rejected = 0;
   /** ListObjectsV2 page size; small in tests so continuation is exercised. */
   pageSize = 1000;
+  /** When set, every request is answered with this error, as a bucket refusing the service (403) or failing (5xx) does. */
+  failing: { status: number; code: string } | undefined;
+  /** Requests held unanswered by `freeze`, now. */
+  held = 0;
+  /** Held requests whose client closed the connection before an answer: calls the caller stopped. */
+  abandoned = 0;
+  #thawed: Promise<void> | undefined;
+  #thaw: (() => void) | undefined;
   readonly #server = http.createServer((req, res) => void this.#handle(req, res));
   url = "";
 
@@ -30,7 +39,23 @@ export class FakeS3 {
     return this;
   }
 
+  /** Holds every request from now on without an answer, as a hung endpoint does, until `thaw`. */
+  freeze(): void {
+    if (this.#thawed) return;
+    this.#thawed = new Promise((resolve) => {
+      this.#thaw = resolve;
+    });
+  }
+
+  /** Answers the held requests whose clients still wait, and every request after them. */
+  thaw(): void {
+    this.#thaw?.();
+    this.#thawed = undefined;
+    this.#thaw = undefined;
+  }
+
   close(): Promise<void> {
+    this.thaw();
     const closed = once(this.#server, "close");
     this.#server.close();
     this.#server.closeAllConnections();
@@ -39,12 +64,23 @@ export class FakeS3 {
 
   async #handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const body = await buffer(req);
+    if (this.#thawed) {
+      this.held++;
+      const gone = new Promise<void>((resolve) => res.once("close", resolve));
+      const answered = await Promise.race([this.#thawed.then(() => true), gone.then(() => false)]);
+      this.held--;
+      if (!answered) {
+        this.abandoned++;
+        return;
+      }
+    }
     const reply = (status: number, xml = "") => {
       res.writeHead(status, xml ? { "content-type": "application/xml" } : {});
       res.end(xml);
     };
     const error = (status: number, code: string) => reply(status, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code></Error>`);
 
+    if (this.failing) return error(this.failing.status, this.failing.code);
     if (!(await this.#signatureHolds(req, body))) {
       this.rejected++;
       return error(403, "SignatureDoesNotMatch");
