@@ -44,10 +44,10 @@ export function decodedOrAsSent(segment: string): string {
  * or jsonb value holds.
  */
 const XML_FORBIDDEN = String.raw`\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF`;
-/** DEL and the C1 controls: XML discourages them and HTML parses them as errors. */
-const DEL_AND_C1 = String.raw`\u007F-\u009F`;
-/** The bidi embedding, override and isolate controls: one left open reverses everything after it. */
-const BIDI_CONTROLS = String.raw`\u202A-\u202E\u2066-\u2069`;
+/** DEL and the C1 controls (ranges for a character class): XML discourages them and HTML parses them as errors. */
+export const DEL_AND_C1 = String.raw`\u007F-\u009F`;
+/** The bidi embedding, override and isolate controls (ranges for a character class): one left open reverses everything after it. */
+export const BIDI_CONTROLS = String.raw`\u202A-\u202E\u2066-\u2069`;
 
 const XML_FORBIDDEN_CHARACTERS = new RegExp(`[${XML_FORBIDDEN}]`, "g");
 const PAGE_FORBIDDEN_CHARACTERS = new RegExp(`[${XML_FORBIDDEN}${DEL_AND_C1}]`, "g");

@@ -11,7 +11,7 @@ Commands:
   show <id> [--follow] [--json]
                         one plan; --follow follows it live like run
   history <id> [--json]  what happened to a plan, oldest first
-  download <id> [-o <file>|-o -] [--json]
+  download <id> [-o <file>|-o <dir>/|-o -] [--json]
                         save the plan's site (a zip) or book (an EPUB)
   cancel <id> [--json]   cancel a plan; a running stage stops
   delete <id> [--yes]   cancel a plan, then remove it, its history and its files;
@@ -25,10 +25,11 @@ Commands:
   serve [--port <n>] [--host <addr>]
                         start the service (same environment as npm start)
 
-Options:
+Options (before or after the command):
   --url <url>           the service, http(s)://host:port (default: $ZERO_URL,
                         else http://127.0.0.1:8080)
-  --json                machine-readable JSON on stdout (one object per line when following)
+  --json                machine-readable JSON on stdout (one object per line when following);
+                        errors and notes as JSON on stderr
   -h, --help            this help
 
 Environment: ZERO_API_KEY (a key made in the Console), ZERO_URL, ZERO_CALL_TIMEOUT_MS
@@ -63,7 +64,8 @@ export type Command =
   | ({ name: "revise"; id: string; feedback: string } & Common)
   | ({ name: "chat"; prompt: string; system: string | undefined } & Common)
   | ({ name: "serve"; port: string | undefined; host: string | undefined } & Common)
-  | ({ name: "help" } & Common);
+  /** `requested`: asked for (`--help`, `help`), rather than shown because no command was given. */
+  | ({ name: "help"; requested: boolean } & Common);
 
 const COMMON = {
   url: { type: "string" },
@@ -93,12 +95,12 @@ function isCommandName(name: string): name is CommandName {
 
 /** Reads `argv` (without node and the script) into one command. Throws UsageError. */
 export function parseCommand(argv: readonly string[]): Command {
-  const [name, ...rest] = argv;
-  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
-    return { name: "help", url: undefined, json: false };
+  const { name, rest, help: askedForHelp } = splitAtCommand(argv);
+  if (name === undefined || name === "help") {
+    return { name: "help", requested: askedForHelp || name === "help", url: undefined, json: false };
   }
   if (!isCommandName(name)) throw new UsageError(`unknown command "${name}"`);
-  const help = (values: { url?: string; json?: boolean }): Command => ({ name: "help", url: values.url, json: values.json ?? false });
+  const help = (values: { url?: string; json?: boolean }): Command => ({ name: "help", requested: true, url: values.url, json: values.json ?? false });
 
   switch (name) {
     case "run": {
@@ -168,6 +170,43 @@ export function parseCommand(argv: readonly string[]): Command {
       return { name, port: values.port, host: values.host, url: values.url, json: values.json };
     }
   }
+}
+
+/**
+ * The command's name, and its arguments with the options every command has
+ * (`--url`, `--json`, `--help`) moved there from before the name, where help
+ * lists them too: `project-zero --url http://… plans`.
+ */
+function splitAtCommand(argv: readonly string[]): { name: string | undefined; rest: string[]; help: boolean } {
+  const leading: string[] = [];
+  let index = 0;
+  for (; index < argv.length && argv[index]!.startsWith("-") && argv[index] !== "-" && argv[index] !== "--"; index++) {
+    const arg = argv[index]!;
+    const option = arg.split("=", 1)[0]!;
+    if (!Object.hasOwn(LEADING_OPTIONS, option)) throw new UsageError(`"${option}" goes after the command: project-zero <command> ${option} …`);
+    leading.push(arg);
+    if (LEADING_OPTIONS[option] && option === arg) {
+      const value = argv[++index];
+      if (value === undefined) throw new UsageError(`${option} needs a value, e.g. ${option} http://127.0.0.1:8080`);
+      leading.push(value);
+    }
+  }
+  const help = leading.some((arg) => arg === "--help" || arg === "-h");
+  return { name: argv[index], rest: [...leading, ...argv.slice(index + 1)], help };
+}
+
+/** The options of every command (COMMON) as they may come before it, by how they are written: true for one that takes a value. */
+const LEADING_OPTIONS: Record<string, boolean> = Object.fromEntries(
+  Object.entries(COMMON).flatMap(([name, option]) => {
+    const takesValue = option.type === "string";
+    return [[`--${name}`, takesValue], ...("short" in option ? [[`-${option.short}`, takesValue]] : [])];
+  }),
+);
+
+/** Whether `argv` asks for JSON output, read without parsing it: how to report that it cannot be parsed. */
+export function asksForJson(argv: readonly string[]): boolean {
+  const end = argv.indexOf("--");
+  return (end === -1 ? argv : argv.slice(0, end)).includes("--json");
 }
 
 function parse<O extends NonNullable<ParseArgsConfig["options"]>>(args: string[], options: O) {

@@ -1,4 +1,4 @@
-import { parseCommand, USAGE, UsageError, type Command } from "./args.js";
+import { asksForJson, parseCommand, USAGE, UsageError, type Command } from "./args.js";
 import { chatCommand } from "./commands/chat.js";
 import { plansCommand } from "./commands/plans.js";
 import { resumeCommand, reviseCommand } from "./commands/resume.js";
@@ -37,15 +37,22 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     command = parseCommand(argv);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
-    io.stderr.write(`project-zero: ${error.message}\nRun "project-zero --help" for the commands.\n`);
+    const json = asksForJson(argv);
+    new CliContext(io, { url: undefined, json, scope: "" }).report("invalid_request", error.message);
+    if (!json) io.stderr.write('Run "project-zero --help" for the commands.\n');
     return ExitCode.usage;
   }
   const ctx = new CliContext(io, { url: command.url, json: command.json, scope: SCOPES[command.name] });
   try {
     switch (command.name) {
       case "help":
-        io.stdout.write(USAGE);
-        return ExitCode.ok;
+        if (command.requested) {
+          io.stdout.write(USAGE);
+          return ExitCode.ok;
+        }
+        // No command at all: a mistake, as an unknown one is, so a script that lost its arguments does not carry on.
+        io.stderr.write(USAGE);
+        return ExitCode.usage;
       case "run":
         return await runCommand(ctx, command);
       case "plans":

@@ -2,33 +2,43 @@ import { toJson, type JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { createZeroClient } from "../client/node.js";
 import { PlanSchema, ZeroError, type Plan, type ZeroClient } from "../client/zero-client.js";
+import { transportFailureOf } from "../client/zero-error.js";
 import { describeError, ExitCode, exitCodeFor } from "./exit-codes.js";
 import { printable, terminalFor, type Terminal, type WritableOutput } from "./terminal.js";
 import { withoutTrailingSlashes } from "../strings.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:8080";
-/** How long a command waits for the answer to one call (not a watch, a chat stream or a download). */
+/** How long a command waits for the answer to one call (a download's head, not its body; not a watch or a chat stream). */
 const DEFAULT_CALL_TIMEOUT_MS = 30_000;
 
 /**
- * Ends a unary call that gets no answer within `ms` as `deadline_exceeded`,
- * so a server that takes the connection and never answers does not hang the
- * command. Streams (a watch, a chat) may rightly stay open for long.
+ * `call`'s answer, or a `deadline_exceeded` once `ms` have passed without
+ * one, so a server that takes the connection and never answers does not hang
+ * the command. The time stops counting once the answer is in: a download's
+ * body may rightly take longer than its head.
  */
-function unaryDeadline(ms: number): Interceptor {
-  return (next) => async (request) => {
-    if (request.stream) return next(request);
-    const timeout = AbortSignal.timeout(ms);
-    try {
-      return await next({ ...request, signal: AbortSignal.any([request.signal, timeout]) });
-    } catch (error) {
-      if (timeout.aborted && !request.signal.aborted) {
-        throw new ConnectError(`the service did not answer within ${ms / 1000} s (ZERO_CALL_TIMEOUT_MS)`, Code.DeadlineExceeded);
-      }
-      throw error;
+async function answeredWithin<T>(ms: number, signal: AbortSignal | undefined, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), ms);
+  try {
+    return await call(signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal);
+  } catch (error) {
+    if (deadline.signal.aborted && !signal?.aborted) {
+      throw new ConnectError(`the service did not answer within ${ms / 1000} s (ZERO_CALL_TIMEOUT_MS)`, Code.DeadlineExceeded);
     }
-  };
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
 }
+
+/** Bounds each unary call by `answeredWithin`. Streams (a watch, a chat) may rightly stay open for long. */
+function unaryDeadline(ms: number): Interceptor {
+  return (next) => (request) => (request.stream ? next(request) : answeredWithin(ms, request.signal, (signal) => next({ ...request, signal })));
+}
+
+/** What no key has: anything but visible ASCII (a key is `zk_` and letters and digits); the HTTP header could not carry most of it. */
+const NOT_IN_A_KEY = /[^\x21-\x7e]/u;
 
 /** The process around the CLI, passed in so tests can run it with their own streams. */
 export interface CliIo {
@@ -56,6 +66,8 @@ export class CliContext {
   /** Why --url or ZERO_URL cannot be the service's address; reported by the first command that calls it. */
   readonly #badUrl: string | undefined;
   #client: ZeroClient | undefined;
+  /** ZERO_CALL_TIMEOUT_MS, once `client()` has read it. */
+  #callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS;
 
   constructor(
     readonly io: CliIo,
@@ -73,7 +85,7 @@ export class CliContext {
     return this.options.json;
   }
 
-  /** The client, with the key from ZERO_API_KEY; stops with exit 2 on a bad --url or ZERO_URL, exit 3 without a key. */
+  /** The client, with the key from ZERO_API_KEY; stops with exit 2 on a bad --url or ZERO_URL, exit 3 without a usable key. */
   client(): ZeroClient {
     if (this.#badUrl) {
       this.report("invalid_request", this.#badUrl);
@@ -84,13 +96,33 @@ export class CliContext {
       this.report("unauthenticated", `ZERO_API_KEY is not set; make a key in the Console (${this.baseUrl}/console) and export ZERO_API_KEY=zk_…`);
       throw new CommandStop(ExitCode.auth);
     }
+    const stray = NOT_IN_A_KEY.exec(apiKey);
+    if (stray) {
+      // A key copied with the quotes or spaces around it, never sent: it would not be accepted, or not fit a header.
+      const character = `U+${stray[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
+      this.report(
+        "unauthenticated",
+        `ZERO_API_KEY contains characters a key never has (${character} at character ${stray.index + 1}); a key is zk_ and letters and digits: copy it again from the Console (${this.baseUrl}/console)`,
+      );
+      throw new CommandStop(ExitCode.auth);
+    }
     const timeout = this.io.env.ZERO_CALL_TIMEOUT_MS?.trim() || String(DEFAULT_CALL_TIMEOUT_MS);
     if (!/^[1-9]\d{0,8}$/.test(timeout)) {
       this.report("invalid_request", `ZERO_CALL_TIMEOUT_MS must be a whole number of milliseconds, not "${printable(timeout)}"`);
       throw new CommandStop(ExitCode.usage);
     }
-    this.#client ??= createZeroClient({ baseUrl: this.baseUrl, apiKey, interceptors: [unaryDeadline(Number(timeout))] });
+    this.#callTimeoutMs = Number(timeout);
+    this.#client ??= createZeroClient({ baseUrl: this.baseUrl, apiKey, interceptors: [unaryDeadline(this.#callTimeoutMs)] });
     return this.#client;
+  }
+
+  /**
+   * `call`'s answer, waited for no longer than ZERO_CALL_TIMEOUT_MS, as each
+   * call of `client()` is: for a download, a plain fetch that no interceptor
+   * sees. `signal` (Ctrl-C) still ends it at any time.
+   */
+  answerWithin<T>(signal: AbortSignal, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    return answeredWithin(this.#callTimeoutMs, signal, call);
   }
 
   /** A human line on stdout (skipped with --json, where stdout is for JSON only). */
@@ -98,9 +130,9 @@ export class CliContext {
     if (!this.json) this.out.write(`${text}\n`);
   }
 
-  /** Advice and progress notes: on stderr, so they never mix into piped results. */
+  /** Advice and progress notes: on stderr, so they never mix into piped results; with --json as `{"note": …}`, like errors. */
   note(text: string): void {
-    this.err.write(`${printable(text)}\n`);
+    this.err.write(this.json ? `${JSON.stringify({ note: text })}\n` : `${printable(text)}\n`);
   }
 
   /** One JSON value per line on stdout. */
@@ -113,15 +145,38 @@ export class CliContext {
   }
 
   /** Reports a failed call in one line (or one JSON object) and returns the exit code it means. */
-  fail(error: unknown): ExitCode {
+  async fail(error: unknown): Promise<ExitCode> {
     if (error instanceof CommandStop) return error.exitCode;
     const zeroError = ZeroError.from(error);
-    if (answeredByAnotherServer(zeroError)) {
-      this.report("unreachable", `${this.baseUrl} is not a project-zero service (it answered: ${zeroError.message}); check --url or ZERO_URL`);
+    const otherAnswer = answeredByAnotherServer(zeroError) ? zeroError.message : await this.#otherServerAnswer(zeroError);
+    if (otherAnswer !== undefined) {
+      this.report("unreachable", `${this.baseUrl} is not a project-zero service (it answered: ${otherAnswer}); check --url or ZERO_URL`);
       return ExitCode.unavailable;
     }
     this.report(zeroError.type, describeError(zeroError, { baseUrl: this.baseUrl, scope: this.options.scope }), zeroError);
     return exitCodeFor(zeroError);
+  }
+
+  /**
+   * For a call that got no answer (a connection closed or refused): what
+   * answers a plain GET of the service's capabilities at that address, when
+   * something does and it is not project-zero. A web server that answers a
+   * POST before reading it and hangs up (Python's http.server) looks, to the
+   * call, like no server at all.
+   */
+  async #otherServerAnswer(error: ZeroError): Promise<string | undefined> {
+    if (error.type !== "unreachable" || transportFailureOf(error.cause) !== "no_answer") return undefined;
+    try {
+      const answer = await answeredWithin(this.#callTimeoutMs, undefined, async (signal) => {
+        const response = await fetch(`${this.baseUrl}/api/capabilities`, { signal });
+        const body = (await response.json().catch(() => undefined)) as { service?: unknown } | undefined;
+        return { status: response.status, ours: body?.service === "project-zero" };
+      });
+      return answer.ours ? undefined : `HTTP ${answer.status}`;
+    } catch {
+      // Nothing answers that either: the call's own words say it best.
+      return undefined;
+    }
   }
 
   report(type: string, line: string, error?: ZeroError): void {

@@ -80,9 +80,10 @@ export function describeError(error: ZeroError, context: ErrorContext): string {
     // Advice only where nothing answered: a TLS mismatch or a refused certificate says what is wrong itself.
     return `cannot reach ${context.baseUrl}: ${message}${transportFailureOf(error.cause) === "no_answer" ? "; is the service running? (start one with: project-zero serve)" : ""}`;
   }
-  // Narrowed to the error table's types, so each line's HTTP status is the table's.
+  // Narrowed to the error table's types, so each line's HTTP status is the table's, unless another status was
+  // answered: a proxy's 502 before the service is not the service's 503.
   const type = Object.hasOwn(ERROR_TYPES, error.type) ? (error.type as ErrorType) : undefined;
-  const status = type === undefined ? undefined : ERROR_TYPES[type].status;
+  const status = answeredStatus(error) ?? (type === undefined ? undefined : ERROR_TYPES[type].status);
   switch (type) {
     case "unauthenticated":
     case "invalid_api_key":
@@ -106,4 +107,14 @@ export function describeError(error: ZeroError, context: ErrorContext): string {
     default:
       return `${error.type}: ${message}`;
   }
+}
+
+/**
+ * The HTTP status of an answer that was not the service's own (no ErrorDetail came with it), where the transport
+ * named the error after it (Connect's and the download's `HTTP 502`).
+ */
+function answeredStatus(error: ZeroError): number | undefined {
+  if (error.fromServer) return undefined;
+  const status = /^HTTP (\d{3})$/.exec(error.cause.rawMessage)?.[1];
+  return status === undefined ? undefined : Number(status);
 }

@@ -4,7 +4,7 @@ import { askYesNo } from "./approval-prompt.js";
 import type { CliContext } from "./context.js";
 import { ExitCode } from "./exit-codes.js";
 import { LivePlanView } from "./live-plan-view.js";
-import { absoluteUrl, blockingStage, styleFor } from "./plan-view.js";
+import { absoluteUrl, blockingStage, liveStyleFor } from "./plan-view.js";
 import { printable } from "./terminal.js";
 
 export interface FollowOptions {
@@ -22,7 +22,7 @@ const MAX_REOPENS = 8;
  */
 export async function followToEnd(ctx: CliContext, plan: Plan, options: FollowOptions): Promise<ExitCode> {
   const client = ctx.client();
-  const view = new LivePlanView(ctx.out, styleFor(ctx.out, ctx.baseUrl));
+  const view = new LivePlanView(ctx.out, liveStyleFor(ctx.out, ctx.baseUrl));
   const show = (next: Plan) => (ctx.json ? ctx.emit({ plan: ctx.planJson(next) }) : view.update(next));
   const stop = new AbortController();
   const stopListening = ctx.io.onInterrupt(() => stop.abort());

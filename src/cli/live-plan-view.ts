@@ -1,20 +1,22 @@
 import type { Plan, Stage } from "../client/zero-client.js";
 import { barLine, detailLines, headerLine, planLines, stageLine, type PlanStyle } from "./plan-view.js";
-import type { Terminal } from "./terminal.js";
+import { lineWidth, type Terminal } from "./terminal.js";
 
 const SPIN_MS = 100;
 
 /**
  * A plan as it changes. On a terminal the frame (header, bar, a line per
- * stage) is redrawn in place; elsewhere (a pipe, a log file) only what
- * changed is printed, a line at a time, so the output reads as a log.
+ * stage) is redrawn in place, cut to the window's height while it moves (a
+ * repaint cannot climb above the top row) and left whole once it rests;
+ * elsewhere (a pipe, a log file) only what changed is printed, a line at a
+ * time, so the output reads as a log.
  */
 export class LivePlanView {
   readonly #terminal: Terminal;
   readonly #style: PlanStyle;
   #last: Plan | undefined;
-  /** Lines of the current frame on screen, to move back over when repainting. */
-  #drawn = 0;
+  /** The columns each line of the frame on screen took when drawn, to count the rows to move back over when repainting. */
+  #drawn: number[] = [];
   #frame = 0;
   #spinner: ReturnType<typeof setInterval> | undefined;
 
@@ -41,17 +43,24 @@ export class LivePlanView {
    */
   settle(): void {
     this.#spin(false);
-    if (this.#terminal.ansi && this.#last) this.#repaint();
-    this.#drawn = 0;
+    if (this.#terminal.ansi && this.#last) this.#repaint({ whole: true });
+    this.#drawn = [];
   }
 
-  #repaint(): void {
+  #repaint({ whole = false } = {}): void {
     if (!this.#last) return;
-    const lines = planLines(this.#last, { ...this.#style, frame: this.#frame });
-    // Up to the frame's first line, clear to the end of the screen, draw it again.
-    const back = this.#drawn > 0 ? `\x1b[${this.#drawn}F\x1b[0J` : "";
-    this.#terminal.write(`${back}${lines.join("\n")}\n`);
-    this.#drawn = lines.length;
+    const { columns, rows } = this.#terminal;
+    const style = { ...this.#style, frame: this.#frame };
+    // The cursor rests on the row below the frame, so the frame may take every row but that one.
+    const lines = whole ? planLines(this.#last, style) : fittedFrame(this.#last, style, rows - 1);
+    // Up to the frame's first row, then each line cleared and drawn again, then whatever is left below cleared. A
+    // window made narrower since has wrapped the old lines onto more rows; rows scrolled above the top are out of
+    // reach and stay as they are. Clearing the screen from its top row instead would make tmux keep a copy of it
+    // in the scrollback at each repaint.
+    const climb = Math.min(rowsTaken(this.#drawn, columns), rows - 1);
+    const back = climb > 0 ? `\x1b[${climb}F` : "";
+    this.#terminal.write(`${back}${lines.map((text) => `\x1b[2K${text}\n`).join("")}\x1b[0J`);
+    this.#drawn = lines.map(lineWidth);
   }
 
   #spin(on: boolean): void {
@@ -67,6 +76,34 @@ export class LivePlanView {
       this.#spinner = undefined;
     }
   }
+}
+
+/**
+ * The frame in at most `room` lines, in their order. Where the window is too
+ * short for all of it, what moves is kept first: the bar, then the stages
+ * (nearest the one under way first), then the frame's last line, the
+ * header, and the other details from the newest.
+ */
+export function fittedFrame(plan: Plan, style: PlanStyle, room: number): string[] {
+  const lines = planLines(plan, style);
+  if (lines.length <= room) return lines;
+  // planLines: the header, the bar, a line per stage, then the details.
+  const [header, bar, firstStage, firstDetail] = [0, 1, 2, 2 + plan.stages.length];
+  const unfinished = plan.stages.findIndex((stage) => stage.state !== "succeeded");
+  const current = firstStage + (unfinished === -1 ? plan.stages.length - 1 : unfinished);
+  const stages = plan.stages.map((_, index) => firstStage + index).sort((a, b) => Math.abs(a - current) - Math.abs(b - current));
+  const details = lines
+    .map((_, index) => index)
+    .slice(firstDetail)
+    .reverse();
+  const byUse = [...new Set([bar, ...stages, lines.length - 1, header, ...details])];
+  const kept = new Set(byUse.slice(0, Math.max(0, room)));
+  return lines.filter((_, index) => kept.has(index));
+}
+
+/** The rows lines of these widths take on a window `columns` wide, each wrapped onto as many as it needs. */
+function rowsTaken(widths: readonly number[], columns: number): number {
+  return widths.reduce((rows, width) => rows + Math.max(1, Math.ceil(width / columns)), 0);
 }
 
 /** What a log reader needs to know about the step from `before` to `after`. */

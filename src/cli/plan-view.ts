@@ -122,8 +122,8 @@ export function absoluteUrl(url: string, baseUrl: string | undefined): string {
   }
 }
 
-/** Draws with the style a terminal allows. */
-export function styleFor(terminal: Terminal, baseUrl?: string): PlanStyle {
+/** Draws a frame that is repainted in place (LivePlanView), with the style a terminal allows: each line cut to the window's width. */
+export function liveStyleFor(terminal: Terminal, baseUrl?: string): PlanStyle {
   return {
     ansi: terminal.ansi,
     color: terminal.color,
@@ -132,4 +132,9 @@ export function styleFor(terminal: Terminal, baseUrl?: string): PlanStyle {
     },
     baseUrl,
   };
+}
+
+/** Draws lines printed once (`show`, `cancel`): nothing repaints them, so nothing is cut; the terminal wraps a long one. */
+export function printStyleFor(terminal: Terminal, baseUrl?: string): PlanStyle {
+  return { ansi: terminal.ansi, color: terminal.color, columns: Number.POSITIVE_INFINITY, baseUrl };
 }

@@ -1,3 +1,5 @@
+import { BIDI_CONTROLS, DEL_AND_C1 } from "../strings.js";
+
 /** Where the CLI writes, and what that place can show. */
 export interface Terminal {
   write(text: string): void;
@@ -7,12 +9,15 @@ export interface Terminal {
   color: boolean;
   /** Visible width; long lines are cut to it so a repaint can count its lines. Unbounded where nothing repaints (a pipe, a log). */
   columns: number;
+  /** Visible height: a repaint cannot climb above the top row, so a frame drawn in place must fit below it. Unbounded where nothing repaints. */
+  rows: number;
 }
 
 export interface WritableOutput {
   write(text: string): unknown;
   isTTY?: boolean;
   columns?: number;
+  rows?: number;
 }
 
 /** Decides, once, how to draw on `stream` (https://no-color.org, `TERM=dumb`). */
@@ -27,6 +32,10 @@ export function terminalFor(stream: WritableOutput, env: Record<string, string |
     get columns() {
       if (!ansi) return Number.POSITIVE_INFINITY;
       return stream.columns || 100;
+    },
+    get rows() {
+      if (!ansi) return Number.POSITIVE_INFINITY;
+      return stream.rows || 24;
     },
   };
 }
@@ -60,10 +69,18 @@ export function line(segments: readonly Segment[], width: number, color: boolean
   return out.trimEnd();
 }
 
+/** The columns a line made by `line` takes on screen: its colours take none. */
+export function lineWidth(text: string): number {
+  return displayWidth(text.replace(COLOURS, ""));
+}
+
+const COLOURS = /\x1b\[\d+m/g;
+
 /**
  * Text from elsewhere (the service, a model's project name, a goal) as text
  * a terminal shows rather than obeys: line breaks and tabs become spaces,
- * other control characters (escape sequences, bells) U+FFFD. What the CLI
+ * other control characters (escape sequences, bells) and the bidi controls
+ * (which would reverse what follows them) U+FFFD. What the CLI
  * writes of its own (colours, cursor moves) never passes through here.
  */
 export function printable(text: string): string {
@@ -75,7 +92,7 @@ export function printableText(text: string): string {
   return shown(text, undefined);
 }
 
-/** Control characters as U+FFFD, except line breaks and tabs: each `breaks` when given; else `\n` and `\t` kept, and `\r` U+FFFD too. */
+/** Control and bidi characters as U+FFFD, except line breaks and tabs: each `breaks` when given; else `\n` and `\t` kept, and `\r` U+FFFD too. */
 function shown(text: string, breaks: " " | undefined): string {
   return text.replace(CONTROLS, (character) => {
     if (character === "\n" || character === "\t") return breaks ?? character;
@@ -83,7 +100,7 @@ function shown(text: string, breaks: " " | undefined): string {
   });
 }
 
-const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
+const CONTROLS = new RegExp(String.raw`[\u0000-\u001f${DEL_AND_C1}${BIDI_CONTROLS}]`, "g");
 
 /**
  * The columns a terminal gives `text`. A line cut by anything else (code

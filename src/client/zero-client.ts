@@ -1,5 +1,6 @@
 import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type CallOptions, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+import { codeFromHttpStatus } from "@connectrpc/connect/protocol-connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { CapabilitiesService, type GetCapabilitiesResponse } from "../../gen/zero/v1/capabilities_pb.js";
 import {
@@ -136,7 +137,9 @@ export interface ZeroClient {
      * `not_found` ZeroError until the build (or assemble) stage succeeded.
      * A plain fetch, not an RPC: `headers`, `signal` and `timeoutMs` apply
      * (the timeout bounds the whole download, as it bounds a whole call);
-     * interceptors do not run.
+     * interceptors do not run. Anything but such a file in answer (another
+     * server at that URL), or no answer, fails as an RPC would fail from it:
+     * the same ZeroError `type` and `code`.
      */
     download(id: string, options?: Pick<CallOptions, "headers" | "signal" | "timeoutMs">): Promise<PlanDownload>;
     /**
@@ -216,11 +219,18 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
             throw error;
           });
           if (!response.ok || !response.body) throw await restError(response);
+          const contentType = response.headers.get("content-type") ?? "";
+          const mediaType = contentType.split(";", 1)[0]!.trim().toLowerCase();
+          if (!DOWNLOAD_TYPES.has(mediaType)) {
+            // Another server's page, not a plan's file: refused as the RPC transports refuse a wrong content type.
+            await response.body.cancel();
+            throw new ConnectError(`unsupported content type ${contentType || "(none)"}`, Code.Internal, response.headers);
+          }
           return {
             filename:
               plainFilename(/filename="([^"]+)"/.exec(response.headers.get("content-disposition") ?? "")?.[1]) ??
-              `${id}${response.headers.get("content-type") === "application/epub+zip" ? ".epub" : ".zip"}`,
-            contentType: response.headers.get("content-type") ?? "application/octet-stream",
+              `${id}${mediaType === "application/epub+zip" ? ".epub" : ".zip"}`,
+            contentType,
             body: response.body,
           };
         }),
@@ -283,15 +293,19 @@ function required<T>(value: T | undefined): T {
   return value;
 }
 
+/** What a download answers with: a site's zip or a book's EPUB. */
+const DOWNLOAD_TYPES: ReadonlySet<string> = new Set(["application/zip", "application/epub+zip"]);
+
 /** A REST error answer (`{"error": {"type", "message", …}}`) as the ConnectError an RPC would have thrown, its detail attached. */
 async function restError(response: Response): Promise<ConnectError> {
   const body = (await response.json().catch(() => ({}))) as { error?: { type?: unknown; message?: unknown; unavailable?: string[] } };
   const type = typeof body.error?.type === "string" ? body.error.type : "";
-  const code = type in ERROR_TYPES ? ERROR_TYPES[type as ErrorType].code : codeForStatus(response.status);
-  // Only the service's own error shape is its word (fromServer); another server's page at that URL is not.
+  // Only the service's own error shape is its word (fromServer); another server's page at that URL is not, and
+  // fails as an RPC that got it would: named by its HTTP status alone.
   if (type === "" || typeof body.error?.message !== "string") {
-    return new ConnectError(`the server answered ${response.status}, not as project-zero does`, code, response.headers);
+    return new ConnectError(`HTTP ${response.status}`, codeFromHttpStatus(response.status), response.headers);
   }
+  const code = type in ERROR_TYPES ? ERROR_TYPES[type as ErrorType].code : codeForStatus(response.status);
   const message = body.error.message;
   const detail = { type, message, unavailable: body.error.unavailable ?? [] };
   return new ConnectError(message, code, response.headers, [{ desc: ErrorDetailSchema, value: detail }]);

@@ -19,7 +19,7 @@ export class ZeroError extends Error {
   override readonly name = "ZeroError";
   /** The service's error type, e.g. `not_found`, `outcome_unavailable`. */
   readonly type: ZeroErrorType;
-  /** The Connect/gRPC status code the call ended with. */
+  /** The Connect/gRPC status code the call ended with; `unavailable` for every call that never got through (`unreachable`), whatever the transport said. */
   readonly code: Code;
   /** True when the server itself described the error (an ErrorDetail came with it). */
   readonly fromServer: boolean;
@@ -39,7 +39,8 @@ export class ZeroError extends Error {
     const failure = detail ? undefined : transportFailureOfCall(cause);
     super(detail?.message || (failure && TRANSPORT_FAILURE_MESSAGES[failure]) || cause.rawMessage || codeName(cause.code));
     this.cause = cause;
-    this.code = cause.code;
+    // fetch's transport says Unknown where connect-node and gRPC say Unavailable; one failure, one code.
+    this.code = failure ? Code.Unavailable : cause.code;
     this.fromServer = detail !== undefined;
     this.type = detail?.type || (failure ? "unreachable" : typeWithoutDetail(cause));
     this.unavailable = detail?.unavailable ?? [];

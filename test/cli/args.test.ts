@@ -29,7 +29,8 @@ describe("command line", () => {
     expect(parseCommand(["delete", "pln_1"])).toMatchObject({ name: "delete", id: "pln_1", yes: false });
     expect(parseCommand(["delete", "-y", "pln_1"])).toMatchObject({ name: "delete", id: "pln_1", yes: true });
     expect(parseCommand(["serve", "--port", "9000"])).toMatchObject({ name: "serve", port: "9000" });
-    expect(parseCommand([])).toMatchObject({ name: "help" });
+    expect(parseCommand([])).toMatchObject({ name: "help", requested: false });
+    expect(parseCommand(["--help"])).toMatchObject({ name: "help", requested: true });
     expect(parseCommand(["run", "--help"])).toMatchObject({ name: "help" });
   });
 
@@ -51,6 +52,16 @@ describe("command line", () => {
     expect(refused(["show", "a", "b"])).toMatch(/show needs one plan id/);
     expect(refused(["resume", "pln_1", "--approve"])).toMatch(/--approve/);
     expect(refused(["plans", "extra"])).toMatch(/takes no arguments/);
+    expect(refused(["--outcome", "ebook", "run", "goal here"])).toBe('"--outcome" goes after the command: project-zero <command> --outcome …');
+    expect(refused(["--url"])).toMatch(/--url/);
+  });
+
+  it("takes the options every command has (--url, --json, --help) before the command as well", () => {
+    expect(parseCommand(["--url", "http://x:1", "plans"])).toEqual({ name: "plans", before: undefined, all: false, url: "http://x:1", json: false });
+    expect(parseCommand(["--url=http://x:1", "--json", "show", "pln_1"])).toMatchObject({ name: "show", id: "pln_1", url: "http://x:1", json: true });
+    expect(parseCommand(["--json", "run", "A website", "--approve"])).toMatchObject({ name: "run", goal: "A website", approve: true, json: true });
+    expect(parseCommand(["--url", "http://x:1"])).toMatchObject({ name: "help", requested: false });
+    expect(parseCommand(["-h", "plans"])).toMatchObject({ name: "help", requested: true });
   });
 });
 
@@ -111,5 +122,11 @@ describe("exit codes and error lines", () => {
       "outcome unavailable (503): the outcome_unavailable message; cannot run here: ebook",
     ]);
     for (const text of lines) expect(text).not.toContain("\n");
+  });
+
+  it("name the status that was answered: a proxy's 502 is not the service's 503", () => {
+    const proxy = ZeroError.from(new ConnectError("HTTP 502", Code.Unavailable));
+    expect(describeError(proxy, context)).toMatch(/^the service is unavailable \(502\): HTTP 502/);
+    expect(describeError(zeroError(Code.Unavailable, "unavailable"), context)).toMatch(/^the service is unavailable \(503\): the unavailable message/);
   });
 });

@@ -463,6 +463,151 @@ describe("project-zero against a running service", () => {
     expect(tooShort.code).toBe(2);
     expect(tooShort.stderr).toMatch(/^project-zero: invalid_request: /);
   });
+
+  it("download waits for the service's answer no longer than ZERO_CALL_TIMEOUT_MS, as every call does (exit 5)", async () => {
+    const silent = await listen(() => {});
+    try {
+      const waited = await runCli(["download", "pln_x"], { ...env, ZERO_URL: silent.url, ZERO_CALL_TIMEOUT_MS: "300" });
+      expect(waited).toEqual({
+        code: 5,
+        stdout: "",
+        stderr: "project-zero: deadline_exceeded: the service did not answer within 0.3 s (ZERO_CALL_TIMEOUT_MS)\n",
+      });
+    } finally {
+      await silent.close();
+    }
+  });
+
+  it("download from a server that is not project-zero saves nothing and says so, as every command does (exit 5)", async () => {
+    let answer: (response: http.ServerResponse) => void = () => {};
+    const other = await listen((_request, response) => answer(response));
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-cli-other-"));
+    try {
+      answer = (response) => response.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><h1>Welcome</h1>");
+      const page = await runCli(["download", "pln_x"], { ...env, ZERO_URL: other.url }, dir);
+      expect(page).toEqual({
+        code: 5,
+        stdout: "",
+        stderr: `project-zero: ${other.url} is not a project-zero service (it answered: unsupported content type text/html); check --url or ZERO_URL\n`,
+      });
+      answer = (response) => response.writeHead(404, { "content-type": "text/html" }).end("<h1>Not here</h1>");
+      const missing = await runCli(["download", "pln_x"], { ...env, ZERO_URL: other.url }, dir);
+      expect(missing).toEqual({
+        code: 5,
+        stdout: "",
+        stderr: `project-zero: ${other.url} is not a project-zero service (it answered: HTTP 404); check --url or ZERO_URL\n`,
+      });
+      expect(await fs.readdir(dir)).toEqual([]);
+    } finally {
+      await other.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("download -o <dir>/ saves the file under the service's name in that directory, making it if need be", async () => {
+    const first = await runCli(["run", "A website for a darning club", "--approve"], env);
+    expect(first.code).toBe(0);
+    const id = planIdIn(first.stderr);
+    await makeDownloadable(id);
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-cli-into-"));
+    try {
+      const saved = await runCli(["download", id, "-o", "site/"], env, dir);
+      expect(saved).toEqual({ code: 0, stdout: expect.stringMatching(/^Saved site\/test-project\.zip \([\d,]+ bytes, application\/zip\)\n$/), stderr: "" });
+      expect(await fs.readdir(path.join(dir, "site"))).toEqual(["test-project.zip"]);
+      // The name is still the service's choice: a file already there is kept.
+      const again = await runCli(["download", id, "-o", "site/"], env, dir);
+      expect(again.code).toBe(2);
+      expect(again.stderr).toBe("project-zero: site/test-project.zip already exists; pass -o site/test-project.zip to replace it, or -o another name\n");
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses an API key with characters no key has (pasted smart quotes) as a key, in words (exit 3)", async () => {
+    for (const apiKey of ["“zk_abc”", "zk_a\u0001b", "zk_é"]) {
+      for (const args of [["plans"], ["download", "pln_x"]]) {
+        const refused = await runCli(args, { ...env, ZERO_API_KEY: apiKey });
+        expect({ apiKey, args, ...refused }).toEqual({
+          apiKey,
+          args,
+          code: 3,
+          stdout: "",
+          stderr: expect.stringMatching(/^project-zero: ZERO_API_KEY contains characters a key never has .+\n$/),
+        });
+      }
+    }
+  });
+
+  it("says a server that takes the connection and drops a call is not a project-zero service, when that is what is there", async () => {
+    // A plain web server that hangs up on a POST (as one that answers before reading the body can) and has no
+    // project-zero at /api/capabilities.
+    const other = await listen((request, response) => {
+      if (request.method === "POST") request.socket.resetAndDestroy();
+      else response.writeHead(404, { "content-type": "text/html" }).end("<h1>Not Found</h1>");
+    });
+    try {
+      const run = await runCli(["run", "A website for a flower shop in Ghent"], { ...env, ZERO_URL: other.url });
+      expect(run).toEqual({
+        code: 5,
+        stdout: "",
+        stderr: `project-zero: ${other.url} is not a project-zero service (it answered: HTTP 404); check --url or ZERO_URL\n`,
+      });
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("in --json mode reports a bad command line as JSON too, and every line on stderr is JSON", async () => {
+    const usage = await runCli(["show", "--json"], env);
+    expect(usage).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `${JSON.stringify({ error: { type: "invalid_request", message: "show needs one plan id, e.g. project-zero show pln_…" } })}\n`,
+    });
+    const atGate = await runCli(["run", "A website for a knitting circle", "--json"], env);
+    expect(atGate.code).toBe(6);
+    const notes = atGate.stderr.trimEnd().split("\n");
+    expect(notes.length).toBeGreaterThanOrEqual(2);
+    for (const text of notes) expect(JSON.parse(text)).toEqual({ note: expect.any(String) });
+    expect(notes.at(-1)).toMatch(/"note":"Approve and publish with: project-zero resume pln_\w+ --approve review"/);
+  });
+
+  it("takes --url and --json before the command too, as help lists them among the options", async () => {
+    const listed = await runCli(["--url", app.url, "--json", "plans"], { ZERO_API_KEY: key });
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toMatchObject({ plans: expect.any(Array) });
+    const refused = await runCli(["--outcome", "ebook", "run", "A website for a bakery"], env);
+    expect(refused.code).toBe(2);
+  });
+
+  it("with no command prints the help on stderr and exits 2; asked for, on stdout with 0", async () => {
+    const bare = await runCli([], env);
+    expect(bare.code).toBe(2);
+    expect(bare.stdout).toBe("");
+    expect(bare.stderr).toContain("Usage: project-zero <command> [options]");
+    const asked = await runCli(["--help"], env);
+    expect(asked.code).toBe(0);
+    expect(asked.stdout).toContain("Usage: project-zero <command> [options]");
+  });
+
+  it("resume of a succeeded or cancelled plan says there is nothing to resume, never that it resumed", async () => {
+    const first = await runCli(["run", "A website for a lace makers' guild", "--approve"], env);
+    expect(first.code).toBe(0);
+    const done = planIdIn(first.stderr);
+    const succeeded = await runCli(["resume", done], env);
+    expect(succeeded.code).toBe(0);
+    expect(succeeded.stderr).not.toContain("Resumed");
+    expect(succeeded.stderr).toContain(`${done} has already succeeded; there is nothing to resume.`);
+
+    work.instant = new Set(["understand"]);
+    const created = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: key }, { goal: "A website for a village pottery" });
+    await work.next();
+    expect((await runCli(["cancel", created.body.plan.id], env)).code).toBe(0);
+    const cancelled = await runCli(["resume", created.body.plan.id], env);
+    expect(cancelled.code).toBe(1);
+    expect(cancelled.stderr).not.toContain("Resumed");
+    expect(cancelled.stderr).toContain(`${created.body.plan.id} is cancelled; there is nothing to resume.`);
+  });
 });
 
 describe("project-zero serve", () => {
@@ -482,3 +627,16 @@ describe("project-zero serve", () => {
     }
   }, 90_000);
 });
+
+/** A throwaway HTTP server on a free local port, standing for whatever else may answer at ZERO_URL. */
+async function listen(handler: http.RequestListener): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

@@ -9,7 +9,7 @@ import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { CLI_BIN } from "../support/cli.js";
 import { getExecution, postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
-import { HeldWork } from "../support/stage-work.js";
+import { HeldWork, StageFailure } from "../support/stage-work.js";
 
 const exec = promisify(execFile);
 const WORK_STAGES = ["understand", "outline", "write", "build", "publish"];
@@ -24,6 +24,8 @@ describe("project-zero on a terminal", () => {
   const socket = `zero-cli-test-${process.pid}`;
   const tmux = (...args: string[]) => exec("tmux", ["-L", socket, ...args]);
   const screen = async (escapes = false) => (await tmux("capture-pane", "-p", ...(escapes ? ["-e"] : []), "-t", "cli")).stdout;
+  /** The scrollback and the screen, with lines the terminal wrapped joined again (as a person reads them). */
+  const everything = async () => (await tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "cli")).stdout;
   const screenShows = async (pattern: string | RegExp, timeoutMs = 20_000): Promise<string> => {
     const deadline = Date.now() + timeoutMs;
     let last = "";
@@ -53,7 +55,7 @@ describe("project-zero on a terminal", () => {
   });
 
   /** Starts `project-zero <args>` in a fresh tmux window named `name`; the shell prints EXIT=<code> after it. */
-  async function startOnTerminal(name: string, apiKey: string, args: string, columns = 110): Promise<void> {
+  async function startOnTerminal(name: string, apiKey: string, args: string, columns = 110, rows = 30): Promise<void> {
     const script = path.join(dir, `${name}.sh`);
     await fs.writeFile(
       script,
@@ -67,7 +69,7 @@ describe("project-zero on a terminal", () => {
       ].join("\n"),
     );
     await tmux("kill-session", "-t", "cli").catch(() => {});
-    await tmux("new-session", "-d", "-s", "cli", "-x", String(columns), "-y", "30", `sh ${script}`);
+    await tmux("new-session", "-d", "-s", "cli", "-x", String(columns), "-y", String(rows), `sh ${script}`);
   }
 
   it("draws a progress bar and a line per stage, repaints them in place as the plan moves, and asks at the gate", async () => {
@@ -129,6 +131,74 @@ describe("project-zero on a terminal", () => {
     await tmux("send-keys", "-t", "cli", "C-c");
     await screenShows("EXIT=130");
     held.succeed();
+  });
+
+  it("on a terminal shorter than the frame draws the frame cut to fit, in place, and leaves no copies in the scrollback", async () => {
+    const { apiKey } = await createAccountWithKey(app, ["read", "build"]);
+    work.instant = new Set(["understand", "outline", "build", "publish"]);
+    // Header, bar, six stages and the project: nine lines, on a terminal of eight rows.
+    await startOnTerminal("short", apiKey, "run 'A website for a flower shop'", 80, 8);
+    const held = await work.next();
+    await screenShows("]  33%  running");
+    // Ten repaints a second: each one of a frame taller than the screen used to leave a copy above it.
+    await sleep(1500);
+    const shown = await screen();
+    expect(shown).toMatch(/ [⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] write\s+running\s+attempt 1/);
+    expect(shown).toMatch(/ · publish\s+pending/);
+    expect((await everything()).match(/\] {2}33% {2}running/g)).toHaveLength(1);
+
+    // Once the plan rests the whole frame is left, once, for the scrollback.
+    await tmux("send-keys", "-t", "cli", "C-c");
+    await screenShows("EXIT=130");
+    const all = await everything();
+    expect(all.match(/plan pln_/g)).toHaveLength(1);
+    expect(all.match(/\] {2}33% {2}running/g)).toHaveLength(1);
+    expect(all).toContain(`plan ${held.input.planId}  website  "A website for a flower shop"`);
+    expect(all).toContain("project    Test project (test-project)");
+    held.succeed();
+  });
+
+  it("a window made narrower while following leaves no stale part of the old frame behind", async () => {
+    const { apiKey } = await createAccountWithKey(app, ["read", "build"]);
+    work.instant = new Set(["understand", "outline", "build", "publish"]);
+    const goal = "A website for a bicycle repair cafe in Leeds, with opening hours, prices, a map and a page about volunteering";
+    await startOnTerminal("resize", apiKey, `run '${goal}'`, 110);
+    const held = await work.next();
+    await screenShows("]  33%  running");
+    // The header filled the row; at half the width the terminal wraps it onto two rows.
+    await tmux("resize-window", "-t", "cli", "-x", "55");
+    await sleep(1000);
+    const rows = (await screen()).split("\n");
+    expect(rows.filter((row) => row.includes("plan pln_"))).toHaveLength(1);
+    const header = rows.findIndex((row) => row.includes("plan pln_"));
+    expect(rows[header]).toMatch(/…$/);
+    expect(rows[header + 1]).toMatch(/^\[█+░+\] {2}33% {2}running/);
+    await tmux("send-keys", "-t", "cli", "C-c");
+    await screenShows("EXIT=130");
+    held.succeed();
+  });
+
+  it("show and cancel print a plan whole, however narrow the terminal: nothing is repainted, so nothing is cut", async () => {
+    const { apiKey } = await createAccountWithKey(app, ["read", "build"]);
+    work.instant = new Set(["understand", "outline"]);
+    const goal = "A website for a bicycle repair cafe in Leeds, with opening hours and a map";
+    const { body } = await postExecution<{ plan: RestPlan }>(app.url, { apiKey }, { goal });
+    const error = "the model answered twice without valid JSON, the second time cut short after the outline's third page";
+    (await work.next()).fail(new StageFailure("writer_error", error));
+    await waitForPlan(app.url, { apiKey }, body.plan.id, (plan) => plan.status === "failed");
+
+    await startOnTerminal("show-whole", apiKey, `show ${body.plan.id}`, 50);
+    await screenShows("EXIT=0");
+    let all = await everything();
+    expect(all).toContain(`writer_error: ${error}`);
+    expect(all).toContain(`"${goal}"`);
+    expect(all).not.toContain("…");
+
+    await startOnTerminal("cancel-whole", apiKey, `cancel ${body.plan.id}`, 50);
+    await screenShows("EXIT=0");
+    all = await everything();
+    expect(all).toContain(`"${goal}"`);
+    expect(all).not.toContain("…");
   });
 
   it("a yes at the gate approves the draft it showed: one revised elsewhere meanwhile is not published", async () => {

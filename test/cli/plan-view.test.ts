@@ -42,6 +42,7 @@ function fakeTerminal(ansi: boolean): Terminal & { output: string } {
     ansi,
     color: ansi,
     columns: 100,
+    rows: 30,
     write: (text: string) => {
       terminal.output += text;
     },
@@ -143,7 +144,7 @@ describe("following a plan", () => {
     expect(terminal.output).not.toContain("\x1b");
   });
 
-  it("on a terminal repaints the frame in place: back up over its lines, clear, draw", () => {
+  it("on a terminal repaints the frame in place: back up over its lines, clear and draw each, clear what is left", () => {
     const terminal = fakeTerminal(true);
     const view = new LivePlanView(terminal, tty);
     view.update(plan(1));
@@ -151,7 +152,9 @@ describe("following a plan", () => {
     expect(firstFrame.split("\n")).toHaveLength(9);
     view.update(plan(2));
     const repaint = terminal.output.slice(firstFrame.length);
-    expect(repaint.startsWith("\x1b[8F\x1b[0J")).toBe(true);
+    expect(repaint.startsWith("\x1b[8F\x1b[2K")).toBe(true);
+    expect(repaint.match(/\x1b\[2K/g)).toHaveLength(8);
+    expect(repaint.endsWith("\n\x1b[0J")).toBe(true);
     expect(repaint).toContain("33%");
     view.settle();
     // After settling, the next frame starts below the old one instead of over it.
@@ -159,7 +162,7 @@ describe("following a plan", () => {
     view.update(plan(3));
     const next = terminal.output.slice(settled);
     expect(next).not.toMatch(/^\x1b\[\d+F/);
-    expect(next).toMatch(/^\x1b\[2mplan /);
+    expect(next).toMatch(/^\x1b\[2K\x1b\[2mplan /);
     view.settle();
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { displayWidth, line } from "../../src/cli/terminal.js";
+import { displayWidth, line, printable, printableText } from "../../src/cli/terminal.js";
 
 describe("displayWidth", () => {
   it("counts the columns a terminal gives each character", () => {
@@ -44,5 +44,16 @@ describe("line", () => {
         expect({ goal, width, fits: displayWidth(text.replace(/\x1b\[\d+m/g, "")) <= width }).toEqual({ goal, width, fits: true });
       }
     }
+  });
+});
+
+describe("text from elsewhere", () => {
+  it("is shown, never obeyed: escapes, bells and the bidi controls that would reverse what follows become U+FFFD", () => {
+    expect(printable("shop\u001b[31m name\u0007")).toBe("shop\uFFFD[31m name\uFFFD");
+    const reversing = "line2 \u202eevil \u202a\u202b\u202c\u202d \u2066\u2067\u2068\u2069";
+    expect(printable(reversing)).toBe("line2 \uFFFDevil \uFFFD\uFFFD\uFFFD\uFFFD \uFFFD\uFFFD\uFFFD\uFFFD");
+    expect(printableText(`${reversing}\n`)).toBe("line2 \uFFFDevil \uFFFD\uFFFD\uFFFD\uFFFD \uFFFD\uFFFD\uFFFD\uFFFD\n");
+    // Letters of right-to-left scripts are text, and stay.
+    expect(printable("مخبز")).toBe("مخبز");
   });
 });

@@ -1,3 +1,5 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { Code } from "@connectrpc/connect";
@@ -150,6 +152,36 @@ describe("createZeroClient", () => {
       expect(down.type).toBe("unreachable");
       expect(down.fromServer).toBe(false);
     });
+  });
+
+  it("download fails as every other call does where nothing listens, or where another server answers", async () => {
+    for (const [, connect] of TRANSPORTS.slice(0, 2)) {
+      const down = connect(`http://127.0.0.1:${await unusedPort()}`, keys.all);
+      const [listed, downloaded] = [await caught(down.executions.list()), await caught(down.executions.download("pln_x"))];
+      expect(downloaded).toMatchObject({ type: "unreachable", code: Code.Unavailable, fromServer: false });
+      expect([downloaded.type, downloaded.code]).toEqual([listed.type, listed.code]);
+    }
+    // A web server's page is not a plan's file: refused with the code and type a call gets from it, never saved.
+    let answer: (response: http.ServerResponse) => void = () => {};
+    const other = http.createServer((_request, response) => answer(response));
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    try {
+      const elsewhere = createNodeClient({ baseUrl: `http://127.0.0.1:${(other.address() as AddressInfo).port}`, apiKey: keys.all });
+      answer = (response) => response.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><h1>Welcome</h1>");
+      expect(await caught(elsewhere.executions.download("pln_x"))).toMatchObject({
+        type: "internal",
+        code: Code.Internal,
+        fromServer: false,
+        message: "unsupported content type text/html",
+      });
+      answer = (response) => response.writeHead(404, { "content-type": "text/html" }).end("<h1>Not Found</h1>");
+      const [listed, downloaded] = [await caught(elsewhere.executions.list()), await caught(elsewhere.executions.download("pln_x"))];
+      expect(downloaded).toMatchObject({ type: "method_not_allowed", code: Code.Unimplemented, fromServer: false, message: "HTTP 404" });
+      expect([downloaded.type, downloaded.code, downloaded.message]).toEqual([listed.type, listed.code, listed.message]);
+    } finally {
+      other.closeAllConnections();
+      other.close();
+    }
   });
 
   it('speaks gRPC when asked with protocol: "grpc"', async () => {

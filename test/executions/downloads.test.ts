@@ -133,13 +133,14 @@ describe("downloads in the typed client and the CLI", () => {
     const stranger = createZeroClient({ baseUrl: app.url, apiKey: (await createAccountWithKey(app, ["read"])).apiKey });
     await expect(stranger.executions.download(site.id)).rejects.toMatchObject({ type: "not_found" });
 
-    // Another server at that URL (a proxy's page, a static host): its 404 is not the service's word on the plan.
+    // Another server at that URL (a proxy's page, a static host): its 404 is not the service's word on the plan,
+    // and fails as an RPC fails from it.
     const foreign = http.createServer((_req, res) => res.writeHead(404, { "content-type": "text/html" }).end("<h1>Not Found</h1>"));
     await new Promise<void>((resolve) => foreign.listen(0, "127.0.0.1", resolve));
     try {
       const elsewhere = createZeroClient({ baseUrl: `http://127.0.0.1:${(foreign.address() as AddressInfo).port}`, apiKey: account.apiKey });
       const refused = await elsewhere.executions.download(book.id).catch((error: unknown) => error);
-      expect(refused).toMatchObject({ code: Code.NotFound, fromServer: false });
+      expect(refused).toMatchObject({ type: "method_not_allowed", code: Code.Unimplemented, fromServer: false, message: "HTTP 404" });
     } finally {
       foreign.close();
     }

@@ -2,7 +2,7 @@ import type { Plan } from "../../client/zero-client.js";
 import { askYesNo } from "../approval-prompt.js";
 import type { CliContext } from "../context.js";
 import { ExitCode } from "../exit-codes.js";
-import { planLines, styleFor } from "../plan-view.js";
+import { planLines, printStyleFor } from "../plan-view.js";
 import { printable } from "../terminal.js";
 
 /** `cancel <id>`: cancels the plan and prints it as it now is (status `cancelled`). */
@@ -14,7 +14,7 @@ export async function cancelCommand(ctx: CliContext, args: { id: string }): Prom
     return ctx.fail(error);
   }
   if (ctx.json) ctx.emit({ plan: ctx.planJson(plan) });
-  else for (const text of planLines(plan, styleFor(ctx.out, ctx.baseUrl))) ctx.say(text);
+  else for (const text of planLines(plan, printStyleFor(ctx.out, ctx.baseUrl))) ctx.say(text);
   return ExitCode.ok;
 }
 

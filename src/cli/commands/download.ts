@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { open, rename, rm, stat } from "node:fs/promises";
+import { mkdir, open, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -11,27 +11,38 @@ import { printable } from "../terminal.js";
 /**
  * `download <id> [-o file]`: the plan's newest build, a site as a zip or a
  * book as its EPUB, saved under the name the service suggests (or `-o`;
- * `-o -` writes it to stdout). The file appears whole or not at all: it is
- * written beside its final name and renamed once complete.
+ * `-o dir/` puts it under the suggested name in that directory, made if need
+ * be; `-o -` writes it to stdout). The file appears whole or not at all: it
+ * is written beside its final name and renamed once complete.
  */
 export async function downloadCommand(ctx: CliContext, args: { id: string; output: string | undefined }): Promise<ExitCode> {
   const abort = new AbortController();
   const stopListening = ctx.io.onInterrupt(() => abort.abort());
   try {
-    const file = await ctx.client().executions.download(args.id, { signal: abort.signal });
+    const client = ctx.client();
+    const file = await ctx.answerWithin(abort.signal, (signal) => client.executions.download(args.id, { signal }));
     const body = Readable.fromWeb(file.body as NodeReadableStream<Uint8Array>);
     if (args.output === "-") {
       await pipeline(body, ctx.io.stdout);
       return ExitCode.ok;
     }
-    const named = args.output ?? file.filename;
+    // A trailing slash names a directory (made if need be), never a file; the file in it is still the service's name.
+    const directory = args.output?.endsWith("/") || args.output?.endsWith(path.sep) ? args.output : undefined;
+    const named = directory !== undefined ? path.join(directory, file.filename) : (args.output ?? file.filename);
     const target = path.resolve(named);
     // The suggested name is the service's choice; replacing a file is the user's, by naming it with -o.
-    if (args.output === undefined && (await exists(target))) {
-      ctx.report("invalid_request", `${named} already exists; pass -o ${named} to replace it, or -o another name`);
-      return ExitCode.usage;
+    if (args.output === undefined || directory !== undefined) {
+      if (await exists(target)) {
+        ctx.report("invalid_request", `${named} already exists; pass -o ${named} to replace it, or -o another name`);
+        return ExitCode.usage;
+      }
     }
     try {
+      if (directory !== undefined) {
+        await mkdir(directory, { recursive: true }).catch((error: unknown) => {
+          throw new CannotWrite(error);
+        });
+      }
       await saveWhole(body, target);
     } catch (error) {
       if (!(error instanceof CannotWrite)) throw error;

@@ -1,4 +1,4 @@
-import type { PlanAccepted } from "../../client/zero-client.js";
+import type { Plan, PlanAccepted } from "../../client/zero-client.js";
 import type { CliContext } from "../context.js";
 import type { ExitCode } from "../exit-codes.js";
 import { followToEnd } from "../follow.js";
@@ -14,8 +14,15 @@ export async function resumeCommand(ctx: CliContext, args: { id: string; approve
   } catch (error) {
     return ctx.fail(error);
   }
-  if (!ctx.json) ctx.note(`Resumed ${resumed.plan.id}. Ctrl-C stops following; the plan keeps running.`);
+  if (!ctx.json) ctx.note(resumedNote(resumed.plan));
   return followToEnd(ctx, resumed.plan, { approve: false });
+}
+
+/** What a resume did: the service answers a plan that is over as it is, so that is said rather than "Resumed". */
+function resumedNote(plan: Plan): string {
+  if (plan.status === "succeeded") return `${plan.id} has already succeeded; there is nothing to resume.`;
+  if (plan.status === "cancelled") return `${plan.id} is cancelled; there is nothing to resume.`;
+  return `Resumed ${plan.id}. Ctrl-C stops following; the plan keeps running.`;
 }
 
 /** `revise <id> "<feedback>"`: a new draft at the gate, followed like `resume` until it is back at the gate. */
