@@ -38,8 +38,11 @@ export interface FreePoolOptions {
  * and never exceed a quarter of what is left, so near the end of the day's
  * capacity they shrink to one unit and no instance sits on the last ones.
  * Unused units go back when the instance is idle, stops, or another instance
- * runs dry. An instance that dies loses its block: the pool errs on the side
- * of serving fewer, never more.
+ * runs dry. An instance that dies loses what it holds until the day ends (at
+ * most its newest block and the quarter of the one before that triggered it):
+ * the row counts only what is granted, not who holds it, and an instance that
+ * looks dead may still be spending. The pool errs on the side of serving
+ * fewer, never more.
  */
 export class FreePool {
   readonly #db: Kysely<Database>;

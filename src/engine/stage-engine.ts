@@ -83,6 +83,8 @@ interface Run {
   /** Progress writes, in order; the result waits for them. */
   writes: Promise<void>;
   done: Promise<void>;
+  /** `stop` gave up waiting for it: its lease is no longer renewed, and the store may be closed under it. */
+  givenUp: boolean;
 }
 
 /**
@@ -108,7 +110,8 @@ export class StageEngine {
   #filling: Promise<void> | undefined;
   #reaping: Promise<void> | undefined;
   #renewing: Promise<void> | undefined;
-  #timers: NodeJS.Timeout[] = [];
+  #polling: NodeJS.Timeout | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
   #unlisten: (() => Promise<void>) | undefined;
   #unlistenRevoked: (() => Promise<void>) | undefined;
   #stopping = false;
@@ -135,28 +138,27 @@ export class StageEngine {
       // A revoked run stops at once; without the wake-up, at its next heartbeat (renew no longer answers its token).
       this.#unlistenRevoked = await this.#store.listenForRevoked?.((tokens) => this.#revoke(tokens));
     }
-    this.#timers.push(
-      setInterval(() => {
-        this.#wake();
-        this.#reap();
-      }, pollMs),
-      setInterval(() => this.#renew(), Math.max(50, Math.floor(leaseMs / 3))),
-    );
-    for (const timer of this.#timers) timer.unref();
+    this.#polling = setInterval(() => {
+      this.#wake();
+      this.#reap();
+    }, pollMs).unref();
+    this.#heartbeat = setInterval(() => this.#renew(), Math.max(50, Math.floor(leaseMs / 3))).unref();
     this.#wake();
     this.#reap();
   }
 
   /**
    * Stops claiming, asks running work to stop, and hands its stages back to
-   * the queue so another instance picks them up at once. Work that ignores
-   * its signal past the grace period keeps its lease, which then expires:
-   * handing it back would let a second worker run it beside the first.
+   * the queue so another instance picks them up at once. Leases are renewed
+   * meanwhile, so a lease shorter than the grace period does not expire
+   * under work that is still stopping. Work that ignores its signal past the
+   * grace period keeps its lease, which then expires: handing it back would
+   * let a second worker run it beside the first.
    */
   async stop(): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
-    for (const timer of this.#timers) clearInterval(timer);
+    clearInterval(this.#polling);
     await this.#unlisten?.().catch(() => {});
     await this.#unlistenRevoked?.().catch(() => {});
     await this.#filling;
@@ -169,7 +171,9 @@ export class StageEngine {
       if ((await Promise.race([settled, grace])) === "timeout") break;
     }
     clearTimeout(timer);
+    clearInterval(this.#heartbeat);
     if (this.#runs.size > 0) this.#log.warn({ stages: this.#runs.size }, "stage work did not stop in time; its leases will expire");
+    for (const run of this.#runs.values()) run.givenUp = true;
     await Promise.allSettled([this.#reaping, this.#renewing]);
     await this.#store.flush();
   }
@@ -212,12 +216,18 @@ export class StageEngine {
       renewedAt: performance.now(),
       writes: Promise.resolve(),
       done: Promise.resolve(),
+      givenUp: false,
     };
     this.#runs.set(claim.leaseToken, run);
     this.events.emit("runs:changed", this.#runs.size);
     if (this.#stopping) abort(run, "shutdown");
     run.done = this.#execute(run)
-      .catch((error: unknown) => this.#log.error({ err: error, planId: claim.planId, stage: claim.stageId }, "stage bookkeeping failed"))
+      .catch((error: unknown) => {
+        const where = { err: error, planId: claim.planId, stage: claim.stageId };
+        // The instance went on closing without it (the database, say): expected, and already warned of.
+        if (run.givenUp) this.#log.info(where, "stage work ended after the shutdown gave up on it; its result is not written");
+        else this.#log.error(where, "stage bookkeeping failed");
+      })
       .finally(() => {
         this.#runs.delete(claim.leaseToken);
         this.events.emit("runs:changed", this.#runs.size);
@@ -327,7 +337,8 @@ export class StageEngine {
         return await this.#write(run, change, chain);
       } catch (error) {
         if (!this.#store.isUnavailable(error)) throw error;
-        if (leaseGone(run)) return "lost";
+        // Nothing renews a given-up run's lease: waiting for the store would outlast it.
+        if (leaseGone(run) || run.givenUp) return "lost";
         await new Promise((resolve) => setTimeout(resolve, delay));
       }
     }

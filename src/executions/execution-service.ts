@@ -37,6 +37,7 @@ import {
 import { validFeedback, validGoal } from "./goal.js";
 import type { StatementObserver } from "../db/statement-batcher.js";
 import { PlanInserter } from "./plan-inserter.js";
+import { forgetDeletedPlan, recordDeletedPlan, type RemovePlanFiles } from "./deleted-plans.js";
 import { deletePlan, isOwnPlan, LeaseLostError, listRecentPlans, loadPlan, loadPlanHistory, savePlan } from "./plan-repository.js";
 import { toPlanMessage } from "./plan-message.js";
 import { IdempotencyStore, runIdempotently } from "../server/idempotency.js";
@@ -49,7 +50,7 @@ export interface ExecutionServiceDeps {
   /** Aborted when the instance begins to shut down: open watches end with `unavailable`. */
   draining?: AbortSignal;
   /** Removes a deleted plan's artifact files (previews, published site or book); the outcomes own where they are. */
-  deleteArtifacts?: (planId: string, known: { slug?: string; revisions: number }) => Promise<void>;
+  deleteArtifacts?: RemovePlanFiles;
   logger?: Logger;
   /** Told of each group-committed create statement (rows, seconds). */
   observeCreates?: StatementObserver;
@@ -64,6 +65,11 @@ export interface PlanAccepted {
 const PLAN_NOT_FOUND = "no plan with that id";
 /** How often a watcher re-reads its plan when no notification came. */
 const WATCH_POLL_MS = 1000;
+
+/** What finds a plan's files once its record is gone: the slug it showed, and how many revisions (each has a preview). */
+function knownFiles(plan: PlanState): { slug?: string; revisions: number } {
+  return { slug: plan.project?.slug, revisions: plan.revisions.length };
+}
 
 /** A plan's status as a refusal says it to a person. */
 const STATUS_IN_WORDS: Record<PlanStatus, string> = {
@@ -203,30 +209,29 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       // One transaction: the plan row is locked (so no stage write of it interleaves), then deleted
       // with its stages and history (ON DELETE CASCADE). Dropping the stage rows is the cancel: a
       // worker still running one finds its lease gone at its next write or heartbeat, or at once
-      // through the revocation sent below.
+      // through the revocation sent below. The plan's files are recorded as to be swept in the same
+      // transaction, so they are removed (DeletedPlanSweeper) whatever becomes of this instance.
+      const removeFiles = deps.deleteArtifacts;
       const deleted = await db.transaction().execute(async (trx) => {
         const plan = await loadPlan(trx, request.id, { accountId, forUpdate: true });
         if (!plan) throw notFound(PLAN_NOT_FOUND);
         await deletePlan(trx, plan.id);
+        if (removeFiles) await recordDeletedPlan(trx, plan.id, knownFiles(plan), config.stageLeaseMs);
         return plan;
       });
       notifier.planChanged(deleted.id);
       const revoked = revokedTokens(deleted, undefined);
       if (revoked.length > 0) notifier.stageRevoked(revoked);
-      // Files are removed only after the commit: a crash in between leaves orphan files that nothing
-      // links to any more (the plan is gone), never a plan whose files are missing.
-      const removeFiles = deps.deleteArtifacts;
+      // Removed only after the commit, never leaving a plan whose files are missing; now, so its
+      // addresses are 404 at once, and again by the sweeper: a stage that was running may still be
+      // writing files (a build, a publish) until it notices.
       if (removeFiles) {
-        const known = { slug: deleted.project?.slug, revisions: deleted.revisions.length };
-        await removeFiles(deleted.id, known);
-        // A stage that was running may still be writing files (a build, a publish) until it notices;
-        // it has stopped, or its lease has run out, within one lease: sweep once more then.
-        if (revoked.length > 0) {
-          const sweep = () =>
-            removeFiles(deleted.id, known).catch((error: unknown) =>
-              deps.logger?.warn({ err: error, planId: deleted.id }, "could not remove a deleted plan's files"),
-            );
-          setTimeout(() => void sweep(), config.stageLeaseMs).unref();
+        try {
+          await removeFiles(deleted.id, knownFiles(deleted));
+          if (revoked.length === 0) await forgetDeletedPlan(db, deleted.id);
+        } catch (error) {
+          // The plan is gone (a retry would be a 404); the sweeper removes its files.
+          deps.logger?.warn({ err: error, planId: deleted.id }, "could not remove a deleted plan's files yet; they are swept later");
         }
       }
       return {};

@@ -12,6 +12,7 @@ import type { Tracing } from "../observability/tracing.js";
 import type { StageWorkResolver } from "../engine/stage-work.js";
 import type { Logger } from "../observability/logger.js";
 import { executionRoutes, type PlanDownloader } from "./execution-rest.js";
+import { DeletedPlanSweeper, type RemovePlanFiles } from "./deleted-plans.js";
 import { executionService } from "./execution-service.js";
 import { PlanStageStore } from "./plan-stage-store.js";
 import { stageTelemetry } from "./stage-telemetry.js";
@@ -32,13 +33,14 @@ export interface ExecutionsPartDeps {
   /** A plan's newest build as one file; the outcomes own where it is stored. */
   download?: PlanDownloader;
   /** Removes a deleted plan's artifact files; the outcomes own where they are. */
-  deleteArtifacts?: (planId: string, known: { slug?: string; revisions: number }) => Promise<void>;
+  deleteArtifacts?: RemovePlanFiles;
 }
 
 /**
  * Executions: ExecutionService over RPC, `POST` / `GET /api/execution` over
  * REST, and this instance's stage workers, started once the port listens and
- * stopped (handing their stages back) before the database closes.
+ * stopped (handing their stages back) before the database closes, beside the
+ * sweeper of deleted plans' files.
  */
 export function executionsPart(deps: ExecutionsPartDeps): AppPart {
   const { config, store, logger } = deps;
@@ -81,12 +83,19 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
     logger,
     observeCreates: groupCommitObserver(deps.metrics, "plans"),
   });
+  const sweeper = deps.deleteArtifacts
+    ? new DeletedPlanSweeper({ db: store.db, removeFiles: deps.deleteArtifacts, leaseMs: config.stageLeaseMs, logger })
+    : undefined;
   return {
     services: [bindService(ExecutionService, impl)],
     routes: (router, rpc) => executionRoutes(router, rpc, deps.download),
-    start: () => engine.start(),
+    start: async () => {
+      await engine.start();
+      sweeper?.start();
+    },
     stop: async () => {
       await engine.stop();
+      await sweeper?.stop();
       await notifier.flush();
       await planChanges.stop();
     },

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
+import type tls from "node:tls";
 import type { NodeRequest, NodeResponse } from "./rest.js";
 
 export type RequestListener = (req: NodeRequest, res: NodeResponse) => void;
@@ -28,7 +29,9 @@ export interface Listener {
   /**
    * Stops accepting connections, lets in-flight requests finish for up to
    * `graceMs`, then awaits `onGraceOver`, gives the requests it ended a
-   * moment to say so, and closes whatever is left.
+   * moment to say so, and closes whatever is left. Meanwhile HTTP/2
+   * sessions are sent GOAWAY, and open HTTP/1.1 connections are not cut
+   * while a client may be sending on them (Http1Connections).
    */
   close(graceMs: number, onGraceOver?: () => void | Promise<void>): Promise<void>;
 }
@@ -46,8 +49,10 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
   const { headersTimeoutMs, requestTimeoutMs } = options;
   const sessions = new Set<http2.Http2Session>();
   const requests = new InFlight();
+  const connections = new Http1Connections();
   const counted: RequestListener = (req, res) => {
     requests.add(res);
+    if (connections.draining && req.httpVersionMajor === 1) res.setHeader("connection", "close");
     onRequest(req, res);
   };
   const trackSession = (session: http2.Http2Session) => {
@@ -80,16 +85,14 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
       bounded,
     );
     server.on("session", trackSession);
+    // ALPN chose HTTP/1.1 (or the client offered none): the server falls back to its HTTP/1.1 handling.
+    server.on("secureConnection", (socket: tls.TLSSocket) => {
+      if (socket.alpnProtocol !== "h2") connections.add(socket);
+    });
     applyHttp1Timeouts(server as unknown as http.Server, options);
-    return wrap(
-      server,
-      sessions,
-      requests,
-      () => {
-        (server as unknown as http.Server).closeIdleConnections?.();
-      },
-      () => (server as unknown as http.Server).closeAllConnections?.(),
-    );
+    // Every connection left is an HTTP/2 session or an HTTP/1.1 connection, which the drain itself ends;
+    // the server's own close then only stops its check of request deadlines.
+    return wrap(server, { sessions, requests, connections }, () => server.close());
   }
 
   // Node checks header and request deadlines on this interval (30 s by default), so it bounds how late they bite.
@@ -120,6 +123,7 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
       socket.removeListener("error", onEarlyError);
       socket.pause();
       socket.unshift(received);
+      if (server === http1) connections.add(socket);
       server.emit("connection", socket);
       // HTTP/2 reads the socket natively (taking the unshifted bytes first);
       // resuming the JS stream would steal its data. HTTP/1.1 reads through it.
@@ -137,18 +141,13 @@ export function createListener(onRequest: RequestListener, options: ListenerOpti
     socket.on("error", onEarlyError);
   });
 
-  return wrap(
-    sniffer,
-    sessions,
-    requests,
-    () => http1.closeIdleConnections(),
-    () => {
-      http1.closeAllConnections();
-      // A destroyed HTTP/2 session only ends its socket; a peer that never closes its side would hold it open.
-      for (const socket of sockets) socket.destroy();
-    },
-    http1,
-  );
+  return wrap(sniffer, { sessions, requests, connections }, () => {
+    // Also stops its check of request deadlines; it never listened, so there is nothing else to close.
+    http1.close();
+    http1.closeAllConnections();
+    // A destroyed HTTP/2 session only ends its socket; a peer that never closes its side would hold it open.
+    for (const socket of sockets) socket.destroy();
+  });
 }
 
 /**
@@ -214,6 +213,64 @@ async function within(done: Promise<void>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
+/** During a shutdown, an HTTP/1.1 connection with no request under way that received nothing for this long is closed. */
+const DRAIN_QUIET_MS = 1000;
+
+/**
+ * The open HTTP/1.1 connections, for a drain that cuts none while its client
+ * may be sending on it: HTTP/1.1 has no GOAWAY, so a keep-alive connection
+ * closed at once resets whatever request its client had just sent, a POST
+ * included. While draining, each answer says `Connection: close` and its
+ * connection closes after it, and a connection is closed only once it has
+ * been quiet for DRAIN_QUIET_MS. A request sent at that very moment still
+ * meets a reset, as at any keep-alive timeout; it was never read, so its
+ * client may send it again.
+ */
+class Http1Connections {
+  draining = false;
+  /** Called each time the last connection closes. */
+  onEmpty: (() => void) | undefined;
+  readonly #sockets = new Set<net.Socket>();
+  #quietTimer: NodeJS.Timeout | undefined;
+
+  get size(): number {
+    return this.#sockets.size;
+  }
+
+  add(socket: net.Socket): void {
+    this.#sockets.add(socket);
+    socket.once("close", () => {
+      this.#sockets.delete(socket);
+      if (this.#sockets.size === 0) this.onEmpty?.();
+    });
+  }
+
+  /** From now on every answer closes its connection, and quiet connections are closed. */
+  drain(): void {
+    this.draining = true;
+    // Per connection: bytes it had read at the last look, and since when it has been quiet.
+    const seen = new WeakMap<net.Socket, { read: number; quietSince: number }>();
+    const look = () => {
+      const now = performance.now();
+      for (const socket of this.#sockets) {
+        const before = seen.get(socket);
+        // Node's own test for a connection with no answer under way (http.Server#closeIdleConnections).
+        const answering = (socket as { _httpMessage?: { finished: boolean } | null })._httpMessage?.finished === false;
+        if (answering || before === undefined || before.read !== socket.bytesRead) seen.set(socket, { read: socket.bytesRead, quietSince: now });
+        else if (now - before.quietSince >= DRAIN_QUIET_MS) socket.destroy();
+      }
+    };
+    look();
+    this.#quietTimer = setInterval(look, DRAIN_QUIET_MS / 4);
+    this.#quietTimer.unref();
+  }
+
+  destroyAll(): void {
+    clearInterval(this.#quietTimer);
+    for (const socket of this.#sockets) socket.destroy();
+  }
+}
+
 /** Requests whose responses have not closed yet. */
 class InFlight {
   count = 0;
@@ -233,12 +290,10 @@ class InFlight {
 
 function wrap(
   server: net.Server,
-  sessions: Set<http2.Http2Session>,
-  requests: InFlight,
-  closeIdle: () => void,
+  open: { sessions: Set<http2.Http2Session>; requests: InFlight; connections: Http1Connections },
   closeAll: () => void,
-  http1?: http.Server,
 ): Listener {
+  const { sessions, requests, connections } = open;
   return {
     listen(port, host) {
       return new Promise((resolve, reject) => {
@@ -251,13 +306,14 @@ function wrap(
       });
     },
     async close(graceMs, onGraceOver) {
-      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-      http1?.close();
-      closeIdle();
+      // net.Server's close, which only stops accepting: an HTTP server's own would also cut idle keep-alive connections.
+      const stopped = new Promise<void>((resolve) => net.Server.prototype.close.call(server, () => resolve()));
+      connections.drain();
       for (const session of sessions) session.close();
       const allDone = new Promise<void>((resolve) => {
-        const check = () => (requests.count === 0 && sessions.size === 0 ? resolve() : undefined);
+        const check = () => (requests.count === 0 && sessions.size === 0 && connections.size === 0 ? resolve() : undefined);
         requests.onIdle = check;
+        connections.onEmpty = check;
         for (const session of sessions) session.once("close", check);
         check();
       });
@@ -272,6 +328,7 @@ function wrap(
         LAST_WORDS_MS,
       );
       for (const session of sessions) session.destroy();
+      connections.destroyAll();
       closeAll();
       await stopped;
     },

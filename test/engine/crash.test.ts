@@ -1,47 +1,10 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import os from "node:os";
-import path from "node:path";
-import fs from "node:fs/promises";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp } from "../support/app.js";
 import { createTestDatabase, onRealPostgres } from "../support/database.js";
 import { getExecution, postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
+import { spawnStageServer } from "../support/stage-server-process.js";
 import { instantWork } from "../support/stage-work.js";
-
-const root = path.resolve(import.meta.dirname, "../..");
-const children = new Set<ChildProcess>();
-afterAll(() => {
-  for (const child of children) child.kill("SIGKILL");
-});
-
-/** Starts test/support/stage-server.ts as its own process; resolves once it listens. */
-async function spawnServer(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; lines: () => string[]; exit: Promise<number | null> }> {
-  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-crash-"));
-  // Node itself with tsx's loader, not the tsx wrapper: a signal must reach the server, not a parent that relays it.
-  const child = spawn(process.execPath, ["--import", "tsx", "test/support/stage-server.ts"], {
-    cwd: root,
-    env: { ...process.env, PORT: "0", LOG_LEVEL: "warn", ZERO_DATA_DIR: dataDir, ...env },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  children.add(child);
-  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const lines: string[] = [];
-  const url = await new Promise<string>((resolve, reject) => {
-    let buffered = "";
-    child.stdout!.on("data", (chunk: Buffer) => {
-      buffered += chunk.toString();
-      for (let newline = buffered.indexOf("\n"); newline !== -1; newline = buffered.indexOf("\n")) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
-        lines.push(line);
-        if (line.startsWith('{"url"')) resolve((JSON.parse(line) as { url: string }).url);
-      }
-    });
-    void exit.then((code) => reject(new Error(`server exited with ${code} before listening`)));
-  });
-  return { child, url, lines: () => lines, exit };
-}
 
 async function until(check: () => boolean | Promise<boolean>, what: string, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -55,7 +18,7 @@ async function until(check: () => boolean | Promise<boolean>, what: string, ms =
 describe.runIf(onRealPostgres)("a server process that dies mid-stage", () => {
   it("leaves the plan interrupted and resumable once its lease expires; another instance resumes and finishes it", async () => {
     const databaseUrl = (await createTestDatabase())!;
-    const doomed = await spawnServer({ DATABASE_URL: databaseUrl, ZERO_STAGE_LEASE_MS: "1000" });
+    const doomed = await spawnStageServer({ DATABASE_URL: databaseUrl, ZERO_STAGE_LEASE_MS: "1000" });
     const account = await createAccountWithKey({ url: doomed.url }, ["build", "read"]);
     const cred = { apiKey: account.apiKey };
     const created = await postExecution<{ plan: RestPlan }>(doomed.url, cred, { goal: "A site that survives a crash" });
@@ -97,7 +60,7 @@ describe.runIf(onRealPostgres)("a server process that dies mid-stage", () => {
   it("hands its stage back on a graceful stop, so another instance continues at once without an interruption", async () => {
     const databaseUrl = (await createTestDatabase())!;
     // A lease of a minute: only a hand-back lets the other instance continue within the test.
-    const leaving = await spawnServer({ DATABASE_URL: databaseUrl, ZERO_STAGE_LEASE_MS: "60000" });
+    const leaving = await spawnStageServer({ DATABASE_URL: databaseUrl, ZERO_STAGE_LEASE_MS: "60000" });
     const account = await createAccountWithKey({ url: leaving.url }, ["build", "read"]);
     const cred = { apiKey: account.apiKey };
     const created = await postExecution<{ plan: RestPlan }>(leaving.url, cred, { goal: "A site that changes hands" });

@@ -162,6 +162,34 @@ describe.each([
     expect(work.calls.filter((call) => call.planId === planId).map((call) => call.stageId)).toEqual(["understand", "outline", "write", "build"]);
   });
 
+  it("keeps renewing a stopping stage's lease through the grace period, then hands it back", async () => {
+    // The work outlasts several leases before it notices the stop, as a stage blocked in a write does.
+    let unblock!: () => void;
+    const blocked = new Promise<void>((resolve) => (unblock = resolve));
+    let markStarted!: () => void;
+    const started = new Promise<void>((resolve) => (markStarted = resolve));
+    const leaving = await startEngine({
+      concurrency: 1,
+      stopGraceMs: 10 * LEASE_MS,
+      resolveWork: () => async (input) => {
+        markStarted();
+        await blocked;
+        throw input.signal.reason;
+      },
+    });
+    // Another instance, which interrupts the stages of leases it finds expired.
+    await startEngine({ resolveWork: instantWork(), concurrency: 0 });
+    const planId = await harness.addPlan();
+    await started;
+
+    const stopped = leaving.stop();
+    await new Promise((resolve) => setTimeout(resolve, 2.5 * LEASE_MS));
+    expect((await harness.states(planId))[0]).toBe("leased");
+    unblock();
+    await stopped;
+    expect((await harness.states(planId))[0]).toBe("waiting");
+  });
+
   it("never runs one stage in two engines at once", async () => {
     const work = instantWork();
     await Promise.all([startEngine({ resolveWork: work }), startEngine({ resolveWork: work }), startEngine({ resolveWork: work })]);

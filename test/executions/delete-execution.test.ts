@@ -1,5 +1,6 @@
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
 import { FakeUpstream, type UpstreamRequest } from "../chat/support/fake-upstream.js";
@@ -7,6 +8,7 @@ import { schemaNameOf, writerModel } from "../outcomes/support/model-answers.js"
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { authHeaders, getExecution, postExecution, waitForPlan, type Credential, type RestPlan } from "../support/executions.js";
+import { HeldWork } from "../support/stage-work.js";
 
 // The real outcomes writing real files, with a fake upstream writer behind the chat router.
 
@@ -142,5 +144,39 @@ describe("files written after a plan stopped showing them", () => {
     await app.artifacts.put(`sites/${slug}/index.html`, "<!DOCTYPE html><title>late</title>");
     expect(await statusOf(atGate.previewUrl!)).toBe(404);
     expect(await statusOf(site)).toBe(404);
+  });
+});
+
+// A stage still running at the delete stops within one lease (its lease is revoked), but may write files until
+// then, or later if it is stuck in a write. (test/executions/delete-two-instances.test.ts: when the deleting
+// instance stops at once.)
+describe("the sweeps after a delete", () => {
+  async function until(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  it("remove what a stage wrote after the delete, one lease later and again much later", async () => {
+    const work = new HeldWork();
+    const lateApp = await startTestApp({ stageWork: work.resolver, env: { ZERO_STAGE_LEASE_MS: "1000" } });
+    const { apiKey } = await createAccountWithKey(lateApp, ["build", "read"]);
+    const created = await postExecution<{ plan: RestPlan }>(lateApp.url, { apiKey }, { goal: "A website for a night market" });
+    const planId = created.body.plan.id;
+    await work.next();
+    const res = await fetch(`${lateApp.url}/api/execution?id=${planId}`, { method: "DELETE", headers: authHeaders(lateApp.url, { apiKey }) });
+    expect(res.status).toBe(204);
+    // What the stage, not yet stopped, wrote after the delete removed the plan's files.
+    await lateApp.artifacts.put(`preview/${planId}/index.html`, "<!DOCTYPE html><title>late</title>");
+    await until(async () => (await lateApp.artifacts.list(`preview/${planId}/`)).length === 0, "the late file to be removed");
+
+    // A stage stuck in a write far longer than its lease (a store that does not answer) writes later still;
+    // the later sweep is due an hour after the delete: the test brings it forward.
+    await lateApp.artifacts.put(`work/${planId}/late.json`, "{}");
+    await sql`UPDATE deleted_plans SET sweep_at = now() WHERE plan_id = ${planId}`.execute(lateApp.store.db);
+    await until(async () => (await lateApp.artifacts.list(`work/${planId}/`)).length === 0, "the later file to be removed");
+    await lateApp.close();
   });
 });

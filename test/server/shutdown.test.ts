@@ -1,7 +1,9 @@
+import net from "node:net";
+import tls from "node:tls";
 import { toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChatCompletionChunkSchema, ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { Health, HealthCheckResponse_ServingStatus as Serving } from "../../gen/grpc/health/v1/health_pb.js";
 import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
@@ -9,7 +11,9 @@ import { FakeUpstream, stream, textChunks } from "../chat/support/fake-upstream.
 import { postChat, readSse, startGateway } from "../chat/support/gateway.js";
 import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp } from "../support/app.js";
+import { postExecution } from "../support/executions.js";
 import { HeldWork } from "../support/stage-work.js";
+import { selfSignedCertificate } from "../support/tls.js";
 
 describe("graceful shutdown", () => {
   it("finishes even when an HTTP/2 client left a stream and keeps its connection open", async () => {
@@ -39,6 +43,95 @@ describe("graceful shutdown", () => {
     const closed = app.close().then(() => "closed");
     const outcome = await Promise.race([closed, new Promise((resolve) => setTimeout(() => resolve("still open"), 15_000))]);
     expect(outcome).toBe("closed");
+  });
+  it("a stage that ignores the stop past the grace period is left to its lease, and ending after the database closed logs no error", async () => {
+    let unblock!: () => void;
+    const blocked = new Promise<void>((resolve) => (unblock = resolve));
+    let markStarted!: () => void;
+    const started = new Promise<void>((resolve) => (markStarted = resolve));
+    const app = await startTestApp({
+      env: { ZERO_SHUTDOWN_GRACE_MS: "300" },
+      stageWork: () => async (input) => {
+        markStarted();
+        await blocked;
+        throw input.signal.reason;
+      },
+    });
+    const { apiKey } = await createAccountWithKey(app, ["read", "build"]);
+    expect((await postExecution(app.url, { apiKey }, { goal: "A website for a bakery in Lyon" })).status).toBe(202);
+    await started;
+    await app.close();
+    unblock();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const errors = app.logs.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
+    expect(errors).toEqual([]);
+    expect(app.logs.some((line) => line.includes("did not stop in time"))).toBe(true);
+  });
+});
+
+/** A raw HTTP/1.1 connection, to send requests on one keep-alive socket at chosen moments. */
+async function openConnection(url: string, overTls: boolean) {
+  const { hostname, port } = new URL(url);
+  const socket = overTls
+    ? tls.connect({ host: hostname, port: Number(port), rejectUnauthorized: false, ALPNProtocols: ["http/1.1"] })
+    : net.connect(Number(port), hostname);
+  await new Promise((resolve, reject) => socket.once(overTls ? "secureConnect" : "connect", resolve).once("error", reject));
+  let received = "";
+  let closed = false;
+  socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")));
+  socket.on("error", () => {});
+  const ended = new Promise<void>((resolve) =>
+    socket.once("close", () => {
+      closed = true;
+      resolve();
+    }),
+  );
+  return {
+    socket,
+    ended,
+    /** Sends a GET and resolves with the answer's head (status line and headers), or "cut" if the connection closed first. */
+    async get(path: string): Promise<string> {
+      received = "";
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      while (!/\r\n\r\n[\s\S]*\}/.test(received)) {
+        if (closed) return "cut";
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      return received.slice(0, received.indexOf("\r\n\r\n")).toLowerCase();
+    },
+  };
+}
+
+describe.each([
+  { over: "plain TCP", overTls: false },
+  { over: "TLS", overTls: true },
+])("keep-alive HTTP/1.1 connections at shutdown, over $over", ({ overTls }) => {
+  let certificate: Awaited<ReturnType<typeof selfSignedCertificate>> | undefined;
+  beforeAll(async () => {
+    if (overTls) certificate = await selfSignedCertificate();
+  });
+  afterAll(() => certificate?.remove());
+
+  it("a request sent on an idle connection as shutdown begins is answered, with Connection: close, and the connection then closes", async () => {
+    const app = await startTestApp({ env: { ZERO_SHUTDOWN_GRACE_MS: "5000", ...certificate?.env } });
+    const connection = await openConnection(app.url, overTls);
+    expect(await connection.get("/healthz")).toContain("connection: keep-alive");
+    const closed = app.close();
+    const head = await connection.get("/healthz");
+    expect(head).toMatch(/^http\/1\.1 200/);
+    expect(head).toContain("connection: close");
+    await connection.ended;
+    await closed;
+  });
+
+  it("an idle connection that sends nothing more is closed after a short quiet time, well within the grace period", async () => {
+    const app = await startTestApp({ env: { ZERO_SHUTDOWN_GRACE_MS: "8000", ...certificate?.env } });
+    const connection = await openConnection(app.url, overTls);
+    expect(await connection.get("/healthz")).toContain("connection: keep-alive");
+    const started = Date.now();
+    await app.close();
+    await connection.ended;
+    expect(Date.now() - started).toBeLessThan(4000);
   });
 });
 

@@ -87,6 +87,22 @@ export interface PlanEventTable {
   detail: NullableJson<unknown>;
 }
 
+/**
+ * A deleted plan whose files are still to be swept (`DeletedPlanSweeper`): the delete removes them at once, and
+ * whichever instance comes first sweeps again at `sweep_at`, once a stage still writing them has stopped.
+ */
+export interface DeletedPlanTable {
+  plan_id: string;
+  /** The slug the plan showed, for its published site. */
+  slug: string | null;
+  /** How many revisions it had: each has a preview of its own. */
+  revisions: number;
+  deleted_at: CreatedAt;
+  /** Sweeps done since the delete's own. */
+  sweeps: ColumnType<number, number | undefined, number>;
+  sweep_at: ColumnType<Date, Date | string, Date | string>;
+}
+
 export type PlanRow = Selectable<PlanTable>;
 export type PlanStageRow = Selectable<PlanStageTable>;
 
@@ -95,4 +111,5 @@ export interface ExecutionTables {
   plan_stages: PlanStageTable;
   generation_counts: GenerationCountTable;
   plan_events: PlanEventTable;
+  deleted_plans: DeletedPlanTable;
 }
