@@ -153,19 +153,19 @@ const RESUME_ONLY_FIELDS = ["approve", "feedback", "revision"] as const;
  * A create reads `goal` and `outcome`; an outcome that is not a known string
  * falls back to the default, never an error (the interface document). The
  * resume's fields are checked as a resume checks them, and `cancel`,
- * `feedback`, `revision` or `approve` with no plan to act on is refused:
- * dropped, it would start a new plan and spend a generation instead (and a
- * dropped approval would leave its sender waiting at the gate).
+ * `feedback` or `revision` with no plan to act on is refused: dropped, it
+ * would start a new plan and spend a generation instead. `approve` is a
+ * field the interface document names, and a create with it stays a create,
+ * as it always was (and as CreateExecution, which has no such field, is).
  */
 function createRequest(body: JsonObject): CreateExecutionRequest {
   if (asksToCancel(body)) {
     requireCancelTrue(body);
     throw invalidRequest("cancel needs the planId of the plan to cancel", "planId");
   }
-  const { approve, feedback, revision } = decodeRequest(ResumeExecutionRequestSchema, resumeFields(body));
+  const { feedback, revision } = decodeRequest(ResumeExecutionRequestSchema, resumeFields(body));
   if (feedback !== undefined) throw invalidRequest("feedback needs the planId of the plan to revise", "planId");
   if (revision !== undefined) throw invalidRequest("revision needs the planId of the plan at the gate", "planId");
-  if (approve.length > 0) throw invalidRequest("approve needs the planId of the plan at the gate", "planId");
   const { goal, outcome } = body;
   return decodeRequest(CreateExecutionRequestSchema, {
     ...(goal === undefined ? {} : { goal }),
