@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { restApi, rpcApi } from "../support/execution-api.js";
-import type { Credential } from "../support/executions.js";
+import { type Credential, waitForPlan } from "../support/executions.js";
 import { ScriptedWork } from "../support/stage-work.js";
 
 const TRANSPORTS = [
@@ -27,6 +27,8 @@ beforeAll(async () => {
     expect(answer.status).toBe(202);
     created.unshift(answer.plan!.id);
   }
+  // At rest at their gates, so a page and a later read of one plan see it the same.
+  for (const id of created) await waitForPlan(app.url, { apiKey: account.apiKey }, id, (plan) => plan.status === "awaiting_approval", 60_000);
 });
 afterAll(() => app?.close());
 
