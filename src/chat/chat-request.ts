@@ -23,10 +23,10 @@ export function parseChatRequest(json: unknown): ChatRequest {
   if (!Array.isArray(body.messages) || body.messages.length === 0) {
     throw invalidRequest("`messages` must be a non-empty array", "messages");
   }
-  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean") {
+  if (given(body.stream) && typeof body.stream !== "boolean") {
     throw invalidRequest("`stream` must be a boolean", "stream");
   }
-  if (body.program !== undefined && body.program !== null && typeof body.program !== "string") {
+  if (given(body.program) && typeof body.program !== "string") {
     throw invalidRequest("`program` must be a string", "program");
   }
   return body as ChatRequest;
@@ -48,6 +48,11 @@ export function parseOpenAiBody(json: unknown): GatewayRequest {
     throw invalidRequest(`\`model\` is required: send "${CHAT_ALIAS}"`, "model");
   }
   return body as GatewayRequest;
+}
+
+/** Sent with a value: OpenAI reads a field sent as null as one left out. */
+export function given(value: unknown): boolean {
+  return value !== undefined && value !== null;
 }
 
 /** Walks the value with a stack of its own, so any depth is measured without recursion. */
@@ -92,7 +97,7 @@ export function checkAlias(request: GatewayRequest): void {
     throw unknownModel(model);
   }
   const program = request.program;
-  if (program !== undefined && program !== null && program !== CHAT_PROGRAM) {
+  if (given(program) && program !== CHAT_PROGRAM) {
     throw new ServiceError("program_mismatch", `the program \`${String(program)}\` does not match the model "${CHAT_ALIAS}", which implies "${CHAT_PROGRAM}"`, {
       param: "program",
     });

@@ -3,7 +3,7 @@ import { invalidRequest } from "../server/errors.js";
 import { type IdempotencyStore, runIdempotently } from "../server/idempotency.js";
 import { clientGone } from "../server/request-info.js";
 import { readJsonBody, type RestRouter } from "../server/rest.js";
-import { parseOpenAiBody } from "./chat-request.js";
+import { given, parseOpenAiBody } from "./chat-request.js";
 import type { ChatRouter } from "./chat-router.js";
 import type { GatewayRequest } from "./chat-types.js";
 import { authenticateBearer, idempotencyKeyOf, MAX_BODY_BYTES, sendAnswer } from "./openai-http.js";
@@ -31,6 +31,8 @@ export function embeddingsRoutes(rest: RestRouter, deps: { router: ChatRouter; i
 
 function parseEmbeddingsRequest(json: unknown): GatewayRequest {
   const body = parseOpenAiBody(json);
+  // Left out, as OpenAI reads them: not checked, nor sent upstream as null.
+  for (const name in body) if (!given(body[name])) delete body[name];
   if (!isEmbeddingsInput(body.input)) {
     throw invalidRequest(
       "`input` must be a non-empty string, or a non-empty array of non-empty strings, of token ids (whole numbers from 0), or of non-empty arrays of token ids",

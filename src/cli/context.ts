@@ -1,5 +1,6 @@
 import { toJson, type JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { ERROR_TYPES } from "../api/errors.js";
 import { createZeroClient } from "../client/node.js";
 import { PlanSchema, ZeroError, type Plan, type ZeroClient } from "../client/zero-client.js";
 import { transportFailureOf } from "../client/zero-error.js";
@@ -162,17 +163,20 @@ export class CliContext {
    * answers a plain GET of the service's capabilities at that address, when
    * something does and it is not project-zero. A web server that answers a
    * POST before reading it and hangs up (Python's http.server) looks, to the
-   * call, like no server at all.
+   * call, like no server at all. A 5xx proves nothing either way (the service
+   * starting, or a proxy in front of it while it restarts), and an error in
+   * the service's own shape is the service.
    */
   async #otherServerAnswer(error: ZeroError): Promise<string | undefined> {
     if (error.type !== "unreachable" || transportFailureOf(error.cause) !== "no_answer") return undefined;
     try {
       const answer = await answeredWithin(this.#callTimeoutMs, undefined, async (signal) => {
         const response = await fetch(`${this.baseUrl}/api/capabilities`, { signal });
-        const body = (await response.json().catch(() => undefined)) as { service?: unknown } | undefined;
-        return { status: response.status, ours: body?.service === "project-zero" };
+        const body = (await response.json().catch(() => undefined)) as { service?: unknown; error?: { type?: unknown } } | undefined;
+        const ours = body?.service === "project-zero" || (typeof body?.error?.type === "string" && Object.hasOwn(ERROR_TYPES, body.error.type));
+        return { status: response.status, ours };
       });
-      return answer.ours ? undefined : `HTTP ${answer.status}`;
+      return answer.ours || answer.status >= 500 ? undefined : `HTTP ${answer.status}`;
     } catch {
       // Nothing answers that either: the call's own words say it best.
       return undefined;

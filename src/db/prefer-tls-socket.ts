@@ -10,9 +10,10 @@ const TLS_REFUSED = 0x4e; // "N"
 /**
  * libpq's `sslmode=prefer`, which `pg` cannot do (it takes the server's "no"
  * to TLS as an error): ask the server for TLS and encrypt if it agrees, else
- * go on in the clear on the same connection, and over a Unix socket never
- * ask. `pg` is told to connect in the clear and given this as its stream: to
- * it, the connection is made once that question is settled.
+ * go on in the clear on the same connection; if the TLS handshake fails,
+ * connect again and go on in the clear; over a Unix socket never ask. `pg` is
+ * told to connect in the clear and given this as its stream: to it, the
+ * connection is made once that question is settled.
  */
 export class PreferTlsSocket extends Duplex {
   readonly #tlsOptions: tls.ConnectionOptions;
@@ -29,23 +30,51 @@ export class PreferTlsSocket extends Duplex {
 
   /** As `net.Socket#connect`, as `pg` calls it: a port and host, or a Unix socket's path. */
   connect(portOrPath: number | string, host?: string): this {
-    const socket = typeof portOrPath === "string" ? net.connect(portOrPath) : net.connect(portOrPath, host);
+    const reach = () => this.#reached(typeof portOrPath === "string" ? net.connect(portOrPath) : net.connect(portOrPath, host));
+    const channel = typeof portOrPath === "string" ? reach() : this.#preferringTls(reach, host);
+    channel.then(
+      (settled) => {
+        if (this.destroyed) settled.destroy();
+        else this.#settle(settled);
+      },
+      (error: Error) => this.destroy(error),
+    );
+    return this;
+  }
+
+  /** The connection `reach` makes, encrypted if the server agrees to TLS and its handshake succeeds. */
+  async #preferringTls(reach: () => Promise<net.Socket>, host: string | undefined): Promise<net.Socket> {
+    const socket = await reach();
+    socket.write(SSL_REQUEST);
+    const [answer] = (await settledBy(socket, "data")) as [Buffer];
+    if (answer.length === 1 && answer[0] === TLS_REFUSED) return socket;
+    if (answer.length !== 1 || answer[0] !== TLS_ACCEPTED) throw new Error("There was an error establishing an SSL connection");
+    // As pg does: SNI names a host, never an IP address.
+    const secure = tls.connect({ ...this.#tlsOptions, socket, host, ...(host && net.isIP(host) === 0 ? { servername: host } : {}) });
+    secure.on("error", (error) => {
+      if (this.#channel === secure) this.destroy(error);
+    });
+    try {
+      await settledBy(secure, "secureConnect");
+      return secure;
+    } catch {
+      secure.destroy();
+      if (this.destroyed) throw new Error("Connection terminated");
+      return reach();
+    }
+  }
+
+  /** `socket` once connected, as the connection to the server. */
+  async #reached(socket: net.Socket): Promise<net.Socket> {
+    this.#socket?.destroy();
     this.#socket = socket;
     socket.setNoDelay(this.#noDelay);
-    socket.on("error", (error) => this.destroy(error));
-    socket.once("connect", () => {
-      if (typeof portOrPath === "string") return this.#settle(socket);
-      socket.write(SSL_REQUEST);
-      socket.once("data", (answer) => {
-        if (answer.length === 1 && answer[0] === TLS_REFUSED) return this.#settle(socket);
-        if (answer.length !== 1 || answer[0] !== TLS_ACCEPTED) return this.destroy(new Error("There was an error establishing an SSL connection"));
-        // As pg does: SNI names a host, never an IP address.
-        const secure = tls.connect({ ...this.#tlsOptions, socket, host, ...(host && net.isIP(host) === 0 ? { servername: host } : {}) });
-        secure.on("error", (error) => this.destroy(error));
-        secure.once("secureConnect", () => this.#settle(secure));
-      });
+    // Once settled, a failure ends this stream; before, the step waiting on the socket sees it.
+    socket.on("error", (error) => {
+      if (this.#channel && this.#socket === socket) this.destroy(error);
     });
-    return this;
+    await settledBy(socket, "connect");
+    return socket;
   }
 
   #settle(channel: net.Socket): void {
@@ -99,4 +128,32 @@ export class PreferTlsSocket extends Duplex {
     this.#socket?.unref();
     return this;
   }
+}
+
+/**
+ * The arguments of `socket`'s next `event`; rejects if the socket fails,
+ * ends or closes first (a peer that hangs up, as `pg` words it when it has
+ * the connection itself).
+ */
+function settledBy(socket: net.Socket, event: string): Promise<unknown[]> {
+  return new Promise((resolve, reject) => {
+    const stop = () => {
+      socket.off(event, done);
+      socket.off("error", failed);
+      socket.off("end", failed);
+      socket.off("close", failed);
+    };
+    const done = (...args: unknown[]) => {
+      stop();
+      resolve(args);
+    };
+    const failed = (error?: unknown) => {
+      stop();
+      reject(error instanceof Error ? error : new Error("Connection terminated unexpectedly"));
+    };
+    socket.once(event, done);
+    socket.once("error", failed);
+    socket.once("end", failed);
+    socket.once("close", failed);
+  });
 }

@@ -89,7 +89,9 @@ export function createFileArtifactStore(root: string): ArtifactStore {
       await fs.mkdir(path.dirname(file), { recursive: true });
       if (options.ifAbsent) {
         try {
-          await fs.writeFile(file, body, { flag: "wx", signal });
+          // Without the signal: Node checks it between creating the file and writing it, and a claim left empty
+          // (a slug's) would name no one and be refused to everyone for good. The write is a few bytes.
+          await fs.writeFile(file, body, { flag: "wx" });
           return true;
         } catch (error) {
           if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;

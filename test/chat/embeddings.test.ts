@@ -184,6 +184,14 @@ describe("POST /v1/embeddings", () => {
     ]);
   });
 
+  it("reads dimensions and encoding_format sent as null as left out, as OpenAI does (the Python SDK sends dimensions=None so)", async () => {
+    upstream.next(reply(embeddings([[0.5, 1]])));
+    const response = await postEmbeddings({ input: "x", dimensions: null, encoding_format: null });
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { data: unknown }).data).toEqual([{ object: "embedding", index: 0, embedding: [0.5, 1] }]);
+    expect(upstream.requests[0]!.body).toEqual({ model: EMBEDDING_MODEL, input: "x", encoding_format: "float" });
+  });
+
   it("is 400 naming the field, as OpenAI is, for an input or dimensions it cannot embed, and asks no upstream", async () => {
     const badInputs = [
       "",
@@ -207,7 +215,7 @@ describe("POST /v1/embeddings", () => {
     for (const input of badInputs) {
       await expectOpenAiError(await postEmbeddings({ input }), 400, { type: "invalid_request", param: "input" });
     }
-    for (const dimensions of [0, -8, 1.5, "8", null]) {
+    for (const dimensions of [0, -8, 1.5, "8"]) {
       await expectOpenAiError(await postEmbeddings({ input: "x", dimensions }), 400, { type: "invalid_request", param: "dimensions" });
     }
     expect([upstream.requests, backup.requests]).toEqual([[], []]);

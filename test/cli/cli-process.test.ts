@@ -10,6 +10,7 @@ import { runCli, startCli } from "../support/cli.js";
 import { getExecution, postExecution, type RestPlan, waitForPlan } from "../support/executions.js";
 import { HeldWork, StageFailure } from "../support/stage-work.js";
 import { unusedPort } from "../support/ports.js";
+import { answerWhileStarting } from "../../src/server/http-handler.js";
 
 // The command as people and scripts run it: its own process, pipes for
 // stdin/stdout (not a terminal), against the real service on port 0.
@@ -554,6 +555,37 @@ describe("project-zero against a running service", () => {
       });
     } finally {
       await other.close();
+    }
+  });
+
+  it("does not call the service another server when, after a dropped call, it answers as ours does while starting, or a proxy answers 502", async () => {
+    // During a deploy: the call is dropped as the old process goes, then the new one answers as it starts, or a
+    // reverse proxy answers for a backend that is not up yet. The address is right; the service is not ready.
+    let answerGet: http.RequestListener = answerWhileStarting;
+    const restarting = await listen((request, response) => {
+      if (request.method === "POST") request.socket.resetAndDestroy();
+      else answerGet(request, response);
+    });
+    try {
+      for (const [answers, answer] of [
+        ["ours while starting", answerWhileStarting],
+        ["a proxy with no backend", (_request, response) => response.writeHead(502, { "content-type": "text/html" }).end("<h1>502 Bad Gateway</h1>")],
+        [
+          "ours, refusing",
+          (_request, response) => response.writeHead(403, { "content-type": "application/json" }).end('{"error":{"type":"permission_denied","message":"no"}}'),
+        ],
+      ] as const satisfies readonly (readonly [string, http.RequestListener])[]) {
+        answerGet = answer;
+        const run = await runCli(["run", "A website for a flower shop in Ghent"], { ...env, ZERO_URL: restarting.url });
+        expect({ answers, ...run }).toEqual({
+          answers,
+          code: 5,
+          stdout: "",
+          stderr: expect.stringMatching(new RegExp(`^project-zero: cannot reach ${restarting.url.replaceAll(".", "\\.")}: .*; is the service running\\?`)),
+        });
+      }
+    } finally {
+      await restarting.close();
     }
   });
 

@@ -80,6 +80,22 @@ describe.each(backends)("the %s artifact store", (name, open) => {
     expect(text(await store.get(`index/slugs/${name}-raced`))).toBe(`pln_${racers.indexOf(true)}`);
   });
 
+  it("an ifAbsent write cancelled at any moment either took the key with its body or left it free", async () => {
+    // A stage cancelled while it claims its slug: an empty claim would name no plan and block the slug for good.
+    const keptWrongly: { key: string; stored: string | undefined }[] = [];
+    for (let ticks = 0; ticks < 40; ticks++) {
+      const key = `index/slugs/${name}-cancelled-${ticks}`;
+      const cancel = new AbortController();
+      const claim = store.put(key, "pln_claimer", { ifAbsent: true, signal: cancel.signal }).catch(() => false);
+      for (let i = 0; i < ticks; i++) await new Promise((resolve) => setImmediate(resolve));
+      cancel.abort();
+      await claim;
+      const stored = text(await store.get(key));
+      if (stored !== undefined && stored !== "pln_claimer") keptWrongly.push({ key, stored });
+    }
+    expect(keptWrongly).toEqual([]);
+  });
+
   it("answers undefined for a missing or invalid key, and refuses to write an invalid one", async () => {
     expect(await store.get(`${p}/nope.html`)).toBeUndefined();
     expect(await store.get("../secret.txt")).toBeUndefined();

@@ -194,4 +194,48 @@ describe("DATABASE_URL, connected to as psql connects", () => {
       await new Promise((resolve) => proxy.close(resolve));
     }
   });
+
+  it("sslmode=prefer fails at once, as sslmode=disable does, when the server hangs up on the question of TLS", async () => {
+    // A TCP load balancer with no healthy backend: it takes the connection, then closes it once the client speaks.
+    const hangsUp = net.createServer((client) => client.once("data", () => client.end()));
+    const hangsUpPort = await new Promise<number>((resolve) => hangsUp.listen(0, "127.0.0.1", () => resolve((hangsUp.address() as net.AddressInfo).port)));
+    try {
+      for (const mode of ["disable", "prefer"]) {
+        await expect(connect(`postgres://postgres:secret@127.0.0.1:${hangsUpPort}/postgres?sslmode=${mode}`), mode).rejects.toThrow(
+          `cannot reach the database at 127.0.0.1:${hangsUpPort}/postgres: Connection terminated unexpectedly`,
+        );
+      }
+    } finally {
+      await new Promise((resolve) => hangsUp.close(resolve));
+    }
+  });
+
+  it("sslmode=prefer connects again in the clear when the TLS handshake fails, as psql does", async () => {
+    // A server that says yes to TLS and then cannot do it; asked nothing, it is the real server.
+    let failedHandshakes = 0;
+    const proxy = net.createServer((client) => {
+      client.once("data", (first) => {
+        if (first.length === 8 && first.readUInt32BE(4) === 80877103) {
+          client.write("S");
+          client.once("data", () => {
+            failedHandshakes++;
+            client.end("not TLS at all\n");
+          });
+          return;
+        }
+        const upstream = net.connect(port, "127.0.0.1");
+        upstream.write(first);
+        client.pipe(upstream).pipe(client);
+        client.on("error", () => upstream.destroy());
+        upstream.on("error", () => client.destroy());
+      });
+    });
+    const proxyPort = await new Promise<number>((resolve) => proxy.listen(0, "127.0.0.1", () => resolve((proxy.address() as net.AddressInfo).port)));
+    try {
+      expect(await connect(`postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${proxyPort}/postgres?sslmode=prefer`)).toEqual({ encrypted: false });
+      expect(failedHandshakes).toBeGreaterThan(0);
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  });
 });

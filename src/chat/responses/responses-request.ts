@@ -1,5 +1,5 @@
 import { invalidRequest } from "../../server/errors.js";
-import { parseOpenAiBody } from "../chat-request.js";
+import { given, parseOpenAiBody } from "../chat-request.js";
 import type { ChatRequest } from "../chat-types.js";
 
 /** A chat message as the upstreams read it. */
@@ -355,11 +355,6 @@ function chatResponseFormat(format: unknown): Record<string, unknown> | undefine
 
 function copy(from: Record<string, unknown>, to: Record<string, unknown>, name: string): void {
   if (given(from[name])) to[name] = from[name];
-}
-
-/** Sent with a value: OpenAI reads a field sent as null as one left out. */
-function given(value: unknown): boolean {
-  return value !== undefined && value !== null;
 }
 
 export function isObject(value: unknown): value is Record<string, unknown> {
