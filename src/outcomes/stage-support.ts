@@ -1,9 +1,11 @@
+import { createHash } from "node:crypto";
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { ChatCompleter } from "../chat/chat-types.js";
 import type { Config } from "../config.js";
-import { StageFailure, type StageInput } from "../engine/stage-work.js";
+import { StageFailure, type StageInput, type StageRevision } from "../engine/stage-work.js";
 import type { Logger } from "../observability/logger.js";
 import type { ArtifactStore } from "./artifact-store.js";
+import { canonicalJson } from "./canonical-json.js";
 import { validate, type Infer, type Schema } from "./json-schema.js";
 import { createOfflineWriter } from "./writers/offline-writer.js";
 import { createUpstreamWriter } from "./writers/upstream-writer.js";
@@ -80,4 +82,46 @@ export function previewUrl(deps: OutcomeDeps, planId: string, revision?: number)
 export function planKey(planId: string): string {
   if (!/^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$/.test(planId)) throw new StageFailure("internal", "The plan id cannot name an artifact.");
   return planId;
+}
+
+/**
+ * One piece of a stage's work (a book's chapter, a site's page), kept under
+ * the plan's work area and keyed by everything it was made from, so a retry
+ * or resume of the stage pays only for the pieces an earlier try did not
+ * finish. Made from anything else (a revised brief, another outline, a
+ * revision's feedback), it has another key: nothing stale is reused.
+ */
+export async function keptWork<S extends Schema>(
+  deps: OutcomeDeps,
+  input: StageInput,
+  piece: { kind: "chapters" | "pages"; madeFrom: Record<string, unknown>; schema: S },
+  make: () => Promise<Infer<S>>,
+): Promise<Infer<S>> {
+  const madeFrom = canonicalJson({ ...piece.madeFrom, ...(input.revision ? revisionInputs(input.revision) : {}) });
+  const key = `work/${planKey(input.planId)}/${piece.kind}/${createHash("sha256").update(madeFrom).digest("hex").slice(0, 32)}.json`;
+  const kept = await deps.artifacts.get(key);
+  if (kept) {
+    const value = parsedOrUndefined(decoder.decode(kept));
+    if (value !== undefined && validate(piece.schema, value).length === 0) return value as Infer<S>;
+  }
+  const made = await make();
+  await deps.artifacts.put(key, JSON.stringify(made));
+  return made;
+}
+
+const decoder = new TextDecoder();
+
+/** What of a revision a written piece depends on: its feedback, and the earlier ones its prompt repeats (none for revision 1). */
+const revisionInputs = (revision: StageRevision) => ({
+  feedback: revision.feedback,
+  ...(revision.earlier && revision.earlier.length > 0 ? { earlier: revision.earlier } : {}),
+});
+
+/** A kept piece cut short (a disk that filled up mid-write) is made again, not a stage that fails for good. */
+function parsedOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

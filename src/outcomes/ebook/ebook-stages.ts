@@ -1,12 +1,10 @@
-import { createHash } from "node:crypto";
-import type { StageInput, StageOutcome, StageRevision } from "../../engine/stage-work.js";
+import type { StageInput, StageOutcome } from "../../engine/stage-work.js";
 import { StageFailure } from "../../engine/stage-work.js";
 import { copyTree, replaceTree } from "../artifact-store.js";
-import { canonicalJson } from "../canonical-json.js";
 import { bookContentSchema, bookOutlineSchema, chapterSchema, ebookBriefSchema, type Chapter } from "../content.js";
-import { validate, type Schema } from "../json-schema.js";
+import type { Schema } from "../json-schema.js";
 import { ensureProject, renameProject } from "../projects.js";
-import { asJson, chooseWriterKind, planKey, previewKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
+import { asJson, chooseWriterKind, keptWork, planKey, previewKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
 import { ownSlug } from "../website/website-stages.js";
 import { renderEpub, renderReader } from "./render-book.js";
 
@@ -25,14 +23,6 @@ export const ebookOutlineOutputSchema = {
   required: ["chapters"],
   additionalProperties: false,
 } as const satisfies Schema;
-
-const decoder = new TextDecoder();
-
-/** What of a revision a written chapter depends on: its feedback, and the earlier ones its prompt repeats (none for revision 1). */
-const revisionKey = (revision: StageRevision) => ({
-  feedback: revision.feedback,
-  ...(revision.earlier && revision.earlier.length > 0 ? { earlier: revision.earlier } : {}),
-});
 
 /** The stages of the ebook outcome, except the engine's `review` gate. */
 export function ebookStages(deps: OutcomeDeps) {
@@ -60,11 +50,7 @@ export function ebookStages(deps: OutcomeDeps) {
       return { output: asJson(revised ? { ...outline, brief: revised } : outline) };
     },
 
-    /**
-     * One writer call per chapter, progress after each. A finished chapter is
-     * kept under the plan's work area, keyed by what it was written from, so a
-     * retry after a failure at chapter 7 does not pay for chapters 1 to 6 again.
-     */
+    /** One writer call per chapter, progress after each; a retry after a failure at chapter 7 does not pay for chapters 1 to 6 again. */
     async write(input: StageInput): Promise<StageOutcome> {
       const { writer: kind, brief } = understanding(input);
       const { brief: _revised, ...outline } = previousOutput(input, "outline", ebookOutlineOutputSchema);
@@ -72,21 +58,8 @@ export function ebookStages(deps: OutcomeDeps) {
       const chapters: Chapter[] = [];
       for (const [index, planned] of outline.chapters.entries()) {
         input.signal.throwIfAborted();
-        const key = `work/${planKey(input.planId)}/chapters/${createHash("sha256")
-          .update(canonicalJson({ brief, planned, index, ...(input.revision ? revisionKey(input.revision) : {}) }))
-          .digest("hex")
-          .slice(0, 32)}.json`;
-        const cached = await deps.artifacts.get(key);
-        let chapter: Chapter | undefined;
-        if (cached) {
-          const value: unknown = JSON.parse(decoder.decode(cached));
-          if (validate(chapterSchema, value).length === 0) chapter = value as Chapter;
-        }
-        if (!chapter) {
-          chapter = await writer.chapter(input.goal, brief, outline, index, input);
-          await deps.artifacts.put(key, JSON.stringify(chapter));
-        }
-        chapters.push(chapter);
+        const piece = { kind: "chapters", madeFrom: { brief, planned, index }, schema: chapterSchema } as const;
+        chapters.push(await keptWork(deps, input, piece, () => writer.chapter(input.goal, brief, outline, index, input)));
         await input.progress((index + 1) / outline.chapters.length);
       }
       return { output: asJson({ chapters }) };

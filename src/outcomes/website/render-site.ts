@@ -4,7 +4,7 @@ import { shorten } from "../json-schema.js";
 import { stylesheet, THEMES, type Theme } from "./themes.js";
 import { cutSlug, hyphenated } from "../projects.js";
 import { ART_MOTIFS, generatedArt, givenAlt, isEnglish, withName } from "./hero-art.js";
-import { endSentence } from "../../strings.js";
+import { endSentence, trimOf } from "../../strings.js";
 
 /** A built site: file name → contents. Flat, with relative links, so it works under any base path. */
 export type SiteFiles = Map<string, string>;
@@ -26,7 +26,8 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
   const theme = THEMES[brief.tone] ?? THEMES.professional;
   const lang = languageTag(brief.language);
   const copy = copyMarker(lang, copyLanguage, brief.name);
-  const slugs = new Set(outline.pages.map((p) => p.slug));
+  // The writer was shown the outline's slugs; a link that names a page by its title or navigation label means it too.
+  const pageNamed = pageFinder((["slug", "title", "navLabel"] as const).flatMap((field) => outline.pages.map((p) => [p[field], p.slug] as const)));
   const art = artLabels(brief, theme, copyLanguage);
   const files: SiteFiles = new Map([
     ["style.css", stylesheet(theme)],
@@ -50,7 +51,7 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
   outline.pages.forEach((page, index) => {
     const content = pages[index];
     if (!content) return;
-    const sections = content.sections.map((section, i) => renderSection(section, i, slugs, copy));
+    const sections = content.sections.map((section, i) => renderSection(section, i, pageNamed, copy));
     const title = pageTitle(page.slug === "index" ? [brief.name, brief.tagline] : [page.title, brief.name]);
     const document = html`${documentStart(lang, title, page.description, shareMeta(brief.name, art.share, lang, title, page.description, siteUrl && pageUrl(siteUrl, page.slug), siteUrl))}
 ${siteHeader(brief, outline, page.slug, copy)}
@@ -222,6 +223,34 @@ export function pageSlug(raw: string): string {
   return slug === NOT_FOUND_SLUG ? `page-${slug}` : slug;
 }
 
+/**
+ * Finds the page a name means, from `(name, slug)` pairs in order of trust (the first pair with a name wins). Names
+ * are compared as slugs are made, but letters of any script are kept: "关于" and "日本語", both "page" as slugs,
+ * stay two names, so a link names the page it means or none, never another page that happened to share a slug.
+ */
+export function pageFinder(named: Iterable<readonly [name: string, slug: string]>): (name: string) => string | undefined {
+  const slugs = new Map<string, string>();
+  for (const [name, slug] of named) {
+    const key = pageNameKey(name);
+    if (key !== "" && !slugs.has(key)) slugs.set(key, slug);
+  }
+  return (name) => slugs.get(pageNameKey(name));
+}
+
+/** A page name as `pageSlug` reads it when it is in Latin letters and digits, else lowercase with any script's letters kept. */
+function pageNameKey(name: string): string {
+  const key = trimOf(
+    name
+      .normalize("NFKD")
+      .replace(/[\u0300-\u036f]/g, "")
+      .toLowerCase()
+      .replace(/\.html?$/, "")
+      .replace(/[^\p{L}\p{N}]+/gu, "-"),
+    "-",
+  );
+  return /^[a-z0-9-]*$/.test(key) && key !== "" ? pageSlug(name) : key;
+}
+
 function fileFor(slug: string): string {
   return `${slug}.html`;
 }
@@ -244,14 +273,14 @@ function copyMarker(lang: string, copyLanguage: string | undefined, name: string
   return { attrs, of: (text) => (text.trim() === name.trim() ? html`` : attrs) };
 }
 
-function renderSection(section: Section, index: number, slugs: ReadonlySet<string>, copy: CopyMarker = NO_MARKS): Html {
+function renderSection(section: Section, index: number, pageNamed: (name: string) => string | undefined, copy: CopyMarker = NO_MARKS): Html {
   // The first section is the page's hero and holds its only h1, whatever kind the writer gave it.
   const kind = index === 0 ? "hero" : section.kind === "hero" ? "text" : section.kind;
   const id = `section-${index + 1}`;
   const paragraphs = section.paragraphs.filter((p) => p.trim() !== "");
-  const target = pageSlug(section.link.page);
+  const target = pageNamed(section.link.page);
   const link =
-    section.link.label.trim() !== "" && slugs.has(target)
+    section.link.label.trim() !== "" && target !== undefined
       ? html`<p class="more"><a class="button" href="${fileFor(target)}">${section.link.label}</a></p>`
       : html``;
   const items = section.items.filter((item) => item.title.trim() !== "");

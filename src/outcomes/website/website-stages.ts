@@ -1,13 +1,21 @@
 import type { StageInput, StageOutcome, StageRevision } from "../../engine/stage-work.js";
 import { StageFailure } from "../../engine/stage-work.js";
 import { copyTree, replaceTree } from "../artifact-store.js";
-import { siteContentSchema, siteOutlineSchema, websiteBriefSchema, type PageContent, type SiteOutline, type WebsiteBrief } from "../content.js";
+import {
+  pageContentSchema,
+  siteContentSchema,
+  siteOutlineSchema,
+  websiteBriefSchema,
+  type PageContent,
+  type SiteOutline,
+  type WebsiteBrief,
+} from "../content.js";
 import { fitToSchema, type Schema } from "../json-schema.js";
 import { cutSlug, ensureProject, readProject, renameProject, slugOwner } from "../projects.js";
-import { asJson, chooseWriterKind, planKey, previewKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
+import { asJson, chooseWriterKind, keptWork, planKey, previewKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
 import { readFeedback, reviseBrief, unreadFeedbackWarning } from "../writers/offline-feedback.js";
 import { copyLanguage, offlineWarning, type WriterKind } from "../writers/writer.js";
-import { pageSlug, renderSite } from "./render-site.js";
+import { pageFinder, pageSlug, renderSite } from "./render-site.js";
 
 /** What `understand` stores: which writer the plan uses, and the brief. */
 export const websiteUnderstandingSchema = {
@@ -98,7 +106,9 @@ export function websiteStages(deps: OutcomeDeps) {
       const pages: PageContent[] = [];
       for (const [index, page] of outline.pages.entries()) {
         input.signal.throwIfAborted();
-        const content = await writer.page(input.goal, brief, outline, page.slug, input);
+        // A page is written from the whole outline (its links and navigation name the others), so any change to it writes every page again.
+        const piece = { kind: "pages", madeFrom: { brief, outline, slug: page.slug }, schema: pageContentSchema } as const;
+        const content = await keptWork(deps, input, piece, () => writer.page(input.goal, brief, outline, page.slug, input));
         // The outline decides which page this is; the writer's echo of the slug is not trusted.
         pages.push({ ...content, slug: page.slug });
         await input.progress((index + 1) / outline.pages.length);
@@ -164,8 +174,9 @@ function uniqueSlugs(raw: readonly string[]): string[] {
 export function normalizeBrief(brief: WebsiteBrief): WebsiteBrief {
   const slugs = uniqueSlugs(brief.pages.map((p) => p.slug));
   const pages = brief.pages.map((p, i) => ({ ...p, slug: slugs[i]! }));
-  const wanted = pageSlug(brief.callToAction.page);
-  const target = slugs.includes(wanted) ? wanted : (slugs.find((s) => s === "contact") ?? slugs[0]!);
+  // The call to action names a page as the writer did: by the slug it gave, which may have become another.
+  const pageNamed = pageFinder([...brief.pages.map((p, i) => [p.slug, slugs[i]!] as const), ...slugs.map((s) => [s, s] as const)]);
+  const target = pageNamed(brief.callToAction.page) ?? slugs.find((s) => s === "contact") ?? slugs[0]!;
   return { ...brief, name: brief.name.trim(), pages, callToAction: { ...brief.callToAction, page: target } };
 }
 
