@@ -46,6 +46,13 @@ export const TRANSIENT_ERROR_TYPES: ReadonlySet<string> = new Set<ErrorType>([
   "unavailable",
 ]);
 
+/**
+ * What a stage fails with when every upstream refused the service's own key
+ * or model name (401, 403, 404). Not transient: only the operator mends
+ * ZERO_UPSTREAMS. A gateway client sees the same message as an `upstream_error`.
+ */
+export const UPSTREAM_MISCONFIGURED = "upstream_misconfigured";
+
 /** The error type a bare Connect code stands for, when no ErrorDetail says more. */
 export function typeForCode(code: Code): ErrorType {
   switch (code) {

@@ -11,7 +11,8 @@ import { checkAlias } from "./chat-request.js";
 import { ChunkRewriter, clientCompletion, newCompletionId } from "./completion-rewrite.js";
 import type { FreePool } from "./free-pool.js";
 import { SseParser, type SseEvent } from "./sse-parser.js";
-import { isTimeout, type UpstreamAnswer, type UpstreamClient } from "./upstream-client.js";
+import { AnswerDeadlineError, AnswerTooLargeError } from "./upstream-body.js";
+import { isTimeout, isUpstreamMisconfigured, type UpstreamAnswer, type UpstreamClient } from "./upstream-client.js";
 import type { ChatCallOptions, ChatChunkJson, ChatCompleter, ChatCompletionJson, ChatRequest, GatewayRequest } from "./chat-types.js";
 
 /** Dependencies of the router. */
@@ -74,7 +75,12 @@ export class ChatRouter implements ChatCompleter {
         return await read(answer, signal);
       } catch (error) {
         if (signal?.aborted || !this.#upstreams.hasAfter(answer.upstream, embeddings)) throw error;
-        answer = await this.#upstreams.send(request, { stream: false, signal, embeddings, after: answer.upstream });
+        try {
+          answer = await this.#upstreams.send(request, { stream: false, signal, embeddings, after: answer.upstream });
+        } catch (next) {
+          // Not every upstream refused its entry: this one answered.
+          throw isUpstreamMisconfigured(next) ? error : next;
+        }
       }
     }
   }
@@ -244,13 +250,17 @@ function served(signal: AbortSignal | undefined): "spent" | "refunded" {
   return signal?.aborted ? "spent" : "refunded";
 }
 
-/** An upstream's whole answer as JSON; a body that breaks off or is not JSON is the upstream's failure. */
+/**
+ * An upstream's whole answer as JSON; a body that breaks off, is not JSON,
+ * is past the size cap or is not complete by its deadline is the upstream's failure.
+ */
 async function readJson(answer: UpstreamAnswer, signal: AbortSignal | undefined): Promise<unknown> {
   let text: string;
   try {
     text = await answer.body.text();
   } catch (error) {
     if (signal?.aborted) throw error;
+    if (error instanceof AnswerTooLargeError) throw unusable(answer, "the model's answer is larger than the service accepts");
     const failed = failure(error, answer);
     answer.broke(failed);
     throw failed;
@@ -333,6 +343,8 @@ function isCompletion(value: unknown): value is ChatCompletionJson {
 
 /** A failure after the upstream accepted: a timeout is ours to name; anything else is the upstream's. */
 function failure(error: unknown, answer: UpstreamAnswer): ServiceError {
+  if (error instanceof AnswerDeadlineError)
+    return new ServiceError("upstream_timeout", "the model did not finish its answer in time; the answer is incomplete");
   if (isTimeout(error)) return new ServiceError("upstream_timeout", "the model stopped answering; the answer is incomplete");
   return new ServiceError("upstream_error", "the connection to the model broke; the answer is incomplete", {
     cause: { upstream: answer.upstream, error },

@@ -4,6 +4,27 @@ import type { Dispatcher } from "undici";
 const HIGH_WATER_BYTES = 256 * 1024;
 
 /**
+ * The most of an answer read whole: twice the largest request a client may
+ * send (16 MiB), far past any completion or batch of embeddings, and short of
+ * what one answer could do to the instance's memory.
+ */
+export const MAX_WHOLE_BODY_BYTES = 32 * 1024 * 1024;
+
+/** A body read whole was still arriving at its deadline (an upstream sending a byte now and then, never done). */
+export class AnswerDeadlineError extends Error {
+  constructor() {
+    super("the answer was not complete by its deadline");
+  }
+}
+
+/** A body read whole grew past MAX_WHOLE_BODY_BYTES. */
+export class AnswerTooLargeError extends Error {
+  constructor() {
+    super(`the answer is larger than ${MAX_WHOLE_BODY_BYTES} bytes`);
+  }
+}
+
+/**
  * The body of an upstream's answer as undici's dispatch handler delivers it:
  * chunks pushed as they arrive, read once, either whole (`text`) or as they
  * come (`read`, for SSE). This replaces undici's `request()` body
@@ -12,6 +33,8 @@ const HIGH_WATER_BYTES = 256 * 1024;
  */
 export class UpstreamBody {
   readonly #controller: Dispatcher.DispatchController;
+  /** When a body read whole must be complete (a performance.now() time); reading as it comes (a stream) has no deadline. */
+  readonly #wholeBy: number;
   #chunks: Buffer[] = [];
   #unread = 0;
   #ended = false;
@@ -23,8 +46,9 @@ export class UpstreamBody {
   /** Set when read whole: nothing to pace, so the upstream is never paused. */
   #readingWhole = false;
 
-  constructor(controller: Dispatcher.DispatchController) {
+  constructor(controller: Dispatcher.DispatchController, wholeBy = Number.POSITIVE_INFINITY) {
     this.#controller = controller;
+    this.#wholeBy = wholeBy;
   }
 
   /** True once the upstream finished sending it. */
@@ -32,13 +56,25 @@ export class UpstreamBody {
     return this.#ended;
   }
 
-  /** The whole body as UTF-8. */
+  /**
+   * The whole body as UTF-8. Throws AnswerDeadlineError when it is not
+   * complete by its deadline, and AnswerTooLargeError past
+   * MAX_WHOLE_BODY_BYTES; either ends the exchange.
+   */
   async text(): Promise<string> {
     this.#readingWhole = true;
     if (this.#controller.paused) this.#controller.resume();
-    while (!this.#ended) {
-      if (this.#error) throw this.#error;
-      await new Promise<void>((resolve) => (this.#wake = resolve));
+    const deadline =
+      this.#ended || this.#wholeBy === Number.POSITIVE_INFINITY
+        ? undefined
+        : setTimeout(() => this.#stop(new AnswerDeadlineError()), Math.max(0, this.#wholeBy - performance.now()));
+    try {
+      while (!this.#ended) {
+        if (this.#error) throw this.#error;
+        await new Promise<void>((resolve) => (this.#wake = resolve));
+      }
+    } finally {
+      clearTimeout(deadline);
     }
     const text = this.#chunks.length === 1 ? this.#chunks[0]!.toString("utf8") : Buffer.concat(this.#chunks).toString("utf8");
     this.#chunks = [];
@@ -87,6 +123,10 @@ export class UpstreamBody {
     if (this.#ignoring) return;
     this.#chunks.push(chunk);
     this.#unread += chunk.length;
+    if (this.#readingWhole && this.#unread > MAX_WHOLE_BODY_BYTES) {
+      this.#stop(new AnswerTooLargeError());
+      return;
+    }
     if (!this.#readingWhole && this.#unread > HIGH_WATER_BYTES && !this.#controller.paused) this.#controller.pause();
     this.#notify();
   }
@@ -97,7 +137,19 @@ export class UpstreamBody {
   }
 
   fail(error: Error): void {
+    // After #stop, undici reports the abort it asked for: the first reason stands.
+    this.#error ??= error;
+    this.#notify();
+  }
+
+  /** Fails the read with `error` and ends the exchange (its connection is closed). */
+  #stop(error: Error): void {
+    if (this.#ended || this.#error) return;
     this.#error = error;
+    this.#ignoring = true;
+    this.#chunks = [];
+    this.#unread = 0;
+    this.#controller.abort(error);
     this.#notify();
   }
 

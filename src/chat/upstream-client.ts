@@ -32,6 +32,30 @@ interface Target {
   broke(error: ServiceError): void;
 }
 
+/** Statuses that say the operator's entry is at fault (its key or model name): the next upstream may be set up right. */
+const ENTRY_FAULT = new Set([401, 403, 404]);
+
+/** The cause that tells upstreamMisconfigured's `upstream_error` from any other. */
+const ENTRIES_REFUSED = Object.freeze({ reason: "every upstream refused its entry's key or model name" });
+
+/**
+ * Every upstream refused the service's own key or model name (401, 403,
+ * 404): ZERO_UPSTREAMS is wrong, and no retry mends it. A gateway client
+ * sees a 502 `upstream_error`; a stage fails at once (see stageFailureOf).
+ */
+function upstreamMisconfigured(): ServiceError {
+  return new ServiceError(
+    "upstream_error",
+    "the model provider refused the service's key or model name; check the API keys and model names in ZERO_UPSTREAMS",
+    { cause: ENTRIES_REFUSED },
+  );
+}
+
+/** True for the error `send` throws when every upstream refused its entry's key or model name. */
+export function isUpstreamMisconfigured(error: unknown): boolean {
+  return error instanceof ServiceError && error.cause === ENTRIES_REFUSED;
+}
+
 /** Statuses that say the request itself is at fault: another upstream would refuse it too. */
 const CLIENT_FAULT = new Set([400, 413, 415, 422]);
 
@@ -53,6 +77,8 @@ export function isTimeout(error: unknown): boolean {
 export class UpstreamClient {
   readonly #targets: Target[];
   readonly #logger: Logger;
+  /** A body read whole (an answer not streamed, a refusal's text) must be complete this long after its request was sent. */
+  readonly #wholeAnswerMs: number;
 
   readonly #metrics: Pick<Metrics, "upstreamDuration" | "upstreamErrors"> | undefined;
   readonly #tracing: Tracing | undefined;
@@ -67,6 +93,8 @@ export class UpstreamClient {
     this.#metrics = metrics;
     this.#tracing = tracing;
     this.#logger = logger;
+    // A non-streamed answer's head comes once it is complete, so its first-byte timeout bounds the whole of it.
+    this.#wholeAnswerMs = timeouts.firstByteMs;
     this.#targets = upstreams.map((config) => {
       const base = new URL(config.baseUrl);
       const headers: Record<string, string> = { "content-type": "application/json" };
@@ -117,7 +145,8 @@ export class UpstreamClient {
 
   /**
    * Sends the request to the first upstream that accepts it. Throws a
-   * ServiceError: `upstream_timeout` or `upstream_error` when none did,
+   * ServiceError: `upstream_timeout` or `upstream_error` when none did
+   * (isUpstreamMisconfigured when each refused its entry's key or model),
    * `invalid_request` when one refused the request itself. An abort of
    * `signal` rejects with undici's abort error at once.
    */
@@ -133,6 +162,8 @@ export class UpstreamClient {
     // Seconds the upstreams that said 429 asked us to wait; unset once any refused otherwise (then waiting is no remedy).
     let rateLimitedFor: number | undefined;
     let refusedOtherwise = false;
+    // Stays true while every upstream asked refused the operator's entry (ENTRY_FAULT).
+    let misconfigured = true;
     for (const target of targets) {
       options.signal?.throwIfAborted();
       let response: Exchanged;
@@ -159,10 +190,12 @@ export class UpstreamClient {
               : upstreamRequestBody(request, target.config.model, options.stream),
           },
           options.signal,
+          performance.now() + this.#wholeAnswerMs,
         );
       } catch (error) {
         if (options.signal?.aborted) throw error;
         timedOut = isTimeout(error);
+        misconfigured = false;
         observe(timedOut ? "timeout" : "error", timedOut ? "timeout" : "connect");
         this.#logger.warn({ upstream: target.config.name, err: errorText(error) }, "upstream attempt failed");
         continue;
@@ -176,6 +209,7 @@ export class UpstreamClient {
         return { body, model: options.embeddings ? target.config.embeddingModel! : target.config.model, upstream: target.config.name, broke: target.broke };
       }
       timedOut = false;
+      if (!ENTRY_FAULT.has(statusCode)) misconfigured = false;
       if (statusCode === 429) rateLimitedFor = Math.max(rateLimitedFor ?? 1, retryAfterSeconds(response.retryAfter));
       else refusedOtherwise = true;
       const text = await body.text().catch(() => "");
@@ -186,6 +220,7 @@ export class UpstreamClient {
       }
       this.#logger.warn({ upstream: target.config.name, status: statusCode }, "upstream attempt refused");
     }
+    if (misconfigured) throw upstreamMisconfigured();
     if (timedOut) throw new ServiceError("upstream_timeout", "the model did not answer in time; try again");
     if (rateLimitedFor !== undefined && !refusedOtherwise) {
       throw new ServiceError("upstream_error", `the model is busy right now; try again in ${rateLimitedFor} s`, {
@@ -217,10 +252,11 @@ function retryAfterSeconds(header: string | undefined): number {
 
 /**
  * One request to an upstream through undici's dispatch API, resolved when
- * the answer's status arrives; its body then follows into an UpstreamBody.
+ * the answer's status arrives; its body then follows into an UpstreamBody,
+ * which, read whole, must be complete by `wholeBy`.
  * An abort of `signal` aborts the exchange at once, queued or under way.
  */
-function exchange(pool: Pool, request: Dispatcher.DispatchOptions, signal: AbortSignal | undefined): Promise<Exchanged> {
+function exchange(pool: Pool, request: Dispatcher.DispatchOptions, signal: AbortSignal | undefined, wholeBy: number): Promise<Exchanged> {
   return new Promise((resolve, reject) => {
     let controller: Dispatcher.DispatchController | undefined;
     let body: UpstreamBody | undefined;
@@ -233,7 +269,7 @@ function exchange(pool: Pool, request: Dispatcher.DispatchOptions, signal: Abort
         if (signal?.aborted) started.abort(abortReason(signal));
       },
       onResponseStart(started, statusCode, headers) {
-        body = new UpstreamBody(started);
+        body = new UpstreamBody(started, wholeBy);
         const retryAfter = statusCode === 429 ? headers["retry-after"] : undefined;
         resolve({ statusCode, body, retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter });
       },

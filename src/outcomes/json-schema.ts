@@ -57,7 +57,7 @@ function walk(schema: Schema, value: unknown, at: string, problems: string[], li
     case "string": {
       if (typeof value !== "string") return void problems.push(`${at}: expected a string, got ${describe(value)}`);
       if (schema.enum && !schema.enum.includes(value)) {
-        return void problems.push(`${at}: expected one of ${schema.enum.map((e) => JSON.stringify(e)).join(", ")}, got ${JSON.stringify(value)}`);
+        return void problems.push(`${at}: expected one of ${schema.enum.map((e) => JSON.stringify(e)).join(", ")}, got ${quoted(value)}`);
       }
       const length = [...value.trim()].length;
       if (schema.minLength !== undefined && length < schema.minLength) {
@@ -94,13 +94,23 @@ function walk(schema: Schema, value: unknown, at: string, problems: string[], li
         if (!(key in record)) problems.push(`${at}: missing property "${key}"`);
       }
       for (const key of Object.keys(record)) {
+        // An answer can have any number of unknown properties.
+        if (problems.length >= limit) return;
         const child = schema.properties[key];
-        if (!child) problems.push(`${at}: unexpected property "${key}"`);
+        if (!child) problems.push(`${at}: unexpected property ${quoted(key)}`);
         else walk(child, record[key], `${at}.${key}`, problems, limit);
       }
       return;
     }
   }
+}
+
+/** The most of a model's own text (a refusal, a key, a value) quoted back in a problem: enough to tell which, never a page of it. */
+const QUOTE_MAX = 200;
+
+/** `text` in quotes for a problem, shortened (shorten) when longer than QUOTE_MAX. */
+export function quoted(text: string): string {
+  return JSON.stringify([...text].length > QUOTE_MAX ? shorten(text, QUOTE_MAX) : text);
 }
 
 function describe(value: unknown): string {

@@ -27,8 +27,9 @@ beforeAll(async () => {
       ZERO_S3_FORCE_PATH_STYLE: "true",
       ZERO_STAGE_MAX_ATTEMPTS: "3",
       ZERO_STAGE_RETRY_BASE_MS: String(RETRY_BASE_MS),
-      // Heartbeats (a third of the lease) tell a cancelled run soon, wake-up or not.
-      ZERO_STAGE_LEASE_MS: "1500",
+      // Heartbeats (a third of the lease) tell a cancelled run soon, wake-up or not; long enough that a
+      // loaded machine's late heartbeat does not let the lease run out under the stage.
+      ZERO_STAGE_LEASE_MS: "4000",
     },
     // Each retry waits its whole backoff, so a test can change the bucket between two tries.
     retryJitter: () => 0.999,

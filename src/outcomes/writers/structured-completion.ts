@@ -1,9 +1,11 @@
+import { UPSTREAM_MISCONFIGURED } from "../../api/errors.js";
 import { CHAT_ALIAS } from "../../api/model.js";
 import type { ChatCompleter, ChatRequest } from "../../chat/chat-types.js";
+import { isUpstreamMisconfigured } from "../../chat/upstream-client.js";
 import { StageFailure } from "../../engine/stage-work.js";
 import { ServiceError } from "../../server/errors.js";
 import { withoutXmlForbidden } from "../../strings.js";
-import { settleOptional, shorten, validate, type Infer, type Schema } from "../json-schema.js";
+import { quoted, settleOptional, validate, type Infer, type Schema } from "../json-schema.js";
 import { tidyPlainText } from "./plain-text.js";
 import type { WriterContext } from "./writer.js";
 
@@ -90,11 +92,14 @@ async function ask(
 /**
  * A router error as the stage's failure, in the router's words except where
  * they advise a gateway client: a provider refusing the request, which is
- * the writer's own (only the choice of upstream can change it). A busy
+ * the writer's own (only the choice of upstream can change it). Every
+ * upstream refusing its entry's key or model is not transient: it fails at
+ * once, as UPSTREAM_MISCONFIGURED. A busy
  * upstream's Retry-After goes with the failure, for the retry to wait; the
  * free pool's, until midnight, does not: no retry of a stage outlasts it.
  */
 function stageFailureOf(error: ServiceError, request: StructuredRequest<Schema>): StageFailure {
+  if (isUpstreamMisconfigured(error)) return new StageFailure(UPSTREAM_MISCONFIGURED, error.detail.message);
   if (error.type === "invalid_request") {
     return new StageFailure(
       error.type,
@@ -111,26 +116,48 @@ type ParsedAnswer = { ok: true; value: unknown } | { ok: false; problem: string 
 export interface AnswerEnd {
   /** The model's refusal (OpenAI's `message.refusal`), given instead of the JSON. */
   refusal?: string;
-  /** OpenAI's `finish_reason`; "length" when the answer hit the token limit. */
+  /** OpenAI's `finish_reason`; "length" when the answer hit the token limit, "content_filter" when the provider's filter stopped it. */
   finishReason?: string;
 }
 
-/** The most of a refusal quoted back: enough to tell why, never a page of it. */
-const REFUSAL_QUOTE_MAX = 200;
+/**
+ * The most arrays and objects an answer may nest. The writers' schemas nest
+ * five deep (a page's sections' items); an answer deeper than its schema
+ * but within this is judged by `validate`, path and all. One deeper is a
+ * problem at once: walking it would overflow the stack.
+ */
+const ANSWER_NESTING_MAX = 32;
 
 /**
  * Reads the model's JSON, repairing the usual slips before giving up:
  * a Markdown code fence around it, prose before or after the object, and
  * trailing commas. Anything else goes back to the model as a problem, named
- * for what happened: a refusal, an answer cut off at the length limit, or
- * text that is not JSON. What it reads is holdable text (holdableText).
+ * for what happened: a refusal, an answer stopped by the provider's content
+ * filter or cut off at the length limit, JSON nested far deeper than any
+ * schema, or text that is not JSON. What it reads is holdable text
+ * (holdableText).
  */
 export function parseJsonAnswer(content: string | null, how: AnswerEnd = {}): ParsedAnswer {
   const parsed = parseJson(content);
-  if (parsed.ok) return { ok: true, value: holdableText(parsed.value) };
-  if (how.refusal !== undefined) return { ok: false, problem: `the model refused to answer: "${shorten(holdableText(how.refusal), REFUSAL_QUOTE_MAX)}"` };
+  if (parsed.ok) {
+    if (nestsDeeperThan(parsed.value, ANSWER_NESTING_MAX)) return { ok: false, problem: "the answer's JSON is nested deeper than its schema allows" };
+    return { ok: true, value: holdableText(parsed.value) };
+  }
+  if (how.refusal !== undefined) return { ok: false, problem: `the model refused to answer: ${quoted(holdableText(how.refusal))}` };
+  if (how.finishReason === "content_filter") return { ok: false, problem: "the model provider's content filter stopped the answer" };
   if (how.finishReason === "length") return { ok: false, problem: "the answer was cut off at the length limit before its JSON was complete" };
   return parsed;
+}
+
+/** Whether `value` nests arrays and objects more than `max` deep; walked without recursion, for JSON of any depth. */
+function nestsDeeperThan(value: unknown, max: number): boolean {
+  const pending: { item: unknown; depth: number }[] = [{ item: value, depth: 0 }];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    if (typeof next.item !== "object" || next.item === null) continue;
+    if (next.depth >= max) return true;
+    for (const child of Object.values(next.item)) pending.push({ item: child, depth: next.depth + 1 });
+  }
+  return false;
 }
 
 /**

@@ -1,0 +1,147 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createAccountWithKey } from "../support/accounts.js";
+import type { TestApp } from "../support/app.js";
+import { type Behavior, completion, fail, FakeUpstream, reply, sleep, stream, textChunks } from "./support/fake-upstream.js";
+import { expectNoLeak, postChat, readSse, startGateway } from "./support/gateway.js";
+
+/** ZERO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS here: an answer that is not streamed must be whole within it. */
+const ANSWER_MS = 800;
+
+let primary: FakeUpstream;
+let secondary: FakeUpstream;
+let app: TestApp;
+let apiKey: string;
+
+beforeAll(async () => {
+  primary = await FakeUpstream.start();
+  secondary = await FakeUpstream.start();
+  app = await startGateway([primary, secondary], { ZERO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: String(ANSWER_MS) });
+  ({ apiKey } = await createAccountWithKey(app, ["chat"]));
+});
+
+afterAll(async () => {
+  await app?.close();
+  await primary?.close();
+  await secondary?.close();
+});
+
+beforeEach(() => {
+  primary.reset();
+  secondary.reset();
+});
+
+const request = { model: "project-zero", messages: [{ role: "user", content: "Say hello" }] };
+
+/** A 200 head, then one space every 50 ms for as long as the gateway listens: never silent, never done. */
+const drip: Behavior = async ({ res }) => {
+  res.writeHead(200, { "content-type": "application/json" });
+  res.flushHeaders();
+  while (!res.destroyed) {
+    res.write(" ");
+    await sleep(50);
+  }
+};
+
+/** A valid completion behind `megabytes` MiB of leading whitespace, sent as fast as the gateway reads. */
+function oversized(megabytes: number): Behavior {
+  return async ({ res }) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    const mebibyte = Buffer.alloc(1024 * 1024, " ");
+    for (let i = 0; i < megabytes && !res.destroyed; i++) {
+      if (!res.write(mebibyte)) await new Promise((resolve) => res.once("drain", resolve));
+    }
+    if (!res.destroyed) res.end(JSON.stringify(completion("from the oversized one")));
+  };
+}
+
+describe("an answer that is not streamed is bounded in time and size", () => {
+  it("cuts off an answer that keeps sending bytes past the deadline and asks the next upstream", async () => {
+    primary.next(drip);
+    secondary.next(reply(completion("from the second")));
+    const started = performance.now();
+    const response = await postChat(app, apiKey, request);
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content).toBe("from the second");
+    expect(performance.now() - started).toBeLessThan(ANSWER_MS + 2000);
+    await primary.requests[0]!.aborted;
+  }, 15_000);
+
+  it("is 504 upstream_timeout when every upstream keeps dripping", async () => {
+    primary.next(drip);
+    secondary.next(drip);
+    const response = await postChat(app, apiKey, request);
+    expect(response.status).toBe(504);
+    const text = await response.text();
+    expect(JSON.parse(text).error.type).toBe("upstream_timeout");
+    expectNoLeak(response.headers, text);
+  }, 15_000);
+
+  it("refuses an answer past the size cap as not what was asked for, and asks the next upstream", async () => {
+    primary.next(oversized(40));
+    secondary.next(reply(completion("from the second")));
+    const response = await postChat(app, apiKey, request);
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content).toBe("from the second");
+    expect(secondary.requests).toHaveLength(1);
+  }, 15_000);
+
+  it("is 502 upstream_error when every upstream's answer is past the size cap", async () => {
+    primary.next(oversized(40));
+    secondary.next(oversized(40));
+    const response = await postChat(app, apiKey, request);
+    expect(response.status).toBe(502);
+    const text = await response.text();
+    expect(JSON.parse(text).error).toMatchObject({ type: "upstream_error", message: "the model's answer is larger than the service accepts" });
+    expectNoLeak(response.headers, text);
+  }, 15_000);
+
+  it("lets a stream run past the deadline while its tokens flow", async () => {
+    const pieces = Array.from({ length: 12 }, (_, i) => `word${i} `);
+    primary.next(stream(textChunks(pieces), { delayMs: 120 }));
+    const response = await postChat(app, apiKey, { ...request, stream: true });
+    expect(response.status).toBe(200);
+    const events = await readSse(response);
+    expect(events.at(-1)).toBe("[DONE]");
+    const text = events
+      .slice(0, -1)
+      .map((event) => (JSON.parse(event) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? "")
+      .join("");
+    expect(text).toBe(pieces.join(""));
+  }, 15_000);
+});
+
+describe("every upstream refusing the service's own key or model name", () => {
+  const configuration = "the model provider refused the service's key or model name; check the API keys and model names in ZERO_UPSTREAMS";
+
+  it("still fails over, then says to check the upstream configuration, naming no provider", async () => {
+    for (const [first, second] of [
+      [401, 404],
+      [403, 401],
+    ] as const) {
+      primary.reset().next(fail(first, "Incorrect API key provided: sk-upstream-SECRET-key at SecretCo"));
+      secondary.reset().next(fail(second, `The model secret-upstream-model-7b does not exist`));
+      const response = await postChat(app, apiKey, request);
+      expect(response.status).toBe(502);
+      const text = await response.text();
+      expect(JSON.parse(text).error).toMatchObject({ type: "upstream_error", message: configuration });
+      expectNoLeak(response.headers, text);
+      expect([primary.requests.length, secondary.requests.length]).toEqual([1, 1]);
+    }
+  });
+
+  it("is not said when one of them did answer, with something that was not a completion", async () => {
+    primary.next(({ res }) => void res.writeHead(200, { "content-type": "text/html" }).end("<html>down for maintenance</html>"));
+    secondary.next(fail(401));
+    const response = await postChat(app, apiKey, request);
+    expect(response.status).toBe(502);
+    expect(((await response.json()) as { error: { message: string } }).error.message).toBe("the model returned an answer that is not JSON");
+  });
+
+  it("says the model is unavailable when one of them failed otherwise", async () => {
+    primary.next(fail(401));
+    secondary.next(fail(503));
+    const response = await postChat(app, apiKey, request);
+    expect(response.status).toBe(502);
+    expect(((await response.json()) as { error: { message: string } }).error.message).toBe("the model is unavailable right now; try again shortly");
+  });
+});
