@@ -22,7 +22,7 @@ export interface UpstreamConfig {
 export interface UpstreamTimeouts {
   /** TCP (and TLS) connect. */
   connectMs: number;
-  /** Until the response head arrives; a non-streaming answer only starts once it is complete. */
+  /** Until the response head arrives, and until a non-streamed answer has arrived whole (however slowly its bytes trickle in). */
   firstByteMs: number;
   /** Longest silence between two pieces of a response body. */
   idleMs: number;

@@ -67,6 +67,8 @@ describe("RPC errors as the REST routes name them", () => {
     })();
     expect(await refusal(watched)).toMatchObject({ code: Code.DeadlineExceeded });
     expect(seen).toEqual(["running"]);
+    // Stopped, so its writer's tries never reach the upstream another test reads.
+    await executions.cancelExecution({ id: plan!.id }, { headers: bearer(account.apiKey) });
   });
 
   it.each(PROTOCOLS)("answers deadline_exceeded when a unary call's deadline ran out while it was served, over %s", async (name) => {
