@@ -71,6 +71,14 @@ export function withoutNameControls(text: string): string {
   return text.replace(NAME_FORBIDDEN_CHARACTERS, "");
 }
 
+/** What a person can see in a name: a letter, a digit or a symbol (an emoji is one). */
+const VISIBLE = /[\p{L}\p{N}\p{S}]/u;
+
+/** True when `text` has something a person can see: not only spaces, marks or invisible characters (zero-width spaces). */
+export function hasVisibleCharacter(text: string): boolean {
+  return VISIBLE.test(text);
+}
+
 /** `text` as the end of a sentence: with a full stop, unless it ends in its own ("Four & Co.", "Yahoo!"). */
 export function endSentence(text: string): string {
   return /[.!?]$/u.test(text) ? text : `${text}.`;

@@ -10,6 +10,8 @@ export const FEEDBACK_MAX_LENGTH = 2000;
 export const LIST_LIMIT = 10;
 /** The largest request body, in bytes, that `/api` routes and RPCs read. */
 export const API_BODY_MAX_BYTES = 1 << 20;
+/** The largest request body, in bytes, that `/v1` routes read: image content parts travel inline as base64. */
+export const OPENAI_BODY_MAX_BYTES = 16 << 20;
 /** The policy for a new password, in characters (code points). */
 export const PASSWORD_MIN_LENGTH = 8;
 export const PASSWORD_MAX_LENGTH = 256;

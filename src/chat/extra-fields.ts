@@ -44,8 +44,16 @@ function hasExtra(schema: DescMessage): boolean {
   return field?.fieldKind === "message" && field.message.typeName === "google.protobuf.Struct";
 }
 
+/** Each schema's fields by the keys JSON may name them with (`json_name` and the proto name), built once: every streamed chunk asks. */
+const fieldsByKey = new WeakMap<DescMessage, Map<string, DescField>>();
+
 function fieldOf(schema: DescMessage, jsonKey: string): DescField | undefined {
-  return schema.fields.find((field) => field.jsonName === jsonKey || field.name === jsonKey);
+  let byKey = fieldsByKey.get(schema);
+  if (byKey === undefined) {
+    byKey = new Map(schema.fields.flatMap((field) => [[field.name, field] as const, [field.jsonName, field] as const]));
+    fieldsByKey.set(schema, byKey);
+  }
+  return byKey.get(jsonKey);
 }
 
 /** The schema of a field holding one of our messages, or a list of them; well-known types have their own JSON form. */

@@ -1,3 +1,4 @@
+import { OPENAI_BODY_MAX_BYTES } from "../api/limits.js";
 import http from "node:http";
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { accessRule, type Authenticator } from "../server/access.js";
@@ -7,8 +8,7 @@ import type { NodeRequest, NodeResponse } from "../server/node-http.js";
 import { requestInfo } from "../server/request-info.js";
 import type { RestExchange } from "../server/rest.js";
 
-/** Image content parts travel inline as base64, so chat bodies may be large. */
-export const MAX_BODY_BYTES = 16 << 20;
+export const MAX_BODY_BYTES = OPENAI_BODY_MAX_BYTES;
 
 export const SSE_HEADERS = {
   "content-type": "text/event-stream; charset=utf-8",

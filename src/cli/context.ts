@@ -67,8 +67,6 @@ export class CliContext {
   /** Why --url or ZERO_URL cannot be the service's address; reported by the first command that calls it. */
   readonly #badUrl: string | undefined;
   #client: ZeroClient | undefined;
-  /** ZERO_CALL_TIMEOUT_MS, once `client()` has read it. */
-  #callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS;
 
   constructor(
     readonly io: CliIo,
@@ -107,14 +105,18 @@ export class CliContext {
       );
       throw new CommandStop(ExitCode.auth);
     }
+    this.#client ??= createZeroClient({ baseUrl: this.baseUrl, apiKey, interceptors: [unaryDeadline(this.#callTimeoutMs())] });
+    return this.#client;
+  }
+
+  /** ZERO_CALL_TIMEOUT_MS, checked: how long each call's answer is waited for. */
+  #callTimeoutMs(): number {
     const timeout = this.io.env.ZERO_CALL_TIMEOUT_MS?.trim() || String(DEFAULT_CALL_TIMEOUT_MS);
     if (!/^[1-9]\d{0,8}$/.test(timeout)) {
       this.report("invalid_request", `ZERO_CALL_TIMEOUT_MS must be a whole number of milliseconds, not "${printable(timeout)}"`);
       throw new CommandStop(ExitCode.usage);
     }
-    this.#callTimeoutMs = Number(timeout);
-    this.#client ??= createZeroClient({ baseUrl: this.baseUrl, apiKey, interceptors: [unaryDeadline(this.#callTimeoutMs)] });
-    return this.#client;
+    return Number(timeout);
   }
 
   /**
@@ -123,7 +125,7 @@ export class CliContext {
    * sees. `signal` (Ctrl-C) still ends it at any time.
    */
   answerWithin<T>(signal: AbortSignal, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    return answeredWithin(this.#callTimeoutMs, signal, call);
+    return answeredWithin(this.#callTimeoutMs(), signal, call);
   }
 
   /** A human line on stdout (skipped with --json, where stdout is for JSON only). */
@@ -170,7 +172,7 @@ export class CliContext {
   async #otherServerAnswer(error: ZeroError): Promise<string | undefined> {
     if (error.type !== "unreachable" || transportFailureOf(error.cause) !== "no_answer") return undefined;
     try {
-      const answer = await answeredWithin(this.#callTimeoutMs, undefined, async (signal) => {
+      const answer = await answeredWithin(this.#callTimeoutMs(), undefined, async (signal) => {
         const response = await fetch(`${this.baseUrl}/api/capabilities`, { signal });
         const body = (await response.json().catch(() => undefined)) as { service?: unknown; error?: { type?: unknown } } | undefined;
         const ours = body?.service === "project-zero" || (typeof body?.error?.type === "string" && Object.hasOwn(ERROR_TYPES, body.error.type));

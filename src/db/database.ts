@@ -330,8 +330,9 @@ async function chooseEmbedded(dataDir: string, asked: EmbeddedDatabase | undefin
   const holds = async (kind: EmbeddedDatabase) => (await fs.readdir(where(kind)).catch(() => [])).length > 0;
   const [postgres, pglite] = await Promise.all([holds("postgres"), holds("pglite")]);
   if (asked) {
+    const held: Record<EmbeddedDatabase, boolean> = { postgres, pglite };
     const other = asked === "postgres" ? "pglite" : "postgres";
-    const [holdsAsked, holdsOther] = asked === "postgres" ? [postgres, pglite] : [pglite, postgres];
+    const [holdsAsked, holdsOther] = [held[asked], held[other]];
     const [name, otherName] = [ENGINES[asked].name, ENGINES[other].name];
     if (holdsOther && !holdsAsked) {
       throw new DatabaseUnavailableError(

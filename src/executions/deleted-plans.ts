@@ -7,14 +7,11 @@ import { RepeatingFailure } from "../observability/repeating-failure.js";
 export type RemovePlanFiles = (planId: string, known: { slug?: string; revisions: number }) => Promise<void>;
 
 /**
- * When a deleted plan's files are swept again, after the delete's own removal: one lease later (a stage still
- * running then has stopped, or its lease has run out), and an hour later, for a stage stuck in a write far
- * longer than its lease. Its writes are not fenced by the lease, so only a sweep after them removes them.
+ * A deleted plan's files are swept again after the delete's own removal: one lease later (its first
+ * `sweep_at`; a stage still running then has stopped, or its lease has run out), and this long after the
+ * delete, for a stage stuck in a write far longer than its lease. Its writes are not fenced by the lease,
+ * so only a sweep after them removes them.
  */
-function sweepsAfterDelete(leaseMs: number): readonly number[] {
-  return [leaseMs, LATE_SWEEP_MS];
-}
-
 const LATE_SWEEP_MS = 3600_000;
 /** Deleted plans one sweep takes on; the next takes the rest. */
 const SWEEP_BATCH = 20;
@@ -47,7 +44,6 @@ export async function forgetDeletedPlan(db: Kysely<Database>, planId: string): P
 export class DeletedPlanSweeper {
   readonly #db: Kysely<Database>;
   readonly #removeFiles: RemovePlanFiles;
-  readonly #schedule: readonly number[];
   readonly #everyMs: number;
   readonly #log: Logger;
   readonly #failures: RepeatingFailure;
@@ -57,7 +53,6 @@ export class DeletedPlanSweeper {
   constructor(options: { db: Kysely<Database>; removeFiles: RemovePlanFiles; leaseMs: number; logger: Logger }) {
     this.#db = options.db;
     this.#removeFiles = options.removeFiles;
-    this.#schedule = sweepsAfterDelete(options.leaseMs);
     this.#everyMs = options.leaseMs;
     this.#log = options.logger.child({ component: "deleted-plans" });
     this.#failures = new RepeatingFailure(this.#log, "sweeping deleted plans' files");
@@ -106,12 +101,11 @@ export class DeletedPlanSweeper {
         failure ??= error;
         continue;
       }
-      const next = this.#schedule[plan.sweeps + 1];
-      if (next === undefined) await forgetDeletedPlan(this.#db, plan.plan_id);
+      if (plan.sweeps > 0) await forgetDeletedPlan(this.#db, plan.plan_id);
       else
         await this.#db
           .updateTable("deleted_plans")
-          .set({ sweeps: plan.sweeps + 1, sweep_at: sql<Date>`deleted_at + make_interval(secs => ${next / 1000}::float8)` })
+          .set({ sweeps: 1, sweep_at: sql<Date>`deleted_at + make_interval(secs => ${LATE_SWEEP_MS / 1000}::float8)` })
           .where("plan_id", "=", plan.plan_id)
           .execute();
     }

@@ -3,9 +3,10 @@ import type { JsonReadOptions } from "@bufbuild/protobuf";
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { protobufParseFailure } from "../api/errors.js";
+import { OPENAI_BODY_MAX_BYTES } from "../api/limits.js";
 import { decodedOrAsSent } from "../strings.js";
 import { jsonAnswersKey } from "./context.js";
-import type { NodeRequest, NodeResponse } from "./rest.js";
+import { discardBody, type NodeRequest, type NodeResponse } from "./node-http.js";
 
 export interface ConnectAdapterOptions {
   routes: (router: ConnectRouter) => void;
@@ -79,33 +80,19 @@ export function createConnectAdapter(options: ConnectAdapterOptions): (req: Node
 }
 
 /**
- * How much of a refused request body is read and thrown away, so that an
- * HTTP/1.1 connection can take its next request, before the connection is
- * closed instead: the largest body any route reads (`/v1`'s).
- */
-const DISCARD_MAX_BYTES = 16 << 20;
-
-/**
  * The request body as Connect reads it. Connect stops reading at
  * `readMaxBytes`, and Node's stream iterator would then destroy the request
  * and with it the socket, a keep-alive connection its answer has just said
  * stays open: the client's next call on it would fail. The rest is read and
- * thrown away instead, as the REST routes do, up to DISCARD_MAX_BYTES.
+ * thrown away instead, up to the largest body any route reads (`/v1`'s),
+ * past which the connection is closed.
  */
 async function* bodyKeepingConnection(req: NodeRequest): AsyncIterable<Uint8Array> {
   try {
     yield* req.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>;
   } finally {
-    if (!req.complete && !req.destroyed) discardRest(req);
+    if (!req.complete && !req.destroyed) discardBody(req, OPENAI_BODY_MAX_BYTES);
   }
-}
-
-function discardRest(req: NodeRequest): void {
-  let discarded = 0;
-  req.on("data", (chunk: Buffer) => {
-    discarded += chunk.length;
-    if (discarded > DISCARD_MAX_BYTES) req.destroy();
-  });
 }
 
 /** Request content types whose answer is the JSON form: Connect unary, Connect streaming, gRPC-Web and gRPC. */

@@ -5,7 +5,7 @@ import { apiErrorBody, invalidRequest, openAiErrorBody, ServiceError, toServiceE
 import { repeatedKey } from "./json.js";
 import { requestInfo } from "./request-info.js";
 
-import type { NodeRequest, NodeResponse } from "./node-http.js";
+import { discardBody, type NodeRequest, type NodeResponse } from "./node-http.js";
 
 export type { NodeRequest, NodeResponse };
 
@@ -95,18 +95,18 @@ export async function readJsonBody(req: NodeRequest, limits: BodyLimits = API_BO
     .trim()
     .toLowerCase();
   if (contentType !== "application/json" && !contentType.endsWith("+json")) {
-    drain(req);
+    discardBody(req);
     throw invalidRequest("the body must be JSON, sent with content-type: application/json");
   }
   const encoding = contentEncoding(req.headers["content-encoding"]);
   if (encoding !== undefined) {
-    drain(req);
+    discardBody(req);
     // SPEC's table: a body that is not JSON as sent is 400 `invalid_request`; the message says why.
     throw invalidRequest(`a body sent with content-encoding: ${encoding.slice(0, 40)} is not taken here; send it uncompressed`);
   }
   const declared = Number(req.headers["content-length"] ?? NaN);
   if (declared > limits.maxBytes) {
-    drain(req);
+    discardBody(req);
     throw new ServiceError("payload_too_large", `the body exceeds ${limits.maxBytes} bytes`);
   }
   const bytes = await readBytes(req, limits.maxBytes);
@@ -150,7 +150,7 @@ function readBytes(req: NodeRequest, maxBytes: number): Promise<Buffer> {
         settled = true;
         req.off("data", onData);
         reject(new ServiceError("payload_too_large", `the body exceeds ${maxBytes} bytes`));
-        drain(req);
+        discardBody(req);
         return;
       }
       chunks.push(chunk);
@@ -169,10 +169,6 @@ function readBytes(req: NodeRequest, maxBytes: number): Promise<Buffer> {
       if (!settled) reject(new ServiceError("invalid_request", "the request was closed before its body arrived"));
     });
   });
-}
-
-function drain(req: NodeRequest): void {
-  req.resume();
 }
 
 /**

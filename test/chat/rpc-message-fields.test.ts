@@ -1,32 +1,21 @@
 import { fromJson, type JsonObject, toJson } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ChatCompletionChunkSchema, ChatCompletionParamsSchema, ChatCompletionSchema, ChatService } from "../../gen/zero/v1/chat_pb.js";
-import { createAccountWithKey } from "../support/accounts.js";
-import type { TestApp } from "../support/app.js";
 import { PROTOCOLS, rpcTransport } from "../support/transports.js";
-import { chunk, completion, FakeUpstream, reply, stream } from "./support/fake-upstream.js";
-import { startGateway } from "./support/gateway.js";
+import { chunk, completion, reply, stream } from "./support/fake-upstream.js";
+import { useSdkGateway } from "./support/gateway.js";
 
 // OpenAI's message fields with no typed field in ChatMessage or ToolCall travel in their `extra`, both ways, as REST passes them.
 describe("ChatService message fields with no typed home", () => {
-  let upstream: FakeUpstream;
-  let app: TestApp;
+  const gateway = useSdkGateway();
   let headers: Record<string, string>;
-
-  beforeAll(async () => {
-    upstream = await FakeUpstream.start();
-    app = await startGateway([upstream]);
-    headers = { authorization: `Bearer ${(await createAccountWithKey(app, ["chat"])).apiKey}` };
+  beforeAll(() => {
+    headers = { authorization: `Bearer ${gateway.apiKey}` };
   });
-  afterAll(async () => {
-    await app.close();
-    await upstream.close();
-  });
-  beforeEach(() => upstream.reset());
 
   async function restChat(body: Record<string, unknown>): Promise<Record<string, unknown>> {
-    const response = await fetch(`${app.url}/v1/chat/completions`, {
+    const response = await fetch(`${gateway.app.url}/v1/chat/completions`, {
       method: "POST",
       headers: { ...headers, "content-type": "application/json" },
       body: JSON.stringify(body),
@@ -56,11 +45,11 @@ describe("ChatService message fields with no typed home", () => {
   ];
 
   it.each(PROTOCOLS)("passes a message's fields with no typed home to the upstream as REST does, over %s", async (name) => {
-    upstream.next(reply(completion("ok")), reply(completion("ok")));
+    gateway.upstream.next(reply(completion("ok")), reply(completion("ok")));
     await restChat({ model: "project-zero", messages: conversation });
-    const client = createClient(ChatService, rpcTransport(app.url, name));
+    const client = createClient(ChatService, rpcTransport(gateway.app.url, name));
     await client.createChatCompletion({ params: fromJson(ChatCompletionParamsSchema, { model: "project-zero", messages: asTyped }) }, { headers });
-    const [viaRest, viaRpc] = upstream.requests;
+    const [viaRest, viaRpc] = gateway.upstream.requests;
     expect(viaRest!.body.messages).toEqual(conversation);
     expect(viaRpc!.body.messages).toEqual(viaRest!.body.messages);
   });
@@ -76,10 +65,10 @@ describe("ChatService message fields with no typed home", () => {
       tool_calls: [{ id: "call_1", type: "custom", custom: { name: "grep", input: "needle" } }],
     };
     const answer = completion("hi", { choices: [{ index: 0, message, logprobs: null, finish_reason: "stop" }] });
-    upstream.next(reply(answer), reply(answer));
+    gateway.upstream.next(reply(answer), reply(answer));
     const restMessage = ((await restChat({ model: "project-zero", messages: conversation.slice(0, 1) })).choices as { message: Record<string, unknown> }[])[0]!
       .message;
-    const client = createClient(ChatService, rpcTransport(app.url, "grpc"));
+    const client = createClient(ChatService, rpcTransport(gateway.app.url, "grpc"));
     const { completion: typed } = await client.createChatCompletion(
       { params: fromJson(ChatCompletionParamsSchema, { model: "project-zero", messages: asTyped.slice(0, 1) }) },
       { headers },
@@ -100,8 +89,8 @@ describe("ChatService message fields with no typed home", () => {
   });
 
   it("gives a binary client a chunk's delta fields with no typed home", async () => {
-    upstream.next(stream([chunk({ role: "assistant", content: "" }), chunk({ audio: { id: "audio_abc123", transcript: "hi" } }), chunk({}, "stop")]));
-    const client = createClient(ChatService, rpcTransport(app.url, "grpc"));
+    gateway.upstream.next(stream([chunk({ role: "assistant", content: "" }), chunk({ audio: { id: "audio_abc123", transcript: "hi" } }), chunk({}, "stop")]));
+    const client = createClient(ChatService, rpcTransport(gateway.app.url, "grpc"));
     const deltas: unknown[] = [];
     for await (const { chunk: typed } of client.streamChatCompletion(
       { params: fromJson(ChatCompletionParamsSchema, { model: "project-zero", messages: asTyped.slice(0, 1) }) },

@@ -1,33 +1,22 @@
 import { fromJson, toJson } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ChatCompletionParamsSchema, ChatCompletionSchema, ChatService } from "../../gen/zero/v1/chat_pb.js";
-import { createAccountWithKey } from "../support/accounts.js";
 import { PROTOCOLS, rpcTransport } from "../support/transports.js";
-import type { TestApp } from "../support/app.js";
-import { completion, FakeUpstream, reply, stream, textChunks } from "./support/fake-upstream.js";
-import { startGateway } from "./support/gateway.js";
+import { completion, reply, stream, textChunks } from "./support/fake-upstream.js";
+import { useSdkGateway } from "./support/gateway.js";
 
 // What REST offers, RPC offers: every OpenAI field reaches the upstream, OpenAI's JSON forms, the Responses API.
 describe("ChatService parity with /v1", () => {
-  let upstream: FakeUpstream;
-  let app: TestApp;
+  const gateway = useSdkGateway();
   let headers: Record<string, string>;
-
-  beforeAll(async () => {
-    upstream = await FakeUpstream.start();
-    app = await startGateway([upstream]);
-    headers = { authorization: `Bearer ${(await createAccountWithKey(app, ["chat"])).apiKey}` };
+  beforeAll(() => {
+    headers = { authorization: `Bearer ${gateway.apiKey}` };
   });
-  afterAll(async () => {
-    await app.close();
-    await upstream.close();
-  });
-  beforeEach(() => upstream.reset());
 
   it.each(PROTOCOLS)("passes fields with no typed home to the upstream, over %s", async (name) => {
-    upstream.next(reply(completion("ok")));
-    const client = createClient(ChatService, rpcTransport(app.url, name));
+    gateway.upstream.next(reply(completion("ok")));
+    const client = createClient(ChatService, rpcTransport(gateway.app.url, name));
     const { completion: answer } = await client.createChatCompletion(
       {
         params: fromJson(ChatCompletionParamsSchema, {
@@ -38,7 +27,7 @@ describe("ChatService parity with /v1", () => {
       },
       { headers },
     );
-    expect(upstream.requests[0]!.body).toMatchObject({
+    expect(gateway.upstream.requests[0]!.body).toMatchObject({
       store: true,
       service_tier: "flex",
       modalities: ["text"],
@@ -51,8 +40,8 @@ describe("ChatService parity with /v1", () => {
   it("takes back, over Connect JSON, an answer's message as it was sent, fields with no typed home included", async () => {
     // An agent loop sends the assistant's message back as it got it; OpenAI's `annotations` has no field in
     // ChatMessage, and protobuf's JSON reading leaves such a key out rather than refuse the call.
-    upstream.next(reply(completion("ok")));
-    const response = await fetch(`${app.url}/zero.v1.ChatService/CreateChatCompletion`, {
+    gateway.upstream.next(reply(completion("ok")));
+    const response = await fetch(`${gateway.app.url}/zero.v1.ChatService/CreateChatCompletion`, {
       method: "POST",
       headers: { ...headers, "content-type": "application/json" },
       body: JSON.stringify({
@@ -67,12 +56,12 @@ describe("ChatService parity with /v1", () => {
       }),
     });
     expect(response.status).toBe(200);
-    expect(upstream.requests[0]!.body.messages).toHaveLength(3);
+    expect(gateway.upstream.requests[0]!.body.messages).toHaveLength(3);
   });
 
   it("serves the Responses API over gRPC: a response object, and the typed events of a stream", async () => {
-    upstream.next(reply(completion("Hi there")), stream(textChunks(["Hi", " there"])));
-    const client = createClient(ChatService, rpcTransport(app.url, "grpc"));
+    gateway.upstream.next(reply(completion("Hi there")), stream(textChunks(["Hi", " there"])));
+    const client = createClient(ChatService, rpcTransport(gateway.app.url, "grpc"));
     const { response } = await client.createResponse({ params: { model: "project-zero", input: "hello", instructions: "Be brief." } }, { headers });
     expect(response).toMatchObject({
       object: "response",
@@ -80,7 +69,7 @@ describe("ChatService parity with /v1", () => {
       model: "project-zero",
       output: [{ type: "message", content: [{ type: "output_text", text: "Hi there" }] }],
     });
-    expect(upstream.requests[0]!.body.messages).toEqual([
+    expect(gateway.upstream.requests[0]!.body.messages).toEqual([
       { role: "system", content: "Be brief." },
       { role: "user", content: "hello" },
     ]);

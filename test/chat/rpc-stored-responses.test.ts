@@ -1,32 +1,21 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { ErrorDetailSchema } from "../../gen/zero/v1/error_pb.js";
-import { createAccountWithKey } from "../support/accounts.js";
-import type { TestApp } from "../support/app.js";
 import { PROTOCOLS, rpcTransport } from "../support/transports.js";
-import { completion, FakeUpstream, reply } from "./support/fake-upstream.js";
-import { startGateway } from "./support/gateway.js";
+import { completion, reply } from "./support/fake-upstream.js";
+import { useSdkGateway } from "./support/gateway.js";
 
 // A stored response is read, listed, cancelled and deleted over RPC as over `/v1/responses/{id}`: same answers, same refusals.
 describe("stored responses over RPC", () => {
-  let upstream: FakeUpstream;
-  let app: TestApp;
+  const gateway = useSdkGateway();
   let headers: Record<string, string>;
-
-  beforeAll(async () => {
-    upstream = await FakeUpstream.start();
-    app = await startGateway([upstream]);
-    headers = { authorization: `Bearer ${(await createAccountWithKey(app, ["chat"])).apiKey}` };
+  beforeAll(() => {
+    headers = { authorization: `Bearer ${gateway.apiKey}` };
   });
-  afterAll(async () => {
-    await app.close();
-    await upstream.close();
-  });
-  beforeEach(() => upstream.reset());
 
   async function rest(method: string, path: string): Promise<{ status: number; body: Record<string, unknown> }> {
-    const response = await fetch(`${app.url}${path}`, { method, headers });
+    const response = await fetch(`${gateway.app.url}${path}`, { method, headers });
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   }
 
@@ -40,8 +29,8 @@ describe("stored responses over RPC", () => {
   }
 
   it.each(PROTOCOLS)("reads, lists, cancels and deletes a stored response as REST does, over %s", async (name) => {
-    upstream.next(reply(completion("Hi there")));
-    const client = createClient(ChatService, rpcTransport(app.url, name));
+    gateway.upstream.next(reply(completion("Hi there")));
+    const client = createClient(ChatService, rpcTransport(gateway.app.url, name));
     const input = [
       { role: "user", content: "one" },
       { role: "assistant", content: "two" },
@@ -85,8 +74,8 @@ describe("stored responses over RPC", () => {
   });
 
   it("refuses a list query REST refuses, naming the same parameter", async () => {
-    upstream.next(reply(completion("ok")));
-    const client = createClient(ChatService, rpcTransport(app.url, "connect"));
+    gateway.upstream.next(reply(completion("ok")));
+    const client = createClient(ChatService, rpcTransport(gateway.app.url, "connect"));
     const { response: created } = await client.createResponse({ params: { model: "project-zero", input: "hi" } }, { headers });
     const id = String(created!.id);
     for (const [query, asked] of [
@@ -108,12 +97,12 @@ describe("stored responses over RPC", () => {
   });
 
   it("answers the JSON form as REST does, a deletion included", async () => {
-    upstream.next(reply(completion("ok")));
-    const client = createClient(ChatService, rpcTransport(app.url, "connect"));
+    gateway.upstream.next(reply(completion("ok")));
+    const client = createClient(ChatService, rpcTransport(gateway.app.url, "connect"));
     const { response: created } = await client.createResponse({ params: { model: "project-zero", input: "hi" } }, { headers });
     const id = String(created!.id);
     const post = (method: string, body: unknown) =>
-      fetch(`${app.url}/zero.v1.ChatService/${method}`, {
+      fetch(`${gateway.app.url}/zero.v1.ChatService/${method}`, {
         method: "POST",
         headers: { ...headers, "content-type": "application/json" },
         body: JSON.stringify(body),

@@ -180,7 +180,7 @@ export function toChatRequest(request: ResponsesRequest, history: readonly ChatM
   if (Array.isArray(request.tools) && request.tools.length > 0) {
     chat.tools = request.tools.map(chatTool);
     // Chat completions refuses these two without tools; the Responses API takes them (and echoes them) either way.
-    if (request.tool_choice !== undefined && request.tool_choice !== null) chat.tool_choice = chatToolChoice(request.tool_choice);
+    if (given(request.tool_choice)) chat.tool_choice = chatToolChoice(request.tool_choice);
     copy(request, chat, "parallel_tool_calls");
   }
   const format = isObject(request.text) ? request.text.format : undefined;
@@ -299,11 +299,9 @@ function chatPart(part: unknown, param: string): Record<string, unknown> {
 }
 
 function chatTool(tool: unknown): Record<string, unknown> {
-  const { name, description, parameters, strict } = tool as Record<string, unknown>;
-  const fn: Record<string, unknown> = { name };
-  if (description !== undefined && description !== null) fn.description = description;
-  if (parameters !== undefined && parameters !== null) fn.parameters = parameters;
-  if (strict !== undefined && strict !== null) fn.strict = strict;
+  const fields = tool as Record<string, unknown>;
+  const fn: Record<string, unknown> = { name: fields.name };
+  for (const name of ["description", "parameters", "strict"]) copy(fields, fn, name);
   return { type: "function", function: fn };
 }
 

@@ -1,4 +1,4 @@
-import { withoutNameControls } from "../../strings.js";
+import { hasVisibleCharacter, withoutNameControls } from "../../strings.js";
 import { websiteBriefSchema } from "../content.js";
 import { shortenAtWords } from "../json-schema.js";
 
@@ -50,8 +50,6 @@ const CALENDAR_WORD =
   /^(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?$/i;
 /** The longest name a brief may have: a name up to it is kept whole, a longer one shortened at a word. */
 const NAME_MAX = websiteBriefSchema.properties.name.maxLength;
-/** What a person can see in a name: a letter, a digit or a symbol (an emoji is one). */
-const VISIBLE = /[\p{L}\p{N}\p{S}]/u;
 /** The words that give the name after them: "called", "named", "titled", "branded as". */
 const CALLED = /\b(?:called|named|titled|brand(?:ed)? as)\s+/giu;
 /** The name after CALLED when it is not in quotes: up to the next clause. */
@@ -171,7 +169,7 @@ export function readGoal(goal: string, language = "en"): GoalFacts {
  */
 export function visibleName(text: string): string | undefined {
   const name = readableText(text);
-  return VISIBLE.test(name) ? name : undefined;
+  return hasVisibleCharacter(name) ? name : undefined;
 }
 
 /**
@@ -318,7 +316,7 @@ function isSentence(text: string): boolean {
   }
   const ending = text.replace(/(?<!["'\u2019\u201D)\]])["'\u2019\u201D)\]]+$/u, "");
   if (!/[.!?\u061F]$/u.test(ending) || ABBREVIATION.test(ending)) return false;
-  const words = text.split(" ").filter((word) => VISIBLE.test(word));
+  const words = text.split(" ").filter(hasVisibleCharacter);
   const untitled = words.slice(1).some((word) => /^\p{Ll}/u.test(word) && !JOINING_WORD.test(word)) || !/\p{Lu}/u.test(text);
   return words.length >= 3 && untitled;
 }
@@ -372,7 +370,7 @@ function readSubject(text: string, quotes: readonly Quotation[]): string | undef
               return (introduced !== undefined && quote.name !== undefined) || (atEdge && namesOrSays) ? "" : `${introduced ?? ""}${quote.text}`;
             })
             .trim();
-    const readable = subject.length >= 3 && subject.split(" ").length <= 6 && VISIBLE.test(subject) && !SITE_WORDS.test(subject);
+    const readable = subject.length >= 3 && subject.split(" ").length <= 6 && hasVisibleCharacter(subject) && !SITE_WORDS.test(subject);
     if (readable) return subject;
   }
   return undefined;

@@ -1,5 +1,4 @@
-import { trimEndOf, withoutNameControls } from "../../strings.js";
-import { visibleName } from "./goal-facts.js";
+import { hasVisibleCharacter, trimEndOf, withoutNameControls } from "../../strings.js";
 
 /**
  * Models asked for plain text still slip into Markdown now and then
@@ -33,5 +32,5 @@ function tidy(text: string): string {
     .map((line) => trimEndOf(line, " \t"))
     .join("\n")
     .trim();
-  return visibleName(tidied) === undefined ? "" : tidied;
+  return hasVisibleCharacter(tidied) ? tidied : "";
 }
