@@ -17,8 +17,11 @@ export class LivePlanView {
   #last: Plan | undefined;
   /** The columns each line of the frame on screen took when drawn, to count the rows to move back over when repainting. */
   #drawn: number[] = [];
+  /** The window's width when the frame on screen was drawn. */
+  #drawnColumns = 0;
   #frame = 0;
   #spinner: ReturnType<typeof setInterval> | undefined;
+  #stopListening: (() => void) | undefined;
 
   constructor(terminal: Terminal, style: PlanStyle) {
     this.#terminal = terminal;
@@ -28,6 +31,7 @@ export class LivePlanView {
   update(plan: Plan): void {
     if (this.#terminal.ansi) {
       this.#last = plan;
+      this.#stopListening ??= this.#terminal.onResize?.(() => this.#repaint());
       this.#repaint();
       this.#spin(plan.stages.some((s) => s.state === "running"));
       return;
@@ -43,6 +47,8 @@ export class LivePlanView {
    */
   settle(): void {
     this.#spin(false);
+    this.#stopListening?.();
+    this.#stopListening = undefined;
     if (this.#terminal.ansi && this.#last) this.#repaint({ whole: true });
     this.#drawn = [];
   }
@@ -53,14 +59,18 @@ export class LivePlanView {
     const style = { ...this.#style, frame: this.#frame };
     // The cursor rests on the row below the frame, so the frame may take every row but that one.
     const lines = whole ? planLines(this.#last, style) : fittedFrame(this.#last, style, rows - 1);
-    // Up to the frame's first row, then each line cleared and drawn again, then whatever is left below cleared. A
-    // window made narrower since has wrapped the old lines onto more rows; rows scrolled above the top are out of
-    // reach and stay as they are. Clearing the screen from its top row instead would make tmux keep a copy of it
-    // in the scrollback at each repaint.
+    // Up to the frame's first row, then each line cleared and drawn again, then whatever is left below cleared.
+    // Clearing the screen from its top row instead would make tmux keep a copy of it in the scrollback at each
+    // repaint. But once the window's width has changed, the rows the old frame takes are unknown: some terminals
+    // rewrap its lines and others cut them, and a repaint that ran between the resize and the process learning of
+    // it climbed by the old width's count and left part of the old frame above the new. So then the whole screen
+    // is cleared, once, and the frame drawn from its top.
+    const resized = this.#drawn.length > 0 && columns !== this.#drawnColumns;
     const climb = Math.min(rowsTaken(this.#drawn, columns), rows - 1);
-    const back = climb > 0 ? `\x1b[${climb}F` : "";
+    const back = resized ? "\x1b[H\x1b[2J" : climb > 0 ? `\x1b[${climb}F` : "";
     this.#terminal.write(`${back}${lines.map((text) => `\x1b[2K${text}\n`).join("")}\x1b[0J`);
     this.#drawn = lines.map(lineWidth);
+    this.#drawnColumns = columns;
   }
 
   #spin(on: boolean): void {

@@ -11,6 +11,8 @@ export interface Terminal {
   columns: number;
   /** Visible height: a repaint cannot climb above the top row, so a frame drawn in place must fit below it. Unbounded where nothing repaints. */
   rows: number;
+  /** Calls `listener` when the window's size changes (a terminal only); returns how to stop. */
+  onResize?(listener: () => void): () => void;
 }
 
 export interface WritableOutput {
@@ -18,6 +20,8 @@ export interface WritableOutput {
   isTTY?: boolean;
   columns?: number;
   rows?: number;
+  on?(event: "resize", listener: () => void): unknown;
+  off?(event: "resize", listener: () => void): unknown;
 }
 
 /** Decides, once, how to draw on `stream` (https://no-color.org, `TERM=dumb`). */
@@ -36,6 +40,10 @@ export function terminalFor(stream: WritableOutput, env: Record<string, string |
     get rows() {
       if (!ansi) return Number.POSITIVE_INFINITY;
       return stream.rows || 24;
+    },
+    onResize: (listener) => {
+      stream.on?.("resize", listener);
+      return () => stream.off?.("resize", listener);
     },
   };
 }

@@ -36,7 +36,8 @@ function plan(done: number, state = "running", extra: PlanExtras = {}): Plan {
 const plain: PlanStyle = { ansi: false, color: false, columns: 100, baseUrl: "http://127.0.0.1:8080" };
 const tty: PlanStyle = { ansi: true, color: true, columns: 100, baseUrl: "http://127.0.0.1:8080" };
 
-function fakeTerminal(ansi: boolean): Terminal & { output: string } {
+function fakeTerminal(ansi: boolean): Terminal & { output: string; resize(columns: number): void } {
+  const listeners = new Set<() => void>();
   const terminal = {
     output: "",
     ansi,
@@ -45,6 +46,14 @@ function fakeTerminal(ansi: boolean): Terminal & { output: string } {
     rows: 30,
     write: (text: string) => {
       terminal.output += text;
+    },
+    onResize: (listener: () => void) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    resize: (columns: number) => {
+      terminal.columns = columns;
+      for (const listener of listeners) listener();
     },
   };
   return terminal;
@@ -164,5 +173,28 @@ describe("following a plan", () => {
     expect(next).not.toMatch(/^\x1b\[\d+F/);
     expect(next).toMatch(/^\x1b\[2K\x1b\[2mplan /);
     view.settle();
+  });
+
+  it("after the window's width changes, draws the frame again from the screen's top, whatever a repaint at the old width left above", () => {
+    const terminal = fakeTerminal(true);
+    const view = new LivePlanView(terminal, tty);
+    view.update(plan(1));
+    // A repaint between the terminal's resize and the process learning of it counts the old frame's rows at the
+    // old width: on a terminal that rewrapped them, part of the old frame is left above the new one.
+    view.update(plan(2));
+    const before = terminal.output.length;
+    terminal.resize(50);
+    const healed = terminal.output.slice(before);
+    expect(healed.startsWith("\x1b[H\x1b[2J\x1b[2K")).toBe(true);
+    expect(healed.match(/plan /g)).toHaveLength(1);
+    // Then repaints climb as before, over the rows the frame takes at the new width.
+    const after = terminal.output.length;
+    view.update(plan(2));
+    expect(terminal.output.slice(after)).toMatch(/^\x1b\[\d+F\x1b\[2K/);
+    view.settle();
+    // A settled view leaves the screen alone when the window changes.
+    const settled = terminal.output.length;
+    terminal.resize(80);
+    expect(terminal.output.length).toBe(settled);
   });
 });
