@@ -260,7 +260,6 @@ async function readJson(answer: UpstreamAnswer, signal: AbortSignal | undefined)
     text = await answer.body.text();
   } catch (error) {
     if (signal?.aborted) throw error;
-    if (error instanceof AnswerTooLargeError) throw unusable(answer, "the model's answer is larger than the service accepts");
     const failed = failure(error, answer);
     answer.broke(failed);
     throw failed;
@@ -343,6 +342,7 @@ function isCompletion(value: unknown): value is ChatCompletionJson {
 
 /** A failure after the upstream accepted: a timeout is ours to name; anything else is the upstream's. */
 function failure(error: unknown, answer: UpstreamAnswer): ServiceError {
+  if (error instanceof AnswerTooLargeError) return new ServiceError("upstream_error", "the model's answer is larger than the service accepts");
   if (error instanceof AnswerDeadlineError)
     return new ServiceError("upstream_timeout", "the model did not finish its answer in time; the answer is incomplete");
   if (isTimeout(error)) return new ServiceError("upstream_timeout", "the model stopped answering; the answer is incomplete");

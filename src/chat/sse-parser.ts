@@ -1,4 +1,5 @@
 import { StringDecoder } from "node:string_decoder";
+import { AnswerTooLargeError, MAX_WHOLE_BODY_BYTES } from "./upstream-body.js";
 
 /** One server-sent event as an upstream sent it. */
 export interface SseEvent {
@@ -17,33 +18,51 @@ export interface SseEvent {
  * pays one (relaying a stream took 165 µs of CPU with a step per event, 140 µs
  * with a step per read). Comments (`: keep-alive`) and `id:`/`retry:` fields
  * are dropped; they are transport details of the upstream, not content.
+ *
+ * An event is held until its blank line, so what one event may hold is
+ * bounded as a whole answer read at once is (AnswerTooLargeError): an
+ * upstream whose line never ends cannot grow the instance's memory.
  */
 export class SseParser {
   readonly #decoder = new StringDecoder("utf8");
   #pending = "";
   #data: string[] = [];
+  /** The characters of the event being gathered: its data lines so far and the line not yet ended. */
+  #held = 0;
   #event: string | undefined;
+  readonly #maxEventChars: number;
 
-  /** The events that `piece` completes, in order; often none. */
+  constructor(maxEventChars = MAX_WHOLE_BODY_BYTES) {
+    this.#maxEventChars = maxEventChars;
+  }
+
+  /** The events that `piece` completes, in order; often none. Throws AnswerTooLargeError for an event past the cap. */
   feed(piece: Buffer | string): SseEvent[] {
-    const pending = this.#pending + (typeof piece === "string" ? piece : this.#decoder.write(piece));
+    const text = typeof piece === "string" ? piece : this.#decoder.write(piece);
+    const pending = this.#pending + text;
     const events: SseEvent[] = [];
     let start = 0;
+    // Only the new text can hold a line's end: a line that arrives in many pieces is not searched again each time.
+    let from = this.#pending.length;
     for (;;) {
-      const newline = pending.indexOf("\n", start);
+      const newline = pending.indexOf("\n", from);
       if (newline === -1) break;
+      from = newline + 1;
       let line = pending.slice(start, newline);
       start = newline + 1;
       if (line.endsWith("\r")) line = line.slice(0, -1);
       if (line === "") {
         this.#dispatch(events);
       } else if (line.startsWith("data:")) {
-        this.#data.push(dataOf(line));
+        const data = dataOf(line);
+        this.#held += data.length;
+        this.#data.push(data);
       } else if (line.startsWith("event:")) {
         this.#event = line.slice(6).trim();
       }
     }
     this.#pending = pending.slice(start);
+    if (this.#held + this.#pending.length > this.#maxEventChars) throw new AnswerTooLargeError();
     return events;
   }
 
@@ -61,6 +80,7 @@ export class SseParser {
   #dispatch(events: SseEvent[]): void {
     if (this.#data.length > 0) events.push({ event: this.#event, data: this.#data.join("\n") });
     this.#data = [];
+    this.#held = 0;
     this.#event = undefined;
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { SseParser, type SseEvent } from "../../src/chat/sse-parser.js";
+import { AnswerTooLargeError } from "../../src/chat/upstream-body.js";
 
 /** The events each read of `pieces` completed (reads that completed none left out), then those the end gave. */
 function batches(pieces: (string | Buffer)[]): SseEvent[][] {
@@ -44,5 +45,19 @@ describe("SseParser", () => {
       { event: "error", data: '{"x":\n1}' },
       { event: undefined, data: "[DONE]" },
     ]);
+  });
+
+  it("refuses an event past its cap, whether one line that never ends or many data lines without their blank line", () => {
+    const endless = new SseParser(100);
+    expect(endless.feed(`data: ${"x".repeat(60)}`)).toEqual([]);
+    expect(() => endless.feed("x".repeat(60))).toThrow(AnswerTooLargeError);
+
+    const unended = new SseParser(100);
+    for (let i = 0; i < 4; i++) unended.feed(`data: ${"y".repeat(20)}\n`);
+    expect(() => unended.feed(`data: ${"y".repeat(30)}\n`)).toThrow(AnswerTooLargeError);
+
+    // Up to the cap an event is whole, and the next starts from nothing.
+    const bounded = new SseParser(100);
+    for (let i = 0; i < 5; i++) expect(bounded.feed(`data: ${"z".repeat(50)}\n\n`)).toEqual([{ event: undefined, data: "z".repeat(50) }]);
   });
 });

@@ -110,6 +110,27 @@ describe("an answer that is not streamed is bounded in time and size", () => {
   }, 15_000);
 });
 
+describe("a streamed answer is bounded in size too", () => {
+  it("fails an event that grows past the size cap (a line that never ends) at the cap, not when the upstream stops", async () => {
+    // A first chunk, then one `data:` line of 48 MiB with no end, then silence with the connection open.
+    primary.next(async ({ res }) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(`data: ${JSON.stringify(textChunks(["one"])[0])}\n\ndata: {"choices":[{"index":0,"delta":{"content":"`);
+      const mebibyte = Buffer.alloc(1024 * 1024, "x");
+      for (let i = 0; i < 48 && !res.destroyed; i++) {
+        if (!res.write(mebibyte)) await new Promise((resolve) => res.once("drain", resolve));
+      }
+      while (!res.destroyed) await sleep(50);
+    });
+    const response = await postChat(app, apiKey, { ...request, stream: true });
+    expect(response.status).toBe(200);
+    const events = await readSse(response);
+    expect(JSON.parse(events.at(-2)!).error).toMatchObject({ type: "upstream_error", message: "the model's answer is larger than the service accepts" });
+    expect(events.at(-1)).toBe("[DONE]");
+    await primary.requests[0]!.aborted;
+  }, 15_000);
+});
+
 describe("every upstream refusing the service's own key or model name", () => {
   const configuration = "the model provider refused the service's key or model name; check the API keys and model names in ZERO_UPSTREAMS";
 
