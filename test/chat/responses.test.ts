@@ -262,4 +262,23 @@ describe("POST /v1/responses", () => {
     expect(second.response.headers.get("idempotent-replayed")).toBe("true");
     expect(upstream.requests).toHaveLength(1);
   });
+
+  it("answers a method a stored response's routes do not take with 405 and what they take, and a path with no id with 404", async () => {
+    const call = (method: string, path: string) => fetch(`${app.url}${path}`, { method, headers: { authorization: `Bearer ${account.apiKey}` } });
+    for (const [method, path, allow, message] of [
+      ["PUT", "/v1/responses/resp_x", "GET, DELETE", "use GET or DELETE on /v1/responses/{id}"],
+      ["GET", "/v1/responses/resp_x/cancel", "POST", "use POST on /v1/responses/{id}/cancel"],
+      ["POST", "/v1/responses/resp_x/input_items", "GET", "use GET on /v1/responses/{id}/input_items"],
+    ] as const) {
+      const refused = await call(method, path);
+      expect(refused.status, `${method} ${path}`).toBe(405);
+      expect(refused.headers.get("allow")).toBe(allow);
+      expect(await refused.json()).toMatchObject({ error: { message } });
+    }
+    for (const path of ["/v1/responses//cancel", "/v1/responses/a/b", "/v1/responses//input_items"]) {
+      const missing = await call("GET", path);
+      expect(missing.status, path).toBe(404);
+      expect(await missing.json()).toMatchObject({ error: { type: "not_found" } });
+    }
+  });
 });

@@ -9,8 +9,6 @@ import type { ResponseEvent, ResponsesGateway } from "./responses-gateway.js";
 import { parseInputItemsQuery } from "./responses-input-items.js";
 
 const PREFIX = "/v1/responses/";
-const INPUT_ITEMS = "/input_items";
-const CANCEL = "/cancel";
 
 /**
  * `POST /v1/responses`, and `GET` / `DELETE /v1/responses/{id}`,
@@ -36,59 +34,59 @@ export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGate
   rest.addPrefix(PREFIX, async (exchange) => {
     const tail = exchange.url.pathname.slice(PREFIX.length);
     const method = exchange.req.method ?? "GET";
-    if (tail.endsWith(INPUT_ITEMS)) {
-      await listInputItems(exchange, deps, tail.slice(0, -INPUT_ITEMS.length), method);
-      return;
-    }
-    if (tail.endsWith(CANCEL)) {
-      await cancel(exchange, deps, tail.slice(0, -CANCEL.length), method);
-      return;
-    }
-    const id = decodedOrAsSent(tail);
+    const route = STORED_RESPONSE_ROUTES.find((candidate) => tail.endsWith(candidate.suffix))!;
+    const id = decodedOrAsSent(tail.slice(0, tail.length - route.suffix.length));
     if (id === "" || id.includes("/")) throw new ServiceError("not_found", `no route for ${method} ${exchange.url.pathname}`);
-    if (method !== "GET" && method !== "HEAD" && method !== "DELETE") {
-      exchange.res.setHeader("Allow", "GET, DELETE");
-      throw new ServiceError("method_not_allowed", `use GET or DELETE on ${PREFIX}{id}`);
+    if (!route.methods.includes(method)) {
+      exchange.res.setHeader("Allow", route.allow);
+      throw new ServiceError("method_not_allowed", `use ${route.allow.replace(", ", " or ")} on ${PREFIX}{id}${route.suffix}`);
     }
     const { accountId } = await authenticateBearer(exchange, deps.authenticator);
-    if (method === "DELETE") {
-      sendJson(exchange.res, 200, await gateway.delete(accountId, id));
-      return;
-    }
-    if (exchange.url.searchParams.get("stream") === "true") await gateway.streamAgain(accountId, id);
-    sendAnswer(exchange.res, { json: await gateway.retrieve(accountId, id), replayed: false });
+    await route.answer(exchange, gateway, accountId, id);
   });
 }
 
-/** `POST /v1/responses/{id}/cancel`: answered by the gateway, which has no background response to cancel. */
-async function cancel(exchange: RestExchange, deps: { gateway: ResponsesGateway; authenticator: Authenticator }, rawId: string, method: string): Promise<void> {
-  const id = decodedOrAsSent(rawId);
-  if (id === "" || id.includes("/")) throw new ServiceError("not_found", `no route for ${method} ${exchange.url.pathname}`);
-  if (method !== "POST") {
-    exchange.res.setHeader("Allow", "POST");
-    throw new ServiceError("method_not_allowed", `use POST on ${PREFIX}{id}${CANCEL}`);
-  }
-  const { accountId } = await authenticateBearer(exchange, deps.authenticator);
-  await deps.gateway.cancel(accountId, id);
+/** A route on one stored response, `/v1/responses/{id}<suffix>`: the methods it takes (HEAD is GET's), and its answer. */
+interface StoredResponseRoute {
+  suffix: string;
+  methods: readonly string[];
+  allow: string;
+  answer(exchange: RestExchange, gateway: ResponsesGateway, accountId: string, id: string): Promise<void>;
 }
 
-/** `GET /v1/responses/{id}/input_items`: `limit` and `order` are checked before the response is read, `after`/`before` against its items. */
-async function listInputItems(
-  exchange: RestExchange,
-  deps: { gateway: ResponsesGateway; authenticator: Authenticator },
-  rawId: string,
-  method: string,
-): Promise<void> {
-  const id = decodedOrAsSent(rawId);
-  if (id === "" || id.includes("/")) throw new ServiceError("not_found", `no route for ${method} ${exchange.url.pathname}`);
-  if (method !== "GET" && method !== "HEAD") {
-    exchange.res.setHeader("Allow", "GET");
-    throw new ServiceError("method_not_allowed", `use GET on ${PREFIX}{id}${INPUT_ITEMS}`);
-  }
-  const { accountId } = await authenticateBearer(exchange, deps.authenticator);
-  const query = parseInputItemsQuery(exchange.url.searchParams);
-  sendAnswer(exchange.res, { json: await deps.gateway.inputItems(accountId, id, query), replayed: false });
-}
+/** In the order they are tried: a route with no suffix takes every path the others do not. */
+const STORED_RESPONSE_ROUTES: readonly StoredResponseRoute[] = [
+  {
+    // `limit` and `order` are checked before the response is read, `after`/`before` against its items.
+    suffix: "/input_items",
+    methods: ["GET", "HEAD"],
+    allow: "GET",
+    answer: async (exchange, gateway, accountId, id) => {
+      const query = parseInputItemsQuery(exchange.url.searchParams);
+      sendAnswer(exchange.res, { json: await gateway.inputItems(accountId, id, query), replayed: false });
+    },
+  },
+  {
+    // Answered by the gateway, which has no background response to cancel.
+    suffix: "/cancel",
+    methods: ["POST"],
+    allow: "POST",
+    answer: (_exchange, gateway, accountId, id) => gateway.cancel(accountId, id),
+  },
+  {
+    suffix: "",
+    methods: ["GET", "HEAD", "DELETE"],
+    allow: "GET, DELETE",
+    answer: async (exchange, gateway, accountId, id) => {
+      if (exchange.req.method === "DELETE") {
+        sendJson(exchange.res, 200, await gateway.delete(accountId, id));
+        return;
+      }
+      if (exchange.url.searchParams.get("stream") === "true") await gateway.streamAgain(accountId, id);
+      sendAnswer(exchange.res, { json: await gateway.retrieve(accountId, id), replayed: false });
+    },
+  },
+];
 
 /** The events as SSE, each `event: <type>` then its `data:`, a batch to a write; the head leaves with the first. */
 async function sendEvents(exchange: RestExchange, batches: AsyncIterable<ResponseEvent[]>, signal: AbortSignal): Promise<void> {
