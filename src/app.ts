@@ -155,9 +155,8 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
             shutdown.abort(SHUTTING_DOWN);
             handler?.shutDownRequests();
           });
-          for (const part of [...parts].reverse()) await part.stop?.();
-          await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, "could not flush traces"));
-          await store.close();
+          // The listener is closed; the rest stops as a failed start stops it.
+          await stopInReverse(started.slice(1), logger, "while shutting down");
           logger.info("stopped");
         })();
         return closing;
@@ -170,14 +169,19 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     handler = undefined;
     draining.abort();
     shutdown.abort(SHUTTING_DOWN);
-    for (const [what, stop] of started.reverse()) {
-      try {
-        await stop();
-      } catch (stopError) {
-        logger.warn({ err: stopError }, `could not stop ${what} after the start failed`);
-      }
-    }
+    await stopInReverse(started, logger, "after the start failed");
     throw error;
+  }
+}
+
+/** Stops what was started, last first; a failure to stop one thing is logged and does not keep the rest up. */
+async function stopInReverse(started: readonly [string, () => Promise<void> | void][], logger: Logger, when: string): Promise<void> {
+  for (const [what, stop] of [...started].reverse()) {
+    try {
+      await stop();
+    } catch (error) {
+      logger.warn({ err: error }, `could not stop ${what} ${when}`);
+    }
   }
 }
 
