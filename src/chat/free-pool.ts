@@ -8,7 +8,7 @@ const DAY_MS = 86_400_000;
 const NOTIFY_CHANNEL = "zero_free_pool";
 /** Payload of an instance's answer to a dry one: `in_flight:<day>:<instance>`. */
 const IN_FLIGHT_PREFIX = "in_flight:";
-/** How long a dry instance waits for others to give units back or say they hold some in flight. */
+/** How long a dry instance waits for others to give units back or say they hold some in flight (by default). */
 const ASK_WAIT_MS = 100;
 /** How long a dry pool is believed dry before the database is asked again. */
 const DRY_RECHECK_MS = 250;
@@ -27,6 +27,8 @@ export interface FreePoolOptions {
   maxBlock?: number;
   /** Units held this long without a request are given back. */
   idleReturnMs?: number;
+  /** How long a dry instance waits for the others' answers before it refuses. */
+  askWaitMs?: number;
   now?: () => number;
 }
 
@@ -50,6 +52,7 @@ export class FreePool {
   readonly #logger: Logger;
   readonly #maxBlock: number;
   readonly #idleReturnMs: number;
+  readonly #askWaitMs: number;
   readonly #now: () => number;
   readonly #listen: FreePoolOptions["listen"];
 
@@ -83,6 +86,7 @@ export class FreePool {
     this.#logger = options.logger;
     this.#maxBlock = options.maxBlock ?? 1024;
     this.#idleReturnMs = options.idleReturnMs ?? 5_000;
+    this.#askWaitMs = options.askWaitMs ?? ASK_WAIT_MS;
     this.#now = options.now ?? Date.now;
     this.#listen = options.listen;
     this.#remaining = options.capacity;
@@ -133,13 +137,13 @@ export class FreePool {
       if (granted > 0 || this.#available > 0) continue;
       if (asked || !this.#listen) {
         this.#dryAt = this.#now();
-        this.#othersInFlight = this.#now() - this.#othersInFlightAt < DRY_RECHECK_MS + ASK_WAIT_MS;
+        this.#othersInFlight = this.#now() - this.#othersInFlightAt < DRY_RECHECK_MS + this.#askWaitMs;
         throw this.#dry(now);
       }
       // Dry here; others may hold idle units, or units in flight. Ask once, give them a moment, look again.
       asked = true;
       await this.#notify(this.#day);
-      await new Promise((resolve) => setTimeout(resolve, ASK_WAIT_MS));
+      await new Promise((resolve) => setTimeout(resolve, this.#askWaitMs));
     }
   }
 

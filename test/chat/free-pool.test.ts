@@ -65,8 +65,9 @@ describe("the free pool", () => {
 
   it("two instances on one database never serve more than the capacity, and give back what they did not use", async () => {
     const now = Date.parse("2031-04-01T12:00:00Z");
+    // B waits long for A's give-back: the NOTIFY and A's UPDATE take their time on a loaded machine.
     const a = pool(40, { now: () => now });
-    const b = pool(40, { now: () => now });
+    const b = pool(40, { now: () => now, askWaitMs: 2000 });
     await a.start();
     await b.start();
     const takes: Promise<void>[] = [];
@@ -111,8 +112,9 @@ describe("the free pool", () => {
   it("an instance that runs dry asks the others for their spare units (NOTIFY), so the last of the capacity is usable", async () => {
     const now = Date.parse("2031-06-01T12:00:00Z");
     // A frozen clock: A never counts as idle, so only the request to give back can free its units.
+    // B waits long for A's give-back: the NOTIFY and A's UPDATE take their time on a loaded machine.
     const a = pool(40, { now: () => now });
-    const b = pool(40, { now: () => now });
+    const b = pool(40, { now: () => now, askWaitMs: 2000 });
     await a.start();
     await b.start();
     // A warms up to blocks larger than one and holds the spare units.
@@ -201,8 +203,10 @@ describe("the free pool", () => {
     const start = Date.parse("2031-08-02T12:00:00Z");
     const t0 = Date.now();
     const now = () => start + (Date.now() - t0);
+    // B waits long for A's answer (two NOTIFY hops), and believes it for that long and a dry pool's recheck after.
+    const askWaitMs = 1000;
     const a = pool(2, { now });
-    const b = pool(2, { now });
+    const b = pool(2, { now, askWaitMs });
     await a.start();
     await b.start();
     await a.take();
@@ -211,7 +215,7 @@ describe("the free pool", () => {
     expect(busy.detail.capacityState).toBe("in_flight");
     a.settle("spent");
     a.settle("spent");
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await new Promise((resolve) => setTimeout(resolve, askWaitMs + 300));
     const spent = (await b.take().catch((e: unknown) => e)) as ServiceError;
     expect(spent.detail.capacityState).toBe("exhausted");
     await a.stop();

@@ -27,10 +27,16 @@ afterAll(async () => {
 const body = { model: "project-zero", messages: [{ role: "user" as const, content: "Count to three" }] };
 const otherBody = { model: "project-zero", messages: [{ role: "user" as const, content: "Count to four" }] };
 
-function slowReply(ms: number): Behavior {
-  return async (exchange) => {
-    await sleep(ms);
-    await reply(completion("slow"))(exchange);
+/** An upstream answer that waits for the test to call `release`. */
+function heldReply(): { behavior: Behavior; release: () => void } {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  return {
+    behavior: async (exchange) => {
+      await released;
+      await reply(completion("slow"))(exchange);
+    },
+    release,
   };
 }
 
@@ -71,11 +77,13 @@ describe.sequential("Idempotency-Key, then the free pool running out", () => {
   });
 
   it("409 idempotency_key_in_progress while the first request is still running", async () => {
-    upstream.next(slowReply(400));
+    const held = heldReply();
+    upstream.next(held.behavior);
     const first = postChat(app, apiKey, body, { "idempotency-key": "key-2" });
     const seen = upstream.requests.length;
     while (upstream.requests.length === seen) await sleep(5);
     const second = await postChat(app, apiKey, body, { "idempotency-key": "key-2" });
+    held.release();
     expect(second.status).toBe(409);
     expect(((await second.json()) as { error: { type: string } }).error.type).toBe("idempotency_key_in_progress");
     expect((await first).status).toBe(200);

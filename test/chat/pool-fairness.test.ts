@@ -9,13 +9,23 @@ import { postChat, startGateway } from "./support/gateway.js";
 
 const hello = { model: "project-zero", messages: [{ role: "user", content: "hi" }] };
 
-/** An upstream that thinks a while and then fails: its request's unit comes back. */
-const slowFailure =
-  (ms: number): Behavior =>
-  async (exchange) => {
-    await sleep(ms);
-    await fail(500)(exchange);
+/** Upstream answers that fail (so their requests' units come back) once the test calls `release`. */
+function heldFailures(): { behavior: Behavior; release: () => void } {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  return {
+    behavior: async (exchange) => {
+      await released;
+      await fail(500)(exchange);
+    },
+    release,
   };
+}
+
+/** Waits until the upstream has been asked `count` times: those requests hold their units. */
+async function untilAsked(upstream: FakeUpstream, count: number): Promise<void> {
+  while (upstream.requests.length < count) await sleep(5);
+}
 
 describe("the pool refuses as spent only when no unit can come back", () => {
   let upstream: FakeUpstream;
@@ -32,15 +42,17 @@ describe("the pool refuses as spent only when no unit can come back", () => {
   });
 
   it("while the last units are held by requests that then fail, others are told to retry at once, and then served", async () => {
-    upstream.next(slowFailure(600), slowFailure(600));
+    const failures = heldFailures();
+    upstream.next(failures.behavior, failures.behavior);
     const inFlight = [postChat(app, apiKey, hello), postChat(app, apiKey, hello)];
-    await sleep(200);
+    await untilAsked(upstream, 2);
     const refused = await postChat(app, apiKey, hello);
     expect(refused.status).toBe(429);
     expect(refused.headers.get("x-should-retry")).toBe("true");
     expect(refused.headers.get("retry-after")).toBe("1");
     const body = (await refused.json()) as { error: Record<string, unknown> };
     expect(body.error).toMatchObject({ type: "zero_capacity_unavailable", capacity_state: "in_flight" });
+    failures.release();
     expect((await Promise.all(inFlight)).map((r) => r.status)).toEqual([502, 502]);
     // Both units came back: two more requests are served, and only then is the day spent.
     expect((await postChat(app, apiKey, hello)).status).toBe(200);
@@ -95,9 +107,10 @@ describe("ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT", () => {
 
   it("while the account's last requests are in flight, others are told to retry in a second, not at midnight; served once those fail", async () => {
     const account = await createAccountWithKey(app, ["chat"]);
-    upstream.next(...Array.from({ length: 5 }, () => slowFailure(600)));
+    const failures = heldFailures();
+    upstream.next(...Array.from({ length: 5 }, () => failures.behavior));
     const inFlight = Array.from({ length: 5 }, () => postChat(app, account.apiKey, hello));
-    await sleep(200);
+    await untilAsked(upstream, 5);
     const refused = await postChat(app, account.apiKey, hello);
     expect(refused.status).toBe(429);
     expect(refused.headers.get("x-should-retry")).toBe("true");
@@ -105,6 +118,7 @@ describe("ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT", () => {
     const body = (await refused.json()) as { error: { type: string; message: string } };
     expect(body.error.type).toBe("rate_limited");
     expect(body.error.message).toContain("still being answered");
+    failures.release();
     expect((await Promise.all(inFlight)).map((r) => r.status)).toEqual([502, 502, 502, 502, 502]);
     // None was served, so the whole day's five are still there.
     const served = await Promise.all(Array.from({ length: 5 }, () => postChat(app, account.apiKey, hello)));

@@ -167,7 +167,9 @@ describe("project-zero on a terminal", () => {
     await screenShows("]  33%  running");
     // The header filled the row; at half the width the terminal wraps it onto two rows.
     await tmux("resize-window", "-t", "cli", "-x", "55");
-    await sleep(1000);
+    // Until the CLI has heard of the resize and drawn at the new width: a header cut to fit 55 columns.
+    await screenShows(/^plan pln_.{1,45}…$/m);
+    await sleep(300);
     const rows = (await screen()).split("\n");
     expect(rows.filter((row) => row.includes("plan pln_"))).toHaveLength(1);
     const header = rows.findIndex((row) => row.includes("plan pln_"));

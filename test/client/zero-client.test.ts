@@ -9,6 +9,7 @@ import { isResting, type Plan } from "../../src/client/zero-client.js";
 import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { HeldWork } from "../support/stage-work.js";
+import { wellInsideWindow } from "../support/limit-windows.js";
 import { unusedPort } from "../support/ports.js";
 import { caught, http2Sessions, TRANSPORTS } from "./support.js";
 
@@ -192,6 +193,8 @@ describe("createZeroClient", () => {
   });
 
   it("reports the generation limit as rate_limited with Retry-After", async () => {
+    // The window is the clock's hour (the default): both creates must fall in one.
+    await wellInsideWindow(3600);
     const limited = await startTestApp({ stageWork: work.resolver, env: { ZERO_GENERATION_LIMIT: "1" } });
     try {
       const client = createNodeClient({ baseUrl: limited.url, apiKey: (await createAccountWithKey(limited, ["build"])).apiKey });

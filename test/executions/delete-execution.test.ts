@@ -151,7 +151,7 @@ describe("files written after a plan stopped showing them", () => {
 // then, or later if it is stuck in a write. (test/executions/delete-two-instances.test.ts: when the deleting
 // instance stops at once.)
 describe("the sweeps after a delete", () => {
-  async function until(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  async function until(check: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
     const deadline = Date.now() + ms;
     while (!(await check())) {
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -161,7 +161,8 @@ describe("the sweeps after a delete", () => {
 
   it("remove what a stage wrote after the delete, one lease later and again much later", async () => {
     const work = new HeldWork();
-    const lateApp = await startTestApp({ stageWork: work.resolver, env: { ZERO_STAGE_LEASE_MS: "1000" } });
+    // A lease long enough that the late write below comes before the first sweep, however loaded the machine.
+    const lateApp = await startTestApp({ stageWork: work.resolver, env: { ZERO_STAGE_LEASE_MS: "3000" } });
     const { apiKey } = await createAccountWithKey(lateApp, ["build", "read"]);
     const created = await postExecution<{ plan: RestPlan }>(lateApp.url, { apiKey }, { goal: "A website for a night market" });
     const planId = created.body.plan.id;

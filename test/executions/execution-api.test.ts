@@ -4,6 +4,7 @@ import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { restApi, rpcApi, type ApiAnswer, type ExecutionApi } from "../support/execution-api.js";
 import { waitForPlan, type Credential, type RestPlan } from "../support/executions.js";
+import { wellInsideWindow } from "../support/limit-windows.js";
 import { ScriptedWork } from "../support/stage-work.js";
 
 // The same scenarios run through every transport: REST, Connect and gRPC
@@ -122,6 +123,8 @@ describe.each(TRANSPORTS)("executions over $name", ({ make }) => {
 
   describe("the generation limit", () => {
     it("answers 429 with Retry-After and RateLimit-* once the window's limit is reached; resumes are not counted", async () => {
+      // The window is the clock's hour (the default): the creates below must fall in one.
+      await wellInsideWindow(3600);
       const limited = make(limitedApp.url);
       const [user, neighbour] = await Promise.all([createAccountWithKey(limitedApp, ["build", "read"]), createAccountWithKey(limitedApp, ["build", "read"])]);
       const first = await limited.create(key(user), { goal: "First site of the window" });
