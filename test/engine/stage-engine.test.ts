@@ -168,9 +168,12 @@ describe.each([
     const blocked = new Promise<void>((resolve) => (unblock = resolve));
     let markStarted!: () => void;
     const started = new Promise<void>((resolve) => (markStarted = resolve));
+    // A longer lease than the other tests': a heartbeat late on a busy machine must not decide what this test sees.
+    const leaseMs = 3 * LEASE_MS;
     const leaving = await startEngine({
       concurrency: 1,
-      stopGraceMs: 10 * LEASE_MS,
+      leaseMs,
+      stopGraceMs: 10 * leaseMs,
       resolveWork: () => async (input) => {
         markStarted();
         await blocked;
@@ -178,12 +181,12 @@ describe.each([
       },
     });
     // Another instance, which interrupts the stages of leases it finds expired.
-    await startEngine({ resolveWork: instantWork(), concurrency: 0 });
+    await startEngine({ resolveWork: instantWork(), concurrency: 0, leaseMs });
     const planId = await harness.addPlan();
     await started;
 
     const stopped = leaving.stop();
-    await new Promise((resolve) => setTimeout(resolve, 2.5 * LEASE_MS));
+    await new Promise((resolve) => setTimeout(resolve, 2.5 * leaseMs));
     expect((await harness.states(planId))[0]).toBe("leased");
     unblock();
     await stopped;

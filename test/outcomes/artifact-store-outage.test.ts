@@ -111,7 +111,8 @@ describe("an S3 artifact store that refuses the service or does not answer", () 
   });
 
   it("retries a stage whose store write the bucket refused, as other transient failures are, and it succeeds once the bucket answers", async () => {
-    s3.failing = { status: 503, code: "ServiceUnavailable" };
+    // The first try's first request and the signer's own three retries of it are refused; the stage's retry finds the bucket answering.
+    s3.failing = { status: 503, code: "ServiceUnavailable", times: 4 };
     const created = await postExecution<{ plan: RestPlan }>(app.url, cred, { goal: GOAL });
     const id = created.body.plan.id;
     let retrying: RestEvent | undefined;
@@ -121,7 +122,6 @@ describe("an S3 artifact store that refuses the service or does not answer", () 
     });
     expect(retrying).toMatchObject({ stage: "understand", detail: { error: { type: "unavailable" } } });
     expect(retrying!.detail!.error!.message).toMatch(/artifact store \(S3\)/);
-    s3.failing = undefined;
     const plan = await waitForPlan(app.url, cred, id, (p) => p.status !== "running", 60_000);
     expect(plan.status).toBe("awaiting_approval");
     expect(plan.stages.find((s) => s.id === "understand")).toMatchObject({ state: "succeeded", attempts: 2 });

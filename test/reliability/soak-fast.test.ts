@@ -81,11 +81,17 @@ describe.runIf(onRealPostgres)("two instances, one SIGKILLed mid-stage (the soak
     const heldBy = async (owner: string) =>
       (await db.query<{ plan_id: string; stage_id: string }>("select plan_id, stage_id from plan_stages where state = 'running' and lease_owner = $1", [owner]))
         .rows;
-    const deadline = Date.now() + 20_000;
-    while ((await heldBy(victim.instanceId)).length === 0 && Date.now() < deadline) await sleep(20);
-    const owner = victim.instanceId;
+    // What the victim holds is read while it is stopped (SIGSTOP), so neither it nor the survivor's reaper changes it before the kill.
+    let held: Awaited<ReturnType<typeof heldBy>> = [];
+    for (const deadline = Date.now() + 20_000; held.length === 0 && Date.now() < deadline; ) {
+      process.kill(victim.pid!, "SIGSTOP");
+      held = await heldBy(victim.instanceId);
+      if (held.length === 0) {
+        process.kill(victim.pid!, "SIGCONT");
+        await sleep(20);
+      }
+    }
     await victim.kill();
-    const held = await heldBy(owner);
     expect(held.length, "instance A held no stage when it was killed").toBeGreaterThan(0);
     await victim.start();
 

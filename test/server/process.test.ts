@@ -232,15 +232,22 @@ describe("the server process, built as npm start builds it", () => {
       expect(asset.status).toBe(200);
       expect((await asset.text()).length).toBeGreaterThan(1000);
       // A long-lived server stream (gRPC health Watch over Connect) is open when the signal arrives.
-      const watch = fetch(`http://127.0.0.1:${port}/grpc.health.v1.Health/Watch`, {
+      const watch = await fetch(`http://127.0.0.1:${port}/grpc.health.v1.Health/Watch`, {
         method: "POST",
         headers: { "content-type": "application/connect+json" },
         body: Buffer.concat([Buffer.from([0, 0, 0, 0, 2]), Buffer.from("{}")]),
-      }).then((r) => r.text());
-      await new Promise((r) => setTimeout(r, 300));
+      });
+      const reader = watch.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let said = "";
+      // The stream is open, and has said so, before the signal.
+      for (let read = await reader.read(); !read.done; read = await reader.read()) {
+        said += read.value;
+        if (said.includes("SERVING")) break;
+      }
       run.child.kill("SIGTERM");
       expect(await run.exit).toBe(0);
-      await expect(watch).resolves.toContain("SERVING");
+      for (let read = await reader.read(); !read.done; read = await reader.read()) said += read.value;
+      expect(said).toContain("SERVING");
       expect(run.stdout()).toContain('"msg":"stopped"');
     } finally {
       run.child.kill("SIGKILL");

@@ -3,7 +3,7 @@ import tls from "node:tls";
 import { toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ChatCompletionChunkSchema, ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { Health, HealthCheckResponse_ServingStatus as Serving } from "../../gen/grpc/health/v1/health_pb.js";
 import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
@@ -165,8 +165,7 @@ describe("what clients see of a shutdown", () => {
     const connect = createClient(ExecutionService, createConnectTransport({ baseUrl: app.url, httpVersion: "1.1" }));
     const { plan } = await grpc.createExecution({ goal: "A website for a bakery in Lyon" }, { headers });
     const held = await work.next();
-    const watch = async (client: typeof grpc) => {
-      const seen: string[] = [];
+    const watch = async (client: typeof grpc, seen: string[]) => {
       try {
         for await (const { plan: now } of client.watchExecution({ id: plan!.id }, { headers })) seen.push(now!.status);
         return { seen, ended: "normally" };
@@ -174,8 +173,10 @@ describe("what clients see of a shutdown", () => {
         return { seen, ended: ConnectError.from(error).code };
       }
     };
-    const watches = [watch(grpc), watch(connect)];
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const seenOverGrpc: string[] = [];
+    const seenOverConnect: string[] = [];
+    const watches = [watch(grpc, seenOverGrpc), watch(connect, seenOverConnect)];
+    await vi.waitFor(() => expect([seenOverGrpc, seenOverConnect]).toEqual([["running"], ["running"]]), { timeout: 10_000 });
     const closed = app.close();
     for (const outcome of await Promise.all(watches)) expect(outcome).toEqual({ seen: ["running"], ended: Code.Unavailable });
     held.succeed();
@@ -198,7 +199,7 @@ describe("what clients see of a shutdown", () => {
       }
       return text;
     })();
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await vi.waitFor(() => expect(upstream.requests).toHaveLength(2), { timeout: 10_000 });
     const closed = app.close();
     const events = await rest;
     expect(events.at(-1)).toBe("[DONE]");
@@ -226,8 +227,8 @@ describe("what clients see of a shutdown", () => {
       body: JSON.stringify({ model: "project-zero", input: "Hi", stream: true }),
     }).then((r) => r.text());
     const client = createClient(ChatService, createGrpcTransport({ baseUrl: app.url }));
+    let chunks = 0;
     const rpc = (async () => {
-      let chunks = 0;
       try {
         for await (const _ of client.streamChatCompletion({ params }, { headers: { authorization: `Bearer ${apiKey}` } })) chunks++;
         return { chunks, code: "ended normally" };
@@ -235,7 +236,13 @@ describe("what clients see of a shutdown", () => {
         return { chunks, code: ConnectError.from(error).code };
       }
     })();
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    await vi.waitFor(
+      () => {
+        expect(upstream.requests).toHaveLength(3);
+        expect(chunks).toBeGreaterThan(0);
+      },
+      { timeout: 10_000 },
+    );
     await app.close();
 
     const events = await chat;

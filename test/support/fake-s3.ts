@@ -22,8 +22,11 @@ export class FakeS3 {
   rejected = 0;
   /** ListObjectsV2 page size; small in tests so continuation is exercised. */
   pageSize = 1000;
-  /** When set, every request is answered with this error, as a bucket refusing the service (403) or failing (5xx) does. */
-  failing: { status: number; code: string } | undefined;
+  /**
+   * When set, requests are answered with this error, as a bucket refusing the service (403) or failing (5xx) does:
+   * every request, or with `times` that many, after which the bucket answers again.
+   */
+  failing: { status: number; code: string; times?: number } | undefined;
   /** Requests held unanswered by `freeze`, now. */
   held = 0;
   /** Held requests whose client closed the connection before an answer: calls the caller stopped. */
@@ -80,7 +83,11 @@ export class FakeS3 {
     };
     const error = (status: number, code: string) => reply(status, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code></Error>`);
 
-    if (this.failing) return error(this.failing.status, this.failing.code);
+    if (this.failing) {
+      const { status, code, times } = this.failing;
+      if (times !== undefined) this.failing = times > 1 ? { status, code, times: times - 1 } : undefined;
+      return error(status, code);
+    }
     if (!(await this.#signatureHolds(req, body))) {
       this.rejected++;
       return error(403, "SignatureDoesNotMatch");
