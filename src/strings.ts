@@ -74,6 +74,12 @@ export function withoutNameControls(text: string): string {
 /** What a person can see in a name: a letter, a digit or a symbol (an emoji is one). */
 const VISIBLE = /[\p{L}\p{N}\p{S}]/u;
 
+/**
+ * The e-mail addresses in a text, letters of any script included (josé@…, info@müller.de: RFC 6531), each
+ * from its first character, never the tail of a longer word. Global: read it with `match` or `matchAll`.
+ */
+export const EMAIL_ADDRESSES = /(?<![\p{L}\p{M}\p{N}_.+-])[\p{L}\p{M}\p{N}_.+-]+@[\p{L}\p{M}\p{N}-]+(?:\.[\p{L}\p{M}\p{N}-]+)+/gu;
+
 /** True when `text` has something a person can see: not only spaces, marks or invisible characters (zero-width spaces). */
 export function hasVisibleCharacter(text: string): boolean {
   return VISIBLE.test(text);

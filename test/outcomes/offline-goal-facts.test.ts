@@ -137,3 +137,18 @@ describe("a goal with no contact details", () => {
     }
   });
 });
+
+describe("an e-mail address with letters beyond ASCII", () => {
+  it.each([
+    ["A website for a dental clinic in Madrid, email josé.garcía@clinica.es or call +34 912 345 678", "josé.garcía@clinica.es"],
+    ["A website for a butcher in Munich, write to jürgen@schmidt.de", "jürgen@schmidt.de"],
+    ["A website for a bakery in Berlin, email info@müller.de", "info@müller.de"],
+  ])("%s: the site gives the address whole, never a part of it", async (goal, address) => {
+    expect(readGoal(goal).email).toBe(address);
+    const site = await builtSite(goal);
+    expect(site.text).toContain(address);
+    const mailto = site.pages.flatMap(([, page]) => [...page.matchAll(/href="mailto:([^"]+)"/g)].map((m) => m[1]));
+    expect(mailto.length).toBeGreaterThan(0);
+    for (const href of mailto) expect(decodeURIComponent(href!)).toBe(address);
+  });
+});

@@ -4,7 +4,7 @@ import { shorten } from "../json-schema.js";
 import { stylesheet, THEMES, type Theme } from "./themes.js";
 import { cutSlug, hyphenated } from "../projects.js";
 import { ART_MOTIFS, generatedArt, givenAlt, isEnglish, withName } from "./hero-art.js";
-import { endSentence, trimOf } from "../../strings.js";
+import { EMAIL_ADDRESSES, endSentence, trimOf } from "../../strings.js";
 
 /** A built site: file name → contents. Flat, with relative links, so it works under any base path. */
 export type SiteFiles = Map<string, string>;
@@ -385,7 +385,7 @@ ${link}
 function linkContacts(text: string): Html {
   const parts: Html[] = [];
   let last = 0;
-  for (const match of text.matchAll(/(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+/g)) {
+  for (const match of text.matchAll(EMAIL_ADDRESSES)) {
     parts.push(html`${text.slice(last, match.index)}`, html`<a href="mailto:${match[0]}">${match[0]}</a>`);
     last = match.index + match[0].length;
   }

@@ -1,4 +1,4 @@
-import { hasVisibleCharacter, withoutNameControls } from "../../strings.js";
+import { EMAIL_ADDRESSES, hasVisibleCharacter, withoutNameControls } from "../../strings.js";
 import { websiteBriefSchema } from "../content.js";
 import { shortenAtWords } from "../json-schema.js";
 
@@ -95,7 +95,7 @@ const JOINING_WORD = /^(?:and|or|of|the|a|an|in|on|for|to|with|de|du|la)$/i;
  */
 export function readGoal(goal: string, language = "en"): GoalFacts {
   const text = readableText(goal);
-  const email = /(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+/.exec(text)?.[0];
+  const email = text.match(EMAIL_ADDRESSES)?.[0];
   const phone = readPhone(text);
   const withoutContacts = text
     .replace(email ?? "\u0000", "")
