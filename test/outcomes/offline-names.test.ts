@@ -202,6 +202,14 @@ describe("quotes inside quotes", () => {
     expect(readGoal(`A website for 'The Place Called "Home"', a guesthouse`).name).toBe('The Place Called "Home"');
   });
 
+  it("reads a name in quotation marks of one script whole, with straight quotes inside it, as French and German write them", () => {
+    expect(readGoal(`A website for «Chez "Paul" Bistro» in Lyon`).name).toBe('Chez "Paul" Bistro');
+    expect(readGoal(`Eine Webseite für \u201EBäckerei "Zum Goldenen Löwen" GmbH\u201C in Köln`, "de").name).toBe('Bäckerei "Zum Goldenen Löwen" GmbH');
+    expect(readGoal(`Un site pour \u00ABLe Bistro \u2039Chez Paul\u203A\u00BB à Lyon`, "fr").name).toBe("Le Bistro \u2039Chez Paul\u203A");
+    expect(readGoal(`A website for "my «Best» shop" in Leeds`).name).toBe("my «Best» shop");
+    expect(readGoal(`A website for \u201CThe \u300CBest\u300D Shop\u201D in Leeds`).name).toBe("The \u300CBest\u300D Shop");
+  });
+
   it("no goal of quotes of every kind, inside one another or left open, and words gives a fact or a site with NUL in it", () => {
     const marks: [open: string, close: string][] = [
       ['"', '"'],

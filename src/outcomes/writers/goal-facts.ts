@@ -56,13 +56,30 @@ const CALLED = /\b(?:called|named|titled|brand(?:ed)? as)\s+/giu;
 const CALLED_UNQUOTED =
   // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
   /^[\u201C"'\u2018]?([^\u201C\u201D"'\u2019.,;:!?]+?)[\u201D"'\u2019]?(?=\s+(?:that|which|who|for|with|in|at|to|and|,)\b|[.,;:!?]|$)/u;
+/** Double quotation marks of every script, each opening mark with the marks that close it. */
+const DOUBLE_QUOTES: readonly [open: string, close: string][] = [
+  ['"', '"'],
+  ["\u201C", "\u201D"],
+  ["\u201E", "\u201C\u201D"],
+  ["\u00AB", "\u00BB"],
+  ["\u2039", "\u203A"],
+  ["\u300C", "\u300D"],
+  ["\u300E", "\u300F"],
+];
 /**
  * Text in quotation marks: double ones of any script ("…", \u201C…\u201D, \u201E…\u201C, \u00AB…\u00BB, \u2039…\u203A,
  * \u300C…\u300D, \u300E…\u300F), or single ones ('…', \u2018…\u2019) outside a word, so the apostrophes of "Robert's"
- * and "the Smiths'" open and close nothing. Whichever opens first holds the quotes of the other kind inside it.
+ * and "the Smiths'" open and close nothing. Whichever opens first holds, up to its own closing mark, the quotes of
+ * any other kind inside it («Chez "Paul"», „Bäckerei "Zum Löwen" GmbH“). A group per double kind, then the single's.
  */
-const QUOTED =
-  /["\u201C\u201E\u00AB\u2039\u300C\u300E]([^"\u201C\u201D\u201E\u00AB\u00BB\u2039\u203A\u300C\u300D\u300E\u300F]+)["\u201C\u201D\u00BB\u203A\u300D\u300F]|(?<![\p{L}\p{N}])['\u2018]([^'\u2018\u2019]+)['\u2019](?![\p{L}\p{N}])/gu;
+const QUOTED = new RegExp(
+  [
+    ...DOUBLE_QUOTES.map(([open, close]) => `${open}([^${close}]+)[${close}]`),
+    String.raw`(?<![\p{L}\p{N}])['\u2018]([^'\u2018\u2019]+)['\u2019](?![\p{L}\p{N}])`,
+  ].join("|"),
+  "gu",
+);
+const SINGLE_QUOTED_GROUP = DOUBLE_QUOTES.length + 1;
 /**
  * Where a quotation stood in the text readSubject reads: NUL, which no goal has left (readGoal), around its number.
  * An introducing word before it ("called") is matched with it.
@@ -268,8 +285,9 @@ interface Quotation {
 /** Every text in quotation marks of either kind (QUOTED), first first, found in one pass: none inside another. */
 function quotations(text: string): Quotation[] {
   return [...text.matchAll(QUOTED)].map((match) => {
-    const inner = tidyName(match[1] ?? match[2] ?? "");
-    return { text: match[0], single: match[2] !== undefined, inner, name: quotedName(inner), start: match.index, end: match.index + match[0].length };
+    const single = match[SINGLE_QUOTED_GROUP] !== undefined;
+    const inner = tidyName(match.slice(1).find((group) => group !== undefined) ?? "");
+    return { text: match[0], single, inner, name: quotedName(inner), start: match.index, end: match.index + match[0].length };
   });
 }
 
