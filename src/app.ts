@@ -33,6 +33,12 @@ export interface App {
   /** `http://host:port` as bound (port 0 resolved). */
   url: string;
   port: number;
+  /**
+   * Resolves, with why, once the service cannot work until it is restarted:
+   * its embedded Postgres exited unasked (see Store.lost). Never otherwise.
+   * The process entry exits on it, so that a supervisor restarts the service.
+   */
+  databaseLost: Promise<Error>;
   /** Graceful: stop accepting, finish in-flight requests (bounded), stop workers, close the database. */
   close(): Promise<void>;
 }
@@ -147,6 +153,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       instanceId,
       url,
       port: bound.port,
+      databaseLost: store.lost ?? new Promise<never>(() => {}),
       close() {
         closing ??= (async () => {
           logger.info("shutting down");

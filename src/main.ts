@@ -52,7 +52,24 @@ async function main(): Promise<void> {
     process.exit(1);
   }
 
+  exitWhenDatabaseLost(app);
   if (process.stdout.isTTY) process.stdout.write(`project-zero is running: open ${app.url}/console/ (Ctrl-C stops it)\n`);
+}
+
+/** How long a service whose database is gone tries to close before it exits anyway. */
+const CLOSE_WITHOUT_DATABASE_MS = 5000;
+
+/**
+ * Crash-only: a service whose embedded Postgres died would answer 503 for
+ * good while its liveness check passes, so it exits 1 and its supervisor
+ * restarts it, which starts Postgres again (crash recovery keeps the data).
+ */
+function exitWhenDatabaseLost(app: App): void {
+  void app.databaseLost.then(async (why) => {
+    console.error(`project-zero: ${why.message}; exiting so that the service is restarted`);
+    await Promise.race([app.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, CLOSE_WITHOUT_DATABASE_MS))]);
+    process.exit(1);
+  });
 }
 
 void main();

@@ -31,6 +31,12 @@ export interface Store {
    * with `true` once it listens anew (PGlite, in-process, never loses it).
    */
   listen(channel: string, onPayload: (payload: string) => void, onGap?: (listening: boolean) => void): Promise<() => Promise<void>>;
+  /**
+   * The embedded Postgres only: resolves, with why, once the database is gone
+   * for good (its server exited unasked), so that only a restart of the
+   * service brings it back. Outages of any other database pass.
+   */
+  lost?: Promise<Error>;
   /** PGlite only: the data directory as a tarball (a backup, or a template for `pgliteTemplate`). */
   dumpDataDir?(): Promise<Blob>;
   close(): Promise<void>;
@@ -370,6 +376,7 @@ async function openEmbeddedPostgres(options: StoreOptions): Promise<Store> {
   const store = openPostgres(server.url, options);
   return {
     ...store,
+    lost: server.lost,
     async close() {
       try {
         await store.close();

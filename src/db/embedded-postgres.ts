@@ -34,6 +34,11 @@ export interface EmbeddedPostgres {
   pid: number | undefined;
   /** Fast shutdown: open transactions roll back, committed ones are on disk. */
   stop(): Promise<void>;
+  /**
+   * Resolves, with why, if the server exits without being told to (killed by
+   * the OOM killer, crashed): nothing starts it again. Never resolves otherwise.
+   */
+  lost: Promise<Error>;
 }
 
 /** Why the embedded Postgres cannot run here; the message is one line for the operator. */
@@ -136,11 +141,16 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
     }
   });
   let exited = false;
+  let reportLost: (why: Error) => void = () => {};
+  const lost = new Promise<Error>((resolve) => (reportLost = resolve));
   const exit = new Promise<void>((resolve) =>
     child.once("exit", (code, signal) => {
       exited = true;
       process.off("exit", stopAtExit);
-      if (!stopping) logger.error({ code, signal, log: recent.slice(-5) }, "embedded Postgres exited");
+      if (!stopping) {
+        logger.error({ code, signal, log: recent.slice(-5) }, "embedded Postgres exited");
+        reportLost(new Error(`the embedded Postgres exited (${signal ? `signal ${signal}` : `code ${code}`})`));
+      }
       resolve();
     }),
   );
@@ -156,6 +166,7 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
 
   return {
     url,
+    lost,
     get pid() {
       return exited ? undefined : child.pid;
     },

@@ -286,6 +286,40 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
     }, 180_000);
   });
 
+  describe("a service whose Postgres dies under it (the OOM killer, say)", () => {
+    let command: ServerCommand;
+    beforeAll(async () => {
+      command = await serverCommand("src/main.ts", "dist/test");
+    });
+
+    it("exits 1 within seconds, so that its supervisor restarts it, and the restarted service has its data", async () => {
+      const dataDir = await freshDataDir();
+      const env = { ZERO_DATA_DIR: dataDir, LOG_LEVEL: "info" };
+      const first = await spawnServer(command, env);
+      let account: TestAccount;
+      let exited: number | null | "still running";
+      try {
+        account = await createAccountWithKey(first, ["build", "read"]);
+        const postmaster = Number((await fs.readFile(path.join(dataDir, "postgres", "postmaster.pid"), "utf8")).split("\n")[0]);
+        process.kill(postmaster, "SIGKILL");
+        exited = await Promise.race([first.exit, sleep(15_000).then(() => "still running" as const)]);
+      } finally {
+        if (first.child.exitCode === null) first.child.kill("SIGKILL");
+      }
+      expect(exited).toBe(1);
+      expect(first.stderr()).toMatch(/^project-zero: the embedded Postgres exited \(signal SIGKILL\)/m);
+
+      const second = await spawnServer(command, env);
+      try {
+        expect((await fetch(`${second.url}/readyz`)).status).toBe(200);
+        expect((await getExecution(second.url, { apiKey: account.apiKey })).status).toBe(200);
+      } finally {
+        second.child.kill("SIGTERM");
+        await second.exit;
+      }
+    }, 120_000);
+  });
+
   describe("a service started in a terminal", () => {
     let command: ServerCommand;
     beforeAll(async () => {
