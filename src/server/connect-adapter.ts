@@ -1,6 +1,8 @@
 import { Code, ConnectError, createConnectRouter, type ConnectRouter, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import type { JsonReadOptions } from "@bufbuild/protobuf";
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { codeFromString, endStreamFlag } from "@connectrpc/connect/protocol-connect";
+import { trailerFlag, trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { protobufParseFailure } from "../api/errors.js";
 import { OPENAI_BODY_MAX_BYTES } from "../api/limits.js";
@@ -18,6 +20,12 @@ export interface ConnectAdapterOptions {
   fallback: (req: NodeRequest, res: NodeResponse) => void;
   /** Called when a handler fails outside the RPC protocol (e.g. the socket broke). */
   onHandlerError: (error: unknown) => void;
+  /**
+   * Called, once the answer is written, with the code of an RPC that failed
+   * over a protocol that answers HTTP 200 whatever the outcome: gRPC,
+   * gRPC-Web and Connect streams. (Connect's unary answers say it in their HTTP status.)
+   */
+  onRpcFailed: (req: NodeRequest, code: Code) => void;
 }
 
 /**
@@ -72,7 +80,12 @@ export function createConnectAdapter(options: ConnectAdapterOptions): (req: Node
     handler(request)
       .then((response) => reclassifyParseErrors(response))
       .then((response) => (jsonAnswers ? withJsonAnswers(response, jsonAnswers) : response))
-      .then((response) => universalResponseToNodeResponse(response, res))
+      .then((response) =>
+        universalResponseToNodeResponse(
+          noticingFailure(response, (code) => options.onRpcFailed(req, code)),
+          res,
+        ),
+      )
       .catch((reason: unknown) => {
         if (ConnectError.from(reason).code !== Code.Aborted) options.onHandlerError(reason);
       });
@@ -216,6 +229,88 @@ async function reclassifyGrpcWebTrailer(response: UniversalServerResponse, body:
 async function* prepend(first: Uint8Array, rest: AsyncIterator<Uint8Array>): AsyncIterable<Uint8Array> {
   yield first;
   for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
+}
+
+/**
+ * The answer as it is, telling `onFailure` the code of an RPC that failed,
+ * read where its protocol puts it once the body is written: gRPC's trailers
+ * (or headers, for an answer with trailers only), gRPC-Web's trailer frame
+ * and a Connect stream's end message, each the body's last frame. A body the
+ * client left before its end tells nothing.
+ */
+function noticingFailure(response: UniversalServerResponse, onFailure: (code: Code) => void): UniversalServerResponse {
+  const contentType = response.header?.get("content-type") ?? "";
+  let failure: (lastChunk: Uint8Array | undefined) => Code | undefined;
+  if (contentType.startsWith("application/grpc-web")) {
+    failure = (lastChunk) => {
+      const trailer = lastFrame(lastChunk, trailerFlag);
+      return trailer && grpcFailure(trailerParse(trailer));
+    };
+  } else if (contentType.startsWith("application/grpc")) {
+    failure = () => grpcFailure(response.trailer) ?? grpcFailure(response.header);
+  } else if (contentType.startsWith("application/connect+")) {
+    failure = (lastChunk) => {
+      const end = lastFrame(lastChunk, endStreamFlag);
+      return end && connectStreamFailure(end);
+    };
+  } else {
+    return response;
+  }
+  const report = (lastChunk: Uint8Array | undefined) => {
+    const code = failure(lastChunk);
+    if (code !== undefined) onFailure(code);
+  };
+  if (!response.body) {
+    report(undefined);
+    return response;
+  }
+  return { ...response, body: reportingEnd(response.body, report) };
+}
+
+async function* reportingEnd(body: AsyncIterable<Uint8Array>, report: (lastChunk: Uint8Array | undefined) => void): AsyncIterable<Uint8Array> {
+  let lastChunk: Uint8Array | undefined;
+  for await (const chunk of body) {
+    lastChunk = chunk;
+    yield chunk;
+  }
+  report(lastChunk);
+}
+
+/**
+ * The data of the chunk's last enveloped frame when its flags are `flags`
+ * (and so it is not compressed). Connect writes each frame as one chunk, and
+ * `replaceEnvelopes` only ever joins whole frames.
+ */
+function lastFrame(chunk: Uint8Array | undefined, flags: number): Uint8Array | undefined {
+  if (!chunk) return undefined;
+  const view = new DataView(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  let start = 0;
+  while (start + 5 <= chunk.length) {
+    const end = start + 5 + view.getUint32(start + 1);
+    if (end > chunk.length) return undefined;
+    if (end === chunk.length) return chunk[start] === flags ? chunk.subarray(start + 5, end) : undefined;
+    start = end;
+  }
+  return undefined;
+}
+
+function grpcFailure(headers: Headers | undefined): Code | undefined {
+  const status = headers?.get("grpc-status");
+  if (!status || status === "0") return undefined;
+  const code = Number(status);
+  return code in Code ? (code as Code) : Code.Unknown;
+}
+
+function connectStreamFailure(end: Uint8Array): Code | undefined {
+  let message: { error?: { code?: unknown } };
+  try {
+    message = JSON.parse(Buffer.from(end.buffer, end.byteOffset, end.byteLength).toString("utf8")) as typeof message;
+  } catch {
+    return Code.Unknown;
+  }
+  const code = message?.error?.code;
+  if (code === undefined) return undefined;
+  return (typeof code === "string" ? codeFromString(code) : undefined) ?? Code.Unknown;
 }
 
 async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {

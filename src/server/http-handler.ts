@@ -1,4 +1,5 @@
 import { createContextValues } from "@connectrpc/connect";
+import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import { API_BODY_MAX_BYTES } from "../api/limits.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
@@ -82,17 +83,24 @@ export function createHttpHandler(options: HttpHandlerOptions): HttpHandler {
     },
     fallback: (req, res) => sendError(res, new ServiceError("not_found", `no route for ${req.method} ${pathOf(req.url)}`), req),
     onHandlerError: (error) => logger.warn({ err: error }, "rpc handler failed outside the protocol"),
+    onRpcFailed: (req, code) => {
+      requestInfo(req)!.rpcFailure = code;
+    },
   });
 
   rest.add("GET", "/healthz", ({ res }) => sendJson(res, 200, { status: "ok" }));
   rest.add("GET", "/readyz", async ({ res }) => {
+    if (options.drainingSignal.aborted) {
+      sendNotReady(res, "the instance is shutting down");
+      return;
+    }
     try {
-      if (options.drainingSignal.aborted) throw new Error("shutting down");
       await options.ping();
-      sendJson(res, 200, { status: "ready" });
     } catch {
       sendNotReady(res, "the database does not answer");
+      return;
     }
+    sendJson(res, 200, { status: "ready" });
   });
 
   const metricsTokenHash = options.metricsToken === undefined ? undefined : sha256(options.metricsToken);
@@ -123,7 +131,7 @@ export function createHttpHandler(options: HttpHandlerOptions): HttpHandler {
     info.responseClosed(finished);
     // A response closed before its head was sent (the client left, or shutdown's grace ran out) has no status:
     // `statusCode` is only Node's default 200 then.
-    const status = this.headersSent ? this.statusCode : undefined;
+    const status = !this.headersSent ? undefined : info.rpcFailure === undefined ? this.statusCode : codeToHttpStatus(info.rpcFailure);
     endSpan(info.span, status === undefined ? {} : { "http.response.status_code": status }, status === undefined || status >= 500);
     const seconds = (performance.now() - info.startedAt) / 1000;
     const method = this.req.method ?? "GET";

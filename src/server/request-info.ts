@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { Code } from "@connectrpc/connect";
 import type { Span } from "@opentelemetry/api";
 import type { Logger } from "../observability/logger.js";
 import { ServiceError } from "./errors.js";
@@ -49,6 +50,12 @@ export class RequestInfo {
   /** The metrics label: the REST path or prefix that matched, the RPC procedure, or "other". */
   route = "other";
   span: Span | undefined;
+  /**
+   * The code of an RPC that failed over a protocol that answers HTTP 200
+   * whatever the outcome (gRPC, gRPC-Web, Connect streams): the metrics, the
+   * request log and the span give the HTTP status Connect gives that code instead.
+   */
+  rpcFailure: Code | undefined;
   readonly #parent: Logger;
   readonly #listening: ListeningRequests;
   #log: Logger | undefined;

@@ -1,7 +1,11 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ServerReflection, ServerReflectionRequestSchema } from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
+import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { grpcJsBidi, grpcJsClient } from "../support/grpc-js.js";
 
@@ -63,4 +67,77 @@ describe("gRPC reflection", () => {
       client.close();
     }
   });
+});
+
+describe("an RPC that fails, over a protocol that answers HTTP 200 whatever the outcome", () => {
+  let app: TestApp;
+  let apiKey: string;
+  beforeAll(async () => {
+    app = await startTestApp();
+    ({ apiKey } = await createAccountWithKey(app, ["read"]));
+  });
+  afterAll(() => app.close());
+
+  const transports: [string, (baseUrl: string) => Transport][] = [
+    ["gRPC", (baseUrl) => createGrpcTransport({ baseUrl })],
+    ["gRPC-Web", (baseUrl) => createGrpcWebTransport({ baseUrl, httpVersion: "1.1" })],
+    ["Connect streaming", (baseUrl) => createConnectTransport({ baseUrl, httpVersion: "2" })],
+  ];
+
+  it.each(transports)("is counted and logged with the HTTP status Connect gives its code, not 200, over %s", async (protocol, transport) => {
+    const client = createClient(ExecutionService, transport(app.url));
+    const failure = async (call: Promise<unknown>) =>
+      call.then(
+        () => "answered",
+        (error: unknown) => ConnectError.from(error).code,
+      );
+    const watchFailure = async (headers: Record<string, string>) => {
+      for await (const _ of client.watchExecution({ id: "pln_nope" }, { headers })) return "answered";
+      return "ended";
+    };
+    const calls = [
+      // Connect's own unary form answers with the HTTP status already: only its streams need the end message read.
+      ...(protocol === "Connect streaming"
+        ? []
+        : [
+            {
+              route: "/zero.v1.ExecutionService/GetExecution",
+              code: Code.NotFound,
+              call: () => client.getExecution({ id: "pln_nope" }, { headers: { authorization: `Bearer ${apiKey}` } }),
+            },
+            {
+              route: "/zero.v1.ExecutionService/GetExecution",
+              code: Code.Unauthenticated,
+              call: () => client.getExecution({ id: "pln_nope" }, { headers: { authorization: "Bearer zk_wrong" } }),
+            },
+          ]),
+      { route: "/zero.v1.ExecutionService/WatchExecution", code: Code.NotFound, call: () => watchFailure({ authorization: `Bearer ${apiKey}` }) },
+    ];
+    const before = await scrape();
+    for (const { code, call } of calls) expect(await failure(call())).toBe(code);
+    const expected = new Map<string, number>();
+    for (const { route, code } of calls) {
+      const key = `${route} ${code === Code.NotFound ? 404 : 401}`;
+      expected.set(key, (expected.get(key) ?? 0) + 1);
+    }
+    await vi.waitFor(async () => {
+      const after = await scrape();
+      for (const [key, count] of expected) expect(after.get(key) ?? 0, key).toBe((before.get(key) ?? 0) + count);
+      for (const { route } of calls) expect(after.get(`${route} 200`) ?? 0, `${route} 200`).toBe(before.get(`${route} 200`) ?? 0);
+    });
+    const logged = app.logs
+      .map((line) => JSON.parse(line) as { msg: string; path?: string; status?: number })
+      .filter((line) => line.msg === "request" && line.path?.startsWith("/zero.v1.ExecutionService/"));
+    expect(logged.length).toBeGreaterThanOrEqual(calls.length);
+    for (const line of logged) expect([401, 404], JSON.stringify(line)).toContain(line.status);
+  });
+
+  async function scrape(): Promise<Map<string, number>> {
+    const text = await (await fetch(`${app.url}/metrics`)).text();
+    const counts = new Map<string, number>();
+    for (const [, route, code, value] of text.matchAll(/^zero_http_requests_total\{route="([^"]+)",method="POST",code="(\w+)"\} (\d+)$/gm)) {
+      counts.set(`${route} ${code}`, Number(value));
+    }
+    return counts;
+  }
 });

@@ -99,6 +99,10 @@ async function openConnection(url: string, overTls: boolean) {
       }
       return received.slice(0, received.indexOf("\r\n\r\n")).toLowerCase();
     },
+    /** The body of the last answer `get` resolved with. */
+    get body(): string {
+      return received.slice(received.indexOf("\r\n\r\n") + 4);
+    },
   };
 }
 
@@ -120,6 +124,17 @@ describe.each([
     const head = await connection.get("/healthz");
     expect(head).toMatch(/^http\/1\.1 200/);
     expect(head).toContain("connection: close");
+    await connection.ended;
+    await closed;
+  });
+
+  it("/readyz says the instance is shutting down, not that its database is away, once shutdown begins", async () => {
+    const app = await startTestApp({ env: { ZERO_SHUTDOWN_GRACE_MS: "5000", ...certificate?.env } });
+    const connection = await openConnection(app.url, overTls);
+    expect(await connection.get("/readyz")).toMatch(/^http\/1\.1 200/);
+    const closed = app.close();
+    expect(await connection.get("/readyz")).toMatch(/^http\/1\.1 503/);
+    expect(JSON.parse(connection.body)).toEqual({ error: { type: "unavailable", message: "not ready: the instance is shutting down" } });
     await connection.ended;
     await closed;
   });
