@@ -149,4 +149,30 @@ describe("a revision with the offline writer", () => {
     expect(reading).toEqual({ name: "Bread and Butter", drop: ["services"], unread: ["More photos please"] });
     expect(readFeedback("friendlier? no, make it formal", ["index"])).toMatchObject({ tone: "professional" });
   });
+
+  it("drops every page of a list after one drop verb, and still never the home page", async () => {
+    const slugs = ["index", "menu", "about", "contact"];
+    for (const feedback of ["Drop the about page and the contact page", "Remove the about and contact pages", "Delete about, contact"]) {
+      expect(readFeedback(feedback, slugs), feedback).toEqual({ drop: ["about", "contact"], unread: [] });
+    }
+    expect(readFeedback("Drop the menu page, the about page and the contact page", slugs)).toEqual({ drop: ["menu", "about", "contact"], unread: [] });
+    expect(readFeedback("Drop the home page, the menu page and the about page", slugs)).toEqual({ drop: ["menu", "about"], unread: ["Drop the home page"] });
+    // The list ends with its sentence, and at a clause that is more than a page.
+    expect(readFeedback("Drop the about page. Contact.", slugs)).toEqual({ drop: ["about"], unread: ["Contact"] });
+    expect(readFeedback("Remove the menu page and make the contact page warmer", slugs)).toEqual({ tone: "warm", drop: ["menu"], unread: [] });
+    expect(readFeedback("Keep the about page and the contact page", slugs)).toEqual({ drop: [], unread: ["Keep the about page", "the contact page"] });
+
+    const deps = await outcomeDeps({});
+    const work = createStageWork(deps);
+    const plan = { planId: "pln_rev5", goal: "A website for a bakery in Lyon selling croissants and baguettes" };
+    const first = await runStages(work, { ...plan, outcome: "website" }, { until: "build" });
+    const before = await readTree(deps.artifacts, "preview/pln_rev5/");
+    expect([...before.keys()]).toEqual(expect.arrayContaining(["index.html", "about.html", "contact.html"]));
+    const outcomes = await revise(work, first, plan, { number: 1, feedback: "Drop the about page and the contact page", draft: first.previous.outline! });
+    const revised = await readTree(deps.artifacts, "preview/pln_rev5-r1/");
+    expect(revised.has("about.html")).toBe(false);
+    expect(revised.has("contact.html")).toBe(false);
+    expect(revised.has("index.html")).toBe(true);
+    expect(outcomes.build!.warning ?? "").not.toContain("could not apply");
+  });
 });

@@ -56,6 +56,25 @@ describe("generated art", () => {
     expect(xmlProblems("<svg><g></svg>")).not.toEqual([]);
     expect(xmlProblems("<svg><text>a & b</text></svg>")).not.toEqual([]);
   });
+  it("shrinks only a name too long for its line, never the tagline under it", () => {
+    /** The font sizes of the name's lines (set bold) and of the tagline's, on a 1200×630 link preview. */
+    const sizes = (name: string) => {
+      const svg = generatedArt(name, THEMES.professional, {
+        width: 1200,
+        height: 630,
+        title: name,
+        subtitle: "Beratung für Witwen von Kapitänen",
+        label: name,
+      });
+      const texts = [...svg.matchAll(/<text [^>]*?(font-weight="700" )?font-size="([\d.]+)"/gu)];
+      return { name: texts.filter((t) => t[1]).map((t) => Number(t[2])), tagline: texts.filter((t) => !t[1]).map((t) => Number(t[2])) };
+    };
+    const long = sizes("Donaudampfschifffahrtsgesellschaftskapitänswitwenrentenberatungsstelle");
+    const fitting = sizes("Bäckerei am Donauufer Passau");
+    expect(long.tagline.length).toBeGreaterThan(0);
+    expect(long.tagline).toEqual(fitting.tagline);
+    expect(long.name[0]).toBeLessThan(fitting.name[0]!);
+  });
 });
 
 describe("sites from the offline writer", () => {
@@ -174,6 +193,19 @@ describe("the EPUB", () => {
       expect(book.find((e) => e.name === "EPUB/package.opf")!.text).toContain('<spine toc="ncx" page-progression-direction="rtl">');
     }
     for (const page of entries.filter((e) => e.name.endsWith(".xhtml"))) expect(page.text, page.name).not.toContain('dir="rtl"');
+  });
+
+  it("points the reader's page links the way the book reads: back to the left and on to the right, mirrored right to left", () => {
+    /** The pager's words, tags left out, in reading order: the link back first, the link on last. */
+    const pager = (page: string) => /<nav class="pager"[^>]*>(.*?)<\/nav>/su.exec(page)![1]!.replace(/<[^>]*>/gu, "");
+    const english = renderReader(BRIEF, CONTENT, "book.epub");
+    expect(pager(english.get("chapter-01.html")!)).toBe("\u2190 Contents Pots \u2192");
+    expect(pager(english.get("chapter-02.html")!)).toBe("\u2190 Light &amp; Space Contents \u2192");
+    for (const language of ["ar", "he"]) {
+      const book = renderReader({ ...BRIEF, language }, CONTENT, "book.epub");
+      expect(pager(book.get("chapter-01.html")!), language).toBe("\u2192 Contents Pots \u2190");
+      expect(pager(book.get("chapter-02.html")!), language).toBe("\u2192 Light &amp; Space Contents \u2190");
+    }
   });
 
   it("leaves out the control characters a writer may emit, on every page and in every file", async () => {

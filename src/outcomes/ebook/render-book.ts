@@ -222,16 +222,20 @@ ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "html")}">${c.title}
 </nav>`,
     ),
   );
+  // The pager's arrows point the way the book reads: back is to the right in a right-to-left book.
+  // \u2190 and \u2192 are arrows, escaped so the server bundle stays ASCII (see src/build.ts).
+  const [back, on] = textDirection(lang) === "rtl" ? ["\u2192", "\u2190"] : ["\u2190", "\u2192"];
+  // The arrow stays outside the English mark, so it takes the page's direction and sits at the link's outer end.
+  const contents = html`<span${en}>Contents</span>`;
   chapters.forEach((chapter, i) => {
-    // \u2190 and \u2192 are arrows, escaped so the server bundle stays ASCII (see src/build.ts).
     const previous =
       i > 0
-        ? html`<a rel="prev" href="${chapterFile(i - 1, "html")}">\u2190 ${chapters[i - 1]!.title}</a>`
-        : html`<a href="index.html"${en}>\u2190 Contents</a>`;
+        ? html`<a rel="prev" href="${chapterFile(i - 1, "html")}">${back} ${chapters[i - 1]!.title}</a>`
+        : html`<a href="index.html">${back} ${contents}</a>`;
     const next =
       i < chapters.length - 1
-        ? html`<a rel="next" href="${chapterFile(i + 1, "html")}">${chapters[i + 1]!.title} \u2192</a>`
-        : html`<a href="index.html"${en}>Contents \u2192</a>`;
+        ? html`<a rel="next" href="${chapterFile(i + 1, "html")}">${chapters[i + 1]!.title} ${on}</a>`
+        : html`<a href="index.html">${contents} ${on}</a>`;
     files.set(
       chapterFile(i, "html"),
       page(

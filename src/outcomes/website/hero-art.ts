@@ -142,16 +142,18 @@ ${words}
 
 /**
  * The title set on a plate over the pattern, broken into lines at spaces
- * (never mid-word; a word too long for a line is set smaller, whole). Text in
+ * (never mid-word; a word too long for a line is set smaller, whole, and the
+ * subtitle under it keeps the size it has under a title that fits). Text in
  * SVG, so any script renders with the reader's fonts.
  */
 function lettering(title: string, subtitle: string | undefined, w: number, h: number, theme: Theme, dark: boolean): Html {
   const perLine = Math.max(8, Math.floor(w / 42));
   const lines = wrap(title, perLine).slice(0, 4);
   const longest = Math.max(...lines.map((l) => [...l].length));
-  const size = round(Math.min(h / 9, (w * 0.8) / Math.max(1, longest * 0.6)));
+  const sizeFor = (characters: number) => round(Math.min(h / 9, (w * 0.8) / Math.max(1, characters * 0.6)));
+  const size = sizeFor(longest);
   const sub = subtitle ? wrap(subtitle, Math.floor(perLine * 1.6)).slice(0, 3) : [];
-  const subSize = round(size * 0.42);
+  const subSize = round(sizeFor(Math.min(longest, perLine)) * 0.42);
   const block = lines.length * size * 1.15 + sub.length * subSize * 1.3 + (sub.length ? size * 0.5 : 0);
   const top = (h - block) / 2;
   const plate = html`<rect x="${round(w * 0.06)}" y="${round(top - size * 0.6)}" width="${round(w * 0.88)}" height="${round(block + size * 1.1)}" rx="12" fill="${dark ? "#111827" : theme.colors.bg}" opacity="0.92"/>`;

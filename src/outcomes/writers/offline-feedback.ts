@@ -35,23 +35,35 @@ const TONE_WORDS: Record<string, Tone> = {
 };
 
 const QUOTED = /(?<!\p{L})["“„«‘']([^"“”„«»‘’']{1,80})["”»’']/u;
-const DROP = /\b(?:drop|remove|delete|lose|without|no)\s+(?:the\s+|an?\s+)?([a-z][a-z-]*)(?:\s+page)?\b/iu;
+const DROP = /\b(?:drop|remove|delete|lose|without|no)\s+(?:the\s+|an?\s+)?([a-z][a-z-]*)(?:\s+pages?)?\b/iu;
+/** A clause that is a page and nothing more ("the contact page", "about"): the next of a list after a drop verb. */
+const LISTED_PAGE = /^(?:the\s+|an?\s+)?([a-z][a-z-]*)(?:\s+pages?)?$/iu;
 
 /**
  * Reads feedback clause by clause (sentences, `;`, `,` and `and`, quotes
- * kept whole): a quoted name, a tone word, a page to drop. A clause that is
- * none of these is left for the warning, so nothing asked is silently lost.
- * Deterministic, like the rest of the offline writer.
+ * kept whole): a quoted name, a tone word, a page to drop. After a drop verb,
+ * the clauses that are only a page ("drop the about page and the contact
+ * page", "remove the menu and about pages") are dropped too, to the end of
+ * the sentence. A clause that is none of these is left for the warning, so
+ * nothing asked is silently lost. Deterministic, like the rest of the
+ * offline writer.
  */
 export function readFeedback(feedback: string, pageSlugs: readonly string[]): FeedbackReading {
   const reading: FeedbackReading = { drop: [], unread: [] };
   const quotes: string[] = [];
   const masked = feedback.replace(new RegExp(QUOTED.source, "gu"), (_all, inner: string) => `\u0000${quotes.push(inner) - 1}\u0000`);
-  const clauses = masked
-    .split(/[.;!?\n]+|,|\band\b|\bbut\b/iu)
-    .map((clause) => clause.trim())
-    .filter((clause) => clause.length > 0);
-  for (const clause of clauses) {
+  const clauses: { clause: string; dropSlug?: string }[] = [];
+  for (const sentence of masked.split(/[.;!?\n]+/u)) {
+    let listingDrops = false;
+    for (const part of sentence.split(/,|\band\b|\bbut\b/iu)) {
+      const clause = part.trim();
+      if (clause.length === 0) continue;
+      const drop: RegExpExecArray | null = DROP.exec(clause) ?? (listingDrops ? LISTED_PAGE.exec(clause) : null);
+      listingDrops = drop !== null;
+      clauses.push({ clause, dropSlug: drop?.[1]?.toLowerCase() });
+    }
+  }
+  for (const { clause, dropSlug } of clauses) {
     const original = clause.replace(/\u0000(\d+)\u0000/gu, (_all, i: string) => `"${quotes[Number(i)]}"`);
     let applied = false;
     const quote = /\u0000(\d+)\u0000/u.exec(clause);
@@ -69,10 +81,8 @@ export function readFeedback(feedback: string, pageSlugs: readonly string[]): Fe
         applied = true;
       }
     }
-    const drop = DROP.exec(clause);
-    const slug = drop?.[1]?.toLowerCase();
-    if (slug && slug !== "index" && pageSlugs.includes(slug)) {
-      if (!reading.drop.includes(slug)) reading.drop.push(slug);
+    if (dropSlug && dropSlug !== "index" && pageSlugs.includes(dropSlug)) {
+      if (!reading.drop.includes(dropSlug)) reading.drop.push(dropSlug);
       applied = true;
     }
     if (!applied) reading.unread.push(original);
