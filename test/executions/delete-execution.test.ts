@@ -162,7 +162,7 @@ describe("the sweeps after a delete", () => {
   it("remove what a stage wrote after the delete, one lease later and again much later", async () => {
     const work = new HeldWork();
     // A lease long enough that the late write below comes before the first sweep, however loaded the machine.
-    const lateApp = await startTestApp({ stageWork: work.resolver, env: { ZERO_STAGE_LEASE_MS: "3000" } });
+    const lateApp = await startTestApp({ stageWork: work.resolver, env: { ZERO_STAGE_LEASE_MS: "2000" } });
     const { apiKey } = await createAccountWithKey(lateApp, ["build", "read"]);
     const created = await postExecution<{ plan: RestPlan }>(lateApp.url, { apiKey }, { goal: "A website for a night market" });
     const planId = created.body.plan.id;
@@ -179,5 +179,5 @@ describe("the sweeps after a delete", () => {
     await sql`UPDATE deleted_plans SET sweep_at = now() WHERE plan_id = ${planId}`.execute(lateApp.store.db);
     await until(async () => (await lateApp.artifacts.list(`work/${planId}/`)).length === 0, "the later file to be removed");
     await lateApp.close();
-  });
+  }, 60_000); // two sweeps' waits, each up to a lease or two on a loaded machine
 });
