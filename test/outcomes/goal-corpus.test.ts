@@ -32,7 +32,7 @@ describe("the offline writer on a corpus of goals in many languages and scripts"
   expect([...LONG_GOAL].length).toBe(2000);
   expect(LONG_NAME.length).toBe(75);
 
-  it.each(CASES)("$label", async ({ goal, lang, dir, name, words, phrased }) => {
+  it.each(CASES)("$label", async ({ goal, lang, dir, name, words, absent, phrased }) => {
     const deps = await outcomeDeps();
     const run = await runStages(createStageWork(deps), { planId: "pln_corpus", outcome: "website", goal }, { until: "build" });
     const { brief } = run.previous.understand as { brief: { name: string; language: string; tagline: string; tone: Tone } };
@@ -74,6 +74,7 @@ describe("the offline writer on a corpus of goals in many languages and scripts"
       if (FOREIGN_SCRIPT.test(goal)) expect(goal).not.toContain(brief.name);
     }
     for (const word of words ?? []) expect(text).toContain(word);
+    for (const word of absent ?? []) expect(text.toLowerCase()).not.toContain(word.toLowerCase());
 
     // No mangled fragments: the failures newcomers saw.
     expect(text).not.toMatch(/\bProject is an? project\b|\bA project\./i);

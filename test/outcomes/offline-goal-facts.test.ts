@@ -152,3 +152,68 @@ describe("an e-mail address with letters beyond ASCII", () => {
     for (const href of mailto) expect(decodeURIComponent(href!)).toBe(address);
   });
 });
+
+/** The card titles of a page, as a visitor reads them. */
+function cardTitlesOf(page: string): string[] {
+  return [...page.matchAll(/<h3>([^<]*)<\/h3>/g)].map((m) => textOf(m[1]!));
+}
+
+describe("times in a goal", () => {
+  it("a bicycle repair cafe open on Saturdays: one sane opening line, no menu, no food, no hours offered", async () => {
+    const site = await builtSite("A website for a neighbourhood bicycle repair cafe in Lyon, open on Saturdays");
+    const home = site.files.get("index.html")!;
+    expect(home).toContain('<meta name="description" content="A neighbourhood bicycle repair cafe in Lyon.">');
+    expect(home).toContain('<p class="lead">A neighbourhood bicycle repair cafe in Lyon.</p>');
+    expect(site.files.has("menu.html")).toBe(false);
+    expect(site.text).not.toMatch(/for cafe in Lyon|open on Saturdays|good food|allergens|made fresh/i);
+  });
+
+  it.each([
+    ["A bakery in Leeds selling bread and cakes, open daily 9-5", ["Bread", "Cakes"]],
+    ["A florist in York selling bouquets and wreaths, open on Saturdays", ["Bouquets", "Wreaths"]],
+    ["A pottery studio in Bath teaching wheel throwing and glazing, every Sunday", ["Wheel throwing", "Glazing"]],
+  ])("%s: the time is no card", async (goal, offered) => {
+    const site = await builtSite(goal);
+    const cards = cardTitlesOf(site.files.get("index.html")!);
+    for (const title of offered) expect(cards).toContain(title);
+    for (const title of cards) expect(title).not.toMatch(/^(?:open|every)\b/i);
+    expect(site.text).not.toMatch(/open daily|open on Saturdays|ask us about every|every Sunday/i);
+  });
+
+  it("seasons after an offering stay with it, and the description keeps the sessions the goal lists", async () => {
+    const site = await builtSite(
+      "A website for Wearside Rowing Club in Durham. We offer learn-to-row courses every spring and autumn, junior sessions on Saturday mornings and social rowing.",
+    );
+    const home = site.files.get("index.html")!;
+    expect(cardTitlesOf(home)).toEqual(
+      expect.arrayContaining(["Learn-to-row courses every spring and autumn", "Junior sessions on Saturday mornings", "Social rowing"]),
+    );
+    expect(cardTitlesOf(home)).not.toContain("Autumn");
+    expect(home).toContain(
+      '<meta name="description" content="Learn-to-row courses every spring and autumn, junior sessions on Saturday mornings and social rowing in Durham.">',
+    );
+  });
+});
+
+describe("a trade before \u201Ccafe\u201D says what the place is", () => {
+  it.each(["A website for a repair cafe in Leeds", "A website for a bicycle repair café in Lyon", "A website for an internet cafe in Leeds"])(
+    "%s: no menu and no food copy",
+    async (goal) => {
+      const site = await builtSite(goal);
+      expect(site.files.has("menu.html")).toBe(false);
+      expect(site.text).not.toMatch(/good food|allergens|made fresh|our menu/i);
+    },
+  );
+
+  it("a trade word before a business noun is no verb, and what the business offers after it still is", async () => {
+    const site = await builtSite("A website for a design studio in Bath offering logos and posters");
+    const cards = cardTitlesOf(site.files.get("index.html")!);
+    expect(cards).toEqual(expect.arrayContaining(["Logos", "Posters"]));
+    for (const title of cards) expect(title).not.toMatch(/studio|Bath/i);
+  });
+
+  it("a cafe is still a cafe", async () => {
+    const site = await builtSite("A website for a cafe in Leeds");
+    expect(site.files.has("menu.html")).toBe(true);
+  });
+});

@@ -34,9 +34,12 @@ const SITE_WORDS =
 /** A full stop or a colon that ends a clause; the point or colon inside a number ("£2.20", "7.30", "10:00") ends nothing. */
 const FULL_STOP = String.raw`(?:(?<!\d)\.|\.(?!\d))`;
 const COLON = String.raw`(?:(?<!\d):|:(?!\d))`;
-/** Commas, "and", "or", "&" and "+" between items; the comma inside a number ("£1,299") is part of it. */
+/**
+ * Commas, "and", "or", "&" and "+" between items; the comma inside a number ("£1,299") is part of it. Captured, so
+ * a split keeps them between the items.
+ */
 // eslint-disable-next-line regexp/no-super-linear-move -- bounded goal text (see the note above readGoal)
-const LIST_SPLIT = /\s*(?:(?<!\d),|,(?!\d))\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*&\s*|\s*\+\s*/i;
+const LIST_SPLIT = /(\s*(?:(?<!\d),|,(?!\d))\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*&\s*|\s*\+\s*)/i;
 const STOP = String.raw`(?=\s+(?:in|at|near|based|located|called|named|that|which|who|where|with|including|to|so|because|selling|offering|where)\b|[,;!?()]|${FULL_STOP}|${COLON}|$)`;
 const COMMAND = /^\s*(?:please\s+)?(?:make|build|create|design|write|set up|i need|we need|i want|we want)\s+(?:me\s+|us\s+)?/i;
 const ARTICLES = /^(?:my|our|a|an|the|his|her|their|some|its|your)\s+/i;
@@ -48,6 +51,18 @@ const LINKS = /\b(?:https?:\/\/|www\.)\S+/gi;
 /** Days and months, whole or shortened: "Mon-Sat" and "Tuesday to Sunday" say when, not who. */
 const CALENDAR_WORD =
   /^(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?$/i;
+/** Words that say when, besides days and months (CALENDAR_WORD): seasons, parts of the day or week, clock times and ranges ("9-5", "10am"). */
+const WHEN_WORD =
+  /^(?:spring|summer|autumn|fall|winter|early|late|mornings?|afternoons?|evenings?|nights?|days?|weekdays?|weekends?|weeks?|months?|years?|terms?|holidays?|daily|weekly|fortnightly|monthly|nightly|noon|midnight|am|pm|\d{1,2}(?:[.:]\d{2})?(?:am|pm)?(?:-\d{1,2}(?:[.:]\d{2})?(?:am|pm)?)?)$/i;
+/** The small words between those ("every spring and autumn", "from 9 to 5"). */
+const WHEN_JOINING_WORD = /^(?:every|each|all|year-round|round|only|once|twice|on|in|at|from|to|until|till|through|the|a|and|or|-)$/i;
+/** The word before the times something is open ("open on Saturdays", "closed on Mondays"); "open mic nights" is a thing. */
+const OPEN_OR_CLOSED = /^(?:open|opens|closed)\s+/i;
+/**
+ * The noun of a place or business after a trade word ("bicycle repair cafe", "design studio", "cake making class"):
+ * there the trade word names the business, it is no verb ("repair" of "we repair bikes").
+ */
+const BUSINESS_NOUN = /^(?:caf[e\u00E9]|shop|studio|workshop|business|company|firm|agency|cent(?:re|er)|class|course|club|school|stall|van)$/i;
 /** The longest name a brief may have: a name up to it is kept whole, a longer one shortened at a word. */
 const NAME_MAX = websiteBriefSchema.properties.name.maxLength;
 /** The words that give the name after them: "called", "named", "titled", "branded as". */
@@ -151,10 +166,10 @@ export function readGoal(goal: string, language = "en"): GoalFacts {
   const offerings = uniqueItems(
     [
       ...withoutContacts.replace(COMMAND, "").matchAll(
+        // Built per goal, so the ReDoS check cannot read it; it is as polynomial as its neighbours (see the note above readGoal).
         // "for" followed by a price belongs to the item ("tea for $1.99").
         new RegExp(
-          // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
-          String.raw`\b(?:sells?|selling|offers?|offering|makes?|making|bakes?|baking|serves?|serving|teaches|teaching|teach|provides?|providing|brews?|brewing|repairs?|repairing|grows?|growing|designs?|designing|hosts?|hosting|organi[sz]es?)\s+(.+?)(?=\s+(?:with|for(?!\s+\p{Sc}?\d)|to|so|where|that|because|in order)\b|[;!?()]|${FULL_STOP}|${COLON}|,\s*(?:with|and (?:a|an|has|wants?|needs?))\b|$)`,
+          String.raw`\b${notTheSubjectsTrade(subject)}(?:sells?|selling|offers?|offering|makes?|making|bakes?|baking|serves?|serving|teaches|teaching|teach|provides?|providing|brews?|brewing|repairs?|repairing|grows?|growing|designs?|designing|hosts?|hosting|organi[sz]es?)\s+(.+?)(?=\s+(?:with|for(?!\s+\p{Sc}?\d)|to|so|where|that|because|in order)\b|[;!?()]|${FULL_STOP}|${COLON}|,\s*(?:with|and (?:a|an|has|wants?|needs?))\b|$)`,
           "giu",
         ),
       ),
@@ -404,11 +419,52 @@ function madeName(subject: string, place: string | undefined): string {
   return place ? `${place} ${titled}` : titled;
 }
 
+/**
+ * A lookahead that keeps the trade words of `subject` before a business noun ("repair cafe", "design studio") from
+ * being read as verbs: "a bicycle repair cafe in Lyon" repairs no "cafe in Lyon". Elsewhere they are verbs ("we
+ * offer studio space").
+ */
+function notTheSubjectsTrade(subject: string | undefined): string {
+  const words = subject?.split(" ") ?? [];
+  const trades = words.flatMap((word, i) => (i + 1 < words.length && BUSINESS_NOUN.test(words[i + 1]!) ? [escapeRegExp(`${word} ${words[i + 1]}`)] : []));
+  return trades.length > 0 ? String.raw`(?!(?:${trades.join("|")})(?![\p{L}\p{N}]))` : "";
+}
+
+/** True when `word` says when: a day or month, its plural ("Saturdays"), or a WHEN_WORD. */
+function saysWhen(word: string): boolean {
+  return WHEN_WORD.test(word) || CALENDAR_WORD.test(word) || CALENDAR_WORD.test(word.replace(/s$/i, ""));
+}
+
+/** True when `phrase` only says when ("autumn", "Saturday mornings", "every Sunday", "daily 9-5", "7 days a week"). */
+function onlySaysWhen(phrase: string): boolean {
+  const words = phrase.trim().split(/\s+/);
+  return words.some(saysWhen) && words.every((word) => saysWhen(word) || WHEN_JOINING_WORD.test(word));
+}
+
+/**
+ * The items of a list, with a time split from the item it belongs to put back ("courses every spring" and
+ * "autumn" are "courses every spring and autumn"), and without the times that stand alone ("open on Saturdays",
+ * "every Sunday"): when something happens is no thing offered, asked for or served.
+ */
+function listItems(phrase: string): string[] {
+  // Item, separator, item, …
+  const parts = phrase.split(LIST_SPLIT);
+  const items: string[] = [];
+  for (let i = 0; i < parts.length; i += 2) {
+    const item = parts[i]!;
+    const previous = items.at(-1);
+    const continuesTime = previous !== undefined && onlySaysWhen(item) && saysWhen(previous.trim().split(/\s+/).at(-1)!);
+    if (continuesTime) items[items.length - 1] = `${previous}${parts[i - 1]}${item}`;
+    else items.push(item);
+  }
+  return items.filter((item) => !onlySaysWhen(item.trim().replace(OPEN_OR_CLOSED, "")));
+}
+
 function uniqueItems(phrases: string[]): string[] {
   const seen = new Set<string>();
   const items: string[] = [];
   for (const phrase of phrases) {
-    for (const raw of phrase.split(LIST_SPLIT)) {
+    for (const raw of listItems(phrase)) {
       const item = raw
         .replace(ARTICLES, "")
         .replace(/^(?:also|other|more|some)\s+/i, "")

@@ -425,14 +425,25 @@ export const UNREAD_PROFILE: Profile = {
 };
 
 /**
+ * "Cafe" after a trade that serves no food: a repair cafe, where people mend things, and an internet cafe, where
+ * they use computers. There "cafe" says where the trade is done, so it chooses no food copy (menus, allergens): the
+ * trade decides, and with none of the profiles' words that is the services profile. Only these clear trades: a cat
+ * cafe or a book cafe still serves drinks and cake.
+ */
+const TRADE_CAFE = /\b(repairs?|fix-it|mending|internet|cyber|computer|laptop)\s+caf[e\u00E9]s?(?![\p{L}\p{N}])/giu;
+
+/**
  * The profile that fits a goal best: the one matching the subject's head noun
  * ("wedding photographer" is a photographer, not a wedding), else the first
- * matching the subject, else the whole goal.
+ * matching the subject, else the whole goal; a trade's "cafe" (TRADE_CAFE) counts as the trade alone.
  */
 export function pickProfile(subject: string, goal: string): Profile {
-  const head = subject.split(/\s+/).at(-1) ?? subject;
+  const what = subject.replace(TRADE_CAFE, "$1");
+  const head = what.split(/\s+/).at(-1) ?? what;
   const specific = PROFILES.filter((p) => p.id !== "services");
-  return specific.find((p) => p.match.test(head)) ?? specific.find((p) => p.match.test(subject)) ?? PROFILES.find((p) => p.match.test(goal))!;
+  return (
+    specific.find((p) => p.match.test(head)) ?? specific.find((p) => p.match.test(what)) ?? PROFILES.find((p) => p.match.test(goal.replace(TRADE_CAFE, "$1")))!
+  );
 }
 
 /** Renders a line or a fixed title with the goal's words. */

@@ -13,6 +13,8 @@ export interface Case {
   name?: string;
   /** Words from the goal that must reach the pages verbatim. */
   words?: string[];
+  /** Words that must not reach the pages (any case): facts the goal did not give, fragments it was cut into. */
+  absent?: string[];
   /** True when the offline writer has phrasing for the goal's language. */
   phrased: boolean;
 }
@@ -127,6 +129,24 @@ export const CASES: Case[] = [
     lang: "en",
     dir: "ltr",
     words: ["Lyon", "Sourdough bread", "Croissants"],
+    phrased: true,
+  },
+  {
+    label: "English, a repair cafe open on Saturdays (a time is no offering, a repair cafe serves no food)",
+    goal: "A website for a neighbourhood bicycle repair cafe in Lyon, open on Saturdays",
+    lang: "en",
+    dir: "ltr",
+    words: ["A neighbourhood bicycle repair cafe in Lyon."],
+    absent: ["for cafe in Lyon", "open on Saturdays", "good food", "allergens", "menu"],
+    phrased: true,
+  },
+  {
+    label: "English, seasons after an offering (the goal that gave an 'Autumn' card)",
+    goal: "A website for Wearside Rowing Club in Durham. We offer learn-to-row courses every spring and autumn, junior sessions on Saturday mornings and social rowing.",
+    lang: "en",
+    dir: "ltr",
+    name: "Wearside Rowing Club",
+    words: ["Learn-to-row courses every spring and autumn", "Junior sessions on Saturday mornings", "Social rowing"],
     phrased: true,
   },
 ];
