@@ -25,7 +25,9 @@ export interface SseEvent {
  */
 export class SseParser {
   readonly #decoder = new StringDecoder("utf8");
-  #pending = "";
+  /** The line not yet ended, in the pieces it came in: joined only once its end arrives, not copied at every read. */
+  #pending: string[] = [];
+  #pendingLength = 0;
   #data: string[] = [];
   /** The characters of the event being gathered: its data lines so far and the line not yet ended. */
   #held = 0;
@@ -39,15 +41,19 @@ export class SseParser {
   /** The events that `piece` completes, in order; often none. Throws AnswerTooLargeError for an event past the cap. */
   feed(piece: Buffer | string): SseEvent[] {
     const text = typeof piece === "string" ? piece : this.#decoder.write(piece);
-    const pending = this.#pending + text;
     const events: SseEvent[] = [];
+    // Only the new text can end a line.
+    if (!text.includes("\n")) {
+      this.#pending.push(text);
+      this.#pendingLength += text.length;
+      if (this.#held + this.#pendingLength > this.#maxEventChars) throw new AnswerTooLargeError();
+      return events;
+    }
+    const pending = this.#pending.length === 0 ? text : this.#pending.join("") + text;
     let start = 0;
-    // Only the new text can hold a line's end: a line that arrives in many pieces is not searched again each time.
-    let from = this.#pending.length;
     for (;;) {
-      const newline = pending.indexOf("\n", from);
+      const newline = pending.indexOf("\n", start);
       if (newline === -1) break;
-      from = newline + 1;
       let line = pending.slice(start, newline);
       start = newline + 1;
       if (line.endsWith("\r")) line = line.slice(0, -1);
@@ -61,15 +67,18 @@ export class SseParser {
         this.#event = line.slice(6).trim();
       }
     }
-    this.#pending = pending.slice(start);
-    if (this.#held + this.#pending.length > this.#maxEventChars) throw new AnswerTooLargeError();
+    const rest = pending.slice(start);
+    this.#pending = rest === "" ? [] : [rest];
+    this.#pendingLength = rest.length;
+    if (this.#held + this.#pendingLength > this.#maxEventChars) throw new AnswerTooLargeError();
     return events;
   }
 
   /** The body ended: a last event without its blank line still counts (some servers end on "data: [DONE]\n"). */
   end(): SseEvent[] {
-    const pending = this.#pending + this.#decoder.end();
-    this.#pending = "";
+    const pending = this.#pending.join("") + this.#decoder.end();
+    this.#pending = [];
+    this.#pendingLength = 0;
     if (pending.startsWith("data:")) this.#data.push(dataOf(pending));
     const events: SseEvent[] = [];
     this.#dispatch(events);
