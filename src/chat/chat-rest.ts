@@ -6,11 +6,11 @@ import type { Principal } from "../server/context.js";
 import { readJsonBody, renderError, sendError, sendJson, type NodeRequest, type NodeResponse, type RestExchange, type RestRouter } from "../server/rest.js";
 import { parseChatRequest, unknownModel } from "./chat-request.js";
 import type { ChatRouter } from "./chat-router.js";
-import type { ChatRequest } from "./chat-types.js";
+import type { ChatCallOptions, ChatRequest } from "./chat-types.js";
 import { completeIdempotently } from "./idempotent-completion.js";
-import { asHttp1, authenticateBearer, drained, idempotencyKeyOf, MAX_BODY_BYTES, sendAnswer, SSE_HEADERS, writeEvent } from "./openai-http.js";
+import { asHttp1, authenticateBearer, drained, idempotencyKeyOf, MAX_BODY_BYTES, sendAnswer, setEventStreamHead, writeEvent } from "./openai-http.js";
 import type { IdempotencyStore } from "../server/idempotency.js";
-import { clientGone } from "../server/request-info.js";
+import { clientGone, requestInfo } from "../server/request-info.js";
 
 export interface ChatRestDeps {
   router: ChatRouter;
@@ -38,12 +38,13 @@ export function chatRoutes(rest: RestRouter, deps: ChatRestDeps): void {
     }
     // The client hanging up aborts the upstream request at once.
     const signal = exchange.hangUp;
+    const options = { accountId: principal.accountId, signal, fromClient: true, requestLog: requestInfo(req) };
     if (request.stream === true) {
-      await streamCompletion(deps.router, request, principal.accountId, signal, req, res);
+      await streamCompletion(deps.router, request, options, req, res);
       return;
     }
     try {
-      const result = await completeIdempotently(deps, request, { accountId: principal.accountId, idempotencyKey: idempotencyKeyOf(req), signal });
+      const result = await completeIdempotently(deps, request, { ...options, idempotencyKey: idempotencyKeyOf(req) });
       if (!clientGone(signal)) sendAnswer(res, result);
     } catch (error) {
       if (!clientGone(signal)) sendError(res, signal.aborted ? signal.reason : error, req);
@@ -92,16 +93,15 @@ const MODEL_CREATED = 1_795_305_600;
 async function streamCompletion(
   router: ChatRouter,
   request: ChatRequest,
-  accountId: string,
-  signal: AbortSignal,
+  options: ChatCallOptions & { signal: AbortSignal },
   req: NodeRequest,
   res: NodeResponse,
 ): Promise<void> {
-  const out = asHttp1(res);
-  // The head leaves with the first event (one write, not two); either way the status is 200 from here on.
-  out.writeHead(200, SSE_HEADERS);
+  const { signal } = options;
+  // Either way the status is 200 from here on.
+  setEventStreamHead(res);
   try {
-    const batches = await router.stream(request, { accountId, signal, fromClient: true });
+    const batches = await router.stream(request, options);
     for await (const chunks of batches) {
       // The chunks of one upstream read leave in one write: one chunked frame for the client, not one each.
       let events = "";
@@ -115,5 +115,5 @@ async function streamCompletion(
     // A shutdown that could not wait for the end says so, like any failure after the first byte.
     writeEvent(res, `data: ${JSON.stringify(renderError(signal.aborted ? signal.reason : error, req).body)}\n\n`);
   }
-  if (!clientGone(signal)) out.end("data: [DONE]\n\n");
+  if (!clientGone(signal)) asHttp1(res).end("data: [DONE]\n\n");
 }

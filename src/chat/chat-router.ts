@@ -47,7 +47,7 @@ export class ChatRouter implements ChatCompleter {
   async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletionJson> {
     const opened = await this.#open(request, false, options);
     try {
-      const completion = await this.#whole(opened.answer, request, false, options.signal, readCompletion);
+      const completion = await this.#whole(opened.answer, request, false, options, readCompletion);
       await opened.settle?.("spent");
       return clientCompletion(completion, newCompletionId());
     } catch (error) {
@@ -66,21 +66,26 @@ export class ChatRouter implements ChatCompleter {
     first: UpstreamAnswer,
     request: GatewayRequest,
     embeddings: boolean,
-    signal: AbortSignal | undefined,
+    options: ChatCallOptions,
     read: (answer: UpstreamAnswer, signal: AbortSignal | undefined) => Promise<T>,
   ): Promise<T> {
+    const { signal, requestLog } = options;
     let answer = first;
     for (;;) {
+      let failed: unknown;
       try {
         return await read(answer, signal);
       } catch (error) {
-        if (signal?.aborted || !this.#upstreams.hasAfter(answer.upstream, embeddings)) throw error;
-        try {
-          answer = await this.#upstreams.send(request, { stream: false, signal, embeddings, after: answer.upstream });
-        } catch (next) {
-          // Not every upstream refused its entry: this one answered.
-          throw isUpstreamMisconfigured(next) ? error : next;
-        }
+        failed = error;
+      } finally {
+        answer.release();
+      }
+      if (signal?.aborted || !this.#upstreams.hasAfter(answer.upstream, embeddings)) throw failed;
+      try {
+        answer = await this.#upstreams.send(request, { stream: false, signal, embeddings, after: answer.upstream, requestLog });
+      } catch (next) {
+        // Not every upstream refused its entry: this one answered.
+        throw isUpstreamMisconfigured(next) ? failed : next;
       }
     }
   }
@@ -154,6 +159,7 @@ export class ChatRouter implements ChatCompleter {
         // The consumer stopped early (client gone) or the stream failed: end the upstream exchange now.
         answer.body.abort();
       }
+      answer.release();
       // Before the failure reaches the client: its next request sees the count given back.
       await settle?.(upstreamFailed ? "refunded" : "spent");
     }
@@ -176,7 +182,7 @@ export class ChatRouter implements ChatCompleter {
     const inputs = inputCount(request.input);
     let body: Embeddings;
     try {
-      body = await this.#whole(first, request, true, options.signal, (answer, signal) => readEmbeddings(answer, signal, inputs));
+      body = await this.#whole(first, request, true, options, (answer, signal) => readEmbeddings(answer, signal, inputs));
       await settle?.("spent");
     } catch (error) {
       await settle?.(served(options.signal));
@@ -224,7 +230,7 @@ export class ChatRouter implements ChatCompleter {
       throw error;
     }
     try {
-      const answer = await this.#upstreams.send(request, { stream, signal: options.signal, embeddings });
+      const answer = await this.#upstreams.send(request, { stream, signal: options.signal, embeddings, requestLog: options.requestLog });
       this.#pool.settle("spent");
       if (!countedDay) return { answer, settle: undefined };
       let settled = false;

@@ -18,7 +18,7 @@ import type { IdempotencyStore } from "../server/idempotency.js";
 import type { ResponsesGateway } from "./responses/responses-gateway.js";
 import { inputItemsQuery } from "./responses/responses-input-items.js";
 import { inlineExtra, nestExtra } from "./extra-fields.js";
-import { jsonAnswersKey } from "../server/context.js";
+import { jsonAnswersKey, requestLogKey } from "../server/context.js";
 import { clientMessageJson } from "../server/json.js";
 
 /** Upstream fields the messages do not model, where they have no `extra` (the completion's own, a choice's), are dropped, not refused. */
@@ -38,6 +38,7 @@ export function chatService(deps: { router: ChatRouter; idempotency: Idempotency
         accountId,
         idempotencyKey,
         signal: context.signal,
+        requestLog: context.values.get(requestLogKey),
       });
       if (result.replayed) context.responseHeader.set("idempotent-replayed", "true");
       // A JSON client gets the completion as REST sends it, nulls and empty lists included.
@@ -47,7 +48,12 @@ export function chatService(deps: { router: ChatRouter; idempotency: Idempotency
 
     async *streamChatCompletion(request, context: HandlerContext) {
       const { accountId } = requirePrincipal(context);
-      const batches = await deps.router.stream(toChatRequest(request.params), { accountId, signal: context.signal, fromClient: true });
+      const batches = await deps.router.stream(toChatRequest(request.params), {
+        accountId,
+        signal: context.signal,
+        fromClient: true,
+        requestLog: context.values.get(requestLogKey),
+      });
       const jsonAnswers = context.values.get(jsonAnswersKey);
       for await (const chunks of batches) {
         for (const chunk of chunks) {
@@ -60,14 +66,29 @@ export function chatService(deps: { router: ChatRouter; idempotency: Idempotency
     async createResponse(request, context) {
       const { accountId } = requirePrincipal(context);
       const idempotencyKey = request.idempotencyKey ?? context.requestHeader.get("idempotency-key") ?? undefined;
-      const result = await deps.responses.create(accountId, { ...request.params, stream: false }, { idempotencyKey, signal: context.signal });
+      const result = await deps.responses.create(
+        accountId,
+        { ...request.params, stream: false },
+        {
+          idempotencyKey,
+          signal: context.signal,
+          requestLog: context.values.get(requestLogKey),
+        },
+      );
       if (result.replayed) context.responseHeader.set("idempotent-replayed", "true");
       return { response: JSON.parse(result.json) as JsonObject };
     },
 
     async *streamResponse(request, context) {
       const { accountId } = requirePrincipal(context);
-      const batches = await deps.responses.stream(accountId, { ...request.params, stream: true }, { signal: context.signal });
+      const batches = await deps.responses.stream(
+        accountId,
+        { ...request.params, stream: true },
+        {
+          signal: context.signal,
+          requestLog: context.values.get(requestLogKey),
+        },
+      );
       for await (const events of batches) {
         for (const event of events) yield { type: event.type, event: event as JsonObject };
       }

@@ -1,3 +1,5 @@
+import type { Logger } from "../observability/logger.js";
+
 /** The shapes every door of the chat gateway, and the writers that draw on it, share. */
 
 /** OpenAI chat completion request as a plain JSON object; every field is passed through. */
@@ -8,6 +10,11 @@ export type GatewayRequest = Record<string, unknown> & { model: string };
 
 /** OpenAI chat completion response as a plain JSON object, already rewritten to the alias. */
 export type ChatCompletionJson = Record<string, unknown> & { choices: { message: { content: string | null } }[] };
+
+/** Where a request's lines go: its own logger (bound to its id), made on first use (RequestInfo is one). */
+export interface RequestLog {
+  readonly log: Logger;
+}
 
 /** Per-call options shared by `complete` and `stream`. */
 export interface ChatCallOptions {
@@ -21,6 +28,8 @@ export interface ChatCallOptions {
    * writers leave it unset.
    */
   fromClient?: boolean;
+  /** The request's logger, for the lines about its upstream attempts; unset (a stage writer), the chat component's. */
+  requestLog?: RequestLog;
 }
 
 /** What other capabilities need of chat: one non-streaming completion over the shared pool. */

@@ -1,7 +1,7 @@
 import type { Authenticator } from "../server/access.js";
 import { invalidRequest } from "../server/errors.js";
 import { type IdempotencyStore, runIdempotently } from "../server/idempotency.js";
-import { clientGone } from "../server/request-info.js";
+import { clientGone, requestInfo } from "../server/request-info.js";
 import { readJsonBody, type RestRouter } from "../server/rest.js";
 import { given, parseOpenAiBody } from "./chat-request.js";
 import type { ChatRouter } from "./chat-router.js";
@@ -18,7 +18,7 @@ export function embeddingsRoutes(rest: RestRouter, deps: { router: ChatRouter; i
     const { accountId } = await authenticateBearer(exchange, deps.authenticator);
     const request = parseEmbeddingsRequest(await readJsonBody(exchange.req, { maxBytes: MAX_BODY_BYTES }));
     const signal = exchange.hangUp;
-    const embed = async () => JSON.stringify(await deps.router.embed(request, { accountId, signal, fromClient: true }));
+    const embed = async () => JSON.stringify(await deps.router.embed(request, { accountId, signal, fromClient: true, requestLog: requestInfo(exchange.req) }));
     const key = idempotencyKeyOf(exchange.req);
     // The body is wrapped so that a key used on another route with the same body is still another request.
     const result =

@@ -1,6 +1,6 @@
 import { checkAlias } from "./chat-request.js";
 import type { ChatRouter } from "./chat-router.js";
-import type { ChatRequest } from "./chat-types.js";
+import type { ChatRequest, RequestLog } from "./chat-types.js";
 import { type CompletionResult, IdempotencyStore, runIdempotently } from "../server/idempotency.js";
 
 /**
@@ -12,16 +12,13 @@ import { type CompletionResult, IdempotencyStore, runIdempotently } from "../ser
 export async function completeIdempotently(
   deps: { router: ChatRouter; idempotency: IdempotencyStore },
   request: ChatRequest,
-  options: { accountId: string; idempotencyKey: string | undefined; signal?: AbortSignal },
+  options: { accountId: string; idempotencyKey: string | undefined; signal?: AbortSignal; requestLog?: RequestLog },
 ): Promise<CompletionResult> {
-  const { accountId, signal } = options;
-  if (options.idempotencyKey === undefined) {
-    return { json: JSON.stringify(await deps.router.complete(request, { accountId, signal, fromClient: true })), replayed: false };
-  }
+  const { accountId, signal, requestLog } = options;
+  const complete = async () => JSON.stringify(await deps.router.complete(request, { accountId, signal, fromClient: true, requestLog }));
+  if (options.idempotencyKey === undefined) return { json: await complete(), replayed: false };
   const key = IdempotencyStore.validKey(options.idempotencyKey);
   // A refused model is refused with or without a key, and records nothing.
   checkAlias(request);
-  return runIdempotently(deps.idempotency, { accountId, key, request }, async () =>
-    JSON.stringify(await deps.router.complete(request, { accountId, signal, fromClient: true })),
-  );
+  return runIdempotently(deps.idempotency, { accountId, key, request }, complete);
 }

@@ -10,12 +10,19 @@ import type { RestExchange } from "../server/rest.js";
 
 export const MAX_BODY_BYTES = OPENAI_BODY_MAX_BYTES;
 
-export const SSE_HEADERS = {
-  "content-type": "text/event-stream; charset=utf-8",
-  "cache-control": "no-cache",
+/**
+ * Makes the response an event stream, status 200, without sending its head:
+ * the head leaves with the first event, in the same write. Until then it is
+ * not sent (`headersSent` stays false, which `writeHead` would set at once),
+ * so a client that leaves first is counted `aborted`, not as a 200 it never got.
+ */
+export function setEventStreamHead(res: NodeResponse): void {
+  res.statusCode = 200;
+  res.setHeader("content-type", "text/event-stream; charset=utf-8");
+  res.setHeader("cache-control", "no-cache");
   // Proxies such as nginx would otherwise hold chunks back.
-  "x-accel-buffering": "no",
-};
+  res.setHeader("x-accel-buffering", "no");
+}
 
 /** A non-streamed answer, already JSON; a replay under an `Idempotency-Key` says so in `Idempotent-Replayed`. */
 export function sendAnswer(res: NodeResponse, result: CompletionResult): void {

@@ -1,3 +1,4 @@
+import type { Span } from "@opentelemetry/api";
 import type { Dispatcher } from "undici";
 import Pool from "undici/lib/dispatcher/pool.js";
 import type { UpstreamConfig, UpstreamTimeouts } from "../config.js";
@@ -5,7 +6,7 @@ import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { endSpan, type Tracing } from "../observability/tracing.js";
 import { ServiceError } from "../server/errors.js";
-import type { GatewayRequest } from "./chat-types.js";
+import type { GatewayRequest, RequestLog } from "./chat-types.js";
 import { upstreamEmbeddingsBody, upstreamRequestBody } from "./completion-rewrite.js";
 import { EMBEDDING_REQUEST_FIELDS, REQUEST_FIELDS } from "./openai-fields.js";
 import { UpstreamBody } from "./upstream-body.js";
@@ -18,8 +19,10 @@ export interface UpstreamAnswer {
   model: string;
   /** Operator-facing name, for logs only. */
   upstream: string;
-  /** Tells the operator (metrics and log) that this answer failed after it began: it broke off, stalled or made no sense. */
+  /** Tells the operator (metrics, log and the attempt's span) that this answer failed after it began: it broke off, stalled or made no sense. */
   broke(error: ServiceError): void;
+  /** Tells that the relay is done with this answer, read whole or not: the attempt's span ends here, failed if it broke. */
+  release(): void;
 }
 
 interface Target {
@@ -29,7 +32,6 @@ interface Target {
   embeddingsPath: string;
   headers: Record<string, string>;
   streamHeaders: Record<string, string>;
-  broke(error: ServiceError): void;
 }
 
 /** Statuses that say the operator's entry is at fault (its key or model name): the next upstream may be set up right. */
@@ -114,10 +116,6 @@ export class UpstreamClient {
         embeddingsPath: `${withoutTrailingSlashes(base.pathname)}/embeddings${base.search}`,
         headers,
         streamHeaders: { ...headers, accept: "text/event-stream" },
-        broke: (error: ServiceError) => {
-          this.#metrics?.upstreamErrors.inc({ upstream: config.name, kind: error.type === "upstream_timeout" ? "timeout" : "stream" });
-          this.#logger.warn({ upstream: config.name, err: error.message }, "upstream answer failed after it began");
-        },
       };
     });
   }
@@ -148,11 +146,12 @@ export class UpstreamClient {
    * ServiceError: `upstream_timeout` or `upstream_error` when none did
    * (isUpstreamMisconfigured when each refused its entry's key or model),
    * `invalid_request` when one refused the request itself. An abort of
-   * `signal` rejects with undici's abort error at once.
+   * `signal` rejects with undici's abort error at once. Failures are logged
+   * to `requestLog` when given, else to the client's own logger.
    */
   async send(
     request: GatewayRequest,
-    options: { stream: boolean; signal?: AbortSignal; embeddings?: boolean; after?: string | undefined },
+    options: { stream: boolean; signal?: AbortSignal; embeddings?: boolean; after?: string | undefined; requestLog?: RequestLog },
   ): Promise<UpstreamAnswer> {
     const targets = this.#targetsAfter(options.after, options.embeddings);
     if (targets.length === 0) {
@@ -172,9 +171,11 @@ export class UpstreamClient {
         "zero.upstream": target.config.name,
         "zero.stream": options.stream,
       });
-      const observe = (result: string, errorKind?: string) => {
+      // An accepted answer's span stays open until the answer is over (see AcceptedAnswer); the duration is to its head.
+      const observe = (result: string, errorKind?: string, accepted = false) => {
         const upstream = target.config.name;
-        endSpan(span, { "zero.result": result }, errorKind !== undefined);
+        if (accepted) span?.setAttribute("zero.result", result);
+        else endSpan(span, { "zero.result": result }, errorKind !== undefined);
         this.#metrics?.upstreamDuration.observe({ upstream, result }, (performance.now() - started) / 1000);
         if (errorKind) this.#metrics?.upstreamErrors.inc({ upstream, kind: errorKind });
       };
@@ -197,16 +198,19 @@ export class UpstreamClient {
         timedOut = isTimeout(error);
         misconfigured = false;
         observe(timedOut ? "timeout" : "error", timedOut ? "timeout" : "connect");
-        this.#logger.warn({ upstream: target.config.name, err: errorText(error) }, "upstream attempt failed");
+        logTo(options.requestLog, this.#logger).warn({ upstream: target.config.name, err: errorText(error) }, "upstream attempt failed");
         continue;
       }
       const { statusCode, body } = response;
+      const accepted = statusCode >= 200 && statusCode < 300;
       observe(
         String(statusCode),
-        statusCode >= 200 && statusCode < 300 ? undefined : statusCode === 429 ? "status_429" : statusCode >= 500 ? "status_5xx" : `status_${statusCode}`,
+        accepted ? undefined : statusCode === 429 ? "status_429" : statusCode >= 500 ? "status_5xx" : `status_${statusCode}`,
+        accepted,
       );
-      if (statusCode >= 200 && statusCode < 300) {
-        return { body, model: options.embeddings ? target.config.embeddingModel! : target.config.model, upstream: target.config.name, broke: target.broke };
+      if (accepted) {
+        const model = options.embeddings ? target.config.embeddingModel! : target.config.model;
+        return new AcceptedAnswer(body, model, target.config.name, span, (error) => this.#broke(target, error, options.requestLog));
       }
       timedOut = false;
       if (!ENTRY_FAULT.has(statusCode)) misconfigured = false;
@@ -215,10 +219,10 @@ export class UpstreamClient {
       const text = await body.text().catch(() => "");
       if (CLIENT_FAULT.has(statusCode)) {
         const { error, upstreamMessage } = refusal(text, statusCode, request, options.embeddings ? EMBEDDING_REQUEST_FIELDS : REQUEST_FIELDS);
-        this.#logger.info({ upstream: target.config.name, status: statusCode, upstreamMessage }, "upstream refused the request");
+        logTo(options.requestLog, this.#logger).info({ upstream: target.config.name, status: statusCode, upstreamMessage }, "upstream refused the request");
         throw error;
       }
-      this.#logger.warn({ upstream: target.config.name, status: statusCode }, "upstream attempt refused");
+      logTo(options.requestLog, this.#logger).warn({ upstream: target.config.name, status: statusCode }, "upstream attempt refused");
     }
     if (misconfigured) throw upstreamMisconfigured();
     if (timedOut) throw new ServiceError("upstream_timeout", "the model did not answer in time; try again");
@@ -230,9 +234,53 @@ export class UpstreamClient {
     throw new ServiceError("upstream_error", "the model is unavailable right now; try again shortly");
   }
 
+  /** Counts and logs an answer that failed after it began. */
+  #broke(target: Target, error: ServiceError, requestLog: RequestLog | undefined): void {
+    this.#metrics?.upstreamErrors.inc({ upstream: target.config.name, kind: error.type === "upstream_timeout" ? "timeout" : "stream" });
+    logTo(requestLog, this.#logger).warn({ upstream: target.config.name, err: error.message }, "upstream answer failed after it began");
+  }
+
   /** Closes every pooled connection. */
   async close(): Promise<void> {
     await Promise.all(this.#targets.map((t) => t.pool.destroy().catch(() => {})));
+  }
+}
+
+/** The request's logger when there is one (made only now, on a failure), else the client's. */
+function logTo(requestLog: RequestLog | undefined, fallback: Logger): Logger {
+  return requestLog?.log ?? fallback;
+}
+
+/**
+ * An answer an upstream accepted (2xx). Its attempt's span is ended by
+ * `release`, not at the head, so that a failure after the head (`broke`)
+ * is the span's too.
+ */
+class AcceptedAnswer implements UpstreamAnswer {
+  #span: Span | undefined;
+  readonly #report: (error: ServiceError) => void;
+  #failure: ServiceError | undefined;
+
+  constructor(
+    readonly body: UpstreamBody,
+    readonly model: string,
+    readonly upstream: string,
+    span: Span | undefined,
+    report: (error: ServiceError) => void,
+  ) {
+    this.#span = span;
+    this.#report = report;
+  }
+
+  broke(error: ServiceError): void {
+    this.#failure ??= error;
+    this.#report(error);
+  }
+
+  release(): void {
+    const failure = this.#failure;
+    endSpan(this.#span, failure ? { "error.type": failure.type } : {}, failure !== undefined);
+    this.#span = undefined;
   }
 }
 

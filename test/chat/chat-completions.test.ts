@@ -16,7 +16,7 @@ import {
   toolCallCompletion,
   UPSTREAM_MODEL,
 } from "./support/fake-upstream.js";
-import { DEAD_UPSTREAM, expectNoLeak, openAiClient, postChat, readSse, startGateway, UPSTREAM_KEY } from "./support/gateway.js";
+import { DEAD_UPSTREAM, expectNoLeak, leaveBeforeTheAnswer, openAiClient, postChat, readSse, startGateway, UPSTREAM_KEY } from "./support/gateway.js";
 
 let primary: FakeUpstream;
 let secondary: FakeUpstream;
@@ -235,6 +235,32 @@ describe("upstream failover and failure", () => {
       expect(primary.requests).toHaveLength(1);
       expect(secondary.requests).toHaveLength(1);
     }
+  });
+
+  it("logs each upstream failure with the request's id: failed attempts, streamed or not, a refusal and an answer that broke off", async () => {
+    const linesOf = (requestId: string) => app.logs.filter((line) => line.includes(`"requestId":"${requestId}"`));
+    for (const streamed of [false, true]) {
+      const requestId = `attempts-${streamed}`;
+      primary.next(fail(500));
+      const response = await postChat(app, apiKey, { model: "project-zero", messages, stream: streamed }, { "x-request-id": requestId });
+      expect(response.status).toBe(200);
+      await response.text();
+      // The dead first upstream, then the primary's 500.
+      expect(
+        linesOf(requestId).some((line) => line.includes("upstream attempt failed")),
+        requestId,
+      ).toBe(true);
+      expect(
+        linesOf(requestId).some((line) => line.includes("upstream attempt refused")),
+        requestId,
+      ).toBe(true);
+    }
+    primary.next(fail(400, "no such parameter at SecretCo"));
+    expect((await postChat(app, apiKey, { model: "project-zero", messages }, { "x-request-id": "refused-1" })).status).toBe(400);
+    expect(linesOf("refused-1").find((line) => line.includes("upstream refused the request"))).toContain("no such parameter at SecretCo");
+    primary.next(stream(textChunks(["one", "two"]), { dropAfter: 1 }));
+    await readSse(await postChat(app, apiKey, { model: "project-zero", messages, stream: true }, { "x-request-id": "broke-1" }));
+    expect(linesOf("broke-1").some((line) => line.includes("upstream answer failed after it began"))).toBe(true);
   });
 
   it("502 upstream_error when every upstream fails, without naming any", async () => {
@@ -498,6 +524,12 @@ describe("client disconnect", () => {
     } finally {
       session.close();
     }
+  });
+
+  it("counts a stream whose client left before its first event as aborted, not as the 200 it never got", async () => {
+    primary.next(hang());
+    const counted = await leaveBeforeTheAnswer(app, apiKey, "/v1/chat/completions", { model: "project-zero", messages, stream: true }, primary);
+    expect(counted).toEqual({ aborted: 1, ok: 0 });
   });
 
   it("aborts a non-streaming upstream request at once", async () => {

@@ -4,8 +4,8 @@ import { z } from "zod";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
-import { chunk, completion, FakeUpstream, reply, stream, textChunks, toolCallCompletion, UPSTREAM_MODEL } from "./support/fake-upstream.js";
-import { openAiClient, startGateway } from "./support/gateway.js";
+import { chunk, completion, FakeUpstream, hang, reply, stream, textChunks, toolCallCompletion, UPSTREAM_MODEL } from "./support/fake-upstream.js";
+import { leaveBeforeTheAnswer, openAiClient, startGateway } from "./support/gateway.js";
 
 // The Responses API, as the official SDK calls it, served over a chat-completions upstream.
 describe("POST /v1/responses", () => {
@@ -226,6 +226,12 @@ describe("POST /v1/responses", () => {
         }
       })(),
     ).rejects.toThrow(/incomplete/);
+  });
+
+  it("counts a stream whose client left before its first event as aborted, not as the 200 it never got", async () => {
+    upstream.next(hang());
+    const counted = await leaveBeforeTheAnswer(app, account.apiKey, "/v1/responses", { model: "project-zero", input: "Hello", stream: true }, upstream);
+    expect(counted).toEqual({ aborted: 1, ok: 0 });
   });
 
   it("refuses hosted tools, malformed input items and other models with OpenAI-shaped 4xx, never a 500", async () => {

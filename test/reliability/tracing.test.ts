@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { instantWork } from "../support/stage-work.js";
-import { answer, fail, FakeUpstream } from "../chat/support/fake-upstream.js";
-import { postChat, upstreamsEnv } from "../chat/support/gateway.js";
+import { answer, fail, FakeUpstream, stream, textChunks } from "../chat/support/fake-upstream.js";
+import { postChat, readSse, upstreamsEnv } from "../chat/support/gateway.js";
 import { waitForPlan } from "../support/executions.js";
 import { writerModel } from "../outcomes/support/model-answers.js";
 
@@ -16,6 +16,8 @@ interface ExportedSpan {
   spanId: string;
   parentSpanId?: string;
   attributes: { key: string; value: Record<string, unknown> }[];
+  /** OTLP's status code: 2 is an error. */
+  status?: { code?: number };
 }
 
 /** A real OTLP/HTTP collector stand-in: it records what the service exports. */
@@ -137,4 +139,53 @@ describe("trace context", () => {
     expect(writerCalls.length).toBeGreaterThan(0);
     expect(writerCalls.every((s) => s.traceId === understand.traceId)).toBe(true);
   }, 60_000);
+});
+
+describe("an upstream answer that fails after it began", () => {
+  let collector: Awaited<ReturnType<typeof startCollector>>;
+  let upstream: FakeUpstream;
+  let app: TestApp;
+  beforeAll(async () => {
+    [collector, upstream] = await Promise.all([startCollector(), FakeUpstream.start()]);
+    app = await startTestApp({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, ZERO_UPSTREAMS: upstreamsEnv([upstream.url]) } });
+  });
+  afterAll(async () => {
+    await app.close();
+    await Promise.all([collector.close(), upstream.close()]);
+  });
+
+  it("fails its attempt's span: a stream dropped or ended mid-answer, a malformed chunk; a whole stream's span is OK", async () => {
+    const { apiKey } = await createAccountWithKey(app, ["chat"]);
+    const messages = [{ role: "user", content: "hi" }];
+    const streamed = async (traceId: string) => {
+      const traceparent = `00-${traceId}-b7ad6b7169203331-01`;
+      await readSse(await postChat(app, apiKey, { model: "project-zero", messages, stream: true }, { traceparent }));
+    };
+    const traces = { dropped: "1".repeat(32), cut: "2".repeat(32), malformed: "3".repeat(32), whole: "4".repeat(32) };
+    upstream.next(stream(textChunks(["one", "two", "three"]), { dropAfter: 2 }));
+    await streamed(traces.dropped);
+    upstream.next(stream(textChunks(["cut"]).slice(0, -2), { done: false }));
+    await streamed(traces.cut);
+    upstream.next(async ({ res }) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end('data: {"choices": [\n\ndata: [DONE]\n\n');
+    });
+    await streamed(traces.malformed);
+    upstream.next(stream(textChunks(["whole"])));
+    await streamed(traces.whole);
+    await app.close();
+
+    const attemptOf = (traceId: string) => {
+      const attempts = collector.spans.filter((s) => s.name === "upstream chat completion" && s.traceId === traceId);
+      expect(attempts).toHaveLength(1);
+      return attempts[0]!;
+    };
+    for (const failed of [traces.dropped, traces.cut, traces.malformed]) {
+      const attempt = attemptOf(failed);
+      expect(attribute(attempt, "zero.result"), failed).toBe("200");
+      expect(attempt.status?.code, failed).toBe(2);
+      expect(attribute(attempt, "error.type"), failed).toBe("upstream_error");
+    }
+    expect(attemptOf(traces.whole).status?.code ?? 0).not.toBe(2);
+  }, 30_000);
 });

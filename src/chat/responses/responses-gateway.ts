@@ -2,6 +2,7 @@ import { invalidRequest, openAiErrorBody, ServiceError, toServiceError } from ".
 import { clientGone } from "../../server/request-info.js";
 import { checkAlias } from "../chat-request.js";
 import type { ChatRouter } from "../chat-router.js";
+import type { RequestLog } from "../chat-types.js";
 import type { IdempotencyStore } from "../../server/idempotency.js";
 import { type CompletionResult, runIdempotently } from "../../server/idempotency.js";
 import type { ResponseStore } from "./response-store.js";
@@ -39,10 +40,14 @@ export class ResponsesGateway {
   }
 
   /** A non-streamed response, as JSON text; with an idempotency key, a retry replays the first answer. */
-  async create(accountId: string, body: unknown, options: { idempotencyKey?: string; signal?: AbortSignal }): Promise<CompletionResult> {
+  async create(
+    accountId: string,
+    body: unknown,
+    options: { idempotencyKey?: string; signal?: AbortSignal; requestLog?: RequestLog },
+  ): Promise<CompletionResult> {
     const call = await this.#prepare(accountId, body, false);
     const produce = async () => {
-      const completion = await this.#router.complete(call.chat, { accountId, signal: options.signal, fromClient: true });
+      const completion = await this.#router.complete(call.chat, { accountId, signal: options.signal, fromClient: true, requestLog: options.requestLog });
       const answer = answerOfCompletion(completion);
       const json = JSON.stringify(finishedResponse(call.shell, answer));
       await call.keep(json, answer);
@@ -61,10 +66,10 @@ export class ResponsesGateway {
   async stream(
     accountId: string,
     body: unknown,
-    options: { signal: AbortSignal; onUnexpected?: (error: unknown) => void },
+    options: { signal: AbortSignal; onUnexpected?: (error: unknown) => void; requestLog?: RequestLog },
   ): Promise<AsyncGenerator<ResponseEvent[], void, undefined>> {
     const call = await this.#prepare(accountId, body, true);
-    const chunks = await this.#router.stream(call.chat, { accountId, signal: options.signal, fromClient: true });
+    const chunks = await this.#router.stream(call.chat, { accountId, signal: options.signal, fromClient: true, requestLog: options.requestLog });
     const events = responseEvents(call.shell, chunks, (response, answer) => call.keep(JSON.stringify(response), answer));
     return numbered(events, options.signal, options.onUnexpected);
   }

@@ -4,7 +4,7 @@ import { ServiceError } from "../../server/errors.js";
 import { decodedOrAsSent } from "../../strings.js";
 import { requestInfo } from "../../server/request-info.js";
 import { readJsonBody, sendJson, type RestExchange, type RestRouter } from "../../server/rest.js";
-import { asHttp1, authenticateBearer, drained, idempotencyKeyOf, MAX_BODY_BYTES, sendAnswer, SSE_HEADERS, writeEvent } from "../openai-http.js";
+import { asHttp1, authenticateBearer, drained, idempotencyKeyOf, MAX_BODY_BYTES, sendAnswer, setEventStreamHead, writeEvent } from "../openai-http.js";
 import type { ResponseEvent, ResponsesGateway } from "./responses-gateway.js";
 import { parseInputItemsQuery } from "./responses-input-items.js";
 
@@ -23,12 +23,16 @@ export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGate
     const body = await readJsonBody(exchange.req, { maxBytes: MAX_BODY_BYTES });
     const signal = exchange.hangUp;
     if (typeof body === "object" && body !== null && !Array.isArray(body) && body.stream === true) {
-      const log = requestInfo(exchange.req)?.log;
-      const events = await gateway.stream(accountId, body, { signal, onUnexpected: (error) => log?.error({ err: error }, "unexpected error") });
+      const requestLog = requestInfo(exchange.req);
+      const events = await gateway.stream(accountId, body, {
+        signal,
+        requestLog,
+        onUnexpected: (error) => requestLog?.log.error({ err: error }, "unexpected error"),
+      });
       await sendEvents(exchange, events, signal);
       return;
     }
-    const result = await gateway.create(accountId, body, { idempotencyKey: idempotencyKeyOf(exchange.req), signal });
+    const result = await gateway.create(accountId, body, { idempotencyKey: idempotencyKeyOf(exchange.req), signal, requestLog: requestInfo(exchange.req) });
     if (!clientGone(signal)) sendAnswer(exchange.res, result);
   });
   rest.addPrefix(PREFIX, async (exchange) => {
@@ -91,13 +95,12 @@ const STORED_RESPONSE_ROUTES: readonly StoredResponseRoute[] = [
 /** The events as SSE, each `event: <type>` then its `data:`, a batch to a write; the head leaves with the first. */
 async function sendEvents(exchange: RestExchange, batches: AsyncIterable<ResponseEvent[]>, signal: AbortSignal): Promise<void> {
   const { res } = exchange;
-  const out = asHttp1(res);
-  out.writeHead(200, SSE_HEADERS);
+  setEventStreamHead(res);
   for await (const batch of batches) {
     if (clientGone(signal)) break;
     let events = "";
     for (const event of batch) events += `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
     if (!writeEvent(res, events)) await drained(res);
   }
-  if (!clientGone(signal)) out.end();
+  if (!clientGone(signal)) asHttp1(res).end();
 }

@@ -128,3 +128,37 @@ export function useSdkGateway(upstreamFields: Record<string, unknown> = {}): Sdk
   });
   return gateway;
 }
+
+/** How many requests to `route` `/metrics` counts with this `code` (a status, or `aborted`). */
+export async function requestsCounted(app: { url: string }, route: string, code: string): Promise<number> {
+  const text = await (await fetch(`${app.url}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`zero_http_requests_total{route="${route}",method="POST",code="${code}"}`));
+  return line === undefined ? 0 : Number(line.split(" ").at(-1));
+}
+
+/**
+ * Sends `body` to `path` and leaves once the upstream has it, before any answer: what `/metrics` then
+ * counts for the route, before and after (waiting until the `aborted` count moves, or a second).
+ */
+export async function leaveBeforeTheAnswer(
+  app: { url: string },
+  apiKey: string,
+  path: string,
+  body: unknown,
+  upstream: { requests: unknown[] },
+): Promise<{ aborted: number; ok: number }> {
+  const [abortedBefore, okBefore] = [await requestsCounted(app, path, "aborted"), await requestsCounted(app, path, "200")];
+  const leaving = new AbortController();
+  const sent = upstream.requests.length;
+  const request = fetch(`${app.url}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+    signal: leaving.signal,
+  }).catch(() => undefined);
+  for (let i = 0; i < 200 && upstream.requests.length === sent; i++) await new Promise((r) => setTimeout(r, 5));
+  leaving.abort();
+  await request;
+  for (let i = 0; i < 50 && (await requestsCounted(app, path, "aborted")) === abortedBefore; i++) await new Promise((r) => setTimeout(r, 20));
+  return { aborted: (await requestsCounted(app, path, "aborted")) - abortedBefore, ok: (await requestsCounted(app, path, "200")) - okBefore };
+}
