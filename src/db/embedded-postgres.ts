@@ -77,6 +77,25 @@ const SERVER_SETTINGS: Record<string, string> = {
   dynamic_shared_memory_type: "posix",
 };
 
+/**
+ * The level at which to log one line of Postgres's stderr. Its records start
+ * with `log_line_prefix` (by default `%m [%p] `) and then the severity and two
+ * spaces (`FATAL:  …`). WARNING is a warning to us, FATAL and PANIC errors.
+ * ERROR stays at debug with the rest: it is a statement that failed, and the
+ * service gets that error itself and handles or logs it (a fresh start's
+ * migrations look for a table not made yet). So do a record's continuation
+ * lines (a tab, or a DETAIL, HINT, CONTEXT or STATEMENT of their own, which
+ * can hold request data).
+ */
+function postgresLogLevel(line: string): "error" | "warn" | "debug" {
+  if (/^\s/.test(line)) return "debug";
+  const end = line.indexOf(":  ");
+  const severity = end === -1 ? undefined : line.slice(line.lastIndexOf(" ", end) + 1, end);
+  if (severity === "FATAL" || severity === "PANIC") return "error";
+  if (severity === "WARNING") return "warn";
+  return "debug";
+}
+
 /** The platform's binaries, or undefined where no package serves this platform. */
 async function loadBinaries(): Promise<Binaries | undefined> {
   const platform = process.platform === "win32" ? "windows" : process.platform;
@@ -132,12 +151,15 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
   const stopAtExit = () => child.kill("SIGINT");
   process.on("exit", stopAtExit);
   const recent: string[] = [];
+  // Starting and stopping, Postgres refuses our connections with a FATAL each (57P03, 57P01): its severity counts only
+  // while it serves. A start that fails says why with its last lines.
+  let serving = false;
   child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
     for (const line of chunk.split("\n")) {
       if (line.trim() === "") continue;
       recent.push(line);
       if (recent.length > 20) recent.shift();
-      logger.debug({ postgres: line }, "embedded postgres");
+      logger[serving ? postgresLogLevel(line) : "debug"]({ postgres: line }, "embedded postgres");
     }
   });
   let exited = false;
@@ -163,6 +185,7 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
     await exit;
     throw new EmbeddedPostgresUnavailable(`embedded Postgres did not start: ${(error as Error).message}; ${recent.slice(-3).join(" / ")}`);
   }
+  serving = true;
 
   return {
     url,
@@ -173,6 +196,7 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
     async stop() {
       if (exited) return;
       stopping = true;
+      serving = false;
       child.kill("SIGINT");
       await stopWithin(child, exit, STOP_TIMEOUT_MS);
     },

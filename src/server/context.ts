@@ -1,5 +1,5 @@
 import { createContextKey } from "@connectrpc/connect";
-import type { Logger } from "../observability/logger.js";
+import type { RequestInfo } from "./request-info.js";
 
 /**
  * Who is calling. Set by the one authorization step before any service
@@ -17,8 +17,10 @@ export interface Principal {
 
 export const principalKey = createContextKey<Principal | undefined>(undefined, { description: "principal" });
 
-/** The request's logger, bound to its request id (made on first use). */
-export const requestLogKey = createContextKey<{ readonly log: Logger } | undefined>(undefined, { description: "request log" });
+/** The request's logger, bound to its request id (made on first use), and where its failures are logged. */
+export const requestLogKey = createContextKey<Pick<RequestInfo, "log" | "logUnexpected" | "logDatabaseDown"> | undefined>(undefined, {
+  description: "request log",
+});
 
 /** Set once the request passed the authorization step, so no later step repeats it. */
 export const authorizedKey = createContextKey<boolean>(false, { description: "authorized" });

@@ -69,9 +69,15 @@ export const notFound = (message = "not found") => new ServiceError("not_found",
 /**
  * Turns anything thrown into a ServiceError. Errors we did not raise on purpose
  * become a bare `internal` with no detail of the cause: stack traces and
- * internal messages never reach a client. `onUnexpected` gets the original.
+ * internal messages never reach a client. `onUnexpected` gets the original;
+ * so does `onDatabaseDown` (by default `onUnexpected`) when the database is
+ * away, which is the documented 503 and no bug.
  */
-export function toServiceError(error: unknown, onUnexpected?: (error: unknown) => void): ServiceError {
+export function toServiceError(
+  error: unknown,
+  onUnexpected?: (error: unknown) => void,
+  onDatabaseDown: ((error: unknown) => void) | undefined = onUnexpected,
+): ServiceError {
   if (error instanceof ServiceError) return error;
   if (error instanceof ConnectError) {
     // Connect-ES calls an undecodable protobuf body "internal"; it is the client's mistake.
@@ -88,7 +94,7 @@ export function toServiceError(error: unknown, onUnexpected?: (error: unknown) =
     return new ServiceError("invalid_request", "text fields must not contain NUL characters or invalid Unicode");
   }
   if (isDatabaseDown(error)) {
-    onUnexpected?.(error);
+    onDatabaseDown?.(error);
     return new ServiceError("unavailable", "the service is temporarily unavailable; try again shortly", {
       headers: { "Retry-After": "1" },
     });

@@ -3,6 +3,7 @@ import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import { API_BODY_MAX_BYTES } from "../api/limits.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
+import { RepeatingFailure } from "../observability/repeating-failure.js";
 import { endSpan, type Tracing } from "../observability/tracing.js";
 import { type Authenticator, bearerToken } from "./access.js";
 import { createHash, timingSafeEqual } from "node:crypto";
@@ -56,6 +57,13 @@ export interface HttpHandler {
 
 export function createHttpHandler(options: HttpHandlerOptions): HttpHandler {
   const { logger } = options;
+  // Requests that meet the database away: one outage is a warning with its cause, a count now and then, and a line
+  // when the database answers a readiness check again, not an error per request.
+  const databaseOutage = new RepeatingFailure(logger, "reaching the database");
+  const ping = async () => {
+    await options.ping();
+    databaseOutage.succeeded();
+  };
   const bindings = options.parts.flatMap((part) => part.services ?? []);
   const services = bindings.map((binding) => binding.service);
   const interceptors = [errorInterceptor, deadlineInterceptor, authInterceptor(options.authenticator)];
@@ -67,7 +75,7 @@ export function createHttpHandler(options: HttpHandlerOptions): HttpHandler {
       for (const binding of bindings) binding.register(router);
       registerHealth(router, {
         serviceNames: services.map((s) => s.typeName),
-        ping: options.ping,
+        ping,
         drainingSignal: options.drainingSignal,
       });
       registerReflection(router, services);
@@ -95,7 +103,7 @@ export function createHttpHandler(options: HttpHandlerOptions): HttpHandler {
       return;
     }
     try {
-      await options.ping();
+      await ping();
     } catch {
       sendNotReady(res, "the database does not answer");
       return;
@@ -155,7 +163,7 @@ export function createHttpHandler(options: HttpHandlerOptions): HttpHandler {
 
   const listening = new ListeningRequests();
   const handle: RequestListener = (req, res) => {
-    const info = assignRequestInfo(req, logger, clientAddress, listening);
+    const info = assignRequestInfo(req, logger, clientAddress, listening, databaseOutage);
     res.setHeader("x-request-id", info.id);
     res.setHeader("x-content-type-options", "nosniff");
     const pathname = pathOf(req.url);

@@ -6,10 +6,18 @@ import { toServiceError } from "./errors.js";
 /**
  * Outermost: whatever a service throws leaves as a ServiceError. Unexpected
  * errors are logged with their cause and reach the client as a bare
- * `internal`, never with a stack trace or an internal message.
+ * `internal`, never with a stack trace or an internal message; the database
+ * being away goes to the server's outage log, as for REST.
  */
 export const errorInterceptor: Interceptor = (next) => async (req) => {
-  const log = (error: unknown) => req.contextValues.get(requestLogKey)?.log.error({ err: error, procedure: req.url }, "unexpected error");
+  const fail = (error: unknown) => {
+    const info = req.contextValues.get(requestLogKey);
+    return toServiceError(
+      error,
+      (cause) => info?.logUnexpected(cause, { procedure: req.url }),
+      (cause) => info?.logDatabaseDown(cause),
+    );
+  };
   try {
     const res = await next(req);
     if (!res.stream) return res;
@@ -20,12 +28,12 @@ export const errorInterceptor: Interceptor = (next) => async (req) => {
         try {
           yield* messages;
         } catch (error) {
-          throw toServiceError(error, log);
+          throw fail(error);
         }
       })(),
     };
   } catch (error) {
-    throw toServiceError(error, log);
+    throw fail(error);
   }
 };
 

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Code } from "@connectrpc/connect";
 import type { Span } from "@opentelemetry/api";
 import type { Logger } from "../observability/logger.js";
+import type { RepeatingFailure } from "../observability/repeating-failure.js";
 import { ServiceError } from "./errors.js";
 import type { NodeRequest } from "./node-http.js";
 
@@ -58,6 +59,7 @@ export class RequestInfo {
   rpcFailure: Code | undefined;
   readonly #parent: Logger;
   readonly #listening: ListeningRequests;
+  readonly #databaseOutage: RepeatingFailure;
   #log: Logger | undefined;
   #hangUp: AbortController | undefined;
   #closed = false;
@@ -66,17 +68,32 @@ export class RequestInfo {
   #older: RequestInfo | undefined;
   #newer: RequestInfo | undefined;
 
-  constructor(id: string, clientAddress: string, parent: Logger, listening: ListeningRequests) {
+  constructor(id: string, clientAddress: string, parent: Logger, listening: ListeningRequests, databaseOutage: RepeatingFailure) {
     this.id = id;
     this.clientAddress = clientAddress;
     this.startedAt = performance.now();
     this.#parent = parent;
     this.#listening = listening;
+    this.#databaseOutage = databaseOutage;
   }
 
   get log(): Logger {
     this.#log ??= this.#parent.child({ requestId: this.id });
     return this.#log;
+  }
+
+  /** An error the service did not raise on purpose (see toServiceError): a bug, logged at error with its cause. */
+  logUnexpected(error: unknown, fields?: Record<string, unknown>): void {
+    this.log.error({ err: error, ...fields }, "unexpected error");
+  }
+
+  /**
+   * The database being away (see toServiceError): the documented 503, which
+   * `/readyz` reports too, so the server's one outage log counts it rather
+   * than every request logging an error with a stack trace.
+   */
+  logDatabaseDown(error: unknown): void {
+    this.#databaseOutage.failed(error);
   }
 
   /**
@@ -152,10 +169,16 @@ const ACCEPTABLE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const ID_PREFIX = `req_${randomBytes(6).toString("base64url")}`;
 let idCounter = 0;
 
-export function assignRequestInfo(req: NodeRequest, log: Logger, clientAddress: (req: NodeRequest) => string, listening: ListeningRequests): RequestInfo {
+export function assignRequestInfo(
+  req: NodeRequest,
+  log: Logger,
+  clientAddress: (req: NodeRequest) => string,
+  listening: ListeningRequests,
+  databaseOutage: RepeatingFailure,
+): RequestInfo {
   const supplied = req.headers["x-request-id"];
   const id = typeof supplied === "string" && ACCEPTABLE_ID.test(supplied) ? supplied : `${ID_PREFIX}${(idCounter++).toString(36)}`;
-  const info = new RequestInfo(id, clientAddress(req), log, listening);
+  const info = new RequestInfo(id, clientAddress(req), log, listening, databaseOutage);
   (req as WithInfo)[INFO] = info;
   return info;
 }

@@ -257,13 +257,16 @@ export function sendJson(res: NodeResponse, status: number, body: unknown, heade
  * The one error renderer for plain HTTP: any error as a ServiceError and the
  * body its route family reads. Under /v1 every answer is OpenAI's, unknown
  * routes included (OpenAI's SDKs read no other shape); elsewhere the `/api`
- * shape. Unexpected errors are logged with their cause, never shown.
+ * shape. Unexpected errors are logged with their cause, never shown; the
+ * database being away goes to the server's outage log (RequestInfo.logDatabaseDown).
  */
 export function renderError(error: unknown, req?: NodeRequest): { error: ServiceError; body: { error: Record<string, unknown> } } {
-  const serviceError = toServiceError(error, (cause) => {
-    const log = req ? requestInfo(req)?.log : undefined;
-    log?.error({ err: cause }, "unexpected error");
-  });
+  const info = req ? requestInfo(req) : undefined;
+  const serviceError = toServiceError(
+    error,
+    (cause) => info?.logUnexpected(cause),
+    (cause) => info?.logDatabaseDown(cause),
+  );
   const body = req?.url !== undefined && isOpenAiPath(req.url) ? openAiErrorBody(serviceError) : apiErrorBody(serviceError);
   return { error: serviceError, body };
 }

@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -6,6 +7,8 @@ import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { onRealPostgres } from "../support/database.js";
 import { ScriptedWork } from "../support/stage-work.js";
+import { rpcTransport } from "../support/transports.js";
+import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
@@ -95,5 +98,45 @@ describe.runIf(onRealPostgres)("a Postgres outage", () => {
       .groupBy("plans.id")
       .execute();
     expect(counts.every((row) => Number(row.stages) === 6)).toBe(true);
+  });
+
+  // Found operating the service: with Postgres stopped, every request logged "unexpected error" at error level with a
+  // stack trace, paging on-call once per request for what /readyz already says.
+  it("logs an outage that requests meet as a few warnings, not an error per request", async () => {
+    const seen = app.logs.length;
+    const rpc = (protocol: "connect" | "grpc") =>
+      createClient(ExecutionService, rpcTransport(app.url, protocol))
+        .getExecution({ id: "pln_none" }, { headers: { authorization: `Bearer ${account.apiKey}` } })
+        .then(
+          () => undefined,
+          (error: unknown) => ConnectError.from(error).code,
+        );
+    pgCtl("stop");
+    try {
+      for (let round = 0; round < 3; round++) {
+        expect((await api("/api/execution?id=pln_none")).status).toBe(503);
+        expect((await api("/api/execution", { method: "POST", body: JSON.stringify({ goal: "a plan while the database is down" }) })).status).toBe(503);
+        const chat = await api("/v1/chat/completions", { method: "POST", body: JSON.stringify({ model: "any", messages: [{ role: "user", content: "hi" }] }) });
+        expect(chat.status).toBe(503);
+        expect(await rpc("connect")).toBe(Code.Unavailable);
+        expect(await rpc("grpc")).toBe(Code.Unavailable);
+      }
+    } finally {
+      pgCtl("start");
+    }
+    let ready = 0;
+    for (let i = 0; i < 100 && ready !== 200; i++) {
+      ready = (await fetch(`${app.url}/readyz`)).status;
+      if (ready !== 200) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(ready).toBe(200);
+
+    const lines = app.logs.slice(seen).map((line) => JSON.parse(line) as { level: number; msg: string; err?: { stack?: string } });
+    expect(lines.filter((line) => line.msg === "unexpected error")).toEqual([]);
+    const outage = lines.filter((line) => line.msg.startsWith("reaching the database"));
+    // The first failure with its cause, at warn; then, after the interval, how many more; then that it is over.
+    expect(outage[0]).toMatchObject({ level: 40, msg: "reaching the database failed", err: { stack: expect.any(String) } });
+    expect(outage.at(-1)).toMatchObject({ level: 30, msg: "reaching the database works again", failures: 15 });
+    expect(outage.length).toBeLessThanOrEqual(3);
   });
 });

@@ -59,6 +59,28 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
     }
   }, 120_000);
 
+  // Found operating the service: its Postgres's stderr was logged a line a record at debug, so a FATAL was never seen at info.
+  it("its Postgres's warnings and fatal errors reach the service's log at warn and error, one record each, the rest only at debug", async () => {
+    const logs: string[] = [];
+    const logger = createLogger("info", { write: (line: string) => logs.push(line) } as unknown as NodeJS.WritableStream);
+    const app = await startApp(loadConfig({ PORT: "0", HOST: "127.0.0.1", ZERO_DATA_DIR: await freshDataDir() }), { logger });
+    try {
+      expect(app.store.kind).toBe("postgres");
+      await sql`do $$ begin raise warning 'a warning for the operator'; end $$`.execute(app.store.db);
+      // A failed statement is the service's own to handle: Postgres's line about it is no news.
+      await expect(sql`select * from no_such_table`.execute(app.store.db)).rejects.toThrow(/does not exist/);
+      await expect(sql`select pg_terminate_backend(pg_backend_pid())`.execute(app.store.db)).rejects.toThrow(/terminating connection/);
+      const postgresLines = () => logs.map((line) => JSON.parse(line) as { level: number; postgres?: string }).filter((line) => line.postgres !== undefined);
+      for (let i = 0; i < 100 && !postgresLines().some((line) => line.postgres!.includes("FATAL")); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(postgresLines()).toEqual([
+        expect.objectContaining({ level: 40, postgres: expect.stringMatching(/ WARNING: {2}a warning for the operator$/) }),
+        expect.objectContaining({ level: 50, postgres: expect.stringMatching(/ FATAL: {2}terminating connection due to administrator command$/) }),
+      ]);
+    } finally {
+      await app.close();
+    }
+  }, 120_000);
+
   it("ignores the PG* variables exported for psql, and its Postgres gets none of the service's environment", async () => {
     const exported: Record<string, string> = {
       PGSSLMODE: "require",

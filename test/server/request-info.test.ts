@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/observability/logger.js";
+import { RepeatingFailure } from "../../src/observability/repeating-failure.js";
 import { ListeningRequests, RequestInfo, SHUTTING_DOWN } from "../../src/server/request-info.js";
 
 const logger = createLogger("silent");
-const request = (listening: ListeningRequests, id: string) => new RequestInfo(id, "127.0.0.1", logger, listening);
+const databaseOutage = new RepeatingFailure(logger, "reaching the database");
+const request = (listening: ListeningRequests, id: string) => new RequestInfo(id, "127.0.0.1", logger, listening, databaseOutage);
 describe("the requests a shutdown tells", () => {
   it("a request that asks for its hang-up signal after its response closed gets it aborted, and is never listed", () => {
     const listening = new ListeningRequests();
