@@ -25,6 +25,15 @@ describe.runIf(onRealPostgres)("a Postgres outage", () => {
   let app: TestApp;
   let account: TestAccount;
   const work = new ScriptedWork();
+  /** Until /readyz answers 200 again, after Postgres is started again (at most 20 s). */
+  const untilReady = async () => {
+    let ready = 0;
+    for (let i = 0; i < 100 && ready !== 200; i++) {
+      ready = (await fetch(`${app.url}/readyz`)).status;
+      if (ready !== 200) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(ready).toBe(200);
+  };
   const pgCtl = (action: "stop" | "start") =>
     execFileSync(
       "su",
@@ -71,12 +80,7 @@ describe.runIf(onRealPostgres)("a Postgres outage", () => {
 
     await new Promise((r) => setTimeout(r, 1500));
     pgCtl("start");
-    let ready = 0;
-    for (let i = 0; i < 100 && ready !== 200; i++) {
-      ready = (await fetch(`${app.url}/readyz`)).status;
-      if (ready !== 200) await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(ready).toBe(200);
+    await untilReady();
 
     held.succeed();
     let plan: { status: string; stages: { id: string; state: string }[] } | undefined;
@@ -124,12 +128,7 @@ describe.runIf(onRealPostgres)("a Postgres outage", () => {
     } finally {
       pgCtl("start");
     }
-    let ready = 0;
-    for (let i = 0; i < 100 && ready !== 200; i++) {
-      ready = (await fetch(`${app.url}/readyz`)).status;
-      if (ready !== 200) await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(ready).toBe(200);
+    await untilReady();
 
     const lines = app.logs.slice(seen).map((line) => JSON.parse(line) as { level: number; msg: string; err?: { stack?: string } });
     expect(lines.filter((line) => line.msg === "unexpected error")).toEqual([]);
