@@ -101,7 +101,11 @@ export class ChatRouter implements ChatCompleter {
    */
   async stream(request: ChatRequest, options: ChatCallOptions): Promise<AsyncGenerator<ChatChunkJson[], void, undefined>> {
     const { answer, settle } = await this.#open(request, true, options);
-    return this.#relay(answer, newCompletionId(), options.signal, settle);
+    const relay = this.#relay(answer, newCompletionId(), options.signal, settle);
+    // Into the relay's try: a consumer that stops before its first read (return() on a generator not yet
+    // started runs none of its body) still ends the upstream exchange and settles the account's count.
+    await relay.next();
+    return relay;
   }
 
   async *#relay(
@@ -114,6 +118,8 @@ export class ChatRouter implements ChatCompleter {
     let upstreamFailed = false;
     const rewriter = new ChunkRewriter(id);
     try {
+      // Taken by stream() itself, never relayed: from here on the finally below runs, whatever the consumer does.
+      yield [];
       // After `[DONE]` the rest is let through unread, so the connection is kept.
       const parser = new SseParser();
       for (;;) {
