@@ -212,8 +212,11 @@ describe("a trade before \u201Ccafe\u201D says what the place is", () => {
     for (const title of cards) expect(title).not.toMatch(/studio|Bath/i);
   });
 
-  it("a cafe is still a cafe", async () => {
-    const site = await builtSite("A website for a cafe in Leeds");
-    expect(site.files.has("menu.html")).toBe(true);
-  });
+  it.each(["A website for a cafe in Leeds", "A website for a café in Lyon", "A website for a crêpe café in Rennes", "A website for a pâtisserie in Paris"])(
+    "%s: a cafe is still a cafe, its accent and all",
+    async (goal) => {
+      const site = await builtSite(goal);
+      expect(site.files.has("menu.html")).toBe(true);
+    },
+  );
 });

@@ -42,8 +42,9 @@ export const PROFILES: readonly Profile[] = [
         "Made fresh for the counter, or ordered ahead for a gathering.",
         "Ask what is available today, or order ahead for an occasion.",
       ][i % 3]!,
+    // Bounded by letters of any script, not \b: that is ASCII's, and there is none after the "\u00E9" of "caf\u00E9".
     match:
-      /\b(?:bakery|bakeries|boulangerie|p[a\u00E2]tisserie|caf[e\u00E9]|coffee|restaurant|bistro|brasserie|pizzeria|bar|pub|catering|caterer|deli|food|kitchen|brewery|tea ?room|ice cream|chocolat\w*|cheese\w*|bread|cakes?)\b/i,
+      /(?<![\p{L}\p{N}])(?:bakery|bakeries|boulangerie|p[a\u00E2]tisserie|caf[e\u00E9]|coffee|restaurant|bistro|brasserie|pizzeria|bar|pub|catering|caterer|deli|food|kitchen|brewery|tea ?room|ice cream|chocolat\p{L}*|cheese\p{L}*|bread|cakes?)(?![\p{L}\p{N}])/iu,
     tone: "warm",
     offerPage: {
       slug: "menu",
