@@ -91,7 +91,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
 
     const metrics = createMetrics();
     const tracing = config.otlpEndpoint
-      ? await createTracing({ endpoint: config.otlpEndpoint, serviceName: config.otelServiceName, instanceId, version: SERVICE_VERSION })
+      ? await createTracing({ endpoint: config.otlpEndpoint, serviceName: config.otelServiceName, instanceId, version: SERVICE_VERSION, logger })
       : undefined;
     if (tracing) started.push(["tracing", () => tracing.shutdown()]);
 

@@ -83,7 +83,7 @@ export function createMetrics(): Metrics {
     }),
     upstreamErrors: new LabelledCounter({
       name: "zero_upstream_errors_total",
-      help: "Upstream failures by upstream name and kind (connect, timeout, status_429, status_5xx, stream).",
+      help: "Upstream failures by upstream name and kind (connect: no answer, the connection refused or broken before a status; timeout; status_429; status_5xx; status_<code> for any other refusal, such as status_401; stream: an answer that broke off or made no sense after it began).",
       labelNames: ["upstream", "kind"],
       registry,
     }),

@@ -1,6 +1,9 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { type Attributes, type Context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace, TraceFlags } from "@opentelemetry/api";
+import type { SpanExporter } from "@opentelemetry/sdk-trace";
 import { withoutTrailingSlashes } from "../strings.js";
+import type { Logger } from "./logger.js";
+import { RepeatingFailure } from "./repeating-failure.js";
 
 /**
  * OpenTelemetry tracing, on only when an OTLP endpoint is configured: spans
@@ -29,7 +32,12 @@ export interface TracingOptions {
   serviceName: string;
   instanceId: string;
   version: string;
+  /** Where an endpoint that refuses or does not answer is said, once per outage (RepeatingFailure). */
+  logger: Logger;
 }
+
+/** How long one export may take: a collector that does not answer must not hold a shutdown for long. */
+const EXPORT_TIMEOUT_MS = 3000;
 
 const KINDS = { server: SpanKind.SERVER, client: SpanKind.CLIENT, internal: SpanKind.INTERNAL } as const;
 
@@ -47,7 +55,10 @@ export async function createTracing(options: TracingOptions): Promise<Tracing> {
     }),
     spanProcessors: [
       new BatchSpanProcessor({
-        exporter: new OTLPTraceExporter({ url: `${withoutTrailingSlashes(options.endpoint)}/v1/traces` }),
+        exporter: reportingFailures(
+          new OTLPTraceExporter({ url: `${withoutTrailingSlashes(options.endpoint)}/v1/traces`, timeoutMillis: EXPORT_TIMEOUT_MS }),
+          new RepeatingFailure(options.logger, "exporting traces"),
+        ),
         scheduledDelayMillis: 1000,
       }),
     ],
@@ -62,6 +73,21 @@ export async function createTracing(options: TracingOptions): Promise<Tracing> {
     },
     within: (span, fn) => current.run(span, fn),
     shutdown: () => provider.shutdown(),
+  };
+}
+
+/** `exporter`, with each export's outcome told to `failures`: spans it could not deliver are dropped, but not silently. */
+function reportingFailures(exporter: SpanExporter, failures: RepeatingFailure): SpanExporter {
+  return {
+    export: (spans, done) =>
+      exporter.export(spans, (result) => {
+        // ExportResultCode.SUCCESS is 0.
+        if (result.code === 0) failures.succeeded();
+        else failures.failed(result.error ?? new Error("the collector refused the spans"));
+        done(result);
+      }),
+    shutdown: () => exporter.shutdown(),
+    forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
   };
 }
 

@@ -7,6 +7,7 @@ import { instantWork } from "../support/stage-work.js";
 import { answer, fail, FakeUpstream, stream, textChunks } from "../chat/support/fake-upstream.js";
 import { postChat, readSse, upstreamsEnv } from "../chat/support/gateway.js";
 import { waitForPlan } from "../support/executions.js";
+import { unusedPort } from "../support/ports.js";
 import { writerModel } from "../outcomes/support/model-answers.js";
 
 interface ExportedSpan {
@@ -187,5 +188,24 @@ describe("an upstream answer that fails after it began", () => {
       expect(attribute(attempt, "error.type"), failed).toBe("upstream_error");
     }
     expect(attemptOf(traces.whole).status?.code ?? 0).not.toBe(2);
+  }, 30_000);
+});
+
+// Found operating the service: with the collector down, spans were dropped without a line in the log.
+describe("an OTLP endpoint that does not answer", () => {
+  it("is said in the log at warn, once, not once per export", async () => {
+    const app = await startTestApp({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await unusedPort()}` } });
+    try {
+      // Three exports at least (one a second), each refused.
+      for (let i = 0; i < 3; i++) {
+        await fetch(`${app.url}/healthz`);
+        await new Promise((resolve) => setTimeout(resolve, 1200));
+      }
+      const said = app.logs.map((line) => JSON.parse(line) as { level: number; msg: string }).filter((line) => line.msg.includes("exporting traces"));
+      expect(said.length, app.logs.join("\n")).toBe(1);
+      expect(said[0]).toMatchObject({ level: 40, msg: "exporting traces failed" });
+    } finally {
+      await app.close();
+    }
   }, 30_000);
 });
