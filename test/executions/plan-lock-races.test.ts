@@ -15,6 +15,7 @@ import { HeldWork } from "../support/stage-work.js";
 interface RestEvent {
   type: string;
   stage: string | null;
+  at: string;
 }
 
 const DRAFT_STAGES = ["understand", "outline", "write", "build"];
@@ -168,6 +169,31 @@ describe.runIf(onRealPostgres)("a request that waited for another's write to a p
     expect(states(second.body.plan).slice(-2)).toEqual(["review:succeeded/1", "publish:running/1"]);
     expect(second.body.plan).toEqual(first.body.plan);
     expect((await historyOf(planId)).filter((e) => e.type === "approved")).toHaveLength(1);
+  });
+
+  // Found by the soak: a cancel whose transaction began before a stage's write to the plan, but took the plan's
+  // lock after it, was listed after that write with an earlier time, as if it had come first.
+  it("the history's times follow its order, whichever of two writes began first", async () => {
+    const planId = await planAtGate("A website for a bakery whose history reads in order");
+    const event = `INSERT INTO plan_events (plan_id, type, stage, attempt) VALUES ($1, 'stage_started', 'understand', 1)`;
+    await holder.query("BEGIN");
+    try {
+      // The holder's transaction begins first; another takes the plan's lock, writes and commits while it waits.
+      await holder.query("SELECT 1");
+      await sleep(20);
+      await observer.query("BEGIN");
+      await observer.query("SELECT 1 FROM plans WHERE id = $1 FOR UPDATE", [planId]);
+      await observer.query(event, [planId]);
+      await observer.query("COMMIT");
+      await holder.query("SELECT 1 FROM plans WHERE id = $1 FOR UPDATE", [planId]);
+      await holder.query(event, [planId]);
+      await holder.query("COMMIT");
+    } catch (error) {
+      await holder.query("ROLLBACK");
+      throw error;
+    }
+    const times = (await historyOf(planId)).map((e) => Date.parse(e.at));
+    for (let i = 1; i < times.length; i++) expect(times[i], `event ${i}`).toBeGreaterThanOrEqual(times[i - 1]!);
   });
 });
 
