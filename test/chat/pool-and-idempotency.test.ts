@@ -2,7 +2,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
-import { completion, fail, FakeUpstream, reply, sleep, type Behavior } from "./support/fake-upstream.js";
+import { completion, fail, FakeUpstream, held, reply, sleep } from "./support/fake-upstream.js";
 import { openAiClient, postChat, readSse, startGateway } from "./support/gateway.js";
 
 const CAPACITY = 4;
@@ -26,19 +26,6 @@ afterAll(async () => {
 
 const body = { model: "project-zero", messages: [{ role: "user" as const, content: "Count to three" }] };
 const otherBody = { model: "project-zero", messages: [{ role: "user" as const, content: "Count to four" }] };
-
-/** An upstream answer that waits for the test to call `release`. */
-function heldReply(): { behavior: Behavior; release: () => void } {
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  return {
-    behavior: async (exchange) => {
-      await released;
-      await reply(completion("slow"))(exchange);
-    },
-    release,
-  };
-}
 
 // One story, in order: the pool's units are counted across the steps.
 describe.sequential("Idempotency-Key, then the free pool running out", () => {
@@ -77,13 +64,13 @@ describe.sequential("Idempotency-Key, then the free pool running out", () => {
   });
 
   it("409 idempotency_key_in_progress while the first request is still running", async () => {
-    const held = heldReply();
-    upstream.next(held.behavior);
+    const slow = held(reply(completion("slow")));
+    upstream.next(slow.behavior);
     const first = postChat(app, apiKey, body, { "idempotency-key": "key-2" });
     const seen = upstream.requests.length;
     while (upstream.requests.length === seen) await sleep(5);
     const second = await postChat(app, apiKey, body, { "idempotency-key": "key-2" });
-    held.release();
+    slow.release();
     expect(second.status).toBe(409);
     expect(((await second.json()) as { error: { type: string } }).error.type).toBe("idempotency_key_in_progress");
     expect((await first).status).toBe(200);

@@ -4,23 +4,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { createAccountWithKey } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
-import { fail, FakeUpstream, sleep, stream, textChunks, type Behavior } from "./support/fake-upstream.js";
+import { fail, FakeUpstream, held, sleep, stream, textChunks, type Behavior } from "./support/fake-upstream.js";
 import { postChat, startGateway } from "./support/gateway.js";
 
 const hello = { model: "project-zero", messages: [{ role: "user", content: "hi" }] };
-
-/** Upstream answers that fail (so their requests' units come back) once the test calls `release`. */
-function heldFailures(): { behavior: Behavior; release: () => void } {
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  return {
-    behavior: async (exchange) => {
-      await released;
-      await fail(500)(exchange);
-    },
-    release,
-  };
-}
 
 /** Waits until the upstream has been asked `count` times: those requests hold their units. */
 async function untilAsked(upstream: FakeUpstream, count: number): Promise<void> {
@@ -42,7 +29,7 @@ describe("the pool refuses as spent only when no unit can come back", () => {
   });
 
   it("while the last units are held by requests that then fail, others are told to retry at once, and then served", async () => {
-    const failures = heldFailures();
+    const failures = held(fail(500));
     upstream.next(failures.behavior, failures.behavior);
     const inFlight = [postChat(app, apiKey, hello), postChat(app, apiKey, hello)];
     await untilAsked(upstream, 2);
@@ -107,7 +94,7 @@ describe("ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT", () => {
 
   it("while the account's last requests are in flight, others are told to retry in a second, not at midnight; served once those fail", async () => {
     const account = await createAccountWithKey(app, ["chat"]);
-    const failures = heldFailures();
+    const failures = held(fail(500));
     upstream.next(...Array.from({ length: 5 }, () => failures.behavior));
     const inFlight = Array.from({ length: 5 }, () => postChat(app, account.apiKey, hello));
     await untilAsked(upstream, 5);

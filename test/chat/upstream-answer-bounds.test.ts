@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
-import { type Behavior, completion, fail, FakeUpstream, reply, sleep, stream, textChunks } from "./support/fake-upstream.js";
+import { type Behavior, completion, drip, fail, FakeUpstream, reply, sleep, stream, textChunks } from "./support/fake-upstream.js";
 import { expectNoLeak, postChat, readSse, startGateway } from "./support/gateway.js";
 
 /** ZERO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS here: an answer that is not streamed must be whole within it. */
@@ -32,16 +32,6 @@ beforeEach(() => {
 
 const request = { model: "project-zero", messages: [{ role: "user", content: "Say hello" }] };
 
-/** A 200 head, then one space every 50 ms for as long as the gateway listens: never silent, never done. */
-const drip: Behavior = async ({ res }) => {
-  res.writeHead(200, { "content-type": "application/json" });
-  res.flushHeaders();
-  while (!res.destroyed) {
-    res.write(" ");
-    await sleep(50);
-  }
-};
-
 /** A valid completion behind `megabytes` MiB of leading whitespace, sent as fast as the gateway reads. */
 function oversized(megabytes: number): Behavior {
   return async ({ res }) => {
@@ -56,7 +46,7 @@ function oversized(megabytes: number): Behavior {
 
 describe("an answer that is not streamed is bounded in time and size", () => {
   it("cuts off an answer that keeps sending bytes past the deadline and asks the next upstream", async () => {
-    primary.next(drip);
+    primary.next(drip());
     secondary.next(reply(completion("from the second")));
     const started = performance.now();
     const response = await postChat(app, apiKey, request);
@@ -67,8 +57,8 @@ describe("an answer that is not streamed is bounded in time and size", () => {
   }, 15_000);
 
   it("is 504 upstream_timeout when every upstream keeps dripping", async () => {
-    primary.next(drip);
-    secondary.next(drip);
+    primary.next(drip());
+    secondary.next(drip());
     const response = await postChat(app, apiKey, request);
     expect(response.status).toBe(504);
     const text = await response.text();

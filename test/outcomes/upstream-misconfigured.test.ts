@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { type Behavior, fail, FakeUpstream, sleep } from "../chat/support/fake-upstream.js";
+import { drip, fail, FakeUpstream } from "../chat/support/fake-upstream.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { authHeaders, postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
@@ -62,15 +62,7 @@ describe("a stage whose upstream refuses the service's own key or model name", (
 
 describe("a stage whose upstream answer never finishes", () => {
   it("times out as upstream_timeout, is retried, then fails resumable instead of running forever", async () => {
-    const drip: Behavior = async ({ res }) => {
-      res.writeHead(200, { "content-type": "application/json" });
-      res.flushHeaders();
-      while (!res.destroyed) {
-        res.write(" ");
-        await sleep(50);
-      }
-    };
-    upstream.otherwise(drip);
+    upstream.otherwise(drip());
     const created = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: account.apiKey }, { goal: "A site for my bakery in Delft" });
     const failed = await waitForPlan(app.url, { apiKey: account.apiKey }, created.body.plan.id, settled, 30_000);
     expect(failed.status).toBe("failed");

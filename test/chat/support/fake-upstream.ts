@@ -231,6 +231,31 @@ export function hang(): Behavior {
   return () => {};
 }
 
+/** A 200 head, then one space every 50 ms for as long as the client listens: never silent, never done. */
+export function drip(): Behavior {
+  return async ({ res }) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.flushHeaders();
+    while (!res.destroyed) {
+      res.write(" ");
+      await sleep(50);
+    }
+  };
+}
+
+/** `behavior`, run only once the test calls `release`: the request holds whatever it took meanwhile. */
+export function held(behavior: Behavior): { behavior: Behavior; release: () => void } {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  return {
+    behavior: async (exchange) => {
+      await released;
+      await behavior(exchange);
+    },
+    release,
+  };
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
