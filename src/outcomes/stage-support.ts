@@ -35,12 +35,12 @@ export function chooseWriterKind(deps: OutcomeDeps, outcome: StageInput["outcome
   );
 }
 
-/** The writer a plan started with, so every stage of it speaks with one voice. */
-export function writerFor(deps: OutcomeDeps, kind: WriterKind): Writer {
+/** The writer a plan started with, so every stage of it speaks with one voice; its log lines name the plan and the stage. */
+export function writerFor(deps: OutcomeDeps, kind: WriterKind, input: Pick<StageInput, "planId" | "stageId">): Writer {
   if (kind === "offline") return createOfflineWriter();
   if (!deps.chat)
     throw new StageFailure("outcome_unavailable", "This plan was written by a language model, and this service has no upstream model configured now.");
-  return createUpstreamWriter(deps.chat);
+  return createUpstreamWriter(deps.chat, deps.logger.child({ planId: input.planId, stage: input.stageId }));
 }
 
 /**

@@ -1,5 +1,5 @@
 import { createContextKey } from "@connectrpc/connect";
-import type { RequestInfo } from "./request-info.js";
+import type { RequestLogging } from "./request-info.js";
 
 /**
  * Who is calling. Set by the one authorization step before any service
@@ -18,7 +18,7 @@ export interface Principal {
 export const principalKey = createContextKey<Principal | undefined>(undefined, { description: "principal" });
 
 /** The request's logger, bound to its request id (made on first use), and where its failures are logged. */
-export const requestLogKey = createContextKey<Pick<RequestInfo, "log" | "logUnexpected" | "logDatabaseDown"> | undefined>(undefined, {
+export const requestLogKey = createContextKey<RequestLogging | undefined>(undefined, {
   description: "request log",
 });
 

@@ -16,7 +16,7 @@ import { registerHealth } from "./health.js";
 import { authInterceptor, deadlineInterceptor, errorInterceptor } from "./interceptors.js";
 import type { RequestListener } from "./listener.js";
 import { registerReflection } from "./reflection.js";
-import { assignRequestInfo, ListeningRequests, requestInfo, type RequestInfo } from "./request-info.js";
+import { assignRequestInfo, ListeningRequests, requestIdOf, requestInfo, type RequestInfo } from "./request-info.js";
 import { RestRouter, sendError, sendJson, type NodeRequest, type NodeResponse, type RestExchange, type RestHandler } from "./rest.js";
 import type { AppPart } from "./app-part.js";
 import { createRestRpc } from "./rpc-pipeline.js";
@@ -164,8 +164,7 @@ export function createHttpHandler(options: HttpHandlerOptions): HttpHandler {
   const listening = new ListeningRequests();
   const handle: RequestListener = (req, res) => {
     const info = assignRequestInfo(req, logger, clientAddress, listening, databaseOutage);
-    res.setHeader("x-request-id", info.id);
-    res.setHeader("x-content-type-options", "nosniff");
+    setAnswerHeaders(res, info.id);
     const pathname = pathOf(req.url);
     const method = req.method ?? "GET";
     const route = rest.match(method, pathname);
@@ -208,12 +207,19 @@ export function createHttpHandler(options: HttpHandlerOptions): HttpHandler {
  * tried again in a second.
  */
 export const answerWhileStarting: RequestListener = (req, res) => {
+  setAnswerHeaders(res, requestIdOf(req));
   const pathname = pathOf(req.url);
   const reading = req.method === "GET" || req.method === "HEAD";
   if (reading && pathname === "/healthz") sendJson(res, 200, { status: "starting" });
   else if (reading && pathname === "/readyz") sendNotReady(res, "starting up", { "Retry-After": "1" });
   else sendError(res, new ServiceError("unavailable", "the service is starting up; try again shortly", { headers: { "Retry-After": "1" } }), req);
 };
+
+/** What every answer carries, the service started or not: the request's id, and no content sniffing. */
+function setAnswerHeaders(res: NodeResponse, requestId: string): void {
+  res.setHeader("x-request-id", requestId);
+  res.setHeader("x-content-type-options", "nosniff");
+}
 
 function sendNotReady(res: NodeResponse, why: string, headers?: Record<string, string>): void {
   sendJson(res, 503, { error: { type: "unavailable", message: `not ready: ${why}` } }, headers);

@@ -151,6 +151,9 @@ export class RequestInfo {
   }
 }
 
+/** What a route hands on of its request for logging: its logger, and where its failures go (see toServiceError). */
+export type RequestLogging = Pick<RequestInfo, "log" | "logUnexpected" | "logDatabaseDown">;
+
 /**
  * Kept on the request itself rather than in a WeakMap: there every request
  * added an ephemeron entry that the young-generation GC had to trace and
@@ -169,6 +172,12 @@ const ACCEPTABLE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const ID_PREFIX = `req_${randomBytes(6).toString("base64url")}`;
 let idCounter = 0;
 
+/** The request's id: the caller's `x-request-id` when acceptable, else a new one of ours. */
+export function requestIdOf(req: NodeRequest): string {
+  const supplied = req.headers["x-request-id"];
+  return typeof supplied === "string" && ACCEPTABLE_ID.test(supplied) ? supplied : `${ID_PREFIX}${(idCounter++).toString(36)}`;
+}
+
 export function assignRequestInfo(
   req: NodeRequest,
   log: Logger,
@@ -176,9 +185,7 @@ export function assignRequestInfo(
   listening: ListeningRequests,
   databaseOutage: RepeatingFailure,
 ): RequestInfo {
-  const supplied = req.headers["x-request-id"];
-  const id = typeof supplied === "string" && ACCEPTABLE_ID.test(supplied) ? supplied : `${ID_PREFIX}${(idCounter++).toString(36)}`;
-  const info = new RequestInfo(id, clientAddress(req), log, listening, databaseOutage);
+  const info = new RequestInfo(requestIdOf(req), clientAddress(req), log, listening, databaseOutage);
   (req as WithInfo)[INFO] = info;
   return info;
 }

@@ -1,9 +1,13 @@
+import { createClient } from "@connectrpc/connect";
+import { sql } from "kysely";
 import type OpenAI from "openai";
 import { zodTextFormat } from "openai/helpers/zod";
 import { z } from "zod";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
+import { rpcTransport } from "../support/transports.js";
 import { chunk, completion, FakeUpstream, hang, reply, stream, textChunks, toolCallCompletion, UPSTREAM_MODEL } from "./support/fake-upstream.js";
 import { leaveBeforeTheAnswer, openAiClient, startGateway } from "./support/gateway.js";
 
@@ -226,6 +230,54 @@ describe("POST /v1/responses", () => {
         }
       })(),
     ).rejects.toThrow(/incomplete/);
+  });
+
+  // Found operating the service: a stream whose response could not be stored while the database was away logged
+  // "unexpected error" at error level with a stack trace over REST, and nothing at all over RPC.
+  it("logs a database outage met while storing a streamed response as the server's one outage warning, over REST and RPC", async () => {
+    await sql`create function refuse_response_saves() returns trigger language plpgsql as $$
+      begin raise exception 'terminating connection due to administrator command' using errcode = '57P01'; end $$`.execute(app.store.db);
+    await sql`create trigger refuse_response_saves before insert on chat_responses for each row execute function refuse_response_saves()`.execute(app.store.db);
+    const seen = app.logs.length;
+    const rpc = createClient(ChatService, rpcTransport(app.url, "connect"));
+    try {
+      upstream.next(stream(textChunks(["Hello"])));
+      const response = await fetch(`${app.url}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${account.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "project-zero", input: "hi", stream: true }),
+      });
+      const restEvents = (await response.text())
+        .split("\n")
+        .filter((line) => line.startsWith("data: "))
+        .map((line) => JSON.parse(line.slice(6)) as { type: string; code?: string });
+      expect(restEvents.at(-1)).toMatchObject({ type: "error", code: "unavailable" });
+      // A readiness check that reaches the database ends the outage the server logged.
+      expect((await fetch(`${app.url}/readyz`)).status).toBe(200);
+
+      upstream.next(stream(textChunks(["Hello"])));
+      const rpcEvents: { type: string; code?: unknown }[] = [];
+      for await (const { type, event } of rpc.streamResponse(
+        { params: { model: "project-zero", input: "hi" } },
+        { headers: { authorization: `Bearer ${account.apiKey}` } },
+      )) {
+        rpcEvents.push({ type, code: event?.code });
+      }
+      expect(rpcEvents.at(-1)).toEqual({ type: "error", code: "unavailable" });
+      expect((await fetch(`${app.url}/readyz`)).status).toBe(200);
+    } finally {
+      await sql`drop trigger refuse_response_saves on chat_responses`.execute(app.store.db);
+      await sql`drop function refuse_response_saves()`.execute(app.store.db);
+    }
+
+    const lines = app.logs.slice(seen).map((line) => JSON.parse(line) as { level: number; msg: string; failures?: number });
+    expect(lines.filter((line) => line.msg === "unexpected error")).toEqual([]);
+    expect(lines.filter((line) => line.msg.startsWith("reaching the database"))).toEqual([
+      expect.objectContaining({ level: 40, msg: "reaching the database failed" }),
+      expect.objectContaining({ level: 30, msg: "reaching the database works again", failures: 1 }),
+      expect.objectContaining({ level: 40, msg: "reaching the database failed" }),
+      expect.objectContaining({ level: 30, msg: "reaching the database works again", failures: 1 }),
+    ]);
   });
 
   it("counts a stream whose client left before its first event as aborted, not as the 200 it never got", async () => {

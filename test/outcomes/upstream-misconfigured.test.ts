@@ -58,6 +58,16 @@ describe("a stage whose upstream refuses the service's own key or model name", (
       expect(await historyTypes(failed.id)).not.toContain("stage_retrying");
     }
   }, 120_000);
+
+  // Found operating the service: a stage's failed upstream attempts were logged with neither its plan nor its stage.
+  it("logs the upstream's refusal with the plan and the stage it failed", async () => {
+    upstream.otherwise(fail(401, "Incorrect API key provided"));
+    const created = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: account.apiKey }, { goal: "A site for my bakery in Gouda" });
+    const planId = created.body.plan.id;
+    await waitForPlan(app.url, { apiKey: account.apiKey }, planId, settled, 30_000);
+    const refusals = app.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === "upstream attempt refused");
+    expect(refusals.filter((line) => line.planId === planId)).toEqual([expect.objectContaining({ level: 40, planId, stage: "understand", status: 401 })]);
+  }, 60_000);
 });
 
 describe("a stage whose upstream answer never finishes", () => {

@@ -1,6 +1,9 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/observability/logger.js";
 import { RepeatingFailure } from "../../src/observability/repeating-failure.js";
+import { answerWhileStarting } from "../../src/server/http-handler.js";
 import { ListeningRequests, RequestInfo, SHUTTING_DOWN } from "../../src/server/request-info.js";
 
 const logger = createLogger("silent");
@@ -50,5 +53,23 @@ describe("the requests a shutdown tells", () => {
     one.shutDown();
     expect(mine.aborted).toBe(true);
     expect(theirs.aborted).toBe(false);
+  });
+});
+
+describe("the request id of an answer", () => {
+  // Found operating the service: the 503s answered while the database started were the only answers without one.
+  it("is on the answers given while the service starts: the caller's when it is acceptable, else one of ours", async () => {
+    const server = http.createServer(answerWhileStarting);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const idOf = async (path: string, headers: Record<string, string> = {}) => (await fetch(`${base}${path}`, { headers })).headers.get("x-request-id");
+      expect(await idOf("/v1/models", { "x-request-id": "lb-7f3a.2" })).toBe("lb-7f3a.2");
+      expect(await idOf("/api/executions", { "x-request-id": "not acceptable" })).toMatch(/^req_/);
+      expect(await idOf("/healthz")).toMatch(/^req_/);
+      expect(await idOf("/readyz")).toMatch(/^req_/);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { invalidRequest, openAiErrorBody, ServiceError, toServiceError } from "../../server/errors.js";
-import { clientGone } from "../../server/request-info.js";
+import { clientGone, type RequestLogging } from "../../server/request-info.js";
 import { checkAlias } from "../chat-request.js";
 import type { ChatRouter } from "../chat-router.js";
 import type { RequestLog } from "../chat-types.js";
@@ -66,12 +66,12 @@ export class ResponsesGateway {
   async stream(
     accountId: string,
     body: unknown,
-    options: { signal: AbortSignal; onUnexpected?: (error: unknown) => void; requestLog?: RequestLog },
+    options: { signal: AbortSignal; requestLog?: RequestLogging },
   ): Promise<AsyncGenerator<ResponseEvent[], void, undefined>> {
     const call = await this.#prepare(accountId, body, true);
     const chunks = await this.#router.stream(call.chat, { accountId, signal: options.signal, fromClient: true, requestLog: options.requestLog });
     const events = responseEvents(call.shell, chunks, (response, answer) => call.keep(JSON.stringify(response), answer));
-    return numbered(events, options.signal, options.onUnexpected);
+    return numbered(events, options.signal, options.requestLog);
   }
 
   /** A stored response as first sent; another account's id is missing like any unknown one. */
@@ -134,12 +134,14 @@ export class ResponsesGateway {
 
 /**
  * Numbers the events in place, batch by batch. A failure (the upstream's,
- * or the save's) becomes one last `error` batch, unless the client has gone.
+ * or the save's) becomes one last `error` batch, unless the client has gone,
+ * logged as every route's errors are (see toServiceError): the database
+ * being away in the server's outage log, a bug with its cause.
  */
 async function* numbered(
   batches: AsyncIterable<UnnumberedEvent[]>,
   signal: AbortSignal,
-  onUnexpected: ((error: unknown) => void) | undefined,
+  requestLog: RequestLogging | undefined,
 ): AsyncGenerator<ResponseEvent[], void, undefined> {
   let sequence = 0;
   try {
@@ -151,7 +153,12 @@ async function* numbered(
     if (clientGone(signal)) throw error;
     // OpenAI's error fields (code, message, param, and the pool's capacity_state and reset_at), as `/v1` renders them;
     // a shutdown that could not wait for the end says so the same way.
-    const { type: _type, ...fields } = openAiErrorBody(toServiceError(signal.aborted ? signal.reason : error, onUnexpected)).error;
+    const failure = toServiceError(
+      signal.aborted ? signal.reason : error,
+      (cause) => requestLog?.logUnexpected(cause),
+      (cause) => requestLog?.logDatabaseDown(cause),
+    );
+    const { type: _type, ...fields } = openAiErrorBody(failure).error;
     yield [{ type: "error", ...fields, sequence_number: sequence++ }];
   }
 }

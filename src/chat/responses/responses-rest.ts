@@ -23,12 +23,7 @@ export function responsesRoutes(rest: RestRouter, deps: { gateway: ResponsesGate
     const body = await readJsonBody(exchange.req, { maxBytes: MAX_BODY_BYTES });
     const signal = exchange.hangUp;
     if (typeof body === "object" && body !== null && !Array.isArray(body) && body.stream === true) {
-      const requestLog = requestInfo(exchange.req);
-      const events = await gateway.stream(accountId, body, {
-        signal,
-        requestLog,
-        onUnexpected: (error) => requestLog?.log.error({ err: error }, "unexpected error"),
-      });
+      const events = await gateway.stream(accountId, body, { signal, requestLog: requestInfo(exchange.req) });
       await sendEvents(exchange, events, signal);
       return;
     }

@@ -37,14 +37,14 @@ export function ebookStages(deps: OutcomeDeps) {
     async understand(input: StageInput): Promise<StageOutcome> {
       const kind = chooseWriterKind(deps, "ebook");
       deps.logger.info({ planId: input.planId, outcome: "ebook", writer: kind }, "writer chosen");
-      const brief = await writerFor(deps, kind).ebookBrief(input.goal, input);
+      const brief = await writerFor(deps, kind, input).ebookBrief(input.goal, input);
       const project = await ensureProject(deps.artifacts, planKey(input.planId), brief.title.trim());
       return { output: asJson({ writer: kind, brief }), project };
     },
 
     async outline(input: StageInput): Promise<StageOutcome> {
       const understood = understanding(input);
-      const writer = writerFor(deps, understood.writer);
+      const writer = writerFor(deps, understood.writer, input);
       const revised = input.revision && writer.reviseEbookBrief ? await writer.reviseEbookBrief(input.goal, understood.brief, input) : undefined;
       const outline = await writer.bookOutline(input.goal, revised ?? understood.brief, input);
       return { output: asJson(revised ? { ...outline, brief: revised } : outline) };
@@ -54,7 +54,7 @@ export function ebookStages(deps: OutcomeDeps) {
     async write(input: StageInput): Promise<StageOutcome> {
       const { writer: kind, brief } = understanding(input);
       const { brief: _revised, ...outline } = previousOutput(input, "outline", ebookOutlineOutputSchema);
-      const writer = writerFor(deps, kind);
+      const writer = writerFor(deps, kind, input);
       const chapters: Chapter[] = [];
       for (const [index, planned] of outline.chapters.entries()) {
         input.signal.throwIfAborted();

@@ -84,14 +84,14 @@ export function websiteStages(deps: OutcomeDeps) {
     async understand(input: StageInput): Promise<StageOutcome> {
       const kind = chooseWriterKind(deps, "website");
       deps.logger.info({ planId: input.planId, outcome: "website", writer: kind }, "writer chosen");
-      const brief = normalizeBrief(await writerFor(deps, kind).websiteBrief(input.goal, input));
+      const brief = normalizeBrief(await writerFor(deps, kind, input).websiteBrief(input.goal, input));
       const project = await ensureProject(deps.artifacts, planKey(input.planId), brief.name);
       return { output: asJson({ writer: kind, brief }), project, ...warningFor(kind, brief) };
     },
 
     async outline(input: StageInput): Promise<StageOutcome> {
       const understood = understanding(input);
-      const writer = writerFor(deps, understood.writer);
+      const writer = writerFor(deps, understood.writer, input);
       const revised =
         input.revision && writer.reviseWebsiteBrief ? normalizeBrief(await writer.reviseWebsiteBrief(input.goal, understood.brief, input)) : undefined;
       const brief = revised ?? understood.brief;
@@ -102,7 +102,7 @@ export function websiteStages(deps: OutcomeDeps) {
     async write(input: StageInput): Promise<StageOutcome> {
       const { writer: kind, brief, unread } = understanding(input);
       const { brief: _revised, ...outline } = previousOutput(input, "outline", websiteOutlineOutputSchema);
-      const writer = writerFor(deps, kind);
+      const writer = writerFor(deps, kind, input);
       const pages: PageContent[] = [];
       for (const [index, page] of outline.pages.entries()) {
         input.signal.throwIfAborted();

@@ -1,6 +1,6 @@
 import { UPSTREAM_MISCONFIGURED } from "../../api/errors.js";
 import { CHAT_ALIAS } from "../../api/model.js";
-import type { ChatCompleter, ChatRequest } from "../../chat/chat-types.js";
+import type { ChatCompleter, ChatRequest, RequestLog } from "../../chat/chat-types.js";
 import { isUpstreamMisconfigured } from "../../chat/upstream-client.js";
 import { StageFailure } from "../../engine/stage-work.js";
 import { ServiceError } from "../../server/errors.js";
@@ -8,6 +8,13 @@ import { withoutXmlForbidden } from "../../strings.js";
 import { quoted, settleOptional, validate, type Infer, type Schema } from "../json-schema.js";
 import { tidyPlainText } from "./plain-text.js";
 import type { WriterContext } from "./writer.js";
+
+/** The chat router as a stage's writer reaches it. */
+export interface StageChat {
+  readonly completer: ChatCompleter;
+  /** The stage's logger, bound to its plan and stage, for the router's lines about its upstream attempts. */
+  readonly requestLog: RequestLog;
+}
 
 export interface StructuredRequest<S extends Schema> {
   /** Names the schema for the model (`json_schema.name`) and the failure message. */
@@ -29,7 +36,7 @@ export interface StructuredRequest<S extends Schema> {
  * `invalid_model_output`; errors of the router (pool exhausted, upstream
  * down) fail it with the router's own type and message.
  */
-export async function completeStructured<S extends Schema>(chat: ChatCompleter, request: StructuredRequest<S>, context: WriterContext): Promise<Infer<S>> {
+export async function completeStructured<S extends Schema>(chat: StageChat, request: StructuredRequest<S>, context: WriterContext): Promise<Infer<S>> {
   const messages: { role: string; content: string }[] = [
     { role: "system", content: request.system },
     { role: "user", content: request.user },
@@ -57,7 +64,7 @@ export async function completeStructured<S extends Schema>(chat: ChatCompleter, 
 }
 
 async function ask(
-  chat: ChatCompleter,
+  chat: StageChat,
   request: StructuredRequest<Schema>,
   messages: readonly { role: string; content: string }[],
   context: WriterContext,
@@ -74,7 +81,7 @@ async function ask(
   if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
   context.signal.throwIfAborted();
   try {
-    const completion = await chat.complete(body, { accountId: context.accountId, signal: context.signal });
+    const completion = await chat.completer.complete(body, { accountId: context.accountId, signal: context.signal, requestLog: chat.requestLog });
     const choice: { message: { content: string | null; refusal?: unknown }; finish_reason?: unknown } | undefined = completion.choices[0];
     const refusal = choice?.message.refusal;
     const finishReason = choice?.finish_reason;

@@ -13,7 +13,8 @@ import {
   type WebsiteBrief,
 } from "../content.js";
 import { ART_MOTIFS } from "../website/hero-art.js";
-import { completeStructured } from "./structured-completion.js";
+import type { Logger } from "../../observability/logger.js";
+import { completeStructured, type StageChat } from "./structured-completion.js";
 import type { StageRevision } from "../../engine/stage-work.js";
 import type { Writer, WriterContext } from "./writer.js";
 
@@ -33,9 +34,10 @@ const BOOK_SYSTEM = `You write ebooks for Project Zero, which turns a plain-lang
 /**
  * The writer that asks a language model, through the service's own chat
  * router, for each piece: one call for a brief, one for an outline, one per
- * page or chapter.
+ * page or chapter. The router logs its failed upstream attempts to `stageLog`.
  */
-export function createUpstreamWriter(chat: ChatCompleter): Writer {
+export function createUpstreamWriter(completer: ChatCompleter, stageLog: Logger): Writer {
+  const chat: StageChat = { completer, requestLog: { log: stageLog } };
   return {
     kind: "upstream",
 
