@@ -47,8 +47,8 @@ export const TRANSIENT_ERROR_TYPES: ReadonlySet<string> = new Set<ErrorType>([
 ]);
 
 /**
- * What a stage fails with when every upstream refused the service's own key
- * or model name (401, 403, 404). Not transient: only the operator mends
+ * What a stage fails with when every upstream refused the service's own key,
+ * account or model name (401, 402, 403, 404). Not transient: only the operator mends
  * ZERO_UPSTREAMS. A gateway client sees the same message as an `upstream_error`.
  */
 export const UPSTREAM_MISCONFIGURED = "upstream_misconfigured";

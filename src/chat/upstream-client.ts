@@ -34,21 +34,24 @@ interface Target {
   streamHeaders: Record<string, string>;
 }
 
-/** Statuses that say the operator's entry is at fault (its key or model name): the next upstream may be set up right. */
-const ENTRY_FAULT = new Set([401, 403, 404]);
+/**
+ * Statuses that say the operator's entry is at fault (its key, its provider
+ * account out of credit, or its model name): the next upstream may be set up right.
+ */
+const ENTRY_FAULT = new Set([401, 402, 403, 404]);
 
 /** The cause that tells upstreamMisconfigured's `upstream_error` from any other. */
 const ENTRIES_REFUSED = Object.freeze({ reason: "every upstream refused its entry's key or model name" });
 
 /**
- * Every upstream refused the service's own key or model name (401, 403,
- * 404): ZERO_UPSTREAMS is wrong, and no retry mends it. A gateway client
+ * Every upstream refused the service's own key, account or model name
+ * (401, 402, 403, 404): ZERO_UPSTREAMS is wrong, and no retry mends it. A gateway client
  * sees a 502 `upstream_error`; a stage fails at once (see stageFailureOf).
  */
 function upstreamMisconfigured(): ServiceError {
   return new ServiceError(
     "upstream_error",
-    "the model provider refused the service's key or model name; check the API keys and model names in ZERO_UPSTREAMS",
+    "the model provider refused the service's key, account or model name; check the API keys, the provider accounts' credit and the model names in ZERO_UPSTREAMS",
     { cause: ENTRIES_REFUSED },
   );
 }

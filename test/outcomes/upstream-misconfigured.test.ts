@@ -37,9 +37,10 @@ async function historyTypes(planId: string): Promise<string[]> {
   return ((await res.json()) as { events: { type: string }[] }).events.map((event) => event.type);
 }
 
-describe("a stage whose upstream refuses the service's own key or model name", () => {
+describe("a stage whose upstream refuses the service's own key, account or model name", () => {
+  // 402: the operator's provider account is out of credit (OpenRouter and DeepSeek answer so), which no retry mends either.
   it("fails at once, resumable, pointing the operator at ZERO_UPSTREAMS without naming the provider", async () => {
-    for (const status of [401, 403, 404]) {
+    for (const status of [401, 402, 403, 404]) {
       upstream.reset().otherwise(fail(status, "Incorrect API key provided: sk-upstream-SECRET for secret-model-xyz"));
       const created = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: account.apiKey }, { goal: "A site for my bakery in Leiden" });
       const failed = await waitForPlan(app.url, { apiKey: account.apiKey }, created.body.plan.id, settled, 30_000);
@@ -51,7 +52,7 @@ describe("a stage whose upstream refuses the service's own key or model name", (
         attempts: 1,
         error: {
           type: "upstream_misconfigured",
-          message: "the model provider refused the service's key or model name; check the API keys and model names in ZERO_UPSTREAMS",
+          message: "the model provider refused the service's key, account or model name; check the API keys, the provider accounts' credit and the model names in ZERO_UPSTREAMS",
         },
       });
       expect(upstream.requests).toHaveLength(1);
