@@ -321,6 +321,31 @@ describe("POST /v1/responses", () => {
     expect(upstream.requests).toHaveLength(1);
   });
 
+  // Found integrating: a deleted response came back, whole, to a retry with the key that made it.
+  it("refuses a retry whose Idempotency-Key made a response since deleted with 409, as a deleted plan's key is; an unstored one still replays", async () => {
+    upstream.next(reply(completion("to be forgotten")));
+    const options = { headers: { "Idempotency-Key": "resp-key-deleted" } };
+    const first = await client.responses.create({ model: "project-zero", input: "forget me" }, options);
+    await client.responses.delete(first.id);
+    const retried = await fetch(`${app.url}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${account.apiKey}`, "content-type": "application/json", "idempotency-key": "resp-key-deleted" },
+      body: JSON.stringify({ model: "project-zero", input: "forget me" }),
+    });
+    expect(retried.status).toBe(409);
+    const refused = await retried.text();
+    expect(JSON.parse(refused)).toMatchObject({ error: { type: "conflict", message: expect.stringContaining(first.id) } });
+    expect(refused).not.toContain("to be forgotten");
+
+    upstream.next(reply(completion("never kept")));
+    const unstored = { headers: { "Idempotency-Key": "resp-key-unstored" } };
+    const once = await client.responses.create({ model: "project-zero", input: "keep nothing", store: false }, unstored);
+    const again = await client.responses.create({ model: "project-zero", input: "keep nothing", store: false }, unstored).withResponse();
+    expect(again.data.id).toBe(once.id);
+    expect(again.response.headers.get("idempotent-replayed")).toBe("true");
+    expect(upstream.requests).toHaveLength(2);
+  });
+
   it("answers a method a stored response's routes do not take with 405 and what they take, and a path with no id with 404", async () => {
     const call = (method: string, path: string) => fetch(`${app.url}${path}`, { method, headers: { authorization: `Bearer ${account.apiKey}` } });
     for (const [method, path, allow, message] of [

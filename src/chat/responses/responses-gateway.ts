@@ -54,7 +54,22 @@ export class ResponsesGateway {
       return json;
     };
     if (options.idempotencyKey === undefined) return { json: await produce(), replayed: false };
-    return runIdempotently(this.#idempotency, { accountId, key: options.idempotencyKey, request: { responses: call.request } }, produce);
+    const result = await runIdempotently(this.#idempotency, { accountId, key: options.idempotencyKey, request: { responses: call.request } }, produce);
+    if (result.replayed) await this.#refuseDeletedReplay(accountId, result.json);
+    return result;
+  }
+
+  /**
+   * A replay of a stored response that has since been deleted is refused as a
+   * deleted plan's key is (409 `conflict`): the delete is what the client
+   * asked for, and the replay would hand back what it removed, told stored
+   * but impossible to continue.
+   */
+  async #refuseDeletedReplay(accountId: string, json: string): Promise<void> {
+    const { id, store } = JSON.parse(json) as { id: string; store: boolean };
+    if (store && (await this.#store.response(accountId, id)) === undefined) {
+      throw new ServiceError("conflict", `the response this Idempotency-Key created (${id}) was deleted; send a new key to create another`);
+    }
   }
 
   /**
