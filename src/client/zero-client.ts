@@ -14,7 +14,7 @@ import { ExecutionService, type Plan, type PlanEvent } from "../../gen/zero/v1/e
 import { ZeroError } from "./zero-error.js";
 import { ErrorDetailSchema } from "../../gen/zero/v1/error_pb.js";
 import { ERROR_TYPES, type ErrorType } from "../api/errors.js";
-import { withoutTrailingSlashes } from "../strings.js";
+import { withoutNameControls, withoutTrailingSlashes } from "../strings.js";
 
 // This module is the browser-safe entry: it imports nothing from `node:` and
 // talks Connect over `fetch`, which Node ≥ 18 and every browser have. The
@@ -228,7 +228,7 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
           }
           return {
             filename:
-              plainFilename(/filename="([^"]+)"/.exec(response.headers.get("content-disposition") ?? "")?.[1]) ??
+              plainFilename(suggestedFilename(response.headers.get("content-disposition") ?? "")) ??
               `${id}${mediaType === "application/epub+zip" ? ".epub" : ".zip"}`,
             contentType,
             body: response.body,
@@ -347,17 +347,36 @@ function mergeHeaders(extra: Record<string, string>, headers: ConstructorParamet
 }
 
 /**
+ * The file name a `Content-Disposition` suggests: its `filename*` (RFC 8187, UTF-8, which names a slug in any
+ * script), else its plain `filename`.
+ */
+function suggestedFilename(header: string): string | undefined {
+  const extended = /filename\*\s*=\s*UTF-8''([^;\s]+)/i.exec(header)?.[1];
+  if (extended !== undefined) {
+    try {
+      return decodeURIComponent(extended);
+    } catch {
+      // Malformed escapes: the plain name is the one left to use.
+    }
+  }
+  return /filename="([^"]+)"/.exec(header)?.[1];
+}
+
+/**
  * The service's suggested file name as a plain name in the current folder,
  * as browsers and `curl -J` take it: no directories (its last part only), no
- * control characters, and not a hidden file; undefined when nothing usable is
+ * control characters (bidi controls included), and not a hidden file; undefined when nothing usable is
  * left. Whatever answers at the base URL chooses it, so it must not choose
  * where a file is written.
  */
 function plainFilename(suggested: string | undefined): string | undefined {
-  const name = suggested
-    ?.split(/[\\/]/)
-    .at(-1)
-    ?.replace(/[\u0000-\u001f\u007f]/g, "")
-    .trim();
+  const last = suggested?.split(/[\\/]/).at(-1);
+  // Bidi controls too: one in "gpj.exe" would show a program as a picture.
+  const name =
+    last === undefined
+      ? undefined
+      : withoutNameControls(last)
+          .replace(/[\t\n\r]/g, "")
+          .trim();
   return name && !name.startsWith(".") ? name : undefined;
 }

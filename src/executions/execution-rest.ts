@@ -12,6 +12,7 @@ import {
 } from "../../gen/zero/v1/execution_pb.js";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { attachmentDisposition } from "../server/content-disposition.js";
 import { invalidRequest, ServiceError } from "../server/errors.js";
 import { restJson } from "../server/json.js";
 import { decodeRequest, readJsonBody, sendJson, type RestHandler, type RestRouter } from "../server/rest.js";
@@ -130,7 +131,7 @@ function downloadHandler(rpc: RestRpc, download: PlanDownloader): RestHandler {
     const { res, req } = exchange;
     res.statusCode = 200;
     res.setHeader("content-type", file.contentType);
-    res.setHeader("content-disposition", `attachment; filename="${file.filename}"`);
+    res.setHeader("content-disposition", attachmentDisposition(file.filename));
     res.setHeader("cache-control", "no-store");
     if (req.method === "HEAD") return void res.end();
     await pipeline(Readable.from(file.body), res as unknown as NodeJS.WritableStream);

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { ServiceError, toServiceError } from "../server/errors.js";
 import { clientGone } from "../server/request-info.js";
+import { attachmentDisposition } from "../server/content-disposition.js";
 import { sendError, type NodeRequest, type NodeResponse, type RestHandler, type RestRouter } from "../server/rest.js";
 import { isValidKey, withSignal, type ArtifactStore } from "./artifact-store.js";
 import { slugOwner } from "./projects.js";
@@ -89,10 +90,11 @@ function artifactHandler(everyRequest: ArtifactStore, mount: ArtifactMount, show
     // The raw path, not the parsed URL: URL parsing resolves `..`, and a path that needed resolving is refused, not followed.
     const raw = (req.url ?? "").split("?")[0]!;
     if (!raw.startsWith(`/${mount}/`)) return notFound();
+    // Decoded, and composed as slugs are: a client may send "й" as "и" and a combining breve.
     const segments = raw
       .slice(mount.length + 2)
       .split("/")
-      .map(decodedOrAsSent);
+      .map((segment) => decodedOrAsSent(segment).normalize("NFC"));
     const site = segments[0];
     if (site === undefined || site === "") return notFound();
     // `/sites/bakery` → `/sites/bakery/`, so the site's relative links resolve under it.
@@ -124,7 +126,7 @@ function artifactHandler(everyRequest: ArtifactStore, mount: ArtifactMount, show
     res.statusCode = 200;
     res.setHeader("content-type", CONTENT_TYPES[ext] ?? "application/octet-stream");
     res.setHeader("content-length", body.byteLength);
-    if (ext === "epub") res.setHeader("content-disposition", `attachment; filename="${name}"`);
+    if (ext === "epub") res.setHeader("content-disposition", attachmentDisposition(name));
     if (req.method === "HEAD") res.end();
     else (res as { end(chunk: Uint8Array): void }).end(body);
   };

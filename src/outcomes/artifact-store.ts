@@ -53,17 +53,20 @@ export function withSignal(store: ArtifactStore, signal: AbortSignal): ArtifactS
   };
 }
 
-const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
+const SEGMENT = /^[\p{L}\p{N}_][\p{L}\p{M}\p{N}._-]{0,127}$/u;
+/** The longest file name most file systems take, in bytes. */
+const MAX_SEGMENT_BYTES = 255;
 
 /**
- * True for a key every store accepts: segments of letters, digits, `.`, `_`
- * and `-`, none starting with a dot (so no `..`, no hidden files), no empty
+ * True for a key every store accepts: segments of letters and digits of any
+ * script (a slug in Cyrillic or Japanese), their marks, `.`, `_` and `-`,
+ * none starting with a dot (so no `..`, no hidden files) or a mark, no empty
  * segment. This is what makes path traversal impossible: a key that passes
  * cannot name anything outside the store's root.
  */
 export function isValidKey(key: string): boolean {
   if (key.length === 0 || key.length > 1024) return false;
-  return key.split("/").every((segment) => SEGMENT.test(segment));
+  return key.split("/").every((segment) => SEGMENT.test(segment) && Buffer.byteLength(segment) <= MAX_SEGMENT_BYTES);
 }
 
 function checkKey(key: string): void {

@@ -1,4 +1,5 @@
 import { withoutPageControls } from "../strings.js";
+import { interfaceWords } from "./interface-words.js";
 
 /**
  * Escaping for generated documents. Every word a writer produced passes
@@ -55,12 +56,22 @@ export function textDirection(tag: string): "ltr" | "rtl" {
 }
 
 /**
+ * The attributes that mark words in `language` inside a page in another (`lang`, `dir`, and `xml:lang` for XHTML),
+ * so they read in their own direction and a screen reader speaks them in their own voice; nothing when undefined.
+ */
+export function languageMark(language: string | undefined, xml = false): Html {
+  if (language === undefined) return html``;
+  const tag = languageTag(language);
+  return xml ? html` lang="${tag}" xml:lang="${tag}" dir="${textDirection(tag)}"` : html` lang="${tag}" dir="${textDirection(tag)}"`;
+}
+
+/**
  * Everything a generated page has before its own header: one stylesheet, no
- * script, a skip link. The skip link is English, so on a page in any other
- * language it is marked as English, read left to right.
+ * script, a skip link. The skip link is in the page's language where
+ * interface-words.ts has it, else English, marked as such.
  */
 export function documentStart(lang: string, title: string | Html, description: string, head: Html = html``): Html {
-  const english = lang.toLowerCase().startsWith("en") ? html`` : html` lang="en" dir="ltr"`;
+  const { words, otherLanguage } = interfaceWords(lang);
   return html`<!DOCTYPE html>
 <html lang="${lang}" dir="${textDirection(lang)}">
 <head>
@@ -71,5 +82,5 @@ export function documentStart(lang: string, title: string | Html, description: s
 ${head}<link rel="stylesheet" href="style.css">
 </head>
 <body>
-<a class="skip-link" href="#main"${english}>Skip to content</a>`;
+<a class="skip-link" href="#main"${languageMark(otherLanguage)}>${words.skipToContent}</a>`;
 }

@@ -76,30 +76,65 @@ export async function slugOwner(store: ArtifactStore, slug: string): Promise<str
   return bytes ? decoder.decode(bytes) : undefined;
 }
 
-/** "Café Ünïcode & Co." → "cafe-unicode-co"; never empty, at most 60 characters, never cut mid-word. */
+/**
+ * "Café Ünïcode & Co." → "cafe-unicode-co", "Кофейня Москва" → "кофейня-москва", "東京カフェ" → "東京カフェ";
+ * never empty ("project" when nothing is left), at most 60 characters, never cut mid-word.
+ */
 export function slugify(name: string): string {
   return cutSlug(hyphenated(name), 60) || "project";
 }
 
-/** The words of `text` in lowercase ASCII, accents folded ("Über" → "uber"), joined by single hyphens; anything else separates. */
+/** The path a published site or book is served at: a URL's, so a slug in another script is percent-encoded. */
+export function publishedPath(mount: "sites" | "books", slug: string): string {
+  return `/${mount}/${encodeURIComponent(slug)}/`;
+}
+
+/** A Latin letter's accents, folded away ("ü" → "u"); other scripts keep theirs ("й" is a letter of its own, not "и"). */
+const LATIN_ACCENTS = /(\p{Script=Latin})[\u0300-\u036f]+/gu;
+/** A mark with no letter or digit to sit on, which no word starts with. */
+const LONE_MARKS = /(?<![\p{L}\p{M}\p{N}])\p{M}+/gu;
+
+/**
+ * The words of `text` lowercased (where the script has case) and joined by single hyphens: letters and digits of
+ * any script with their marks ("кофейня", "मीठा"), Latin accents folded ("Über" → "uber"); anything else separates.
+ */
 export function hyphenated(text: string): string {
   const dashed = text
-    .normalize("NFKD")
-    .replace(/[\u0300-\u036f]/g, "")
     .toLowerCase()
-    .replace(/[^a-z0-9]+/g, "-");
+    .normalize("NFKD")
+    .replace(LATIN_ACCENTS, "$1")
+    .replace(LONE_MARKS, "")
+    .replace(/[^\p{L}\p{M}\p{N}]+/gu, "-")
+    .normalize("NFC");
   return trimOf(dashed, "-");
 }
 
+/** `hyphenated(text)` in ASCII alone, for a page's file name: words of other scripts separate like punctuation. */
+export function asciiHyphenated(text: string): string {
+  return trimOf(hyphenated(text).replace(/[^a-z0-9]+/g, "-"), "-");
+}
+
+/** Made on first use: a segmenter loads its break rules, which a server that never cuts a long word does without. */
+let graphemes: Intl.Segmenter | undefined;
+
 /**
- * A hyphenated slug of at most `max` characters, cut at a hyphen so no word
- * is left half ("upper-riverside", not "upper-rivers"); only a first word
- * longer than `max` is cut inside, as nothing else would fit.
+ * A hyphenated slug of at most `max` characters (UTF-16 code units), cut at
+ * its last hyphen within them so no word is left half ("upper-riverside",
+ * not "upper-rivers"); only a first word longer than `max` is cut inside, as
+ * nothing else would fit, and then between two characters as a reader sees
+ * them, never between a letter and its vowel sign or inside a surrogate pair.
  */
 export function cutSlug(slug: string, max: number): string {
   if (slug.length <= max) return slug;
   const boundary = slug.lastIndexOf("-", max);
-  return trimEndOf(boundary > 0 ? slug.slice(0, boundary) : slug.slice(0, max), "-");
+  if (boundary > 0) return trimEndOf(slug.slice(0, boundary), "-");
+  let end = 0;
+  graphemes ??= new Intl.Segmenter(undefined, { granularity: "grapheme" });
+  for (const { index, segment } of graphemes.segment(slug)) {
+    if (index + segment.length > max) break;
+    end = index + segment.length;
+  }
+  return slug.slice(0, end);
 }
 
 /** Derived from the plan id, so re-running `understand` never mints a second project. */

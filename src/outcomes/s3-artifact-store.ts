@@ -49,8 +49,8 @@ export function createS3ArtifactStore(config: S3Config, options: S3StoreOptions 
     ? `${endpoint.origin}${endpoint.pathname.replace(/\/$/, "")}/${config.bucket}`
     : `${endpoint.protocol}//${config.bucket}.${endpoint.host}${endpoint.pathname.replace(/\/$/, "")}`;
   const base = config.prefix ? `${config.prefix}/` : "";
-  // Valid keys hold only characters that need no escaping in a URL path.
-  const objectUrl = (key: string) => `${bucketUrl}/${base}${key}`;
+  // A valid key's letters may be any script's, escaped in the path as S3 expects; its `/` stay separators.
+  const objectUrl = (key: string) => `${bucketUrl}/${base}${key.split("/").map(encodeURIComponent).join("/")}`;
   const trouble = options.logger ? new RepeatingFailure(options.logger.child({ component: "artifact-store" }), "reaching the S3 bucket") : undefined;
 
   /**

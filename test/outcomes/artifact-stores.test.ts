@@ -102,6 +102,21 @@ describe.each(backends)("the %s artifact store", (name, open) => {
     await expect(store.put("a/../b", "x")).rejects.toThrow(/invalid artifact key/);
   });
 
+  it("keeps keys in any script's letters (a slug in Cyrillic, Japanese, Hindi), listed and removed like any other", async () => {
+    const site = `sites/кофейня-${name}`;
+    const book = `books/東京カフェ-${name}`;
+    for (const key of [`${site}/index.html`, `${site}/меню.html`, `${book}/東京カフェ-${name}.epub`, `index/slugs/मीठा-घर-${name}`]) {
+      expect(await store.put(key, key), key).toBe(true);
+      expect(text(await store.get(key)), key).toBe(key);
+    }
+    expect(await store.list(`${site}/`)).toEqual([`${site}/index.html`, `${site}/меню.html`]);
+    expect(await store.removeAll(`${site}/`)).toBe(2);
+    expect(await store.list(`${book}/`)).toEqual([`${book}/東京カフェ-${name}.epub`]);
+    // Letters, marks and digits only: look-alikes of dots and slashes are not.
+    for (const key of ["sites/\uFF0E\uFF0E/x", "sites/a\u2215b", "sites/\u0301a", "sites/a b"])
+      await expect(store.put(key, "x"), key).rejects.toThrow(/invalid artifact key/);
+  });
+
   it("lists a prefix sorted, without its neighbours, and removes a key or a whole prefix", async () => {
     const mine = `sites/${name}-site`;
     for (const file of ["index.html", "b/deep/page.html", "a.css", "menu.html", "z.txt"]) await store.put(`${mine}/${file}`, file);

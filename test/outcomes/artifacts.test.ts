@@ -231,6 +231,29 @@ describe("the content type of every file the writers produce", () => {
   });
 });
 
+describe("a book named in another script", () => {
+  it("is served under its slug in that script, its EPUB downloaded under its own name with an ASCII one beside it", async () => {
+    const slug = "東京カフェの本";
+    const brief = { ...(answerFor("ebook_brief", {}) as EbookBrief), title: "東京カフェの本", language: "ja" };
+    const content = { chapters: [answerFor("chapter", {}) as Chapter] };
+    const book = new Map<string, string | Uint8Array>(renderReader(brief, content, `${slug}.epub`));
+    book.set(`${slug}.epub`, renderEpub(brief, content, { planId: "pln_tokyo", modified: new Date(0) }));
+    await recordPlanFor(app, "pln_tokyo", { slug, mount: "books" });
+    await replaceTree(store, `books/${slug}/`, book);
+
+    const base = `${app.url}/books/${encodeURIComponent(slug)}/`;
+    const reader = await fetch(base);
+    expect(reader.status).toBe(200);
+    // The reader's link to the EPUB is a relative URL, percent-encoded as URLs are.
+    const link = /<a class="button" href="([^"]+)" download/.exec(await reader.text())![1]!;
+    expect(link).toBe(`${encodeURIComponent(slug)}.epub`);
+    const epub = await fetch(new URL(link, base));
+    expect(epub.status).toBe(200);
+    expect(epub.headers.get("content-disposition")).toBe(`attachment; filename="download.epub"; filename*=UTF-8''${encodeURIComponent(slug)}.epub`);
+    expect(Buffer.from(await epub.arrayBuffer()).equals(Buffer.from(book.get(`${slug}.epub`) as Uint8Array))).toBe(true);
+  });
+});
+
 describe("slugs and republishing", () => {
   const goal = "A website for a small bakery in Lyon that sells sourdough bread and croissants.";
 

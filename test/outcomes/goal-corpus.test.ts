@@ -22,8 +22,23 @@ function labelsOf(page: string): string[] {
   return [...page.matchAll(/<(h[1-3]|summary|a)\b[^>]*>([^<]*)<\/\1>/g)].map((m) => textOf(m[2] ?? "").trim());
 }
 
-/** The skip link every page starts with: the writer's English, marked as such on a page in another language. */
-const skipLink = (lang: string) => `<a class="skip-link" href="#main"${lang === "en" ? "" : ' lang="en" dir="ltr"'}>Skip to content</a>`;
+/** The skip link and the navigation's name in the corpus's languages that have them; any other's are English. */
+const FIXED_WORDS: Record<string, { skip: string; nav: string }> = {
+  en: { skip: "Skip to content", nav: "Main" },
+  es: { skip: "Saltar al contenido", nav: "Menú principal" },
+  fr: { skip: "Aller au contenu", nav: "Menu principal" },
+};
+const ENGLISH_MARK = ' lang="en" dir="ltr"';
+/** The skip link every page starts with: in the page's language, or English marked as such. */
+const skipLink = (lang: string) => {
+  const own = FIXED_WORDS[lang];
+  return own ? `<a class="skip-link" href="#main">${own.skip}</a>` : `<a class="skip-link" href="#main"${ENGLISH_MARK}>Skip to content</a>`;
+};
+/** The main navigation's opening tag: its name in the page's language, or English marked as such. */
+const mainNav = (lang: string) => {
+  const own = FIXED_WORDS[lang];
+  return own ? `<nav class="site-nav" aria-label="${own.nav}">` : `<nav class="site-nav" aria-label="Main"${ENGLISH_MARK}>`;
+};
 
 const FOREIGN_SCRIPT = /[\p{Script=Arabic}\p{Script=Hebrew}\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Cyrillic}\p{Script=Devanagari}]/u;
 
@@ -52,12 +67,14 @@ describe("the offline writer on a corpus of goals in many languages and scripts"
 
     // English copy on a site in another language says so, so it reads left to right and is spoken as English;
     // the names from the goal keep the page's language.
-    const english = ' lang="en" dir="ltr"';
+    const english = ENGLISH_MARK;
     for (const [file, page] of pages) {
+      expect(page, file).toContain(mainNav(lang));
       if (file === "404.html") continue;
       if (phrased) expect(page.slice(page.indexOf("<body")), file).not.toContain(english);
       else {
-        expect(page, file).toContain(`<nav class="site-nav" aria-label="Main"${english}>`);
+        // The navigation's labels are the writer's English.
+        expect(page, file).toMatch(new RegExp(`${mainNav(lang)}\n<ul${english}>`));
         for (const section of page.match(/<section class="section[^>]*>/g) ?? []) expect(section, file).toContain(english);
       }
     }
@@ -106,7 +123,10 @@ describe("the offline writer on a corpus of goals in many languages and scripts"
 
     // Publish-ready: canonical on ZERO_PUBLIC_URL, a sitemap with every page, robots.txt naming it, a favicon, a 404 page.
     const project = (await readProject(deps.artifacts, "pln_corpus"))!;
-    const siteUrl = `${deps.config.publicUrl}/sites/${project.slug}/`;
+    // The slug keeps the name's own letters ("مخبز-الأمل"); in a URL they are percent-encoded.
+    const siteUrl = `${deps.config.publicUrl}/sites/${encodeURIComponent(project.slug)}/`;
+    if (name) expect(project.slug).toMatch(/^[\p{L}\p{M}\p{N}]+(?:-[\p{L}\p{M}\p{N}]+)*$/u);
+    if (name && !/\p{Script=Latin}/u.test(name)) expect(project.slug).not.toBe("project");
     const sitePages = pages.map(([file]) => file).filter((file) => file !== "404.html");
     expect(site.has("404.html")).toBe(true);
     expect(site.get("favicon.svg")).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);

@@ -6,9 +6,14 @@ import { outcomeDeps } from "./support/outcome-kit.js";
 /** A name whose numbered slug ("…-2", 56 characters before it) was cut inside "associations". */
 const LONG_NAME = "The Extraordinarily Long Named Neighbourhood Associations Of Upper Riverside";
 
-/** True when every hyphenated part of `slug` is a whole word of `text`. */
+/** True when every hyphenated part of `slug` is a whole word of `text` (its Latin accents folded, as slugs fold them). */
 function wholeWords(slug: string, text: string): boolean {
-  const words = new Set(text.toLowerCase().split(/[^a-z0-9]+/));
+  const folded = text
+    .toLowerCase()
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .normalize("NFC");
+  const words = new Set(folded.split(/[^\p{L}\p{M}\p{N}]+/u));
   return slug.split("-").every((part) => words.has(part));
 }
 
@@ -29,6 +34,50 @@ describe("slugs (the addresses of sites and books, and the EPUB's file name)", (
   it("cut inside a word only when one word alone is too long", () => {
     expect(slugify("a".repeat(80))).toBe("a".repeat(60));
     expect(pageSlug("b".repeat(50))).toBe("b".repeat(40));
+  });
+
+  it("keep whole German compounds, ß and all: cut at the last hyphen within 60 characters", () => {
+    for (const name of [
+      "Schlüsseldienst Straßenverkehrsordnungswidrigkeitenberatungsgesellschaft Süd",
+      "Fußpflegepraxis Weiß Gesundheitsförderungsmaßnahmenbegleitung Großraum",
+      "Großhandelsgesellschaft für Landwirtschaftsmaschinenersatzteile und Zubehör",
+    ]) {
+      const slug = slugify(name);
+      expect(slug.length, name).toBeLessThanOrEqual(60);
+      expect(wholeWords(slug, name), slug).toBe(true);
+    }
+    expect(slugify("Schlüsseldienst Straßenverkehrsordnungswidrigkeitenberatungsgesellschaft Süd")).toBe("schlusseldienst");
+    // Read "fu-pflegepraxis-wei-gesundheitsforderungsma-nahmenbegleitung" when ß separated words.
+    expect(slugify("Fußpflegepraxis Weiß Gesundheitsförderungsmaßnahmenbegleitung Großraum")).toBe("fußpflegepraxis-weiß");
+    expect(slugify("Großbäckerei Weißbrot & Brezeln")).toBe("großbackerei-weißbrot-brezeln");
+    // One word longer than the limit is cut inside itself, as nothing else would fit.
+    expect(slugify("Donaudampfschifffahrtselektrizitätenhauptbetriebswerkbauunterbeamtengesellschaft")).toBe(
+      "donaudampfschifffahrtselektrizitatenhauptbetriebswerkbauunte",
+    );
+  });
+
+  it("keep the letters and digits of any script, lower-cased where the script has case", () => {
+    expect(slugify("東京カフェ")).toBe("東京カフェ");
+    expect(slugify("Кофейня Москва")).toBe("кофейня-москва");
+    expect(slugify("مطعم بيروت")).toBe("مطعم-بيروت");
+    // Vowel signs and other marks stay with their letters; a Cyrillic й is not folded to и.
+    expect(slugify('"मीठा घर" 2')).toBe("मीठा-घर-2");
+    expect(slugify("Чайный дом Йошкар-Олы")).toBe("чайный-дом-йошкар-олы");
+    expect(slugify("Ταβέρνα Ο Νίκος")).toBe("ταβέρνα-ο-νίκος");
+    expect(slugify("서울 빵집")).toBe("서울-빵집");
+    // Latin accents still fold, as before.
+    expect(slugify("Café Ünïcode & Co.")).toBe("cafe-unicode-co");
+    // Nothing to keep: the fallback.
+    expect(slugify("🍩 ☕ !!!")).toBe("project");
+  });
+
+  it("cut a long word of any script between two of its characters, never inside one", () => {
+    // A character outside the BMP is two UTF-16 units; "a" first puts the 60th unit inside one.
+    const astral = slugify(`a${"𠮷".repeat(40)}`);
+    expect(astral).toBe(`a${"𠮷".repeat(29)}`);
+    expect(astral).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/);
+    // A consonant and its vowel sign are one character to a reader.
+    expect(slugify(`क${"कि".repeat(40)}`)).toBe(`क${"कि".repeat(29)}`);
   });
 
   it("of pages fold accents as project slugs do", () => {

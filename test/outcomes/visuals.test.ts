@@ -225,7 +225,7 @@ describe("the EPUB", () => {
   });
 
   it.runIf(haveEpubcheck)(
-    "passes epubcheck with no errors or warnings, in a right-to-left language too",
+    "passes epubcheck with no errors or warnings, in a right-to-left language and with translated navigation too",
     async () => {
       const dir = await fs.mkdtemp(path.join(os.tmpdir(), "pz-epub-"));
       const arabic = renderEpub({ ...BRIEF, title: "البستاني الصبور", subtitle: "خضروات على الشرفة", author: "", language: "ar", tone: "bold" }, CONTENT, {
@@ -236,10 +236,12 @@ describe("the EPUB", () => {
         planId: "pln_he",
         modified: new Date(),
       });
+      const german = renderEpub({ ...BRIEF, title: "Der geduldige Gärtner", language: "de" }, CONTENT, { planId: "pln_de", modified: new Date() });
       for (const [name, bytes] of [
         ["en.epub", epub],
         ["ar.epub", arabic],
         ["he.epub", hebrew],
+        ["de.epub", german],
       ] as const) {
         await fs.writeFile(path.join(dir, name), bytes);
         const { stdout, stderr } = await promisify(execFile)("java", ["-jar", EPUBCHECK, path.join(dir, name)], { timeout: 120_000 }).catch(
@@ -251,4 +253,87 @@ describe("the EPUB", () => {
     },
     240_000,
   );
+});
+
+/** The fixed English words a site or book is built with: the skip link, the 404 page, the navigation's name, a book's contents and chapters. */
+const ENGLISH_FIXED_WORDS = [
+  ">Skip to content<",
+  'aria-label="Main"',
+  "Not found",
+  "This page is not part of",
+  "This page does not exist",
+  "There is no page at this address",
+  "Go to the home page",
+  "Contents",
+  "Landmarks",
+  ">Cover<",
+  "Title page",
+  "Start of content",
+  "Download the EPUB",
+  "Chapter 1",
+  'aria-label="Chapters"',
+];
+
+const IN_OTHER_LANGUAGES = [
+  {
+    language: "de",
+    goal: "Eine Webseite für unsere Bäckerei «Brotzeit» in München, wir backen Brezeln und Kuchen",
+    site: ["Zum Inhalt springen", 'aria-label="Hauptmenü"', "<title>Nicht gefunden – Brotzeit</title>", "Diese Seite gibt es nicht", "Zur Startseite"],
+    book: [
+      "<h1>Inhalt</h1>",
+      ">Umschlag<",
+      ">Titelseite<",
+      "download>EPUB herunterladen</a>",
+      '<p class="chapter-number">Kapitel 1</p>',
+      'aria-label="Kapitel"',
+    ],
+  },
+  {
+    language: "fr",
+    goal: "Un site pour notre boulangerie « Le Fournil » à Lyon, avec nos pains et nos gâteaux",
+    site: [
+      "Aller au contenu",
+      'aria-label="Menu principal"',
+      "<title>Page introuvable – Le Fournil</title>",
+      "Cette page n’existe pas",
+      "Aller à la page d’accueil",
+    ],
+    book: [
+      "<h1>Sommaire</h1>",
+      ">Couverture<",
+      ">Page de titre<",
+      "download>Télécharger l’EPUB</a>",
+      '<p class="chapter-number">Chapitre 1</p>',
+      'aria-label="Chapitres"',
+    ],
+  },
+];
+
+describe("the fixed words of a site or book", () => {
+  it.each(IN_OTHER_LANGUAGES)("are in the site's language on a site in $language, English ones none", async ({ language, goal, site }) => {
+    const { brief, files } = await offlineSite(goal);
+    expect(brief.language).toBe(language);
+    const pages = [...files].filter(([name]) => name.endsWith(".html"));
+    const all = pages.map(([, page]) => page).join("\n");
+    for (const words of site) expect(all).toContain(words);
+    for (const english of ENGLISH_FIXED_WORDS) expect(all, english).not.toContain(english);
+    // The skip link and the 404 page are in the page's own language, so nothing marks them as English.
+    expect(files.get("404.html")).toContain('<main id="main">');
+    for (const [name, page] of pages) expect(page, name).toContain('<a class="skip-link" href="#main">');
+    expect(await htmlProblems(files)).toEqual([]);
+  });
+
+  it.each(IN_OTHER_LANGUAGES)("are in the book's language in a book in $language, English ones none", async ({ language, book }) => {
+    const brief = { ...BRIEF, language };
+    const epub = readZip(renderEpub(brief, CONTENT, { planId: `pln_${language}`, modified: new Date() }))
+      .filter((e) => e.name.endsWith(".xhtml") || e.name.endsWith(".ncx"))
+      .map((e) => e.text);
+    const reader = [...renderReader(brief, CONTENT, "book.epub")].filter(([name]) => name.endsWith(".html"));
+    const all = [...epub, ...reader.map(([, page]) => page)].join("\n");
+    for (const words of book) expect(all).toContain(words);
+    for (const english of ENGLISH_FIXED_WORDS) expect(all, english).not.toContain(english);
+    expect(all).not.toContain('lang="en"');
+    for (const page of epub) expect(xmlProblems(page)).toEqual([]);
+    expect(await htmlProblems(new Map(reader))).toEqual([]);
+  });
 });

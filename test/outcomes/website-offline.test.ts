@@ -10,6 +10,7 @@ import { TONES } from "../../src/outcomes/content.js";
 import { renderSite } from "../../src/outcomes/website/render-site.js";
 import { normalizeBrief, normalizeOutline } from "../../src/outcomes/website/website-stages.js";
 import { createOfflineWriter } from "../../src/outcomes/writers/offline-writer.js";
+import { createZeroClient } from "../../src/client/zero-client.js";
 import { CHROMIUM, CHROMIUM_ARGS, haveChromium, htmlProblems, seriousViolations, TEST_ARTIFACTS } from "./support/outcome-kit.js";
 
 const GOAL =
@@ -98,6 +99,46 @@ describe("a website goal with no upstream, through the real API", () => {
     expect(bare.status).toBe(308);
     expect(bare.headers.get("location")).toBe("/sites/lyon-bakery/");
   }, 120_000);
+});
+
+describe("a site named in another script, through the real API", () => {
+  const SLUG = "кофейня-москва";
+  const ENCODED = encodeURIComponent(SLUG);
+
+  it("publishes at an address in the name's own letters, served, redirected and downloaded under it", async () => {
+    const credential = { apiKey: account.apiKey };
+    const created = await postExecution<{ plan: RestPlan }>(app.url, credential, { goal: "Сайт для кофейни «Кофейня Москва»: кофе и десерты" });
+    const built = await waitForPlan(app.url, credential, created.body.plan.id, (p) => p.status !== "running", 90_000);
+    expect(built.project).toMatchObject({ name: "Кофейня Москва", slug: SLUG });
+    await postExecution(app.url, credential, { planId: built.id, approve: ["review"] });
+    const done = await waitForPlan(app.url, credential, built.id, (p) => p.status !== "running" && p.status !== "awaiting_approval", 90_000);
+    expect(done.status).toBe("succeeded");
+    // A URL, so percent-encoded; a browser shows it in Cyrillic.
+    expect(done.publishedUrl).toBe(`${app.url}/sites/${ENCODED}/`);
+
+    const home = await fetch(done.publishedUrl!);
+    expect(home.status).toBe(200);
+    const page = await home.text();
+    expect(page).toContain(`<link rel="canonical" href="${done.publishedUrl}">`);
+    expect(await (await fetch(`${done.publishedUrl}sitemap.xml`)).text()).toContain(`<loc>${done.publishedUrl}</loc>`);
+
+    // "й" sent decomposed (и and a combining breve), as some systems type it, is the same address.
+    expect((await fetch(`${app.url}/sites/${encodeURIComponent(SLUG.normalize("NFD"))}/`)).status).toBe(200);
+    const bare = await fetch(`${app.url}/sites/${ENCODED}`, { redirect: "manual" });
+    expect(bare.status).toBe(308);
+    expect(bare.headers.get("location")).toBe(`/sites/${ENCODED}/`);
+    const mistyped = await fetch(`${app.url}/sites/${ENCODED}/nope.html`);
+    expect(mistyped.status).toBe(404);
+    expect(await mistyped.text()).toContain(`href="/sites/${ENCODED}/index.html"`);
+
+    const download = await fetch(`${app.url}/api/execution/download?id=${done.id}`, { headers: { authorization: `Bearer ${account.apiKey}` } });
+    expect(download.status).toBe(200);
+    expect(download.headers.get("content-disposition")).toBe(`attachment; filename="download.zip"; filename*=UTF-8''${ENCODED}.zip`);
+    await download.body?.cancel();
+    const file = await createZeroClient({ baseUrl: app.url, apiKey: account.apiKey }).executions.download(done.id);
+    expect(file.filename).toBe(`${SLUG}.zip`);
+    await file.body.cancel();
+  }, 180_000);
 });
 
 describe.runIf(haveChromium)("the built site in headless Chromium", () => {

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { BookContent, Chapter, EbookBrief } from "../content.js";
-import { documentStart, html, join, languageTag, textDirection, type Html } from "../html.js";
+import { documentStart, html, join, languageMark, languageTag, textDirection, type Html } from "../html.js";
+import { filled, interfaceWords } from "../interface-words.js";
 import { zip } from "../zip.js";
 import { generatedArt, givenAlt, isEnglish, withName } from "../website/hero-art.js";
 import { THEMES } from "../website/themes.js";
@@ -42,16 +43,6 @@ export function coverAlt(brief: EbookBrief): string {
 }
 
 /**
- * The attributes that mark the template's own words (English: "Contents",
- * "Chapter 3") inside a book in another language, so a screen reader reads
- * them as English; nothing in an English book. `xml` adds `xml:lang` for XHTML.
- */
-function templateWords(language: string, xml = false): Html {
-  if (isEnglish(language)) return html``;
-  return xml ? html` lang="en" xml:lang="en" dir="ltr"` : html` lang="en" dir="ltr"`;
-}
-
-/**
  * The EPUB 3 file: container, package document, a cover, navigation (EPUB 3
  * nav with landmarks, and an NCX for EPUB 2 readers), a title page and one
  * XHTML file per chapter.
@@ -59,7 +50,9 @@ function templateWords(language: string, xml = false): Html {
 export function renderEpub(brief: EbookBrief, content: BookContent, meta: BookMeta): Uint8Array {
   const lang = languageTag(brief.language);
   const direction = textDirection(lang);
-  const en = templateWords(brief.language, true);
+  // The template's own words ("Contents"), in the book's language or marked as the English they are.
+  const { words, otherLanguage } = interfaceWords(lang);
+  const mark = languageMark(otherLanguage, true);
   const chapters = content.chapters;
   const xhtml = (title: string, body: Html, type = "") => `<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE html>
@@ -84,19 +77,19 @@ ${brief.author.trim() ? html`<p class="author">${brief.author}</p>` : html``}
 </section>`,
   );
   const nav = xhtml(
-    "Contents",
+    words.contents,
     html`<nav epub:type="toc" id="toc">
-<h1${en}>Contents</h1>
+<h1${mark}>${words.contents}</h1>
 <ol>
 ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "xhtml")}">${c.title}</a></li>\n`)}</ol>
 </nav>
 <nav epub:type="landmarks" id="landmarks" hidden="hidden">
-<h2${en}>Landmarks</h2>
-<ol${en}>
-<li><a epub:type="cover" href="cover.xhtml">Cover</a></li>
-<li><a epub:type="titlepage" href="title.xhtml">Title page</a></li>
-<li><a epub:type="toc" href="nav.xhtml#toc">Contents</a></li>
-<li><a epub:type="bodymatter" href="${chapterFile(0, "xhtml")}">Start of content</a></li>
+<h2${mark}>${words.landmarks}</h2>
+<ol${mark}>
+<li><a epub:type="cover" href="cover.xhtml">${words.cover}</a></li>
+<li><a epub:type="titlepage" href="title.xhtml">${words.titlePage}</a></li>
+<li><a epub:type="toc" href="nav.xhtml#toc">${words.contents}</a></li>
+<li><a epub:type="bodymatter" href="${chapterFile(0, "xhtml")}">${words.startOfContent}</a></li>
 </ol>
 </nav>`,
   );
@@ -186,15 +179,18 @@ ${chapters.map((_, i) => `<itemref idref="c${i + 1}"/>`).join("\n")}
 /** The HTML reader: a contents page with the download link, one page per chapter, one stylesheet. */
 export function renderReader(brief: EbookBrief, content: BookContent, epubName: string): Map<string, string> {
   const lang = languageTag(brief.language);
-  const en = templateWords(brief.language);
+  const { words, otherLanguage } = interfaceWords(lang);
+  const mark = languageMark(otherLanguage);
   const chapters = content.chapters;
+  // A file name in another script is percent-encoded in a link, as any URL is.
+  const epubHref = encodeURIComponent(epubName);
   const page = (title: string, body: Html) =>
     html`${documentStart(lang, title, brief.subtitle)}
 <header class="book-header"><a href="index.html">${brief.title}</a></header>
 <main id="main">
 ${body}
 </main>
-<footer class="book-footer"><p><a href="${epubName}" download${en}>Download the EPUB</a></p></footer>
+<footer class="book-footer"><p><a href="${epubHref}" download${mark}>${words.downloadEpub}</a></p></footer>
 </body>
 </html>
 `.value;
@@ -213,10 +209,10 @@ ${body}
 <p class="subtitle">${brief.subtitle}</p>
 ${brief.author.trim() ? html`<p class="author">${brief.author}</p>` : html``}
 <p class="blurb">${brief.description}</p>
-<p><a class="button" href="${epubName}" download${en}>Download the EPUB</a></p>
+<p><a class="button" href="${epubHref}" download${mark}>${words.downloadEpub}</a></p>
 </section>
 <nav aria-labelledby="contents-title">
-<h2 id="contents-title"${en}>Contents</h2>
+<h2 id="contents-title"${mark}>${words.contents}</h2>
 <ol class="contents">
 ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "html")}">${c.title}</a></li>\n`)}</ol>
 </nav>`,
@@ -225,8 +221,8 @@ ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "html")}">${c.title}
   // The pager's arrows point the way the book reads: back is to the right in a right-to-left book.
   // \u2190 and \u2192 are arrows, escaped so the server bundle stays ASCII (see src/build.ts).
   const [back, on] = textDirection(lang) === "rtl" ? ["\u2192", "\u2190"] : ["\u2190", "\u2192"];
-  // The arrow stays outside the English mark, so it takes the page's direction and sits at the link's outer end.
-  const contents = html`<span${en}>Contents</span>`;
+  // The arrow stays outside an English mark, so it takes the page's direction and sits at the link's outer end.
+  const contents = html`<span${mark}>${words.contents}</span>`;
   chapters.forEach((chapter, i) => {
     const previous =
       i > 0
@@ -241,11 +237,11 @@ ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "html")}">${c.title}
       page(
         `${chapter.title} – ${brief.title}`,
         html`<article aria-labelledby="chapter-title">
-<p class="chapter-number"${en}>Chapter ${i + 1}</p>
+<p class="chapter-number"${mark}>${filled(words.chapter, { n: i + 1 })}</p>
 <h1 id="chapter-title">${chapter.title}</h1>
 ${chapterBody(chapter)}
 </article>
-<nav class="pager" aria-label="Chapters">${previous} ${next}</nav>`,
+<nav class="pager" aria-label="${words.chapters}">${previous} ${next}</nav>`,
       ),
     );
   });

@@ -1,10 +1,11 @@
 import type { PageContent, Section, SiteOutline, WebsiteBrief } from "../content.js";
-import { documentStart, escapeHtml, html, join, languageTag, textDirection, type Html } from "../html.js";
+import { documentStart, escapeHtml, html, join, languageMark, languageTag, type Html } from "../html.js";
+import { filled, interfaceWords, type PageWords } from "../interface-words.js";
 import { shorten } from "../json-schema.js";
 import { stylesheet, THEMES, type Theme } from "./themes.js";
-import { cutSlug, hyphenated } from "../projects.js";
+import { asciiHyphenated, cutSlug, hyphenated } from "../projects.js";
 import { ART_MOTIFS, generatedArt, givenAlt, isEnglish, withName } from "./hero-art.js";
-import { EMAIL_ADDRESSES, endSentence, trimOf } from "../../strings.js";
+import { EMAIL_ADDRESSES, endSentence } from "../../strings.js";
 
 /** A built site: file name → contents. Flat, with relative links, so it works under any base path. */
 export type SiteFiles = Map<string, string>;
@@ -26,6 +27,7 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
   const theme = THEMES[brief.tone] ?? THEMES.professional;
   const lang = languageTag(brief.language);
   const copy = copyMarker(lang, copyLanguage, brief.name);
+  const fixed = interfaceWords(lang);
   // The writer was shown the outline's slugs; a link that names a page by its title or navigation label means it too.
   const pageNamed = pageFinder((["slug", "title", "navLabel"] as const).flatMap((field) => outline.pages.map((p) => [p[field], p.slug] as const)));
   const art = artLabels(brief, theme, copyLanguage);
@@ -54,7 +56,7 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
     const sections = content.sections.map((section, i) => renderSection(section, i, pageNamed, copy));
     const title = pageTitle(page.slug === "index" ? [brief.name, brief.tagline] : [page.title, brief.name]);
     const document = html`${documentStart(lang, title, page.description, shareMeta(brief.name, art.share, lang, title, page.description, siteUrl && pageUrl(siteUrl, page.slug), siteUrl))}
-${siteHeader(brief, outline, page.slug, copy)}
+${siteHeader(brief, outline, page.slug, fixed, copy)}
 <main id="main">
 ${join(sections, "\n")}
 </main>
@@ -64,7 +66,7 @@ ${siteFooter(brief, copy)}
 `;
     files.set(fileFor(page.slug), document.value);
   });
-  files.set(NOT_FOUND_PAGE, notFoundPage(brief, lang, outline).value);
+  files.set(NOT_FOUND_PAGE, notFoundPage(brief, lang, outline, fixed, copy).value);
   return files;
 }
 
@@ -76,39 +78,37 @@ export const SHARE_ART = "og.svg";
 const NOT_FOUND_SLUG = "404";
 export const NOT_FOUND_PAGE = fileFor(NOT_FOUND_SLUG);
 
-/**
- * The site's own 404 page: same header, theme and footer, a link home. Its
- * words are English whatever the site's language, so the main landmark says so.
- */
-function notFoundPage(brief: WebsiteBrief, lang: string, outline: SiteOutline): Html {
-  const english = lang.toLowerCase().startsWith("en") ? html`` : html` lang="en" dir="ltr"`;
-  return html`${documentStart(lang, pageTitle(["Not found", brief.name]), `This page is not part of ${endSentence(brief.name)}`, html`<link rel="icon" href="favicon.svg" type="image/svg+xml">\n`)}
-${siteHeader(brief, outline, undefined)}
-<main id="main"${english}>
+/** The site's own 404 page: same header, theme and footer, a link home, in the site's language where interface-words.ts has it. */
+function notFoundPage(brief: WebsiteBrief, lang: string, outline: SiteOutline, fixed: PageWords, copy: CopyMarker): Html {
+  const { words, otherLanguage } = fixed;
+  const description = endSentence(filled(words.notPartOf, { name: brief.name }));
+  return html`${documentStart(lang, pageTitle([words.notFound, brief.name]), description, html`<link rel="icon" href="favicon.svg" type="image/svg+xml">\n`)}
+${siteHeader(brief, outline, undefined, fixed, copy)}
+<main id="main"${languageMark(otherLanguage)}>
 <section class="hero" aria-labelledby="section-1">
 <div class="wrap">
-<h1 id="section-1">This page does not exist</h1>
-<p class="lead">There is no page at this address. It may have moved, or the link may be mistyped.</p>
-<p class="more"><a class="button" href="index.html">Go to the home page</a></p>
+<h1 id="section-1">${words.noSuchPage}</h1>
+<p class="lead">${words.noPageHere}</p>
+<p class="more"><a class="button" href="index.html">${words.goHome}</a></p>
 </div>
 </section>
 </main>
-${siteFooter(brief)}
+${siteFooter(brief, copy)}
 </body>
 </html>
 `;
 }
 
-/** The header every page shares, the current page marked in its navigation. */
-function siteHeader(brief: WebsiteBrief, outline: SiteOutline, current: string | undefined, copy: CopyMarker = NO_MARKS): Html {
+/** The header every page shares, the current page marked in its navigation; its links are the writer's words, marked by `copy`. */
+function siteHeader(brief: WebsiteBrief, outline: SiteOutline, current: string | undefined, fixed: PageWords, copy: CopyMarker = NO_MARKS): Html {
   const nav = outline.pages.map(
     (p) => html`<li><a href="${fileFor(p.slug)}"${p.slug === current ? html` aria-current="page"` : html``}>${p.navLabel}</a></li>`,
   );
   return html`<header class="site-header">
 <div class="wrap">
 <a class="brand" href="index.html">${brief.name}</a>
-<nav class="site-nav" aria-label="Main"${copy.attrs}>
-<ul>${nav}</ul>
+<nav class="site-nav" aria-label="${fixed.words.mainNavigation}"${languageMark(fixed.otherLanguage)}>
+<ul${copy.attrs}>${nav}</ul>
 </nav>
 </div>
 </header>`;
@@ -215,11 +215,12 @@ const MAX_TITLE = 70;
 const titleLength = (text: string) => [...escapeHtml(text)].length;
 
 /**
- * Lowercase, hyphenated with accents folded as a project's slug is, safe as a file name, at most 40 characters and
- * never cut mid-word. Never the not-found page's: the writer's "404" is "page-404", in the navigation and links alike.
+ * Lowercase, hyphenated with accents folded as a project's slug is but in ASCII alone, safe as a file name, at most
+ * 40 characters and never cut mid-word. Never the not-found page's: the writer's "404" is "page-404", in the
+ * navigation and links alike.
  */
 export function pageSlug(raw: string): string {
-  const slug = cutSlug(hyphenated(raw.toLowerCase().replace(/\.html?$/, "")), 40) || "page";
+  const slug = cutSlug(asciiHyphenated(raw.replace(/\.html?$/i, "")), 40) || "page";
   return slug === NOT_FOUND_SLUG ? `page-${slug}` : slug;
 }
 
@@ -237,17 +238,9 @@ export function pageFinder(named: Iterable<readonly [name: string, slug: string]
   return (name) => slugs.get(pageNameKey(name));
 }
 
-/** A page name as `pageSlug` reads it when it is in Latin letters and digits, else lowercase with any script's letters kept. */
+/** A page name as `pageSlug` reads it when it is in Latin letters and digits, else hyphenated with any script's letters kept. */
 function pageNameKey(name: string): string {
-  const key = trimOf(
-    name
-      .normalize("NFKD")
-      .replace(/[\u0300-\u036f]/g, "")
-      .toLowerCase()
-      .replace(/\.html?$/, "")
-      .replace(/[^\p{L}\p{N}]+/gu, "-"),
-    "-",
-  );
+  const key = hyphenated(name.replace(/\.html?$/i, ""));
   return /^[a-z0-9-]*$/.test(key) && key !== "" ? pageSlug(name) : key;
 }
 
@@ -269,7 +262,7 @@ function copyMarker(lang: string, copyLanguage: string | undefined, name: string
   if (copyLanguage === undefined) return NO_MARKS;
   const tag = languageTag(copyLanguage);
   if (tag.toLowerCase() === lang.toLowerCase()) return NO_MARKS;
-  const attrs = html` lang="${tag}" dir="${textDirection(tag)}"`;
+  const attrs = languageMark(tag);
   return { attrs, of: (text) => (text.trim() === name.trim() ? html`` : attrs) };
 }
 

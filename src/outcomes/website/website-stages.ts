@@ -11,7 +11,7 @@ import {
   type WebsiteBrief,
 } from "../content.js";
 import { fitToSchema, type Schema } from "../json-schema.js";
-import { cutSlug, ensureProject, readProject, renameProject, slugOwner } from "../projects.js";
+import { cutSlug, ensureProject, publishedPath, readProject, renameProject, slugOwner } from "../projects.js";
 import { asJson, chooseWriterKind, keptWork, planKey, previewKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
 import { readFeedback, reviseBrief, unreadFeedbackWarning } from "../writers/offline-feedback.js";
 import { copyLanguage, offlineWarning, type WriterKind } from "../writers/writer.js";
@@ -125,7 +125,7 @@ export function websiteStages(deps: OutcomeDeps) {
         ? await renameProject(deps.artifacts, planKey(input.planId), brief.name)
         : await readProject(deps.artifacts, planKey(input.planId));
       // Built with the address it will be published at, so canonical links and the sitemap are right once it is.
-      const siteUrl = project ? `${deps.config.publicUrl}/sites/${project.slug}/` : undefined;
+      const siteUrl = project ? `${deps.config.publicUrl}${publishedPath("sites", project.slug)}` : undefined;
       const files = renderSite(brief, outline, content.pages, siteUrl, copyLanguage(kind, brief.language));
       const revision = input.revision?.number;
       await replaceTree(deps.artifacts, `preview/${previewKey(input.planId, revision)}/`, files);
@@ -143,7 +143,7 @@ export function websiteStages(deps: OutcomeDeps) {
       // The newest revision is what was approved.
       const copied = await copyTree(deps.artifacts, `preview/${previewKey(input.planId, input.revision?.number)}/`, `sites/${slug}/`);
       if (copied === 0) throw new StageFailure("internal", "There is no built site to publish; re-run the build stage.");
-      const publishedUrl = `${deps.config.publicUrl}/sites/${slug}/`;
+      const publishedUrl = `${deps.config.publicUrl}${publishedPath("sites", slug)}`;
       return { output: asJson({ slug, files: copied }), publishedUrl, ...warningFor(kind, brief, unread) };
     },
   };
