@@ -122,7 +122,8 @@ describe("a streamed answer is bounded in size too", () => {
 });
 
 describe("every upstream refusing the service's own key or model name", () => {
-  const configuration = "the model provider refused the service's key, account or model name; check the API keys, the provider accounts' credit and the model names in ZERO_UPSTREAMS";
+  const configuration =
+    "the model provider refused the service's key, account or model name; check the API keys, the provider accounts' credit and the model names in ZERO_UPSTREAMS";
 
   it("still fails over, then says to check the upstream configuration, naming no provider", async () => {
     for (const [first, second] of [

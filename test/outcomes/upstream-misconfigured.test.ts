@@ -52,7 +52,8 @@ describe("a stage whose upstream refuses the service's own key, account or model
         attempts: 1,
         error: {
           type: "upstream_misconfigured",
-          message: "the model provider refused the service's key, account or model name; check the API keys, the provider accounts' credit and the model names in ZERO_UPSTREAMS",
+          message:
+            "the model provider refused the service's key, account or model name; check the API keys, the provider accounts' credit and the model names in ZERO_UPSTREAMS",
         },
       });
       expect(upstream.requests).toHaveLength(1);
