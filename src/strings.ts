@@ -75,10 +75,27 @@ export function withoutNameControls(text: string): string {
 const VISIBLE = /[\p{L}\p{N}\p{S}]/u;
 
 /**
- * The e-mail addresses in a text, letters of any script included (josé@…, info@müller.de: RFC 6531), each
- * from its first character, never the tail of a longer word. Global: read it with `match` or `matchAll`.
+ * The scripts written without spaces between words (Han, Kana, Thai, Lao, Khmer, Myanmar), and Hangul, whose
+ * particles are written against the word before them ("hello@bomnal.kr로"): ranges for a character class. In them
+ * one "word" can be a whole sentence, and an address or a link typed into it ends where their letters start.
  */
-export const EMAIL_ADDRESSES = /(?<![\p{L}\p{M}\p{N}_.+-])[\p{L}\p{M}\p{N}_.+-]+@[\p{L}\p{M}\p{N}-]+(?:\.[\p{L}\p{M}\p{N}-]+)+/gu;
+export const UNSPACED_SCRIPTS = String.raw`\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}`;
+
+/** A character of an e-mail address: a letter of any script but the UNSPACED_SCRIPTS, a mark, a digit, or one of "_.+-". */
+const ADDRESS_CHARACTER = String.raw`(?:[^\P{L}${UNSPACED_SCRIPTS}]|[\p{M}\p{N}_.+-])`;
+/** A character of a domain's label: as an address's, without "_", "." and "+". */
+const DOMAIN_CHARACTER = String.raw`(?:[^\P{L}${UNSPACED_SCRIPTS}]|[\p{M}\p{N}-])`;
+
+/**
+ * The e-mail addresses in a text, letters of any script included (josé@…, info@müller.de: RFC 6531), each
+ * from its first character, never the tail of a longer word. The letters of a script written without spaces end
+ * it ("メールはinfo@midori-coffee.jpです" gives "info@midori-coffee.jp"), so an address all in such a script is none.
+ * Global: read it with `match` or `matchAll`.
+ */
+export const EMAIL_ADDRESSES = new RegExp(String.raw`(?<!${ADDRESS_CHARACTER})${ADDRESS_CHARACTER}+@${DOMAIN_CHARACTER}+(?:\.${DOMAIN_CHARACTER}+)+`, "gu");
+
+/** Web addresses (a scheme or "www."), up to white space or the letters of a script written without spaces. Global. */
+export const WEB_LINKS = new RegExp(String.raw`\b(?:https?:\/\/|www\.)[^\s${UNSPACED_SCRIPTS}]+`, "giu");
 
 /** True when `text` has something a person can see: not only spaces, marks or invisible characters (zero-width spaces). */
 export function hasVisibleCharacter(text: string): boolean {

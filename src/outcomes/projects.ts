@@ -91,18 +91,26 @@ export function publishedPath(mount: "sites" | "books", slug: string): string {
 
 /** A Latin letter's accents, folded away ("ü" → "u"); other scripts keep theirs ("й" is a letter of its own, not "и"). */
 const LATIN_ACCENTS = /(\p{Script=Latin})[\u0300-\u036f]+/gu;
+/**
+ * Lower-case Latin letters with no accent to fold away (ẞ lowercases to ß), spelt out as slug libraries spell them, so
+ * a Latin name's slug is ASCII throughout ("Großmann" → "grossmann", as "GROSSMANN"; "Işıklı" → "isikli").
+ */
+const LATIN_LETTERS_SPELT_OUT: Readonly<Record<string, string>> = { ß: "ss", æ: "ae", œ: "oe", ø: "o", ł: "l", đ: "d", ð: "d", þ: "th", ı: "i", ħ: "h" };
+const LATIN_LETTER_SPELT_OUT = new RegExp(`[${Object.keys(LATIN_LETTERS_SPELT_OUT).join("")}]`, "gu");
 /** A mark with no letter or digit to sit on, which no word starts with. */
 const LONE_MARKS = /(?<![\p{L}\p{M}\p{N}])\p{M}+/gu;
 
 /**
  * The words of `text` lowercased (where the script has case) and joined by single hyphens: letters and digits of
- * any script with their marks ("кофейня", "मीठा"), Latin accents folded ("Über" → "uber"); anything else separates.
+ * any script with their marks ("кофейня", "मीठा"), Latin accents folded ("Über" → "uber") and the Latin letters without
+ * one spelt out in ASCII (LATIN_LETTERS_SPELT_OUT); anything else separates.
  */
 export function hyphenated(text: string): string {
   const dashed = text
     .toLowerCase()
     .normalize("NFKD")
     .replace(LATIN_ACCENTS, "$1")
+    .replace(LATIN_LETTER_SPELT_OUT, (letter) => LATIN_LETTERS_SPELT_OUT[letter]!)
     .replace(LONE_MARKS, "")
     .replace(/[^\p{L}\p{M}\p{N}]+/gu, "-")
     .normalize("NFC");

@@ -59,6 +59,11 @@ const OTHER: [language: string, goal: string][] = [
   // Numbers in a script written without spaces: the whole goal is one "word", and it was dropped with its digits (English).
   ["ja", "東京の小さなラーメン屋「麺屋はなび」のウェブサイトを作ってください。営業時間は11時から22時まで、電話番号は03-1234-5678です。"],
   ["zh", "为我在上海的茶馆“清风茶舍”做一个网站，提供绿茶和点心。营业时间每天10点到22点"],
+  // An e-mail address or a link written against the words of such a goal: the goal is no "word" of an address (English).
+  ["ja", "「珈琲館みどり」のウェブサイトを作ってください。京都の小さな喫茶店です。電話は075-123-4567、メールはinfo@midori-coffee.jpです。"],
+  ["ja", "「珈琲館みどり」のウェブサイトを作ってください。詳しくはhttps://midori-coffee.jp/menuをご覧ください。"],
+  ["zh", "为我在成都的花店“绿意花坊”做一个网站，出售鲜花和绿植。电话028-8765-4321，邮箱info@lv.cn，欢迎光临。"],
+  ["ko", "부산에 있는 작은 빵집 「봄날」의 웹사이트를 만들어 주세요. 문의는 hello@bomnal.kr로 해 주세요."],
   ["ar", "موقع لمخبز صغير في القاهرة يبيع الخبز البلدي والكعك"],
   ["ar", "موقع لمخبز في القاهرة"],
   ["zh", "为我在上海的小咖啡馆做一个网站，出售手冲咖啡和蛋糕"],

@@ -113,6 +113,48 @@ describe("phone numbers", () => {
   ])("%s → %s", (goal, phone) => {
     expect(readGoal(goal).phone).toBe(phone);
   });
+
+  // The word for "phone" in the goal's own language introduces a number as "phone" does in English; without it, a
+  // number that is neither international nor a long national one is still none.
+  it.each([
+    ["el", "Ιστοσελίδα για έναν φούρνο στη Θεσσαλονίκη, τηλέφωνο 2310 123456", "2310 123456"],
+    ["el", "Ιστοσελίδα για έναν φούρνο στη Θεσσαλονίκη, τηλ. 2310 123456", "2310 123456"],
+    ["el", "Ιστοσελίδα για έναν φούρνο στη Θεσσαλονίκη, 2310 123456", undefined],
+    ["ar", "موقع لمخبز في بيروت، الهاتف 01 234 567", "01 234 567"],
+    ["ar", "موقع لمخبز في بيروت، 01 234 567", undefined],
+    ["ru", "Сайт для пекарни в Новосибирске, телефон 8 (383) 555-12-34", "8 (383) 555-12-34"],
+    ["ru", "Сайт для пекарни в Новосибирске, тел. 8 (383) 555-12-34", "8 (383) 555-12-34"],
+    ["ru", "Сайт для пекарни в Новосибирске, с 1995 года, 8 (383) 555-12-34", undefined],
+    ["ja", "京都の喫茶店のウェブサイト。お店の電話は75-123-4567です。", "75-123-4567"],
+    ["ja", "京都の喫茶店のウェブサイト。電話番号：75-123-4567", "75-123-4567"],
+    ["zh", "成都花店的网站，电话 28-8765-4321", "28-8765-4321"],
+    ["zh", "成都花店的网站，电话是28-8765-4321", "28-8765-4321"],
+    ["ko", "부산 빵집 웹사이트, 전화 51-123-4567", "51-123-4567"],
+    ["ko", "부산 빵집 웹사이트, 전화번호는 51-123-4567", "51-123-4567"],
+    ["hi", "दिल्ली में बेकरी की वेबसाइट, फ़ोन 98765 43210", "98765 43210"],
+    ["hi", "दिल्ली में बेकरी की वेबसाइट, फोन 98765 43210", "98765 43210"],
+    // फ़ typed as one character, which NFC writes as फ and a nukta.
+    ["hi", "दिल्ली में बेकरी की वेबसाइट, \u095E\u094Bन 98765 43210", "98765 43210"],
+    ["hi", "दिल्ली में बेकरी की वेबसाइट, 98765 43210", undefined],
+    ["tr", "İzmir'de bir fırın için web sitesi, telefon 232 123 45 67", "232 123 45 67"],
+    ["tr", "İzmir'de bir fırın için web sitesi, tel: 232 123 45 67", "232 123 45 67"],
+    ["de", "Eine Website für eine Bäckerei in Köln, Telefon 221 1234567", "221 1234567"],
+    ["nl", "Een website voor een bakkerij in Utrecht, bel 30 123 4567", "30 123 4567"],
+    ["es", "Una web para una panadería en Madrid, teléfono 912 345 678", "912 345 678"],
+    ["pt", "Um site para uma padaria em Lisboa, telefone 213 456 789", "213 456 789"],
+    ["it", "Un sito per una pasticceria a Roma, telefono 612 345 678", "612 345 678"],
+    ["pl", "Strona dla piekarni w Krakowie, tel. 12 345 67 89", "12 345 67 89"],
+    ["sv", "En webbplats för ett bageri i Malmö, telefon 40 123 45 67", "40 123 45 67"],
+    ["fi", "Verkkosivut leipomolle Helsingissä, puh. 9 123 4567", "9 123 4567"],
+    ["id", "Situs untuk toko roti di Bandung, telepon 22 123 4567", "22 123 4567"],
+  ])("%s: %s → %s", (language, goal, phone) => {
+    expect(readGoal(goal, language).phone).toBe(phone);
+  });
+
+  it("a Greek goal's number after its word for phone is on the contact page", async () => {
+    const site = await builtSite("Ιστοσελίδα για έναν φούρνο στη Θεσσαλονίκη, τηλέφωνο 2310 123456");
+    expect(textOf(site.files.get("contact.html")!)).toContain("Call 2310 123456.");
+  });
 });
 
 describe("a goal with no contact details", () => {
@@ -150,6 +192,27 @@ describe("an e-mail address with letters beyond ASCII", () => {
     const mailto = site.pages.flatMap(([, page]) => [...page.matchAll(/href="mailto:([^"]+)"/g)].map((m) => m[1]));
     expect(mailto.length).toBeGreaterThan(0);
     for (const href of mailto) expect(decodeURIComponent(href!)).toBe(address);
+  });
+});
+
+describe("an e-mail address written against the words of a script without spaces", () => {
+  it.each([
+    [
+      "ja",
+      "「珈琲館みどり」のウェブサイトを作ってください。京都の小さな喫茶店です。電話は075-123-4567、メールはinfo@midori-coffee.jpです。",
+      "info@midori-coffee.jp",
+    ],
+    ["zh", "为我在成都的花店“绿意花坊”做一个网站，出售鲜花和绿植。电话028-8765-4321，邮箱info@lv.cn，欢迎光临。", "info@lv.cn"],
+    ["ko", "부산에 있는 작은 빵집 「봄날」의 웹사이트를 만들어 주세요. 문의는 hello@bomnal.kr로 해 주세요.", "hello@bomnal.kr"],
+  ])("%s: the site is in the goal's language and gives the address, none of the words beside it", async (lang, goal, address) => {
+    expect(readGoal(goal, lang).email).toBe(address);
+    const site = await builtSite(goal);
+    for (const [file, page] of site.pages) expect(page, file).toContain(`<html lang="${lang}" dir="ltr">`);
+    const mailto = site.pages.flatMap(([, page]) => [...page.matchAll(/href="mailto:([^"]+)"/g)].map((m) => m[1]));
+    expect(mailto.length).toBeGreaterThan(0);
+    for (const href of mailto) expect(decodeURIComponent(href!)).toBe(address);
+    // No English pattern cut the goal's sentences ("A のウェブサイトを…").
+    expect(site.text).not.toMatch(/\b(?:a|an|the|for) [\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u);
   });
 });
 

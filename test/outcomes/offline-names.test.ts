@@ -48,6 +48,11 @@ const NAMES: [goal: string, name: string][] = [
   // Apostrophes that open and close nothing a person quoted: no name.
   ["A record shop in Leeds selling '90s vinyl and the Smiths' records", "Leeds Record Shop"],
   ['A bakery called "Crumbs" in Leeds', "Crumbs"],
+  // German quotation marks: reversed guillemets, low single quotes, and a low double one closed by a straight one as typed.
+  ["Eine Website für »Schlüsseldienst Großmann« in Köln", "Schlüsseldienst Großmann"],
+  ["Eine Website für die Kneipe \u201AZum Goldenen Löwen\u2018 in Köln", "Zum Goldenen Löwen"],
+  ['Eine Website für \u201EBäckerei Schmidt" in Hamburg', "Bäckerei Schmidt"],
+  ['A website for \u201EBäckerei Schmidt" in Hamburg', "Bäckerei Schmidt"],
   ["A yoga studio called Still Water in Leeds", "Still Water"],
   // Full stops inside a quoted name: abbreviations, initials, a final one. It is the name whole, never cut at its first stop.
   ['A website for my dental clinic "Dr. Lee Dental" in Leeds', "Dr. Lee Dental"],
@@ -208,6 +213,8 @@ describe("quotes inside quotes", () => {
     expect(readGoal(`Un site pour \u00ABLe Bistro \u2039Chez Paul\u203A\u00BB à Lyon`, "fr").name).toBe("Le Bistro \u2039Chez Paul\u203A");
     expect(readGoal(`A website for "my «Best» shop" in Leeds`).name).toBe("my «Best» shop");
     expect(readGoal(`A website for \u201CThe \u300CBest\u300D Shop\u201D in Leeds`).name).toBe("The \u300CBest\u300D Shop");
+    expect(readGoal(`Eine Webseite für \u00BBCafé \u203AZur Post\u2039\u00AB in Bonn`, "de").name).toBe("Café \u203AZur Post\u2039");
+    expect(readGoal(`Eine Webseite für \u201ACafé "Zur Post"\u2018 in Bonn`, "de").name).toBe('Café "Zur Post"');
   });
 
   it("no goal of quotes of every kind, inside one another or left open, and words gives a fact or a site with NUL in it", () => {

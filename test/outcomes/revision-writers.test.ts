@@ -150,6 +150,65 @@ describe("a revision with the offline writer", () => {
     expect(readFeedback("friendlier? no, make it formal", ["index"])).toMatchObject({ tone: "professional" });
   });
 
+  it("reads a new name in the quotation marks of any script, as the goal reader does", async () => {
+    for (const [feedback, name] of [
+      ["Nenne es „Schlüsseldienst Großmann & Söhne“ und mach es freundlicher", "Schlüsseldienst Großmann & Söhne"],
+      ["Nenne es „Schlüsseldienst Großmann & Söhne”", "Schlüsseldienst Großmann & Söhne"],
+      ["名前を「喫茶みどり」に変えてください", "喫茶みどり"],
+      ["名前を『喫茶みどり』にしてください", "喫茶みどり"],
+      // The apostrophe inside a double-quoted name is part of it.
+      ['Adını "Ayşe\'nin Kuruyemişi" yap', "Ayşe'nin Kuruyemişi"],
+      ["Adını “Ayşe’nin Kuruyemişi” yap", "Ayşe’nin Kuruyemişi"],
+      ["Appelle-le « Chez Paul » s'il te plaît", "Chez Paul"],
+    ] as const) {
+      expect(readFeedback(feedback, ["index"]).name, feedback).toBe(name);
+    }
+    // Single quotation marks outside a word, a name starting as a title does; an apostrophe opens nothing.
+    expect(readFeedback("Rename it to 'Maison Lumière'", ["index"]).name).toBe("Maison Lumière");
+    expect(readFeedback("Don't change the 'about' page", ["index", "about"]).name).toBeUndefined();
+
+    const deps = await outcomeDeps({});
+    const work = createStageWork(deps);
+    const plan = { planId: "pln_rev6", goal: "A bakery in Leeds" };
+    const first = await runStages(work, { ...plan, outcome: "website" }, { until: "build" });
+    const outcomes = await revise(work, first, plan, { number: 1, feedback: 'Adını "Ayşe\'nin Kuruyemişi" yap', draft: first.previous.outline! });
+    expect(outcomes.build!.project).toMatchObject({ name: "Ayşe'nin Kuruyemişi", slug: "ayse-nin-kuruyemisi" });
+    expect((await readTree(deps.artifacts, "preview/pln_rev6-r1/")).get("index.html")).toContain("Ayşe&#39;nin Kuruyemişi");
+  });
+
+  it("names in the warning what it could not apply beside a new name, in any language", async () => {
+    // A clause that gives a name holds nothing else the offline writer can read in another language: it is named, the name left out.
+    expect(readFeedback("Nenne es „Schlüsseldienst Großmann & Söhne“ und mach es freundlicher", ["index"])).toEqual({
+      name: "Schlüsseldienst Großmann & Söhne",
+      drop: [],
+      unread: ["Nenne es „…“ und mach es freundlicher"],
+    });
+    expect(readFeedback("سمّه «مخبز النور» واجعله أكثر هدوءًا", ["index"]).unread).toEqual(["سمّه «…» واجعله أكثر هدوءًا"]);
+    // Clauses end at every script's punctuation: the Arabic comma, the ideographic comma and full stop.
+    expect(readFeedback("سمّه «مخبز النور»، واجعله أكثر هدوءًا", ["index"]).unread).toContain("واجعله أكثر هدوءًا");
+    expect(readFeedback("名前を「喫茶みどり」に変えて、もっと落ち着いた感じに。", ["index"])).toMatchObject({
+      name: "喫茶みどり",
+      unread: expect.arrayContaining(["もっと落ち着いた感じに"]),
+    });
+    // In English, the words that ask for the name are read; anything more is named.
+    for (const feedback of [
+      'Call it "Bread and Butter"',
+      'Change the name of the site to "Bread and Butter" please',
+      "Let's call the website 'Bread and Butter' instead",
+    ]) {
+      expect(readFeedback(feedback, ["index"]), feedback).toEqual({ name: "Bread and Butter", drop: [], unread: [] });
+    }
+    expect(readFeedback('Call it "Bread and Butter" with a bigger logo', ["index"]).unread).toEqual(['Call it "…" with a bigger logo']);
+
+    const deps = await outcomeDeps({});
+    const work = createStageWork(deps);
+    const plan = { planId: "pln_rev7", goal: "A bakery in Leeds" };
+    const first = await runStages(work, { ...plan, outcome: "website" }, { until: "build" });
+    const outcomes = await revise(work, first, plan, { number: 1, feedback: "سمّه «مخبز النور»، واجعله أكثر هدوءًا", draft: first.previous.outline! });
+    expect(outcomes.build!.project).toMatchObject({ name: "مخبز النور" });
+    expect(outcomes.build!.warning).toContain('"واجعله أكثر هدوءًا"');
+  });
+
   it("drops every page of a list after one drop verb, and still never the home page", async () => {
     const slugs = ["index", "menu", "about", "contact"];
     for (const feedback of ["Drop the about page and the contact page", "Remove the about and contact pages", "Delete about, contact"]) {

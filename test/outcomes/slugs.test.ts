@@ -1,17 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { ensureProject, slugify } from "../../src/outcomes/projects.js";
+import { asciiHyphenated, ensureProject, slugify } from "../../src/outcomes/projects.js";
 import { pageSlug } from "../../src/outcomes/website/render-site.js";
 import { outcomeDeps } from "./support/outcome-kit.js";
 
 /** A name whose numbered slug ("…-2", 56 characters before it) was cut inside "associations". */
 const LONG_NAME = "The Extraordinarily Long Named Neighbourhood Associations Of Upper Riverside";
 
-/** True when every hyphenated part of `slug` is a whole word of `text` (its Latin accents folded, as slugs fold them). */
+/** True when every hyphenated part of `slug` is a whole word of `text` (its Latin accents folded and ß written ss, as slugs have them). */
 function wholeWords(slug: string, text: string): boolean {
   const folded = text
     .toLowerCase()
     .normalize("NFKD")
     .replace(/[\u0300-\u036f]/g, "")
+    .replaceAll("ß", "ss")
     .normalize("NFC");
   const words = new Set(folded.split(/[^\p{L}\p{M}\p{N}]+/u));
   return slug.split("-").every((part) => words.has(part));
@@ -36,7 +37,7 @@ describe("slugs (the addresses of sites and books, and the EPUB's file name)", (
     expect(pageSlug("b".repeat(50))).toBe("b".repeat(40));
   });
 
-  it("keep whole German compounds, ß and all: cut at the last hyphen within 60 characters", () => {
+  it("keep whole German compounds, their ß written ss: cut at the last hyphen within 60 characters", () => {
     for (const name of [
       "Schlüsseldienst Straßenverkehrsordnungswidrigkeitenberatungsgesellschaft Süd",
       "Fußpflegepraxis Weiß Gesundheitsförderungsmaßnahmenbegleitung Großraum",
@@ -48,12 +49,24 @@ describe("slugs (the addresses of sites and books, and the EPUB's file name)", (
     }
     expect(slugify("Schlüsseldienst Straßenverkehrsordnungswidrigkeitenberatungsgesellschaft Süd")).toBe("schlusseldienst");
     // Read "fu-pflegepraxis-wei-gesundheitsforderungsma-nahmenbegleitung" when ß separated words.
-    expect(slugify("Fußpflegepraxis Weiß Gesundheitsförderungsmaßnahmenbegleitung Großraum")).toBe("fußpflegepraxis-weiß");
-    expect(slugify("Großbäckerei Weißbrot & Brezeln")).toBe("großbackerei-weißbrot-brezeln");
+    expect(slugify("Fußpflegepraxis Weiß Gesundheitsförderungsmaßnahmenbegleitung Großraum")).toBe("fusspflegepraxis-weiss");
+    expect(slugify("Großbäckerei Weißbrot & Brezeln")).toBe("grossbackerei-weissbrot-brezeln");
     // One word longer than the limit is cut inside itself, as nothing else would fit.
     expect(slugify("Donaudampfschifffahrtselektrizitätenhauptbetriebswerkbauunterbeamtengesellschaft")).toBe(
       "donaudampfschifffahrtselektrizitatenhauptbetriebswerkbauunte",
     );
+  });
+
+  it("fold the Latin letters that have no accent to take off, as a Latin name's slug is ASCII", () => {
+    expect(slugify("Işıklı Kuruyemiş İğdır")).toBe("isikli-kuruyemis-igdir");
+    expect(slugify("Großmann")).toBe(slugify("GROSSMANN"));
+    expect(slugify("Großmann")).toBe("grossmann");
+    expect(slugify("Łódź Smørrebrød Đakovo Æbleskiver Œuvre")).toBe("lodz-smorrebrod-dakovo-aebleskiver-oeuvre");
+    expect(slugify("Þingvellir Ðorð Ħamrun ẞ")).toBe("thingvellir-dord-hamrun-ss");
+    expect(asciiHyphenated("Işıklı Kuruyemiş İğdır")).toBe("isikli-kuruyemis-igdir");
+    expect(pageSlug("Über Großmann")).toBe("uber-grossmann");
+    // Other scripts keep their letters.
+    expect(slugify("Кофейня Москва")).toBe("кофейня-москва");
   });
 
   it("keep the letters and digits of any script, lower-cased where the script has case", () => {

@@ -1,4 +1,4 @@
-import { EMAIL_ADDRESSES, hasVisibleCharacter, withoutNameControls } from "../../strings.js";
+import { EMAIL_ADDRESSES, hasVisibleCharacter, WEB_LINKS, withoutNameControls } from "../../strings.js";
 import { websiteBriefSchema } from "../content.js";
 import { shortenAtWords } from "../json-schema.js";
 
@@ -46,8 +46,6 @@ const ARTICLES = /^(?:my|our|a|an|the|his|her|their|some|its|your)\s+/i;
 /** A clause rather than a thing ("we want people to join", "I need"): a list split mid-sentence, never an offering. */
 const CLAUSE = /^(?:we|i|you|they|he|she|it|us|them|there)\b|\b(?:we|i|you|they) (?:want|need|would like)\b/i;
 const NAME_FILLERS = /^(?:small|little|new|local|simple|tiny|independent|family|family-run|friendly|modern|own|personal)\s+/i;
-/** Web addresses: they name no one, and their scheme is no word ("Https"). */
-const LINKS = /\b(?:https?:\/\/|www\.)\S+/gi;
 /** Days and months, whole or shortened: "Mon-Sat" and "Tuesday to Sunday" say when, not who. */
 const CALENDAR_WORD =
   /^(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?$/i;
@@ -71,40 +69,53 @@ const CALLED = /\b(?:called|named|titled|brand(?:ed)? as)\s+/giu;
 const CALLED_UNQUOTED =
   // eslint-disable-next-line regexp/no-super-linear-backtracking -- bounded goal text (see the note above readGoal)
   /^[\u201C"'\u2018]?([^\u201C\u201D"'\u2019.,;:!?]+?)[\u201D"'\u2019]?(?=\s+(?:that|which|who|for|with|in|at|to|and|,)\b|[.,;:!?]|$)/u;
-/** Double quotation marks of every script, each opening mark with the marks that close it. */
+/**
+ * Double quotation marks of every script, each opening mark with the marks that close it; of two pairs with the same
+ * opening mark, the first is read when its closing mark follows.
+ */
 const DOUBLE_QUOTES: readonly [open: string, close: string][] = [
   ['"', '"'],
   ["\u201C", "\u201D"],
   ["\u201E", "\u201C\u201D"],
+  // German „…" typed on a keyboard without \u201C: the straight quote closes it.
+  ["\u201E", '"'],
   ["\u00AB", "\u00BB"],
+  // German and Danish \u00BB…\u00AB, Swedish and Finnish \u00BB…\u00BB.
+  ["\u00BB", "\u00AB\u00BB"],
   ["\u2039", "\u203A"],
   ["\u300C", "\u300D"],
   ["\u300E", "\u300F"],
 ];
+/** Single quotation marks, each opening mark with the marks that close it: '…', \u2018…\u2019, and German \u201A…\u2018. */
+const SINGLE_QUOTES: readonly [open: string, close: string][] = [
+  ["'\u2018", "'\u2019"],
+  ["\u201A", "\u2018\u2019"],
+];
 /**
- * Text in quotation marks: double ones of any script ("…", \u201C…\u201D, \u201E…\u201C, \u00AB…\u00BB, \u2039…\u203A,
- * \u300C…\u300D, \u300E…\u300F), or single ones ('…', \u2018…\u2019) outside a word, so the apostrophes of "Robert's"
- * and "the Smiths'" open and close nothing. Whichever opens first holds, up to its own closing mark, the quotes of
- * any other kind inside it («Chez "Paul"», „Bäckerei "Zum Löwen" GmbH“). A group per double kind, then the single's.
+ * Text in quotation marks: double ones of any script ("…", \u201C…\u201D, \u201E…\u201C, \u201E…", \u00AB…\u00BB,
+ * \u00BB…\u00AB, \u2039…\u203A, \u300C…\u300D, \u300E…\u300F), or single ones ('…', \u2018…\u2019, \u201A…\u2018) outside a
+ * word, so the apostrophes of "Robert's" and "the Smiths'" open and close nothing. Whichever opens first holds, up
+ * to its own closing mark, the quotes of any other kind inside it («Chez "Paul"», „Bäckerei "Zum Löwen" GmbH“). A
+ * group per double kind, then one per single kind.
  */
 const QUOTED = new RegExp(
   [
     ...DOUBLE_QUOTES.map(([open, close]) => `${open}([^${close}]+)[${close}]`),
-    String.raw`(?<![\p{L}\p{N}])['\u2018]([^'\u2018\u2019]+)['\u2019](?![\p{L}\p{N}])`,
+    ...SINGLE_QUOTES.map(([open, close]) => String.raw`(?<![\p{L}\p{N}])[${open}]([^${open}${close}]+)[${close}](?![\p{L}\p{N}])`),
   ].join("|"),
   "gu",
 );
-const SINGLE_QUOTED_GROUP = DOUBLE_QUOTES.length + 1;
+const FIRST_SINGLE_QUOTED_GROUP = DOUBLE_QUOTES.length + 1;
 /**
  * Where a quotation stood in the text readSubject reads: NUL, which no goal has left (readGoal), around its number.
  * An introducing word before it ("called") is matched with it.
  */
 const QUOTATION_MARKER = new RegExp(String.raw`(${CALLED.source})?\u0000(\d+)\u0000`, "giu");
 /**
- * A double quotation mark that opens a word: left open in a subject, it was cut from inside quotes. A single one
- * may be an apostrophe ("'90s").
+ * A double quotation mark, or the low single one (\u201A), that opens a word: left open in a subject, it was cut
+ * from inside quotes. Another single one may be an apostrophe ("'90s").
  */
-const OPENING_QUOTE = /(?<=^|[\s(])["\u201C\u201E\u00AB\u2039\u300C\u300E](?=\S)/u;
+const OPENING_QUOTE = /(?<=^|[\s(])["\u201C\u201E\u00AB\u00BB\u2039\u300C\u300E\u201A](?=\S)/u;
 /**
  * Words that end in a full stop inside a name: an initial ("J. R."), titles ("Dr.", "St."), company forms
  * ("Co.", "Inc.", "Ltd."), "No.", "Bros.", "Ave.". Matched against the name up to and including the stop.
@@ -132,7 +143,8 @@ export function readGoal(goal: string, language = "en"): GoalFacts {
   const withoutContacts = text
     .replace(email ?? "\u0000", "")
     .replace(phone ?? "\u0000", "")
-    .replace(LINKS, "");
+    // Web addresses name no one, and their scheme is no word ("Https").
+    .replace(WEB_LINKS, "");
   // The patterns below read English. In any other language they would cut
   // sentences into "names" and "offerings", so only what is marked in every
   // script is read: a quoted name, an address, a number.
@@ -254,8 +266,46 @@ const NUMBER_LAYOUT = /(?<![\w\p{Sc}.,/+-])\+?(?:\(\d{1,5}\) ?)?\d+(?:(?: ?[.-] 
 const TIME = String.raw`(?:(?:[01]?\d|2[0-3])[.:][0-5]\d|(?:[01]\d|2[0-3])[0-5]\d)`;
 /** Numbers set out like that which are something else: a date (01.02.2003, 2003-02-01), opening hours (08.00-18.00, 0800 - 1800), a ZIP+4 code. */
 const NOT_A_PHONE = new RegExp(String.raw`^(?:\d{1,2}([.-])\d{1,2}\1(?:\d{2}|\d{4})|\d{4}([.-])\d{1,2}\2\d{1,2}|${TIME} ?- ?${TIME}|\d{5}-\d{4})$`);
-/** The words a number follows when it is a phone number: "phone", "call us on", "tel.:", "mobile number". */
-const PHONE_WORD = /\b(?:tel(?:ephone)?|phone|call|ring|mobile|cell|whatsapp)(?:\s+(?:us|me|them))?(?:\s+(?:number|no))?(?:\s+(?:on|at|is))?[\s.:#-]*$/i;
+/**
+ * The word for a phone, or for calling, in the languages goals are read in and in Russian, Greek, Arabic, Hebrew and
+ * Hindi: regular-expression sources, a language's to a line. Strings, not a literal, so the server bundle stays ASCII
+ * (esbuild escapes a string's letters, but leaves a regular expression literal as written).
+ */
+const PHONE_WORDS = [
+  "tel(?:ephone)?|phone|call|ring|mobile?|cell|whatsapp", // en; "tel" and "mobil" also de, nl, es, pt, it, sv, da, no, pl, cs, sk, hu, ro, tr
+  "telefon(?:nummer|szám)?|handy", // de, sv, da, no, pl, cs, hu, ro, tr
+  "telefoon(?:nummer)?|bel|mobiel", // nl
+  "t[eé]l[eé]phone|t[eé]l|portable", // fr
+  "tel[eé]fono|tfno|m[oó]vil|celular|cellulare", // es, it
+  "telefone|telem[oó]vel", // pt
+  "tel[eè]fon|m[oò]bil", // ca
+  "tlf", // da, no
+  "kom[oó]rka", // pl
+  "telef[oó]n", // sk
+  "cep", // tr
+  "telepon|telp|telepono", // id, tl
+  "puhelin|puh", // fi
+  "тел(?:ефон)?", // ru
+  "τηλ(?:[εέ]φωνο)?", // el
+  "(?:ال)?(?:هاتف|جوال)", // ar
+  "טלפון", // he
+  "\u092B\u094B\u0928|\u092B\u093C\u094B\u0928", // hi: फोन, and फ़ोन, which NFC writes as फ and a nukta
+];
+/** The same in scripts written without spaces, where it may follow any word, with the particle after it ("電話は"). */
+const UNSPACED_PHONE_WORDS = [
+  "電話(?:番号|號碼)?[は是]?", // ja, and zh in traditional characters
+  "电话(?:号码)?是?", // zh
+  "전화(?:번호)?는?", // ko
+  "โทร(?:ศัพท์)?", // th
+];
+/**
+ * The words a number follows when it is a phone number: "phone", "call us on", "tel.:", "mobile number", "Telefon",
+ * "τηλέφωνο", "電話番号：". Outside a script written without spaces the word starts a word ("Hotel" is none).
+ */
+const PHONE_WORD = new RegExp(
+  String.raw`(?:(?<![\p{L}\p{M}\p{N}])(?:${PHONE_WORDS.join("|")})(?:\s+(?:us|me|them))?(?:\s+(?:number|no))?(?:\s+(?:on|at|is))?|${UNSPACED_PHONE_WORDS.join("|")})[\s.:#\uFF1A-]*$`,
+  "iu",
+);
 /** The North American layouts, (555) 123-4567 and 555-123-4567 (or dots), which need no introduction. */
 const NORTH_AMERICAN = /^(?:\(\d{3}\) ?|\d{3}([.-]))\d{3}[.-]\d{4}$/;
 
@@ -283,7 +333,7 @@ function onlyLooksLikeName(words: string): boolean {
   return parts.every((part) => CALENDAR_WORD.test(part)) || !/\p{Ll}/u.test(words);
 }
 
-interface Quotation {
+export interface Quotation {
   /** The quotation as written, its marks included. */
   text: string;
   /** In single quotation marks: the opening one may be an apostrophe ("'90s"), and the closing one ("the Smiths'"). */
@@ -298,9 +348,9 @@ interface Quotation {
 }
 
 /** Every text in quotation marks of either kind (QUOTED), first first, found in one pass: none inside another. */
-function quotations(text: string): Quotation[] {
+export function quotations(text: string): Quotation[] {
   return [...text.matchAll(QUOTED)].map((match) => {
-    const single = match[SINGLE_QUOTED_GROUP] !== undefined;
+    const single = match.slice(FIRST_SINGLE_QUOTED_GROUP).some((group) => group !== undefined);
     const inner = tidyName(match.slice(1).find((group) => group !== undefined) ?? "");
     return { text: match[0], single, inner, name: quotedName(inner), start: match.index, end: match.index + match[0].length };
   });
@@ -311,7 +361,7 @@ function quotations(text: string): Quotation[] {
  * or in single ones when it starts as a title does ('The Place Called Home'). Else single ones may be apostrophes
  * ("we sell '90s vinyl, the Smiths' records"), and their name is taken only after "called".
  */
-function givesName(quotation: Quotation): boolean {
+export function givesName(quotation: Quotation): boolean {
   return quotation.name !== undefined && (!quotation.single || /^[\p{Lu}\p{Lt}\p{Lo}]/u.test(quotation.inner));
 }
 

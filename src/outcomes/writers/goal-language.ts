@@ -1,3 +1,5 @@
+import { EMAIL_ADDRESSES, UNSPACED_SCRIPTS, WEB_LINKS } from "../../strings.js";
+
 /** The language a goal is written in, as the offline writer uses it. */
 export interface GoalLanguage {
   /**
@@ -86,7 +88,7 @@ export async function detectGoalLanguage(goal: string): Promise<GoalLanguage> {
         eld.detect(text),
   );
   const detect = await detector;
-  const words = goal.split(/\s+/).flatMap(languageWords);
+  const words = withoutAddresses(goal).split(/\s+/).flatMap(languageWords);
   const result = detect(words.join(" "));
   const tag = result.language;
   if (!tag || !result.isReliable()) return { tag: scriptLanguage(words) ?? "en", detected: false };
@@ -94,19 +96,27 @@ export async function detectGoalLanguage(goal: string): Promise<GoalLanguage> {
   return { tag, detected: true };
 }
 
-/** Scripts written without spaces between words, where one "word" can be the whole goal. */
-const UNSPACED_SCRIPT = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
+/** A letter of a script written without spaces between words, where one "word" can be the whole goal. */
+const UNSPACED_LETTER = new RegExp(`[${UNSPACED_SCRIPTS}]`, "u");
 
 /**
- * The parts of a white-space-separated word that tell its language: none of
- * an address or a link, and none of a word with a number in it ("10am",
- * "£2.20"), which only adds noise. In a script written without spaces that
- * "word" may be a whole sentence, so only its numbers and punctuation go.
+ * The goal without its e-mail addresses and links, which tell no language: cut out of the text, not dropped with
+ * the "word" around them, which in a script written without spaces is the whole goal ("…メールはinfo@…jpです。").
+ */
+function withoutAddresses(goal: string): string {
+  return goal.replace(EMAIL_ADDRESSES, " ").replace(WEB_LINKS, " ");
+}
+
+/**
+ * The parts of a white-space-separated word that tell its language: none
+ * of a word with a number or an "@" in it ("10am", "£2.20", "@crumbs"),
+ * which only adds noise. In a script written without spaces that "word"
+ * may be a whole sentence, so only its numbers and punctuation go.
  */
 function languageWords(word: string): string[] {
-  if (word === "" || /@|^https?:/i.test(word)) return [];
-  if (!/\d/.test(word)) return [word];
-  return UNSPACED_SCRIPT.test(word) ? word.split(/[^\p{L}\p{M}]+/u).filter((part) => part !== "") : [];
+  if (word === "") return [];
+  if (!/[\d@]/.test(word)) return [word];
+  return UNSPACED_LETTER.test(word) ? word.split(/[^\p{L}\p{M}]+/u).filter((part) => part !== "") : [];
 }
 
 /**

@@ -1,10 +1,10 @@
 import { TONES, type Tone, type WebsiteBrief } from "../content.js";
 import { describeArt } from "../website/hero-art.js";
-import { visibleName } from "./goal-facts.js";
+import { givesName, quotations, type Quotation } from "./goal-facts.js";
 
 /** What the offline writer could read in a person's feedback on a draft. */
 export interface FeedbackReading {
-  /** A new name, given in quotes, with something visible in it. */
+  /** A new name, given in quotes as a goal gives one (goal-facts.ts `givesName`). */
   name?: string;
   tone?: Tone;
   /** Page slugs asked to be dropped. */
@@ -34,28 +34,47 @@ const TONE_WORDS: Record<string, Tone> = {
   strong: "bold",
 };
 
-const QUOTED = /(?<!\p{L})["“„«‘']([^"“”„«»‘’']{1,80})["”»’']/u;
+/** Where a quotation stood in the feedback: NUL, which readFeedback takes out of the feedback first, around its number. */
+const QUOTATION_MARKER = /\u0000(\d+)\u0000/gu;
+/** The end of a sentence in any script (".", "!", "?", "。", "؟", "।"), a line break, or a semicolon (";", "؛", "；"). */
+const SENTENCE_END = /[\p{Sentence_Terminal}\n;\u037E\u061B\uFF1B]+/u;
+/**
+ * The end of a clause inside a sentence: the other punctuation that ends one in any script (",", "،", "、", "，"),
+ * "and" and "but". A colon ends none: it introduces what follows ("call it: "Crumbs"").
+ */
+const CLAUSE_END = /(?![:\uFE55\uFF1A])\p{Terminal_Punctuation}|\band\b|\bbut\b/iu;
+/** The English words that ask for a new name ("call it …", "change the name of the site to … please"): read with the name. */
+const NAMING_WORDS = new Set(
+  (
+    "a as be brand business call called can change could from go i i'd instead into it its let let's lets like make " +
+    "my name named new of our please prefer rename retitle shop should site the title to us use want we website would you"
+  ).split(" "),
+);
 const DROP = /\b(?:drop|remove|delete|lose|without|no)\s+(?:the\s+|an?\s+)?([a-z][a-z-]*)(?:\s+pages?)?\b/iu;
 /** A clause that is a page and nothing more ("the contact page", "about"): the next of a list after a drop verb. */
 const LISTED_PAGE = /^(?:the\s+|an?\s+)?([a-z][a-z-]*)(?:\s+pages?)?$/iu;
 
 /**
- * Reads feedback clause by clause (sentences, `;`, `,` and `and`, quotes
- * kept whole): a quoted name, a tone word, a page to drop. After a drop verb,
- * the clauses that are only a page ("drop the about page and the contact
- * page", "remove the menu and about pages") are dropped too, to the end of
- * the sentence. A clause that is none of these is left for the warning, so
- * nothing asked is silently lost. Deterministic, like the rest of the
- * offline writer.
+ * Reads feedback clause by clause (sentences and clauses as any script ends
+ * them, and `and`; quotes kept whole): a quoted name, a tone word, a page to
+ * drop. A name is quoted as in a goal (goal-facts.ts `quotations`): double
+ * quotation marks of any script, single ones outside a word. After a drop
+ * verb, the clauses that are only a page ("drop the about page and the
+ * contact page", "remove the menu and about pages") are dropped too, to the
+ * end of the sentence. A clause that is none of these is left for the
+ * warning, so nothing asked is silently lost; so is a clause that gives a
+ * name with words beside it other than English ones asking for it (in
+ * another language "and make it calmer" may be among them), the name shown
+ * as "…". Deterministic, like the rest of the offline writer.
  */
 export function readFeedback(feedback: string, pageSlugs: readonly string[]): FeedbackReading {
   const reading: FeedbackReading = { drop: [], unread: [] };
-  const quotes: string[] = [];
-  const masked = feedback.replace(new RegExp(QUOTED.source, "gu"), (_all, inner: string) => `\u0000${quotes.push(inner) - 1}\u0000`);
+  const text = feedback.replaceAll("\u0000", "");
+  const quotes = quotations(text);
   const clauses: { clause: string; dropSlug?: string }[] = [];
-  for (const sentence of masked.split(/[.;!?\n]+/u)) {
+  for (const sentence of masked(text, quotes).split(SENTENCE_END)) {
     let listingDrops = false;
-    for (const part of sentence.split(/,|\band\b|\bbut\b/iu)) {
+    for (const part of sentence.split(CLAUSE_END)) {
       const clause = part.trim();
       if (clause.length === 0) continue;
       const drop: RegExpExecArray | null = DROP.exec(clause) ?? (listingDrops ? LISTED_PAGE.exec(clause) : null);
@@ -64,30 +83,54 @@ export function readFeedback(feedback: string, pageSlugs: readonly string[]): Fe
     }
   }
   for (const { clause, dropSlug } of clauses) {
-    const original = clause.replace(/\u0000(\d+)\u0000/gu, (_all, i: string) => `"${quotes[Number(i)]}"`);
-    let applied = false;
-    const quote = /\u0000(\d+)\u0000/u.exec(clause);
-    if (quote && reading.name === undefined) {
-      const name = visibleName(quotes[Number(quote[1])]!);
-      if (name !== undefined) {
-        reading.name = name;
-        applied = true;
-      }
-    }
+    const quoted = [...clause.matchAll(QUOTATION_MARKER)].map((marker) => quotes[Number(marker[1])]!);
+    const naming = reading.name === undefined ? quoted.find(givesName) : undefined;
+    if (naming) reading.name = naming.name;
+    let toneOrDrop = false;
     for (const word of clause.toLowerCase().split(/[^\p{L}-]+/u)) {
       const tone = (TONES as readonly string[]).includes(word) ? (word as Tone) : TONE_WORDS[word];
       if (tone) {
         reading.tone = tone;
-        applied = true;
+        toneOrDrop = true;
       }
     }
     if (dropSlug && dropSlug !== "index" && pageSlugs.includes(dropSlug)) {
       if (!reading.drop.includes(dropSlug)) reading.drop.push(dropSlug);
-      applied = true;
+      toneOrDrop = true;
     }
-    if (!applied) reading.unread.push(original);
+    if (!naming && !toneOrDrop) reading.unread.push(unmasked(clause, quotes));
+    else if (naming && !toneOrDrop && !onlyAsksForName(clause)) reading.unread.push(unmasked(clause, quotes, naming));
   }
   return reading;
+}
+
+/** `text` with each of its quotations (`quotes`) as a marker (QUOTATION_MARKER): what is quoted is one thing, its punctuation ending nothing. */
+function masked(text: string, quotes: readonly Quotation[]): string {
+  let from = 0;
+  let result = "";
+  for (const [i, quote] of quotes.entries()) {
+    result += `${text.slice(from, quote.start)}\u0000${i}\u0000`;
+    from = quote.end;
+  }
+  return result + text.slice(from);
+}
+
+/** A masked clause in the person's words again: its quotations as written, `applied` (a name it gave) as "…" in its marks. */
+function unmasked(clause: string, quotes: readonly Quotation[], applied?: Quotation): string {
+  return clause.replace(QUOTATION_MARKER, (_marker, i: string) => {
+    const quote = quotes[Number(i)]!;
+    return quote === applied ? `${quote.text.at(0)}…${quote.text.at(-1)}` : quote.text;
+  });
+}
+
+/** True when every word of a masked clause outside its quotations is one asking for a name (NAMING_WORDS). */
+function onlyAsksForName(clause: string): boolean {
+  const words = clause
+    .replace(QUOTATION_MARKER, " ")
+    .toLowerCase()
+    .replaceAll("\u2019", "'")
+    .split(/[^\p{L}\p{M}\p{N}']+/u);
+  return words.every((word) => word === "" || NAMING_WORDS.has(word));
 }
 
 /** The brief with what the feedback asked for: a new name and tone, fewer pages (never the home page), and its picture described anew. */

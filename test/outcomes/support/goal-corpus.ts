@@ -71,6 +71,16 @@ export const CASES: Case[] = [
     name: "さくら堂",
     phrased: false,
   },
+  {
+    label: "Japanese, a phone number and an e-mail address written against its words",
+    goal: "「珈琲館みどり」のウェブサイトを作ってください。京都の小さな喫茶店です。電話は075-123-4567、メールはinfo@midori-coffee.jpです。",
+    lang: "ja",
+    dir: "ltr",
+    name: "珈琲館みどり",
+    words: ["info@midori-coffee.jp", "075-123-4567"],
+    absent: ["メールはinfo", "jpです"],
+    phrased: false,
+  },
   { label: "Russian", goal: "Сайт для пекарни «Колосок» в Москве: продаём хлеб, пироги и торты.", lang: "ru", dir: "ltr", name: "Колосок", phrased: false },
   {
     label: "Hindi",
