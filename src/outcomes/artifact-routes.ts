@@ -221,9 +221,9 @@ const PLAIN_NOT_FOUND = plainPages(
 const UNAVAILABLE_PAGES = plainPages("Not available right now", (noun) => `This ${noun} cannot be shown right now. Try again in a moment.`);
 
 /**
- * The site's generated `404.html`, with its relative links made absolute
- * under `/{mount}/{slug}/`, since it answers at any depth (`/sites/x/a/b`).
- * Undefined when the tree has none (books, or sites built before it existed).
+ * The site's or book's generated `404.html`, with its relative links made
+ * absolute under `/{mount}/{slug}/`, since it answers at any depth
+ * (`/sites/x/a/b`). Undefined when the tree has none (built before it existed).
  */
 async function siteNotFoundPage(store: ArtifactStore, mount: ArtifactMount, slug: string): Promise<Uint8Array | undefined> {
   const key = `${mount}/${slug}/404.html`;

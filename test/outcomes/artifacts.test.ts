@@ -11,6 +11,7 @@ import { recordPlanFor } from "./support/recorded-plans.js";
 import { failureOf, runStages } from "./support/run-stages.js";
 import { replaceTree } from "../../src/outcomes/artifact-store.js";
 import { renderSite } from "../../src/outcomes/website/render-site.js";
+import { interfaceWords } from "../../src/outcomes/interface-words.js";
 import { normalizeBrief, normalizeOutline } from "../../src/outcomes/website/website-stages.js";
 import { createOfflineWriter } from "../../src/outcomes/writers/offline-writer.js";
 import type { Chapter, EbookBrief } from "../../src/outcomes/content.js";
@@ -252,6 +253,30 @@ describe("a book named in another script", () => {
     expect(epub.status).toBe(200);
     expect(epub.headers.get("content-disposition")).toBe(`attachment; filename="download.epub"; filename*=UTF-8''${encodeURIComponent(slug)}.epub`);
     expect(Buffer.from(await epub.arrayBuffer()).equals(Buffer.from(book.get(`${slug}.epub`) as Uint8Array))).toBe(true);
+  });
+});
+
+describe("a visitor's wrong address under a book", () => {
+  // Found writing in other languages: a mistyped page under a book got the service's English "Nothing here", sites their own page.
+  it("gets the book's own 404 page, in its language, linking back to its contents from any depth", async () => {
+    const slug = "das-kleine-backbuch";
+    const brief = { ...(answerFor("ebook_brief", {}) as EbookBrief), title: "Das kleine Backbuch", language: "de" };
+    const content = { chapters: [answerFor("chapter", {}) as Chapter] };
+    await recordPlanFor(app, "pln_backbuch", { slug, mount: "books" });
+    await replaceTree(store, `books/${slug}/`, renderReader(brief, content, `${slug}.epub`));
+    const { words } = interfaceWords("de");
+    for (const path of [`/books/${slug}/kapitel-9.html`, `/books/${slug}/a/b`]) {
+      const res = await fetch(`${app.url}${path}`);
+      expect(res.status, path).toBe(404);
+      expect(res.headers.get("content-type"), path).toBe("text/html; charset=utf-8");
+      const body = await res.text();
+      expect(body).toContain('<html lang="de"');
+      expect(body).toContain(words.noSuchPage);
+      expect(body).toContain("Das kleine Backbuch");
+      expect(body).not.toContain("Nothing here");
+      expect(body).toContain(`href="/books/${slug}/index.html"`);
+      expect(body).toContain(`href="/books/${slug}/style.css"`);
+    }
   });
 });
 

@@ -79,6 +79,7 @@ describe("upstream writer at the stage level", () => {
     expect(run.outcomes.publish!.publishedUrl).toBe("http://zero.test/books/the-patient-gardener/");
     const book = await readTree(deps.artifacts, "books/the-patient-gardener/");
     expect([...book.keys()].sort()).toEqual([
+      "404.html",
       "chapter-01.html",
       "chapter-02.html",
       "chapter-03.html",

@@ -5,6 +5,7 @@ import { filled, interfaceWords } from "../interface-words.js";
 import { zip } from "../zip.js";
 import { generatedArt, givenAlt, isEnglish, withName } from "../website/hero-art.js";
 import { THEMES } from "../website/themes.js";
+import { NOT_FOUND_PAGE } from "../website/render-site.js";
 
 export interface BookMeta {
   /** Seeds the book's stable identifier, so a rebuilt book is the same publication. */
@@ -176,7 +177,7 @@ ${chapters.map((_, i) => `<itemref idref="c${i + 1}"/>`).join("\n")}
   ]);
 }
 
-/** The HTML reader: a contents page with the download link, one page per chapter, one stylesheet. */
+/** The HTML reader: a contents page with the download link, one page per chapter, one stylesheet, and its own 404 page. */
 export function renderReader(brief: EbookBrief, content: BookContent, epubName: string): Map<string, string> {
   const lang = languageTag(brief.language);
   const { words, otherLanguage } = interfaceWords(lang);
@@ -216,6 +217,18 @@ ${brief.author.trim() ? html`<p class="author">${brief.author}</p>` : html``}
 <ol class="contents">
 ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "html")}">${c.title}</a></li>\n`)}</ol>
 </nav>`,
+    ),
+  );
+  // Served for a mistyped address under the book, at any depth (its relative links are made absolute then).
+  files.set(
+    NOT_FOUND_PAGE,
+    page(
+      `${words.notFound} – ${brief.title}`,
+      html`<section class="titlepage" aria-labelledby="not-found-title"${mark}>
+<h1 id="not-found-title">${words.noSuchPage}</h1>
+<p class="blurb">${words.noPageHere}</p>
+<p><a class="button" href="index.html">${words.contents}</a></p>
+</section>`,
     ),
   );
   // The pager's arrows point the way the book reads: back is to the right in a right-to-left book.
