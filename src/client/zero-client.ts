@@ -14,7 +14,7 @@ import { ExecutionService, type Plan, type PlanEvent } from "../../gen/zero/v1/e
 import { ZeroError } from "./zero-error.js";
 import { ErrorDetailSchema } from "../../gen/zero/v1/error_pb.js";
 import { ERROR_TYPES, type ErrorType } from "../api/errors.js";
-import { withoutNameControls, withoutTrailingSlashes } from "../strings.js";
+import { trimEndOf, withoutNameControls, withoutTrailingSlashes } from "../strings.js";
 
 // This module is the browser-safe entry: it imports nothing from `node:` and
 // talks Connect over `fetch`, which Node ≥ 18 and every browser have. The
@@ -365,18 +365,25 @@ function suggestedFilename(header: string): string | undefined {
 /**
  * The service's suggested file name as a plain name in the current folder,
  * as browsers and `curl -J` take it: no directories (its last part only), no
- * control characters (bidi controls included), and not a hidden file; undefined when nothing usable is
- * left. Whatever answers at the base URL chooses it, so it must not choose
- * where a file is written.
+ * control characters (bidi controls included) or invisible ones, not a hidden
+ * file, and nothing Windows would read as a drive ("C:x.zip"), a stream
+ * ("x.zip:Zone.Identifier") or a device ("CON.zip"); undefined when nothing
+ * usable is left. Whatever answers at the base URL chooses it, so it must not
+ * choose where a file is written.
  */
 function plainFilename(suggested: string | undefined): string | undefined {
   const last = suggested?.split(/[\\/]/).at(-1);
+  if (last === undefined) return undefined;
   // Bidi controls too: one in "gpj.exe" would show a program as a picture.
-  const name =
-    last === undefined
-      ? undefined
-      : withoutNameControls(last)
-          .replace(/[\t\n\r]/g, "")
-          .trim();
-  return name && !name.startsWith(".") ? name : undefined;
+  const shown = withoutNameControls(last)
+    .replace(/[\t\n\r]/g, "")
+    .replace(/\p{Default_Ignorable_Code_Point}/gu, "")
+    .trim();
+  // Windows drops a name's trailing dots and spaces itself.
+  const name = trimEndOf(shown, ". ");
+  if (name === "" || name.startsWith(".") || /[<>:"|?*]/.test(name) || WINDOWS_DEVICE.test(name)) return undefined;
+  return name;
 }
+
+/** Windows's device names, which a file cannot have with any extension. */
+const WINDOWS_DEVICE = /^(?:con|prn|aux|nul|com[0-9\u00b9\u00b2\u00b3]|lpt[0-9\u00b9\u00b2\u00b3])(?:\.|$)/i;

@@ -99,6 +99,13 @@ const LATIN_LETTERS_SPELT_OUT: Readonly<Record<string, string>> = { ß: "ss", æ
 const LATIN_LETTER_SPELT_OUT = new RegExp(`[${Object.keys(LATIN_LETTERS_SPELT_OUT).join("")}]`, "gu");
 /** A mark with no letter or digit to sit on, which no word starts with. */
 const LONE_MARKS = /(?<![\p{L}\p{M}\p{N}])\p{M}+/gu;
+/**
+ * What shows as nothing or only decorates the letter before it (variation selectors, Hangul fillers, zero widths,
+ * enclosing circles): in a slug it would make an address that looks like another plan's.
+ */
+const INVISIBLE = /[\p{Default_Ignorable_Code_Point}\p{Me}]+/gu;
+/** The scripts whose letters pass for one another's (Cyrillic а, е, о, р, с and Greek ο, ν for Latin ones). */
+const LOOKALIKE_SCRIPTS = [/\p{Script=Latin}/u, /\p{Script=Cyrillic}/u, /\p{Script=Greek}/u, /\p{Script=Armenian}/u];
 
 /**
  * The words of `text` lowercased (where the script has case) and joined by single hyphens: letters and digits of
@@ -109,12 +116,27 @@ export function hyphenated(text: string): string {
   const dashed = text
     .toLowerCase()
     .normalize("NFKD")
+    .replace(INVISIBLE, "")
     .replace(LATIN_ACCENTS, "$1")
     .replace(LATIN_LETTER_SPELT_OUT, (letter) => LATIN_LETTERS_SPELT_OUT[letter]!)
     .replace(LONE_MARKS, "")
     .replace(/[^\p{L}\p{M}\p{N}]+/gu, "-")
     .normalize("NFC");
-  return trimOf(dashed, "-");
+  return trimOf(dashed.split("-").map(inOneLookalikeScript).join("-").replace(/-{2,}/g, "-"), "-");
+}
+
+/**
+ * A word whose letters mix scripts that pass for one another ("bаkery" with a Cyrillic а, which would publish at an
+ * address that reads as "bakery"): the letters of the script most of them are in stay, the others separate ("b-kery").
+ */
+function inOneLookalikeScript(word: string): string {
+  const present = LOOKALIKE_SCRIPTS.filter((script) => script.test(word));
+  if (present.length < 2) return word;
+  const characters = [...word];
+  const scriptOf = (character: string) => present.find((script) => script.test(character));
+  const count = (script: RegExp) => characters.filter((character) => scriptOf(character) === script).length;
+  const kept = present.reduce((most, script) => (count(script) > count(most) ? script : most));
+  return characters.map((character) => ((scriptOf(character) ?? kept) === kept ? character : "-")).join("");
 }
 
 /** `hyphenated(text)` in ASCII alone, for a page's file name: words of other scripts separate like punctuation. */

@@ -336,7 +336,8 @@ describe("project-zero against a running service", () => {
     // A service (or whatever answers at ZERO_URL) that suggests names it should not.
     let suggested = "";
     const hostile = http.createServer((_req, res) => {
-      res.writeHead(200, { "content-type": "application/zip", "content-disposition": `attachment; filename="${suggested}"` });
+      const disposition = /^[\x20-\x7e]*$/.test(suggested) ? `filename="${suggested}"` : `filename*=UTF-8''${encodeURIComponent(suggested)}`;
+      res.writeHead(200, { "content-type": "application/zip", "content-disposition": `attachment; ${disposition}` });
       res.end("zip bytes");
     });
     await new Promise<void>((resolve) => hostile.listen(0, "127.0.0.1", resolve));
@@ -351,6 +352,16 @@ describe("project-zero against a running service", () => {
       expect((await download(".bashrc")).code).toBe(0);
       expect((await fs.readdir(dir)).sort()).toEqual(["here"]);
       expect((await fs.readdir(here)).sort()).toEqual(["absolute.zip", "outside.txt", "pln_x.zip"]);
+      // Found reviewing the client: names Windows reads as a drive ("C:" writes on drive C wherever the CLI runs), a
+      // stream or a device, and a dot-file behind an invisible character, are not taken either.
+      for (const name of ["C:evil.zip", "evil.zip:Zone.Identifier", "CON.zip", "nul", "LPT1", "a<b>.zip", "\u200b.hidden", "\ufeff.profile"]) {
+        await fs.rm(path.join(here, "pln_x.zip"));
+        expect((await download(name)).code, name).toBe(0);
+        expect((await fs.readdir(here)).sort(), name).toEqual(["absolute.zip", "outside.txt", "pln_x.zip"]);
+      }
+      // Trailing dots and spaces, which Windows drops, are dropped here too.
+      expect((await download("trailing.zip. .")).code).toBe(0);
+      expect((await fs.readdir(here)).sort()).toEqual(["absolute.zip", "outside.txt", "pln_x.zip", "trailing.zip"]);
       // A file already there is kept: the suggested name is the service's choice, replacing is the user's (-o).
       await fs.writeFile(path.join(here, "site.zip"), "mine");
       const taken = await download("site.zip");

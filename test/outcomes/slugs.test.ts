@@ -84,6 +84,23 @@ describe("slugs (the addresses of sites and books, and the EPUB's file name)", (
     expect(slugify("🍩 ☕ !!!")).toBe("project");
   });
 
+  // Found reviewing slugs in any script: each of these published at an address that reads as "sunrise-bakery".
+  it("never read as another name's: no invisible characters, and no word mixing scripts whose letters pass for each other's", () => {
+    expect(slugify("Sunrise Bakery")).toBe("sunrise-bakery");
+    for (const invisible of ["\ufe0f", "\u3164", "\u115f", "\u1160", "\u200b", "\u200d", "\u180b", "\u{e0100}", "\u20dd", "\u0489", "\u00ad"]) {
+      expect(slugify(`Sunrise Bakery${invisible}`), escape(invisible)).toBe("sunrise-bakery");
+      expect(slugify(`Sunrise${invisible}Bakery`), escape(invisible)).toMatch(/^sunrise-?bakery$/);
+    }
+    // A Cyrillic а or С in a Latin word, a Latin s in a Greek one: the script most of the word is in stays, the stray letter separates.
+    expect(slugify("Sunrise B\u0430kery")).toBe("sunrise-b-kery");
+    expect(slugify("\u0421unrise Bakery")).toBe("unrise-bakery");
+    expect(slugify("Ταβέρνα Νίκοs")).toBe("ταβέρνα-νίκο");
+    // Words each in one script keep theirs, and the scripts of Japanese mix as they are written.
+    expect(slugify("Кофейня Moskva")).toBe("кофейня-moskva");
+    expect(slugify("東京カフェの本")).toBe("東京カフェの本");
+    expect(slugify("Café 24")).toBe("cafe-24");
+  });
+
   it("cut a long word of any script between two of its characters, never inside one", () => {
     // A character outside the BMP is two UTF-16 units; "a" first puts the 60th unit inside one.
     const astral = slugify(`a${"𠮷".repeat(40)}`);
