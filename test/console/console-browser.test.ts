@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM, openConsoleBrowser } from "./support/console-browser.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { HeldWork } from "../support/stage-work.js";
+import { contrastRatio } from "../support/contrast.js";
 
 const ARTIFACTS = path.resolve("test-artifacts");
 const require = createRequire(import.meta.url);
@@ -429,6 +430,113 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     await page.getByLabel("Password").fill("a long enough password");
     await page.getByRole("button", { name: "Sign in" }).click();
     await poll(() => page.getByRole("alert").textContent()).toBe("The email or password is incorrect.");
+    await page.getByLabel("Password").fill("a newer and longer password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(`${app.url}/console/executions`);
+  });
+
+  it("ties each form error to its field, and keeps fields and danger buttons visible in both colour schemes", async () => {
+    /** The field's invalid state and the texts that describe it (its aria-describedby, resolved). */
+    const fieldState = (id: string) =>
+      page.evaluate((fieldId) => {
+        const field = document.getElementById(fieldId)!;
+        const described = (field.getAttribute("aria-describedby") ?? "").split(/\s+/).filter(Boolean);
+        return {
+          invalid: field.getAttribute("aria-invalid"),
+          describedBy: described.map((ref) => document.getElementById(ref)?.textContent ?? `missing #${ref}`),
+        };
+      }, id);
+    /** Each visible field's border against its own fill and against what it sits on (1.4.11: the border is all that shows it). */
+    const fieldBorders = () =>
+      page.evaluate(() => {
+        // At rest: a focused field shows the focus colour instead.
+        (document.activeElement as HTMLElement | null)?.blur();
+        return [...document.querySelectorAll<HTMLElement>("input:not([type=checkbox]), textarea, select")]
+          .filter((field) => field.offsetParent !== null)
+          .map((field) => {
+            let behind = "";
+            for (let parent = field.parentElement; parent && !behind; parent = parent.parentElement) {
+              const fill = getComputedStyle(parent).backgroundColor;
+              if (!/^rgba\(.*, 0\)$|^transparent$/.test(fill)) behind = fill;
+            }
+            const style = getComputedStyle(field);
+            return { id: field.id.replace(/pln_\w+/, "pln_…"), border: style.borderTopColor, fill: style.backgroundColor, behind };
+          });
+      });
+    const problems = new Set<string>();
+    const checkBorders = async (where: string) => {
+      for (const scheme of ["light", "dark"] as const) {
+        await page.emulateMedia({ colorScheme: scheme });
+        for (const field of await fieldBorders()) {
+          for (const against of [field.fill, field.behind]) {
+            const ratio = contrastRatio(field.border, against);
+            if (ratio < 3) problems.add(`${where} #${field.id} (${scheme}): border ${field.border} on ${against} is ${ratio.toFixed(2)}:1`);
+          }
+        }
+      }
+      await page.emulateMedia({ colorScheme: "light" });
+    };
+
+    // A goal too short: the goal is marked invalid and described by the error until a good one is sent.
+    await page.getByRole("heading", { level: 1, name: "Executions" }).waitFor();
+    await page.getByLabel("Goal").fill("short");
+    await page.getByLabel("Goal").press("Control+Enter");
+    await poll(() => page.locator(".start-form").getByRole("alert").textContent()).toMatch(/^The goal must be/);
+    const goalError = (await page.locator(".start-form").getByRole("alert").textContent())!;
+    expect(await fieldState("goal")).toEqual({ invalid: "true", describedBy: [expect.stringMatching(/^Describe what you want/), goalError] });
+    await checkBorders("executions");
+    await page.getByLabel("Goal").fill("A site for a choir that sings on Thursdays");
+    await page.getByLabel("Goal").press("Control+Enter");
+    await page.locator(".execution", { hasText: "choir" }).waitFor();
+    await poll(() => fieldState("goal")).toEqual({ invalid: null, describedBy: [expect.stringMatching(/^Describe what you want/)] });
+
+    // The confirm dialog's danger button, at rest and under the pointer, in both schemes.
+    const card = page.locator(".execution", { hasText: "choir" });
+    await poll(() => card.getByRole("button", { name: "Delete" }).count()).toBe(1);
+    await card.getByRole("button", { name: "Delete" }).click();
+    const dialog = page.getByRole("dialog");
+    await dialog.waitFor({ state: "visible" });
+    const danger = dialog.getByRole("button", { name: "Delete plan" });
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const state of ["rest", "hover"] as const) {
+        if (state === "hover") await danger.hover();
+        else await dialog.getByRole("heading").hover();
+        const painted = await danger.evaluate((element) => ({ color: getComputedStyle(element).color, fill: getComputedStyle(element).backgroundColor }));
+        const ratio = contrastRatio(painted.color, painted.fill);
+        if (ratio < 4.5) problems.add(`"Delete plan" (${scheme}, ${state}): ${painted.color} on ${painted.fill} is ${ratio.toFixed(2)}:1`);
+      }
+    }
+    await page.emulateMedia({ colorScheme: "light" });
+    await page.keyboard.press("Escape");
+    await dialog.waitFor({ state: "hidden" });
+
+    // A wrong sign-in: both fields are marked, the error describes them.
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(`${app.url}/console/sign-in`);
+    await page.getByLabel("Email").fill(email);
+    await page.getByLabel("Password").fill("not the password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await poll(() => page.getByRole("alert").textContent()).toBe("The email or password is incorrect.");
+    expect(await fieldState("auth-email")).toEqual({ invalid: "true", describedBy: ["The email or password is incorrect."] });
+    expect(await fieldState("auth-password")).toEqual({ invalid: "true", describedBy: ["The email or password is incorrect."] });
+    await checkBorders("sign-in");
+    // A sign-up password too short: the password, after its hint.
+    await page.getByRole("link", { name: "Create an account" }).click();
+    await page.getByLabel("Email").fill(`another-${email}`);
+    await page.getByLabel("Password").fill("short");
+    await page.getByRole("button", { name: "Create account" }).click();
+    await poll(() => page.getByRole("alert").textContent()).toBe("The password must be 8 to 256 characters (it has 5).");
+    expect(await fieldState("auth-password")).toEqual({
+      invalid: "true",
+      describedBy: [expect.stringMatching(/^At least 8 characters/), "The password must be 8 to 256 characters (it has 5)."],
+    });
+    expect(await fieldState("auth-email")).toEqual({ invalid: null, describedBy: [] });
+
+    expect([...problems]).toEqual([]);
+    // Signed in again, as the Console was.
+    await page.getByRole("link", { name: "Sign in" }).click();
+    await page.getByLabel("Email").fill(email);
     await page.getByLabel("Password").fill("a newer and longer password");
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForURL(`${app.url}/console/executions`);

@@ -19,6 +19,7 @@ import { composeSite } from "../../src/outcomes/writers/offline-writer.js";
  * use passed off as one (it was "Welcome").
  */
 const UNTITLED = "Untitled site";
+const ENGLISH_MARK = ' lang="en" dir="ltr"';
 const NAMES: [goal: string, name: string][] = [
   ["A website for a bicycle repair cafe in Utrecht", "Utrecht Bicycle Repair Cafe"],
   ["A bakery in München", "München Bakery"],
@@ -88,7 +89,9 @@ describe("the offline writer's site names", () => {
     expect(run.outcomes.understand?.project?.name).toBe(name);
     expect((await readProject(deps.artifacts, "pln_names"))?.name).toBe(name);
     const home = (await readTree(deps.artifacts, "preview/pln_names/")).get("index.html")!;
-    expect(home).toContain(`<h1 id="section-1">${name}</h1>`);
+    // The placeholder is the writer's English: marked so on a site in another language (see below).
+    const heading = name === UNTITLED && !home.includes('<html lang="en"') ? `<h1 id="section-1"${ENGLISH_MARK}>` : '<h1 id="section-1">';
+    expect(home).toContain(`${heading}${name}</h1>`);
     expect(home).not.toMatch(/>Welcome</);
     // A name made of the goal's words uses only words the goal has; a goal without one is told how to give one.
     if (name !== UNTITLED) {
@@ -163,6 +166,22 @@ describe("names as the goal wrote them, less what no one can see", () => {
     expect(site.brief.name).toBe(`${"麵".repeat(79)}\u2026`);
     expect(site.home).toContain('<html lang="zh" dir="ltr">');
     expect(site.warning).toContain("no phrasing for Chinese");
+  });
+
+  it("marks the placeholder name as English wherever a page in another language shows it, and leaves an English page unmarked", async () => {
+    for (const goal of ["موقع لمخبز صغير في القاهرة يبيع الخبز البلدي والكعك", "京都の和菓子屋のウェブサイトを作ってください"]) {
+      const site = await namedSite(goal);
+      expect(site.brief.name).toBe(UNTITLED);
+      for (const [file, page] of site.files) {
+        if (!file.endsWith(".html")) continue;
+        expect(page, file).toContain(`<a class="brand" href="index.html"${ENGLISH_MARK}>${UNTITLED}</a>`);
+        expect(page, file).toContain(`<p><span${ENGLISH_MARK}>${UNTITLED}</span> \u00B7`);
+      }
+      expect(site.home).toContain(`<h1 id="section-1"${ENGLISH_MARK}>${UNTITLED}</h1>`);
+    }
+    const english = await namedSite("Make me a website");
+    expect(english.brief.name).toBe(UNTITLED);
+    expect(english.home.slice(english.home.indexOf("<body"))).not.toContain('lang="en"');
   });
 
   it("says what the site is without the word that introduced its quoted name", async () => {

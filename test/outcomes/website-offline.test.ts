@@ -6,12 +6,13 @@ import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { postExecution, waitForPlan, type RestPlan } from "../support/executions.js";
 import { replaceTree } from "../../src/outcomes/artifact-store.js";
-import { TONES } from "../../src/outcomes/content.js";
+import { TONES, type Tone } from "../../src/outcomes/content.js";
 import { renderSite } from "../../src/outcomes/website/render-site.js";
 import { normalizeBrief, normalizeOutline } from "../../src/outcomes/website/website-stages.js";
 import { createOfflineWriter } from "../../src/outcomes/writers/offline-writer.js";
 import { createZeroClient } from "../../src/client/zero-client.js";
 import { CHROMIUM, CHROMIUM_ARGS, haveChromium, htmlProblems, seriousViolations, TEST_ARTIFACTS } from "./support/outcome-kit.js";
+import { contrastRatio, gradientColors, throughFilter } from "../support/contrast.js";
 
 const GOAL =
   "A website for my small bakery in Lyon that sells sourdough bread, croissants and birthday cakes, with opening hours and a way to order cakes ahead.";
@@ -185,22 +186,92 @@ describe.runIf(haveChromium)("the built site in headless Chromium", () => {
     }
   }, 180_000);
 
-  it("keeps every theme accessible (contrast included)", async () => {
-    // The same pages in each theme, served from the service's own store.
-    const store = app.artifacts;
+  /**
+   * The bakery's pages in `tone`, in place of the plan's preview (the service serves only a preview its plan
+   * shows; under any other key every page was its plain "Nothing here"); the preview's address.
+   */
+  async function themePreview(tone: Tone): Promise<string> {
     const writer = createOfflineWriter();
     const context = { accountId: "acc_test", signal: new AbortController().signal };
     const base = normalizeBrief(await writer.websiteBrief(GOAL, context));
     const outline = normalizeOutline(base, await writer.siteOutline(GOAL, base, context));
     const pages = await Promise.all(outline.pages.map((p) => writer.page(GOAL, base, outline, p.slug, context)));
+    const url = plan.previewUrl!;
+    await replaceTree(app.artifacts, new URL(url).pathname.slice(1), renderSite({ ...base, tone }, outline, pages));
+    expect(await (await fetch(new URL("style.css", url))).text()).toContain(`Theme: ${tone}.`);
+    return url;
+  }
+
+  it("keeps every theme accessible (contrast included)", async () => {
     for (const tone of TONES) {
-      await replaceTree(store, `preview/pln_theme_${tone}/`, renderSite({ ...base, tone }, outline, pages));
-      const url = `${app.url}/preview/pln_theme_${tone}/`;
+      const url = await themePreview(tone);
       expect(await seriousViolations(browser, url), tone).toEqual([]);
       const shot = await browser.newPage({ viewport: { width: 1280, height: 900 } });
       await shot.goto(url);
       await shot.screenshot({ path: path.join(TEST_ARTIFACTS, `website-theme-${tone}.png`) });
       await shot.close();
     }
+  }, 180_000);
+
+  // axe checks the colours at rest; these are the ones a hover or a keyboard focus paints.
+  it("keeps button text readable on hover and every focus ring visible where it is drawn, in every theme", async () => {
+    const problems: string[] = [];
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    try {
+      for (const tone of TONES) {
+        const url = await themePreview(tone);
+        for (const name of ["index.html", "about.html", "contact.html", "404.html"]) {
+          await page.goto(new URL(name, url).href);
+          // Each control the keyboard reaches: its ring's colour, and the colours of what the ring is drawn on (offset
+          // outside the control: the nearest ancestor that paints a background).
+          for (let step = 0; step < 40; step++) {
+            await page.keyboard.press("Tab");
+            const focused = await page.evaluate(() => {
+              const element = document.activeElement;
+              if (!element || element === document.body) return undefined;
+              const style = getComputedStyle(element);
+              let behind: string[] = [];
+              for (let parent = element.parentElement; parent && behind.length === 0; parent = parent.parentElement) {
+                const parentStyle = getComputedStyle(parent);
+                if (parentStyle.backgroundImage !== "none") behind = [parentStyle.backgroundImage];
+                else if (!/^rgba\(.*, 0\)$|^transparent$/.test(parentStyle.backgroundColor)) behind = [parentStyle.backgroundColor];
+              }
+              return {
+                text: element.textContent?.trim().slice(0, 30),
+                ring: style.outlineStyle === "none" ? undefined : style.outlineColor,
+                behind,
+                first: element === document.querySelector("a, summary"),
+              };
+            });
+            if (!focused || (step > 0 && focused.first)) break;
+            const where = `${tone} ${name} "${focused.text}"`;
+            if (!focused.ring) problems.push(`${where}: no focus ring`);
+            else
+              for (const color of focused.behind.flatMap((b) => (b.includes("gradient") ? gradientColors(b) : [b]))) {
+                const ratio = contrastRatio(focused.ring, color);
+                if (ratio < 3) problems.push(`${where}: ring ${focused.ring} on ${color} is ${ratio.toFixed(2)}:1`);
+              }
+          }
+          // Each button, at rest and under the pointer, as painted (a filter changes the text and the fill alike).
+          const buttons = page.locator(".button");
+          for (let i = 0; i < (await buttons.count()); i++) {
+            for (const state of ["rest", "hover"] as const) {
+              if (state === "hover") await buttons.nth(i).hover();
+              else await page.mouse.move(0, 0);
+              const painted = await buttons.nth(i).evaluate((element) => {
+                const style = getComputedStyle(element);
+                return { text: element.textContent?.trim(), color: style.color, fill: style.backgroundColor, filter: style.filter };
+              });
+              const ratio = contrastRatio(throughFilter(painted.color, painted.filter), throughFilter(painted.fill, painted.filter));
+              if (ratio < 4.5)
+                problems.push(`${tone} ${name} "${painted.text}" (${state}): ${painted.color} on ${painted.fill} (${painted.filter}) is ${ratio.toFixed(2)}:1`);
+            }
+          }
+        }
+      }
+    } finally {
+      await page.close();
+    }
+    expect(problems).toEqual([]);
   }, 180_000);
 });

@@ -1,6 +1,7 @@
 import type { Account } from "../../../gen/zero/v1/console_pb.js";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "../../api/limits.js";
-import { consoleApi, errorMessage } from "./api.js";
+import { Code } from "@connectrpc/connect";
+import { consoleApi, errorCode, errorMessage } from "./api.js";
 import { h, replaceChildren, setBusy, showError } from "./dom.js";
 
 export type AuthMode = "sign-in" | "sign-up";
@@ -59,7 +60,7 @@ export function renderAuth(root: HTMLElement, mode: AuthMode, notice: string | u
     // No minlength / maxlength: they count UTF-16 units (an emoji is two), the service counts characters; checked on submit.
     "aria-describedby": mode === "sign-up" ? "auth-password-hint" : undefined,
   });
-  const error = h("p", { class: "form-error", role: "alert", hidden: true });
+  const error = h("p", { class: "form-error", id: "auth-error", role: "alert", hidden: true });
   const submit = h("button", { type: "submit", class: "button primary wide" }, copy.submit);
   const form = h(
     "form",
@@ -82,7 +83,7 @@ export function renderAuth(root: HTMLElement, mode: AuthMode, notice: string | u
     // Only a new password has a policy: at sign-in, one outside it is simply a wrong one, and the service says so.
     const length = [...password.value].length;
     if (mode === "sign-up" && (length < PASSWORD_MIN_LENGTH || length > PASSWORD_MAX_LENGTH)) {
-      showError(error, `The password must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters (it has ${length}).`);
+      showError(error, `The password must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters (it has ${length}).`, password);
       password.focus();
       return;
     }
@@ -97,7 +98,9 @@ export function renderAuth(root: HTMLElement, mode: AuthMode, notice: string | u
     } catch (caught) {
       setBusy(form, false);
       submit.textContent = copy.submit;
-      showError(error, errorMessage(caught));
+      // A wrong sign-in could be either field; a taken address is the email's. Other errors (the service away) are no field's.
+      const code = errorCode(caught);
+      showError(error, errorMessage(caught), ...(code === Code.Unauthenticated ? [email, password] : code === Code.AlreadyExists ? [email] : []));
       password.focus();
     }
   });

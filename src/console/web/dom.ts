@@ -30,10 +30,41 @@ export function replaceChildren(parent: Element, ...children: Child[]): void {
   append(parent, ...children);
 }
 
-/** Shows a message in a form's error slot (role="alert", so it is read out), or hides the slot. */
-export function showError(slot: HTMLElement, message: string | undefined): void {
+/** The fields each error slot marks invalid, so that clearing the slot clears them. */
+const fieldsInError = new WeakMap<HTMLElement, readonly HTMLElement[]>();
+
+/**
+ * Shows a message in a form's error slot (role="alert", so it is read out), or hides the slot. The `fields`
+ * it is about are marked invalid and described by it (the slot needs an id) while it shows; the next call
+ * for the slot, with a message or without, takes that back first.
+ */
+export function showError(slot: HTMLElement, message: string | undefined, ...fields: HTMLElement[]): void {
   slot.textContent = message ?? "";
   slot.hidden = !message;
+  for (const field of fieldsInError.get(slot) ?? []) {
+    field.removeAttribute("aria-invalid");
+    setDescribedBy(
+      field,
+      descriptions(field).filter((id) => id !== slot.id),
+    );
+  }
+  fieldsInError.delete(slot);
+  if (!message || fields.length === 0) return;
+  for (const field of fields) {
+    field.setAttribute("aria-invalid", "true");
+    setDescribedBy(field, [...descriptions(field), slot.id]);
+  }
+  fieldsInError.set(slot, fields);
+}
+
+/** The ids in an element's aria-describedby, in order. */
+function descriptions(element: HTMLElement): string[] {
+  return (element.getAttribute("aria-describedby") ?? "").split(/\s+/).filter((id) => id !== "");
+}
+
+function setDescribedBy(element: HTMLElement, ids: readonly string[]): void {
+  if (ids.length === 0) element.removeAttribute("aria-describedby");
+  else element.setAttribute("aria-describedby", ids.join(" "));
 }
 
 /** Where focus was when a form went busy: disabling the focused control drops focus to the page body. */

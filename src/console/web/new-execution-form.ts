@@ -75,7 +75,7 @@ function startForm(limits: GoalLimits): StartForm {
     h("option", { value: "website", selected: true }, "Website"),
     h("option", { value: "ebook" }, "Ebook"),
   );
-  const error = h("p", { class: "form-error", role: "alert", hidden: true });
+  const error = h("p", { class: "form-error", id: "goal-error", role: "alert", hidden: true });
   const form = h(
     "form",
     { class: "start-form", "aria-labelledby": "start-title" },
@@ -97,7 +97,7 @@ async function submitStart(start: StartForm, context: ViewContext, onStarted: (p
   const length = [...text].length;
   const { min, max } = start.limits;
   if (length < min || length > max) {
-    showError(start.error, `The goal must be ${min} to ${max} characters (it has ${length}).`);
+    showError(start.error, `The goal must be ${min} to ${max} characters (it has ${length}).`, start.goal);
     start.goal.focus();
     return;
   }

@@ -6,6 +6,7 @@ import { stylesheet, THEMES, type Theme } from "./themes.js";
 import { asciiHyphenated, cutSlug, hyphenated } from "../projects.js";
 import { ART_MOTIFS, generatedArt, givenAlt, isEnglish, withName } from "./hero-art.js";
 import { EMAIL_ADDRESSES, endSentence } from "../../strings.js";
+import { UNNAMED_SITE } from "../writers/writer.js";
 
 /** A built site: file name → contents. Flat, with relative links, so it works under any base path. */
 export type SiteFiles = Map<string, string>;
@@ -106,7 +107,7 @@ function siteHeader(brief: WebsiteBrief, outline: SiteOutline, current: string |
   );
   return html`<header class="site-header">
 <div class="wrap">
-<a class="brand" href="index.html">${brief.name}</a>
+<a class="brand" href="index.html"${copy.of(brief.name)}>${brief.name}</a>
 <nav class="site-nav" aria-label="${fixed.words.mainNavigation}"${languageMark(fixed.otherLanguage)}>
 <ul${copy.attrs}>${nav}</ul>
 </nav>
@@ -118,7 +119,7 @@ function siteHeader(brief: WebsiteBrief, outline: SiteOutline, current: string |
 function siteFooter(brief: WebsiteBrief, copy: CopyMarker = NO_MARKS): Html {
   return html`<footer class="site-footer">
 <div class="wrap">
-<p>${brief.name} \u00B7 <span${copy.of(brief.tagline)}>${brief.tagline}</span></p>
+<p><span${copy.of(brief.name)}>${brief.name}</span> \u00B7 <span${copy.of(brief.tagline)}>${brief.tagline}</span></p>
 </div>
 </footer>`;
 }
@@ -252,7 +253,7 @@ function fileFor(slug: string): string {
 interface CopyMarker {
   /** ` lang="…" dir="…"` for an element that holds only the writer's words, or nothing. */
   attrs: Html;
-  /** The same for a text that may be a name from the goal, which keeps the page's language. */
+  /** The same for a text that may be the site's name: one from the goal keeps the page's language, the writer's placeholder is its copy. */
   of(text: string): Html;
 }
 
@@ -263,7 +264,8 @@ function copyMarker(lang: string, copyLanguage: string | undefined, name: string
   const tag = languageTag(copyLanguage);
   if (tag.toLowerCase() === lang.toLowerCase()) return NO_MARKS;
   const attrs = languageMark(tag);
-  return { attrs, of: (text) => (text.trim() === name.trim() ? html`` : attrs) };
+  const nameFromGoal = name !== UNNAMED_SITE;
+  return { attrs, of: (text) => (nameFromGoal && text.trim() === name.trim() ? html`` : attrs) };
 }
 
 function renderSection(section: Section, index: number, pageNamed: (name: string) => string | undefined, copy: CopyMarker = NO_MARKS): Html {
