@@ -490,8 +490,19 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     await page.locator(".execution", { hasText: "choir" }).waitFor();
     await poll(() => fieldState("goal")).toEqual({ invalid: null, describedBy: [expect.stringMatching(/^Describe what you want/)] });
 
-    // The confirm dialog's danger button, at rest and under the pointer, in both schemes.
+    // Feedback that says nothing: that card's box is marked, after its hint.
     const card = page.locator(".execution", { hasText: "choir" });
+    await poll(() => card.locator(".status").textContent()).toBe("Waiting for approval");
+    const feedbackId = `plan-${await card.getAttribute("data-plan-id")}-feedback`;
+    await card.getByLabel("Ask for changes").fill("   ");
+    await card.getByRole("button", { name: "Ask for a new draft" }).click();
+    await poll(() => card.getByRole("alert").textContent()).toBe("Say what should change before asking for a new draft.");
+    expect(await fieldState(feedbackId)).toEqual({
+      invalid: "true",
+      describedBy: [expect.stringMatching(/^Say what to change/), "Say what should change before asking for a new draft."],
+    });
+
+    // The confirm dialog's danger button, at rest and under the pointer, in both schemes.
     await poll(() => card.getByRole("button", { name: "Delete" }).count()).toBe(1);
     await card.getByRole("button", { name: "Delete" }).click();
     const dialog = page.getByRole("dialog");
@@ -510,6 +521,29 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     await page.emulateMedia({ colorScheme: "light" });
     await page.keyboard.press("Escape");
     await dialog.waitFor({ state: "hidden" });
+
+    // A key name of spaces: the name, after its hint.
+    await page.getByRole("link", { name: "API keys" }).click();
+    await page.getByLabel("Name").fill("  ");
+    await page.getByRole("button", { name: "Create key" }).click();
+    await poll(() => page.locator(".key-form").getByRole("alert").textContent()).toBe("Give the key a name.");
+    expect(await fieldState("key-name")).toEqual({ invalid: "true", describedBy: ["So you can tell your keys apart later.", "Give the key a name."] });
+    // A new password too short marks the new one; a wrong current one then marks the current one instead.
+    const passwordForm = page.getByRole("region", { name: "Change password" });
+    await passwordForm.getByLabel("Current password").fill("not the password");
+    await passwordForm.getByLabel("New password").fill("short");
+    await passwordForm.getByRole("button", { name: "Change password" }).click();
+    await poll(() => passwordForm.getByRole("alert").textContent()).toBe("The new password must be 8 to 256 characters (it has 5).");
+    expect(await fieldState("new-password")).toEqual({
+      invalid: "true",
+      describedBy: [expect.stringMatching(/^8 to 256 characters/), "The new password must be 8 to 256 characters (it has 5)."],
+    });
+    expect(await fieldState("current-password")).toEqual({ invalid: null, describedBy: [] });
+    await passwordForm.getByLabel("New password").fill("a long enough new password");
+    await passwordForm.getByRole("button", { name: "Change password" }).click();
+    await poll(() => passwordForm.getByRole("alert").textContent()).toBe("The current password is incorrect.");
+    expect(await fieldState("current-password")).toEqual({ invalid: "true", describedBy: ["The current password is incorrect."] });
+    expect(await fieldState("new-password")).toEqual({ invalid: null, describedBy: [expect.stringMatching(/^8 to 256 characters/)] });
 
     // A wrong sign-in: both fields are marked, the error describes them.
     await page.getByRole("button", { name: "Sign out" }).click();

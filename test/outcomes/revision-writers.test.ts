@@ -148,6 +148,13 @@ describe("a revision with the offline writer", () => {
     const reading = readFeedback('Call it "Bread and Butter", drop the services page. More photos please', ["index", "services", "about", "contact"]);
     expect(reading).toEqual({ name: "Bread and Butter", drop: ["services"], unread: ["More photos please"] });
     expect(readFeedback("friendlier? no, make it formal", ["index"])).toMatchObject({ tone: "professional" });
+    // A comma or full stop between two digits is part of a number (thousands, decimals), not the end of a clause.
+    expect(readFeedback("Make the prices £1,299 and 2.5 kg", ["index"])).toEqual({ drop: [], unread: ["Make the prices £1,299", "2.5 kg"] });
+    expect(readFeedback("Say 2,5 kg of flour, calmer. Open at 9. From 1.30pm", ["index"])).toEqual({
+      tone: "calm",
+      drop: [],
+      unread: ["Say 2,5 kg of flour", "Open at 9", "From 1.30pm"],
+    });
   });
 
   it("reads a new name in the quotation marks of any script, as the goal reader does", async () => {

@@ -124,7 +124,7 @@ function failureNotice(plan: Plan): HTMLElement | null {
  * using voice control says to press it).
  */
 function planActions(plan: Plan, titleId: string, actions: PlanActions): HTMLElement {
-  const error = h("p", { class: "form-error", role: "alert", hidden: true, "data-plan-error": true });
+  const error = h("p", { class: "form-error", id: `plan-${plan.id}-error`, role: "alert", hidden: true, "data-plan-error": true });
   const buttons: HTMLElement[] = [];
   const button = (label: string, className: string, focusKey: string) =>
     h("button", { type: "button", class: className, "data-focus-key": focusKey, "aria-describedby": titleId }, label);
@@ -215,7 +215,7 @@ function feedbackForm(plan: Plan, titleId: string, actions: PlanActions, error: 
           ? `Feedback can be at most ${FEEDBACK_MAX_LENGTH} characters (it has ${length}).`
           : undefined;
     if (problem) {
-      showError(error, problem);
+      showError(error, problem, field);
       field.focus();
       return;
     }

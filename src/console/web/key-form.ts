@@ -48,7 +48,7 @@ function keyForm(): KeyForm {
       "aria-describedby": `scope-${scope.id}-hint`,
     }),
   );
-  const error = h("p", { class: "form-error", role: "alert", hidden: true });
+  const error = h("p", { class: "form-error", id: "key-error", role: "alert", hidden: true });
   const form = h(
     "form",
     { class: "key-form", "aria-labelledby": "create-key-title" },
@@ -88,7 +88,7 @@ async function submitKey(create: KeyForm, context: ViewContext, onCreated: () =>
   const scopes = scopeBoxes.filter((box) => box.checked).map((box) => box.value);
   const nameLength = [...name.value.trim()].length;
   if (nameLength === 0 || nameLength > NAME_MAX_LENGTH) {
-    showError(error, nameLength === 0 ? "Give the key a name." : `The name can be at most ${NAME_MAX_LENGTH} characters (it has ${nameLength}).`);
+    showError(error, nameLength === 0 ? "Give the key a name." : `The name can be at most ${NAME_MAX_LENGTH} characters (it has ${nameLength}).`, name);
     name.focus();
     return;
   }

@@ -1,5 +1,6 @@
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "../../api/limits.js";
-import { consoleApi, errorMessage, isSignedOut } from "./api.js";
+import { Code } from "@connectrpc/connect";
+import { consoleApi, errorCode, errorMessage, isSignedOut } from "./api.js";
 import { h, setBusy, showError } from "./dom.js";
 import type { ViewContext } from "./view.js";
 
@@ -25,7 +26,7 @@ export function changePasswordSection(context: ViewContext): HTMLElement {
     required: true,
     "aria-describedby": "new-password-hint",
   });
-  const error = h("p", { class: "form-error", role: "alert", hidden: true });
+  const error = h("p", { class: "form-error", id: "password-error", role: "alert", hidden: true });
   const done = h("p", { class: "form-success", hidden: true });
   const form = h(
     "form",
@@ -68,12 +69,12 @@ async function changePassword(context: ViewContext, { form, current, next, error
   done.hidden = true;
   const length = [...next.value].length;
   if (current.value === "") {
-    showError(error, "Enter your current password.");
+    showError(error, "Enter your current password.", current);
     current.focus();
     return;
   }
   if (length < PASSWORD_MIN_LENGTH || length > PASSWORD_MAX_LENGTH) {
-    showError(error, `The new password must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters (it has ${length}).`);
+    showError(error, `The new password must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters (it has ${length}).`, next);
     next.focus();
     return;
   }
@@ -88,8 +89,8 @@ async function changePassword(context: ViewContext, { form, current, next, error
   } catch (caught) {
     if (isSignedOut(caught)) return context.signedOut();
     setBusy(form, false);
-    showError(error, errorMessage(caught));
-    // The new one's length was checked here: what the service refuses is the current one (wrong, or too many tries).
+    // The new one's length was checked here: what the service refuses is the current one, wrong (marked) or tried too often.
+    showError(error, errorMessage(caught), ...(errorCode(caught) === Code.InvalidArgument ? [current] : []));
     current.focus();
     current.select();
   }

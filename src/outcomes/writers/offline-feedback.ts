@@ -36,13 +36,17 @@ const TONE_WORDS: Record<string, Tone> = {
 
 /** Where a quotation stood in the feedback: NUL, which readFeedback takes out of the feedback first, around its number. */
 const QUOTATION_MARKER = /\u0000(\d+)\u0000/gu;
-/** The end of a sentence in any script (".", "!", "?", "。", "؟", "।"), a line break, or a semicolon (";", "؛", "；"). */
-const SENTENCE_END = /[\p{Sentence_Terminal}\n;\u037E\u061B\uFF1B]+/u;
+/**
+ * The end of a sentence in any script (".", "!", "?", "。", "؟", "।"), a line break, or a semicolon (";", "؛", "；").
+ * A full stop between two digits is inside a number ("2.5"), as in CLAUSE_END.
+ */
+const SENTENCE_END = /(?:(?!(?<=\p{Nd})\.\p{Nd})[\p{Sentence_Terminal}\n;\u037E\u061B\uFF1B])+/u;
 /**
  * The end of a clause inside a sentence: the other punctuation that ends one in any script (",", "،", "、", "，"),
- * "and" and "but". A colon ends none: it introduces what follows ("call it: "Crumbs"").
+ * "and" and "but". A colon ends none: it introduces what follows ("call it: "Crumbs""); nor does a comma or full
+ * stop between two digits, inside a number ("£1,299", "2,5 kg").
  */
-const CLAUSE_END = /(?![:\uFE55\uFF1A])\p{Terminal_Punctuation}|\band\b|\bbut\b/iu;
+const CLAUSE_END = /(?![:\uFE55\uFF1A]|(?<=\p{Nd})[.,]\p{Nd})\p{Terminal_Punctuation}|\band\b|\bbut\b/iu;
 /** The English words that ask for a new name ("call it …", "change the name of the site to … please"): read with the name. */
 const NAMING_WORDS = new Set(
   (
