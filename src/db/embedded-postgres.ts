@@ -242,16 +242,20 @@ async function clusterPassword(root: string, cluster: string, binaries: Binaries
 /**
  * Why initdb failed, from its stderr: the errors its server reported
  * (`… FATAL:  could not write to file "…": No space left on device`) and its
- * own (`initdb: error: …`), rather than its last words, which only say that it
- * removed the data directory.
+ * own (`initdb: error: …`); without them, how its child ended (`child process
+ * was terminated by signal 9: Killed`) or else its last line before its
+ * cleanup, never the cleanup itself, which only says it removed the data directory.
  */
-function initdbFailure(stderr: string): string | undefined {
+export function initdbFailure(stderr: string): string | undefined {
   const lines = stderr.split("\n").filter((line) => line.trim() !== "");
   const errors = lines.flatMap((line) => {
     const reported = /\b(?:FATAL|PANIC|ERROR): +(\S.*)$|^initdb: error: (.*)$/.exec(line);
     return reported ? [reported[1] ?? reported[2]!] : [];
   });
-  return errors.length > 0 ? errors.join(" / ") : lines.at(-1);
+  if (errors.length > 0) return errors.join(" / ");
+  const told = lines.filter((line) => !line.startsWith("initdb: removing "));
+  const ended = told.map((line) => /child process (?:was terminated by signal|exited with exit code) .*$/.exec(line)?.[0]).find((end) => end !== undefined);
+  return ended ?? told.at(-1) ?? lines.at(-1);
 }
 
 /**

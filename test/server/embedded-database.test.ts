@@ -7,7 +7,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp } from "../../src/app.js";
 import { loadConfig } from "../../src/config.js";
-import { postgresEnvironment } from "../../src/db/embedded-postgres.js";
+import { initdbFailure, postgresEnvironment } from "../../src/db/embedded-postgres.js";
 import { createLogger, type Logger } from "../../src/observability/logger.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { testDatabaseKind } from "../support/database.js";
@@ -468,6 +468,24 @@ describe("the environment the embedded Postgres runs with", () => {
   it("on Windows also has what Winsock and temporary files need there", () => {
     const { PGSSLMODE, PGPASSWORD, OPENAI_API_KEY, ...kept } = service;
     expect(postgresEnvironment(service, "win32")).toEqual({ ...kept, LC_MESSAGES: "C" });
+  });
+});
+
+// Found in CI: a first start failed with only "initdb failed: initdb: removing data directory …", initdb's cleanup,
+// which says nothing of why.
+describe("why initdb failed, as the service says it", () => {
+  it("is the error its server reported, or its own", () => {
+    const full =
+      'running bootstrap script ... 2026-11-27 05:40:01.123 UTC [42] FATAL:  could not write to file "pg_wal/x": No space left on device\nchild process exited with exit code 1\ninitdb: removing data directory "/d"\n';
+    expect(initdbFailure(full)).toBe('could not write to file "pg_wal/x": No space left on device');
+    expect(initdbFailure('initdb: error: directory "/d" exists but is not empty\n')).toBe('directory "/d" exists but is not empty');
+  });
+
+  it("is how its child ended when no error was reported, never only its cleanup", () => {
+    const killed = 'running bootstrap script ... child process was terminated by signal 9: Killed\ninitdb: removing data directory "/d"\n';
+    expect(initdbFailure(killed)).toBe("child process was terminated by signal 9: Killed");
+    const other = 'selecting dynamic shared memory implementation ... could not open shared memory segment\ninitdb: removing contents of data directory "/d"\n';
+    expect(initdbFailure(other)).toBe("selecting dynamic shared memory implementation ... could not open shared memory segment");
   });
 });
 

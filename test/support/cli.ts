@@ -41,14 +41,15 @@ export function startCli(args: string[], env: Record<string, string>, cwd = os.t
     stderr += text;
     wake();
   });
+  // Set before the waiters are woken, so that one still waiting for a line gives up at once when the CLI has exited.
+  let exited = false;
   const exit = new Promise<number>((resolve) => {
     child.on("close", (code, signal) => {
+      exited = true;
       wake();
       resolve(code ?? 128 + (signal === "SIGINT" ? 2 : signal === "SIGTERM" ? 15 : 9));
     });
   });
-  let exited = false;
-  void exit.then(() => (exited = true));
 
   return {
     child,
