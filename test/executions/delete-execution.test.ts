@@ -174,7 +174,10 @@ describe("the sweeps after a delete", () => {
     await until(async () => (await lateApp.artifacts.list(`preview/${planId}/`)).length === 0, "the late file to be removed");
 
     // A stage stuck in a write far longer than its lease (a store that does not answer) writes later still;
-    // the later sweep is due an hour after the delete: the test brings it forward.
+    // the later sweep is due an hour after the delete: the test brings it forward, once the first sweep has
+    // recorded that (its files go before it does, and it would set the hour over the test's "now").
+    const sweeps = async () => (await lateApp.store.db.selectFrom("deleted_plans").select("sweeps").where("plan_id", "=", planId).executeTakeFirst())?.sweeps;
+    await until(async () => (await sweeps()) === 1, "the first sweep to be recorded");
     await lateApp.artifacts.put(`work/${planId}/late.json`, "{}");
     await sql`UPDATE deleted_plans SET sweep_at = now() WHERE plan_id = ${planId}`.execute(lateApp.store.db);
     await until(async () => (await lateApp.artifacts.list(`work/${planId}/`)).length === 0, "the later file to be removed");
