@@ -347,6 +347,20 @@ export interface Quotation {
   end: number;
 }
 
+/**
+ * `text` with each of its quotations (`quotes`, from `quotations(text)`) as NUL, its index, NUL: what is quoted is
+ * one thing, and its words and punctuation end no clause. Readers take NUL out of the text first.
+ */
+export function withQuotationMarkers(text: string, quotes: readonly Quotation[]): string {
+  let masked = "";
+  let from = 0;
+  for (const [i, quote] of quotes.entries()) {
+    masked += `${text.slice(from, quote.start)}\u0000${i}\u0000`;
+    from = quote.end;
+  }
+  return masked + text.slice(from);
+}
+
 /** Every text in quotation marks of either kind (QUOTED), first first, found in one pass: none inside another. */
 export function quotations(text: string): Quotation[] {
   return [...text.matchAll(QUOTED)].map((match) => {
@@ -415,13 +429,7 @@ function readSubject(text: string, quotes: readonly Quotation[]): string | undef
   // "A website for X" names X after "for"; "Spanish lessons for beginners" names it first.
   if (!SITE_WORDS.test(text) && !COMMAND.test(text)) patterns.reverse();
   // What is in quotes is one thing: a word or a full stop in it ("The Place Called Home", "Dr. Lee") ends no clause.
-  let masked = "";
-  let from = 0;
-  for (const [i, quote] of quotes.entries()) {
-    masked += `${text.slice(from, quote.start)}\u0000${i}\u0000`;
-    from = quote.end;
-  }
-  masked += text.slice(from);
+  const masked = withQuotationMarkers(text, quotes);
   for (const pattern of patterns) {
     const found = pattern.exec(masked.replace(COMMAND, "").replace(SITE_WORDS, ""))?.[1];
     if (found === undefined) continue;

@@ -1,6 +1,6 @@
 import { TONES, type Tone, type WebsiteBrief } from "../content.js";
 import { describeArt } from "../website/hero-art.js";
-import { givesName, quotations, type Quotation } from "./goal-facts.js";
+import { givesName, quotations, withQuotationMarkers, type Quotation } from "./goal-facts.js";
 
 /** What the offline writer could read in a person's feedback on a draft. */
 export interface FeedbackReading {
@@ -34,7 +34,7 @@ const TONE_WORDS: Record<string, Tone> = {
   strong: "bold",
 };
 
-/** Where a quotation stood in the feedback: NUL, which readFeedback takes out of the feedback first, around its number. */
+/** Where a quotation stood in the feedback (withQuotationMarkers): NUL, which readFeedback takes out of the feedback first, around its number. */
 const QUOTATION_MARKER = /\u0000(\d+)\u0000/gu;
 /**
  * The end of a sentence in any script (".", "!", "?", "。", "؟", "।"), a line break, or a semicolon (";", "؛", "；").
@@ -76,7 +76,7 @@ export function readFeedback(feedback: string, pageSlugs: readonly string[]): Fe
   const text = feedback.replaceAll("\u0000", "");
   const quotes = quotations(text);
   const clauses: { clause: string; dropSlug?: string }[] = [];
-  for (const sentence of masked(text, quotes).split(SENTENCE_END)) {
+  for (const sentence of withQuotationMarkers(text, quotes).split(SENTENCE_END)) {
     let listingDrops = false;
     for (const part of sentence.split(CLAUSE_END)) {
       const clause = part.trim();
@@ -106,17 +106,6 @@ export function readFeedback(feedback: string, pageSlugs: readonly string[]): Fe
     else if (naming && !toneOrDrop && !onlyAsksForName(clause)) reading.unread.push(unmasked(clause, quotes, naming));
   }
   return reading;
-}
-
-/** `text` with each of its quotations (`quotes`) as a marker (QUOTATION_MARKER): what is quoted is one thing, its punctuation ending nothing. */
-function masked(text: string, quotes: readonly Quotation[]): string {
-  let from = 0;
-  let result = "";
-  for (const [i, quote] of quotes.entries()) {
-    result += `${text.slice(from, quote.start)}\u0000${i}\u0000`;
-    from = quote.end;
-  }
-  return result + text.slice(from);
 }
 
 /** A masked clause in the person's words again: its quotations as written, `applied` (a name it gave) as "…" in its marks. */
