@@ -528,6 +528,17 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     await page.getByRole("button", { name: "Create key" }).click();
     await poll(() => page.locator(".key-form").getByRole("alert").textContent()).toBe("Give the key a name.");
     expect(await fieldState("key-name")).toEqual({ invalid: "true", describedBy: ["So you can tell your keys apart later.", "Give the key a name."] });
+    // No scope ticked: every scope box, after its own hint; the name is no longer marked.
+    await page.getByLabel("Name").fill("No scopes");
+    await page.locator(".key-form input[name=scopes]:checked").evaluateAll((boxes) => {
+      for (const box of boxes as HTMLInputElement[]) box.checked = false;
+    });
+    await page.getByRole("button", { name: "Create key" }).click();
+    await poll(() => page.locator(".key-form").getByRole("alert").textContent()).toBe("Choose at least one scope.");
+    expect(await fieldState("key-name")).toEqual({ invalid: null, describedBy: ["So you can tell your keys apart later."] });
+    expect(await fieldState("scope-read")).toEqual({ invalid: "true", describedBy: [expect.any(String), "Choose at least one scope."] });
+    expect(await fieldState("scope-chat")).toEqual({ invalid: "true", describedBy: [expect.any(String), "Choose at least one scope."] });
+    await page.getByLabel("Name").fill("");
     // A new password too short marks the new one; a wrong current one then marks the current one instead.
     const passwordForm = page.getByRole("region", { name: "Change password" });
     await passwordForm.getByLabel("Current password").fill("not the password");

@@ -93,7 +93,7 @@ async function submitKey(create: KeyForm, context: ViewContext, onCreated: () =>
     return;
   }
   if (scopes.length === 0) {
-    showError(error, "Choose at least one scope.");
+    showError(error, "Choose at least one scope.", ...scopeBoxes);
     scopeBoxes[0]?.focus();
     return;
   }
