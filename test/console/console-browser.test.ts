@@ -8,6 +8,8 @@ import { CHROMIUM, openConsoleBrowser } from "./support/console-browser.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { HeldWork } from "../support/stage-work.js";
 import { contrastRatio } from "../support/contrast.js";
+import { ensureProject } from "../../src/outcomes/projects.js";
+import { previewKey } from "../../src/outcomes/stage-support.js";
 
 const ARTIFACTS = path.resolve("test-artifacts");
 const require = createRequire(import.meta.url);
@@ -364,6 +366,32 @@ describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
     const titles = await page.locator(".execution .goal").allTextContents();
     expect(titles.indexOf("Paging plan 10: a website for a corner bakery")).toBe(0);
     expect(titles.indexOf("Paging plan 1: a website for a corner bakery")).toBe(9);
+  });
+
+  it("downloads a built plan's file, says why when there is none, and sends a person whose session has ended to sign in", async () => {
+    const card = page.locator(".execution", { hasText: "community garden" });
+    const link = card.getByRole("link", { name: "Download site (.zip)" });
+    // The held stages wrote no files: the card says so, where the browser alone would show a failed download.
+    await link.click();
+    await poll(() => card.getByRole("alert").textContent()).toMatch(/^Plan pln_\w+ has nothing to download until its build stage succeeds\.$/);
+
+    const planId = (await card.getAttribute("data-plan-id"))!;
+    await ensureProject(app.artifacts, planId, "Community garden");
+    await app.artifacts.put(`preview/${previewKey(planId, undefined)}/index.html`, "<!doctype html><title>Community garden</title>");
+    const [saved] = await Promise.all([page.waitForEvent("download"), link.click()]);
+    expect(saved.suggestedFilename()).toBe("community-garden.zip");
+    expect(await saved.failure()).toBeNull();
+    expect(await card.getByRole("alert").isVisible()).toBe(false);
+    expect(page.url()).toBe(`${app.url}/console/executions`);
+
+    // The session ends elsewhere (it expired, say): the page does not know until it asks.
+    const cookies = await context.cookies();
+    await context.clearCookies();
+    await link.click();
+    await page.waitForURL(`${app.url}/console/sign-in`);
+    await context.addCookies(cookies);
+    await page.goto(`${app.url}/console/executions`);
+    await page.getByRole("heading", { level: 1, name: "Executions" }).waitFor();
   });
 
   it("signs out, after which the session no longer works", async () => {

@@ -65,7 +65,8 @@ export function isUnimplemented(error: unknown): boolean {
   return errorCode(error) === Code.Unimplemented;
 }
 
-function sentence(text: string): string {
+/** The service's words as a sentence: capitalised, with a full stop. */
+export function sentence(text: string): string {
   const trimmed = text.trim();
   const capitalised = trimmed.charAt(0).toUpperCase() + trimmed.slice(1);
   return /[.!?]$/.test(capitalised) ? capitalised : `${capitalised}.`;

@@ -17,6 +17,8 @@ export interface PlanActions {
   cancel(plan: Plan, button: HTMLButtonElement): void;
   /** Asks, then deletes a plan with its history and files. */
   remove(plan: Plan, button: HTMLButtonElement): void;
+  /** Downloads the plan's built file from `link`, saying why when it cannot. */
+  download(plan: Plan, link: HTMLAnchorElement, error: HTMLElement): void;
   /** The plan turned out not to exist any more (deleted elsewhere). */
   gone(plan: Plan): void;
 }
@@ -143,19 +145,24 @@ function planActions(plan: Plan, titleId: string, actions: PlanActions): HTMLEle
   if (preview) buttons.push(externalLink(preview, "Open preview", "preview", titleId));
   if (published) buttons.push(externalLink(published, plan.outcome === "ebook" ? "Open published ebook" : "Open published site", "published", titleId));
   if (isBuilt(plan)) {
-    buttons.push(
-      h(
-        "a",
-        {
-          class: "button small",
-          href: `/api/execution/download?id=${encodeURIComponent(plan.id)}`,
-          download: "",
-          "data-focus-key": "download",
-          "aria-describedby": titleId,
-        },
-        plan.outcome === "ebook" ? "Download EPUB" : "Download site (.zip)",
-      ),
+    const download = h(
+      "a",
+      {
+        class: "button small",
+        href: `/api/execution/download?id=${encodeURIComponent(plan.id)}`,
+        download: "",
+        "data-focus-key": "download",
+        "aria-describedby": titleId,
+      },
+      plan.outcome === "ebook" ? "Download EPUB" : "Download site (.zip)",
     );
+    download.addEventListener("click", (event) => {
+      // A modified click (new tab, save as) is the browser's to handle.
+      if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
+      event.preventDefault();
+      actions.download(plan, download, error);
+    });
+    buttons.push(download);
   }
   if (plan.status !== "succeeded" && plan.status !== "cancelled") {
     const cancel = button("Cancel plan", "button small danger", "cancel");

@@ -2,7 +2,7 @@ import type { GetCapabilitiesResponse } from "../../../gen/zero/v1/capabilities_
 import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
 import { LIST_LIMIT } from "../../api/limits.js";
 import { newestDraft } from "../../api/plans.js";
-import { capabilitiesApi, errorMessage, executionsApi, isConflict, isNotFound, isSignedOut } from "./api.js";
+import { capabilitiesApi, errorMessage, executionsApi, isConflict, isNotFound, isSignedOut, sentence } from "./api.js";
 import { ConfirmDialog } from "./confirm-dialog.js";
 import { focusIsLost, h, setBusy, showError } from "./dom.js";
 import { shortGoal } from "./execution-card.js";
@@ -31,6 +31,7 @@ export function renderExecutions(main: HTMLElement, context: ViewContext): () =>
     revise: (plan, feedback, form, error) => void revise(page, plan, feedback, form, error),
     cancel: (plan, button) => confirmCancel(page, plan, button),
     remove: (plan, button) => confirmDelete(page, plan, button),
+    download: (plan, link, error) => void download(page, plan, link, error),
     gone: (plan) => gone(page, plan),
   });
   const dialog = new ConfirmDialog(context);
@@ -125,6 +126,42 @@ async function settleFailure(page: ExecutionsPage, plan: Plan, caught: unknown):
   page.list.showCardError(plan.id, message, newer ? [fresh.status, "running", "awaiting_approval"] : [fresh.status]);
   if (focusIsLost()) page.list.cardHeading(plan.id)?.focus();
   return true;
+}
+
+/**
+ * A plain link would hand a failed download to the browser, which shows at
+ * most "Failed" in its download list: a session that ended, a plan deleted
+ * elsewhere or a file not built yet would go unexplained. The file is asked
+ * for first (HEAD); only a file that is there is downloaded.
+ */
+async function download(page: ExecutionsPage, plan: Plan, link: HTMLAnchorElement, error: HTMLElement): Promise<void> {
+  showError(error, undefined);
+  let answer: Response;
+  try {
+    answer = await fetch(link.href, { method: "HEAD" });
+  } catch {
+    showError(error, "Could not reach the service. Check your connection and try again.");
+    return;
+  }
+  if (answer.ok) {
+    // The answer is an attachment: the browser saves it and the page stays.
+    window.location.assign(link.href);
+    return;
+  }
+  if (answer.status === 401) return page.context.signedOut();
+  if (answer.status === 404 && !(await page.updates.reread(plan.id).catch(() => plan))) return gone(page, plan);
+  showError(error, await downloadRefusal(link.href, answer.status));
+}
+
+/** Why a download was refused, in the service's words (a HEAD answer has no body to carry them). */
+async function downloadRefusal(href: string, status: number): Promise<string> {
+  try {
+    const body = (await (await fetch(href)).json()) as { error?: { message?: unknown } };
+    if (typeof body.error?.message === "string") return sentence(body.error.message);
+  } catch {
+    // Said below.
+  }
+  return status >= 500 ? "The service is unavailable. Try again shortly." : "The download failed. Try again.";
 }
 
 /** A plan deleted elsewhere: its card goes, with a word about it, and focus stays on the list. */
