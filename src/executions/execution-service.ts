@@ -24,7 +24,7 @@ import { newestDraft, type PlanStatus, RESTING_STATUSES } from "../api/plans.js"
 import { cancelPlan, initialStages, newPlanState, resumePlan, revisePlan, startsWork, type PlanState } from "./plan-transitions.js";
 import { DEFAULT_OUTCOME, isOutcomeId, type OutcomeId } from "../api/outcomes.js";
 import { unavailableOutcomes } from "../outcomes/availability.js";
-import { requirePrincipal } from "../server/access.js";
+import { requirePrincipal, requireStillAuthenticated } from "../server/access.js";
 import { invalidRequest, notFound, ServiceError } from "../server/errors.js";
 import {
   limitReachedHeaders,
@@ -350,6 +350,8 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
           if (deps.draining?.aborted) throw new ServiceError("unavailable", "this server is shutting down; watch the plan again");
           // A client that has gone just ends it.
           if (signal.aborted) return;
+          // A key revoked or a session ended meanwhile ends the watch, as it refuses every other call.
+          await requireStillAuthenticated(context);
           changed = false;
           const next = await loadPlan(db, request.id, { accountId });
           // Deleted while watched (a delete cancels and removes in one step): reads of it are 404 now, and so is

@@ -2,7 +2,7 @@ import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext } from "@connectrpc/connect";
 import { access as accessOption, type Access } from "../../gen/zero/v1/access_pb.js";
-import { authorizedKey, principalKey, type Principal } from "./context.js";
+import { authorizedKey, principalKey, reauthenticateKey, type Principal } from "./context.js";
 import { ServiceError } from "./errors.js";
 
 /** The token of an `Authorization: Bearer <token>` header (the scheme in any case, RFC 7235), or undefined. */
@@ -79,15 +79,22 @@ export async function authorize(
 ): Promise<void> {
   const rule = accessRule(context.method);
   if (rule.mode !== "public") {
-    const principal = await authenticator.authenticate({
-      rule,
-      headers: context.requestHeader,
-      requestMethod: context.requestMethod,
-      clientAddress,
-    });
-    context.values.set(principalKey, principal);
+    const request: AuthRequest = { rule, headers: context.requestHeader, requestMethod: context.requestMethod, clientAddress };
+    context.values.set(principalKey, await authenticator.authenticate(request));
+    context.values.set(reauthenticateKey, () => authenticator.authenticate(request));
   }
   context.values.set(authorizedKey, true);
+}
+
+/**
+ * Checks the caller's credential again, for a call that outlives a request
+ * (a watch): once its key is revoked or its session has ended, it throws the
+ * 401 a new call would get, rather than serving on what was true at the start.
+ */
+export async function requireStillAuthenticated(context: HandlerContext): Promise<void> {
+  const reauthenticate = context.values.get(reauthenticateKey);
+  if (!reauthenticate) throw new ServiceError("unauthenticated", "authentication required");
+  await reauthenticate();
 }
 
 /** The caller of a non-public method. */

@@ -22,6 +22,9 @@ export const requestLogKey = createContextKey<RequestLogging | undefined>(undefi
   description: "request log",
 });
 
+/** Runs the request's authentication again, answering the principal or throwing as the first run would. */
+export const reauthenticateKey = createContextKey<(() => Promise<Principal>) | undefined>(undefined, { description: "reauthenticate" });
+
 /** Set once the request passed the authorization step, so no later step repeats it. */
 export const authorizedKey = createContextKey<boolean>(false, { description: "authorized" });
 

@@ -2,7 +2,7 @@ import { ConnectError, Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecutionService, type Plan } from "../../gen/zero/v1/execution_pb.js";
-import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
+import { consoleClient, createAccountWithKey, sessionHeaders, signIn, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { ScriptedWork } from "../support/stage-work.js";
 
@@ -76,6 +76,37 @@ describe.each([
     );
     expect(seen).toEqual(["running"]);
     expect(ended?.code).toBe(Code.NotFound);
+  });
+
+  it("ends with unauthenticated once its key is revoked or its session has ended, while the plan runs on", async () => {
+    const console = consoleClient(app.url);
+    const session = sessionHeaders(app.url, account.cookie);
+    const { secret, apiKey } = await console.createApiKey({ name: "watcher", scopes: ["read"] }, { headers: session });
+    const { plan } = await client.createExecution({ goal: "A site for a florist hold@understand" }, { headers: headers() });
+    await work.held(plan!.id, "understand");
+    /** Watches until the stream ends, calling `end` once the first update is in; what it saw and how it ended. */
+    const watchUntilEnded = async (watchHeaders: Record<string, string>, end: () => Promise<unknown>) => {
+      const seen: string[] = [];
+      const ended = await (async () => {
+        for await (const { plan: now } of client.watchExecution({ id: plan!.id }, { headers: watchHeaders })) {
+          seen.push(now!.status);
+          if (seen.length === 1) await end();
+        }
+      })().then(
+        () => undefined,
+        (error: unknown) => ConnectError.from(error),
+      );
+      return { seen, code: ended?.code };
+    };
+
+    const revoked = await watchUntilEnded({ authorization: `Bearer ${secret}` }, () => console.revokeApiKey({ id: apiKey!.id }, { headers: session }));
+    expect(revoked).toEqual({ seen: ["running"], code: Code.Unauthenticated });
+
+    const other = await signIn(app.url, account.email, account.password);
+    const signedOut = await watchUntilEnded({ cookie: other }, () => console.signOut({}, { headers: sessionHeaders(app.url, other) }));
+    expect(signedOut).toEqual({ seen: ["running"], code: Code.Unauthenticated });
+    // The plan was not touched: it still waits on its held stage, and the key that made it still reads it.
+    expect((await client.getExecution({ id: plan!.id }, { headers: headers() })).plan?.status).toBe("running");
   });
 
   it("refuses another account's plan exactly like a missing one, and callers without credentials", async () => {

@@ -32,6 +32,15 @@ export async function signUp(baseUrl: string, email: string, password: string): 
   return { accountId: account.id, cookie };
 }
 
+/** Signs in through ConsoleService (another device, say) and returns that session's cookie. */
+export async function signIn(baseUrl: string, email: string, password: string): Promise<string> {
+  let setCookie = "";
+  await consoleClient(baseUrl).signIn({ email, password }, { onHeader: (headers) => (setCookie = headers.get("set-cookie") ?? "") });
+  const cookie = setCookie.split(";")[0]!;
+  if (!cookie.startsWith("zero_session=")) throw new Error("sign-in did not start a session");
+  return cookie;
+}
+
 /**
  * A fresh account, signed in, with an API key carrying `scopes`: the real
  * path a person takes in the Console (SignUp, then CreateApiKey with the cookie).
