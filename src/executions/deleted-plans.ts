@@ -3,8 +3,11 @@ import type { Database } from "../db/schema.js";
 import type { Logger } from "../observability/logger.js";
 import { RepeatingFailure } from "../observability/repeating-failure.js";
 
-/** Removes a deleted plan's files (previews, published site or book); the outcomes own where they are. */
-export type RemovePlanFiles = (planId: string, known: { slug?: string; revisions: number }) => Promise<void>;
+/**
+ * Removes a deleted plan's files (previews, published site or book); the outcomes own where they are.
+ * `last` when no stage of the plan can still write: what only a live plan needs may go too.
+ */
+export type RemovePlanFiles = (planId: string, known: { slug?: string; revisions: number }, sweep: { last: boolean }) => Promise<void>;
 
 /**
  * A deleted plan's files are swept again after the delete's own removal: one lease later (its first
@@ -96,7 +99,7 @@ export class DeletedPlanSweeper {
     let failure: unknown;
     for (const plan of due) {
       try {
-        await this.#removeFiles(plan.plan_id, { slug: plan.slug ?? undefined, revisions: plan.revisions });
+        await this.#removeFiles(plan.plan_id, { slug: plan.slug ?? undefined, revisions: plan.revisions }, { last: plan.sweeps > 0 });
       } catch (error) {
         failure ??= error;
         continue;

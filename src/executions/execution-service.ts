@@ -227,7 +227,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       // writing files (a build, a publish) until it notices.
       if (removeFiles) {
         try {
-          await removeFiles(deleted.id, knownFiles(deleted));
+          await removeFiles(deleted.id, knownFiles(deleted), { last: revoked.length === 0 });
           if (revoked.length === 0) await forgetDeletedPlan(db, deleted.id);
         } catch (error) {
           // The plan is gone (a retry would be a 404); the sweeper removes its files.

@@ -60,7 +60,7 @@ export interface OutcomesPart extends AppPart {
   /** A plan's newest build as one file (zip or EPUB), for `GET /api/execution/download`; `signal` stops its reads. */
   download(plan: { id: string; outcome: string }, signal: AbortSignal): Promise<Download | undefined>;
   /** Removes every artifact file of a deleted plan: its preview, work files, project record and published site or book. */
-  deleteArtifacts(planId: string, known: { slug?: string; revisions: number }): Promise<void>;
+  deleteArtifacts(planId: string, known: { slug?: string; revisions: number }, sweep: { last: boolean }): Promise<void>;
   /** Where built sites and books live (`ZERO_ARTIFACTS`). */
   artifacts: ArtifactStore;
 }
@@ -96,6 +96,6 @@ export function outcomesPart(deps: {
     stageWork: createStageWork({ config: deps.config, chat: deps.chat, artifacts, logger: deps.logger.child({ component: "outcomes" }) }),
     routes: (router) => registerArtifactRoutes(router, artifacts, deps.shown),
     download: (plan, signal) => planDownload(withSignal(artifacts, signal), plan),
-    deleteArtifacts: (planId, known) => deletePlanArtifacts(artifacts, planId, known),
+    deleteArtifacts: (planId, known, sweep) => deletePlanArtifacts(artifacts, planId, known, sweep),
   };
 }

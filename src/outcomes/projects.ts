@@ -44,7 +44,7 @@ export async function ensureProject(store: ArtifactStore, planId: string, name: 
 export async function renameProject(store: ArtifactStore, planId: string, name: string): Promise<Project | undefined> {
   const existing = await readProject(store, planId);
   if (!existing || existing.name === name) return existing;
-  const published = (await store.list(`sites/${existing.slug}/`)).length > 0 || (await store.list(`books/${existing.slug}/`)).length > 0;
+  const published = await wasPublished(store, existing.slug);
   // The claim finds this plan's own slug again when the new name makes it ("Bakery" for "bakery-2").
   const slug = published ? existing.slug : await claimSlug(store, planId, slugify(name));
   const project = { ...existing, name, slug };
@@ -68,6 +68,20 @@ async function claimSlug(store: ArtifactStore, planId: string, base: string): Pr
 export async function readProject(store: ArtifactStore, planId: string): Promise<Project | undefined> {
   const bytes = await store.get(`index/plans/${planId}/project.json`);
   return bytes ? (JSON.parse(decoder.decode(bytes)) as Project) : undefined;
+}
+
+/**
+ * Marks a slug as an address a site or book was published at, before the
+ * files go there: such an address stays its plan's after the plan is deleted.
+ */
+export async function markPublished(store: ArtifactStore, slug: string, planId: string): Promise<void> {
+  await store.put(`index/published/${slug}`, planId, { ifAbsent: true });
+}
+
+/** True when a site or book was published at `slug` (marked, or, for one published before marks, its files are there). */
+export async function wasPublished(store: ArtifactStore, slug: string): Promise<boolean> {
+  if ((await store.get(`index/published/${slug}`)) !== undefined) return true;
+  return (await store.list(`sites/${slug}/`)).length > 0 || (await store.list(`books/${slug}/`)).length > 0;
 }
 
 /** The plan that owns a slug, if any. */

@@ -100,6 +100,29 @@ describe("DELETE /api/execution?id= and DeleteExecution", () => {
     expect((await deleteExecution(cred(), planId)).status).toBe(404);
   });
 
+  it("lets go of an address no site was published at, and keeps a published one from every later plan", async () => {
+    const goal = "A website for a quayside oyster bar";
+    const atGate = async (credential: Credential) => {
+      const created = await postExecution<{ plan: RestPlan }>(app.url, credential, { goal });
+      return waitForPlan(app.url, credential, created.body.plan.id, (p) => p.status === "awaiting_approval");
+    };
+    // A draft holds its address while it lives; deleted unpublished, the address is free again, for any account.
+    const draft = await atGate(cred());
+    const slug = draft.project!.slug;
+    expect((await deleteExecution(cred(), draft.id)).status).toBe(204);
+    expect(await app.artifacts.get(`index/slugs/${slug}`)).toBeUndefined();
+    const theirs = await atGate({ apiKey: other.apiKey });
+    expect(theirs.project!.slug).toBe(slug);
+
+    // Published and then deleted, its address is never handed to another plan.
+    await postExecution(app.url, { apiKey: other.apiKey }, { planId: theirs.id, approve: ["review"] });
+    await waitForPlan(app.url, { apiKey: other.apiKey }, theirs.id, (p) => p.status === "succeeded");
+    expect((await deleteExecution({ apiKey: other.apiKey }, theirs.id)).status).toBe(204);
+    expect(new TextDecoder().decode(await app.artifacts.get(`index/slugs/${slug}`))).toBe(theirs.id);
+    const later = await atGate(cred());
+    expect(later.project!.slug).not.toBe(slug);
+  });
+
   it("cancels a running plan first, over Connect, answering an empty message", async () => {
     const created = await postExecution<{ plan: RestPlan }>(app.url, cred(), { goal: `A website for a rowing club ${HANG}` });
     const planId = created.body.plan.id;

@@ -38,6 +38,21 @@ describe("deletePlanArtifacts", () => {
     expect(await store.list("preview/pln_theirs-r2/")).toEqual(["preview/pln_theirs-r2/index.html"]);
     // The address stays claimed by the deleted plan: never handed to another one.
     expect(await ensureProject(store, "pln_new", "Bakery")).toMatchObject({ slug: "bakery-3" });
+    // So it stays after the last sweep, which knows it was published though its files are gone.
+    await deletePlanArtifacts(store, "pln_mine", { slug: "bakery", revisions: 2 }, { last: true });
+    expect(await ensureProject(store, "pln_newer", "Bakery")).toMatchObject({ slug: "bakery-4" });
+  });
+
+  it("lets go of an address nothing was published at, on the last sweep only (a stage may still write before it)", async () => {
+    await ensureProject(store, "pln_draft", "Bakery");
+    await store.put("preview/pln_draft/index.html", "preview");
+    await deletePlanArtifacts(store, "pln_draft", {}, { last: false });
+    expect(await ensureProject(store, "pln_other", "Bakery")).toMatchObject({ slug: "bakery-2" });
+    await deletePlanArtifacts(store, "pln_draft", { slug: "bakery" }, { last: true });
+    expect(await ensureProject(store, "pln_another", "Bakery")).toMatchObject({ slug: "bakery" });
+    // Another plan's claim is never let go, whoever sweeps.
+    await deletePlanArtifacts(store, "pln_draft", { slug: "bakery-2" }, { last: true });
+    expect(await ensureProject(store, "pln_later", "Bakery")).toMatchObject({ slug: "bakery-3" });
   });
 
   it("a second sweep, given the slug, removes what a late publish wrote; a slug of another plan is never touched", async () => {

@@ -3,7 +3,7 @@ import { StageFailure } from "../../engine/stage-work.js";
 import { copyTree, replaceTree } from "../artifact-store.js";
 import { bookContentSchema, bookOutlineSchema, chapterSchema, ebookBriefSchema, type Chapter } from "../content.js";
 import type { Schema } from "../json-schema.js";
-import { ensureProject, publishedPath, renameProject } from "../projects.js";
+import { ensureProject, markPublished, publishedPath, renameProject } from "../projects.js";
 import { asJson, chooseWriterKind, keptWork, planKey, previewKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
 import { ownSlug } from "../website/website-stages.js";
 import { renderEpub, renderReader } from "./render-book.js";
@@ -86,6 +86,7 @@ export function ebookStages(deps: OutcomeDeps) {
 
     async publish(input: StageInput): Promise<StageOutcome> {
       const slug = await ownSlug(deps, input);
+      await markPublished(deps.artifacts, slug, input.planId);
       const copied = await copyTree(deps.artifacts, `preview/${previewKey(input.planId, input.revision?.number)}/`, `books/${slug}/`);
       if (copied === 0) throw new StageFailure("internal", "There is no assembled book to publish; re-run the assemble stage.");
       return { output: asJson({ slug, files: copied }), publishedUrl: `${deps.config.publicUrl}${publishedPath("books", slug)}` };

@@ -11,7 +11,7 @@ import {
   type WebsiteBrief,
 } from "../content.js";
 import { fitToSchema, type Schema } from "../json-schema.js";
-import { cutSlug, ensureProject, publishedPath, readProject, renameProject, slugOwner } from "../projects.js";
+import { cutSlug, ensureProject, markPublished, publishedPath, readProject, renameProject, slugOwner } from "../projects.js";
 import { asJson, chooseWriterKind, keptWork, planKey, previewKey, previewUrl, previousOutput, writerFor, type OutcomeDeps } from "../stage-support.js";
 import { readFeedback, reviseBrief, unreadFeedbackWarning } from "../writers/offline-feedback.js";
 import { copyLanguage, offlineWarning, type WriterKind } from "../writers/writer.js";
@@ -140,6 +140,7 @@ export function websiteStages(deps: OutcomeDeps) {
     async publish(input: StageInput): Promise<StageOutcome> {
       const { writer: kind, brief, unread } = understanding(input);
       const slug = await ownSlug(deps, input);
+      await markPublished(deps.artifacts, slug, input.planId);
       // The newest revision is what was approved.
       const copied = await copyTree(deps.artifacts, `preview/${previewKey(input.planId, input.revision?.number)}/`, `sites/${slug}/`);
       if (copied === 0) throw new StageFailure("internal", "There is no built site to publish; re-run the build stage.");
