@@ -336,6 +336,10 @@ describe("POST /v1/responses", () => {
     const refused = await retried.text();
     expect(JSON.parse(refused)).toMatchObject({ error: { type: "conflict", message: expect.stringContaining(first.id) } });
     expect(refused).not.toContain("to be forgotten");
+    // Nor is the answer kept for the key any more: deleting a response deletes every copy the service held.
+    const kept = await sql<{ response: string | null }>`SELECT response FROM chat_idempotency_keys WHERE key = 'resp-key-deleted'`.execute(app.store.db);
+    expect(kept.rows).toHaveLength(1);
+    expect(kept.rows[0]!.response).not.toContain("to be forgotten");
 
     upstream.next(reply(completion("never kept")));
     const unstored = { headers: { "Idempotency-Key": "resp-key-unstored" } };

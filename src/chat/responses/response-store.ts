@@ -73,15 +73,22 @@ export class ResponseStore {
     return row ? storedInputItems(row.input_items) : undefined;
   }
 
-  /** True when a response was deleted. */
+  /**
+   * True when a response was deleted. The copy of its object kept for its
+   * Idempotency-Key's replays (chat_idempotency_keys, for up to a day) goes in
+   * the same statement, replaced by what a replay needs to be refused (its id,
+   * stored): a delete leaves none of the response's text behind.
+   */
   async delete(accountId: string, id: string): Promise<boolean> {
-    const result = await this.#db
-      .deleteFrom("chat_responses")
-      .where("id", "=", id)
-      .where("account_id", "=", accountId)
-      .where("expires_at", ">", sql<Date>`now()`)
-      .executeTakeFirst();
-    return Number(result.numDeletedRows) > 0;
+    const result = await sql<{ deleted: number }>`
+      WITH deleted AS (
+        DELETE FROM chat_responses WHERE id = ${id} AND account_id = ${accountId} AND expires_at > now() RETURNING id
+      ), forgotten AS (
+        UPDATE chat_idempotency_keys SET response = ${JSON.stringify({ id, object: "response", store: true })}
+        WHERE account_id = ${accountId} AND state = 'done' AND strpos(response, ${`"id":${JSON.stringify(id)}`}) > 0 AND EXISTS (SELECT 1 FROM deleted)
+      )
+      SELECT count(*)::int AS deleted FROM deleted`.execute(this.#db);
+    return (result.rows[0]?.deleted ?? 0) > 0;
   }
 
   /** Deletes expired responses; run now and then so the table stays small. */
