@@ -87,6 +87,19 @@ export async function createSession(
 }
 
 /**
+ * Deletes the sessions no cookie can use again: revoked (signed out, a
+ * password changed), past their cap, or idle past SESSION_IDLE_MS. Run now
+ * and then; a live session is never touched.
+ */
+export async function deleteEndedSessions(db: Kysely<Database>, now = new Date()): Promise<number> {
+  const result = await db
+    .deleteFrom("sessions")
+    .where((eb) => eb.or([eb("revoked_at", "is not", null), eb("expires_at", "<=", now), eb("last_used_at", "<=", new Date(now.getTime() - SESSION_IDLE_MS))]))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/**
  * The session for a cookie token, unless it is revoked, past its 30-day cap,
  * or unused for a week. Use is recorded at most once a minute, after the
  * answer, so a busy session does not write on every request.

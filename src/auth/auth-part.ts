@@ -6,8 +6,10 @@ import type { Authenticator } from "../server/access.js";
 import type { AppPart } from "../server/app-part.js";
 import { bindService } from "../server/rpc-pipeline.js";
 import { accountService } from "./account-service.js";
+import { deleteEndedSessions } from "./accounts.js";
 import { createApiKeyCache } from "./api-key-cache.js";
 import { createAuthenticator } from "./authenticator.js";
+import { forgetStaleSignInRecords } from "./sign-in-limiter.js";
 
 /** Accounts as the app mounts them, plus the authenticator every other part's calls pass through. */
 export interface AuthPart extends AppPart {
@@ -22,10 +24,25 @@ export interface AuthPart extends AppPart {
 export function authPart(deps: { config: Config; store: Store; logger: Logger }): AuthPart {
   const { config, store } = deps;
   const apiKeys = createApiKeyCache(store, deps.logger);
+  let sweeper: NodeJS.Timeout | undefined;
+  // Ended sessions and stale sign-in records hold e-mails and addresses nothing reads any more.
+  const sweep = () =>
+    Promise.all([deleteEndedSessions(store.db), forgetStaleSignInRecords(store.db)]).catch((error: unknown) =>
+      deps.logger.warn({ err: error }, "sweeping ended sessions and old sign-in records failed"),
+    );
   return {
     authenticator: createAuthenticator({ db: store.db, config, apiKeys }),
     services: [bindService(ConsoleService, accountService({ db: store.db, config, apiKeys }))],
-    start: () => apiKeys.start(),
-    stop: () => apiKeys.stop(),
+    async start() {
+      await apiKeys.start();
+      void sweep();
+      sweeper = setInterval(() => void sweep(), SWEEP_EVERY_MS).unref();
+    },
+    async stop() {
+      clearInterval(sweeper);
+      await apiKeys.stop();
+    },
   };
 }
+
+const SWEEP_EVERY_MS = 3600_000;

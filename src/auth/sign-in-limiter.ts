@@ -141,6 +141,20 @@ async function isKnownAddress(db: Kysely<Database>, accountId: string, address: 
   return row !== undefined;
 }
 
+/**
+ * Deletes what the limits no longer read: counts of windows past (with the
+ * typed e-mails and addresses they are kept under) and addresses an account
+ * last signed in from more than KNOWN_ADDRESS_DAYS ago. Run now and then,
+ * besides the occasional pruning at a sign-in, so a quiet server keeps none.
+ */
+export async function forgetStaleSignInRecords(db: Kysely<Database>, now = new Date(), limits: SignInLimits = DEFAULT_SIGN_IN_LIMITS): Promise<void> {
+  await forgetOldWindows(db, fixedWindow(now, limits.windowSeconds).start, limits.windowSeconds);
+  await db
+    .deleteFrom("sign_in_known_addresses")
+    .where("last_success_at", "<=", new Date(now.getTime() - KNOWN_ADDRESS_DAYS * 86_400_000))
+    .execute();
+}
+
 async function forgetOldWindows(db: Kysely<Database>, windowStart: Date, windowSeconds: number): Promise<void> {
   // Sign-up windows are an hour long: keep anything younger than that too.
   const keepFrom = new Date(windowStart.getTime() - Math.max(windowSeconds, 3600) * 1000);
