@@ -89,6 +89,27 @@ describe("an unruly model answer", () => {
     expect(lastMessage(1)).toContain("content filter");
   });
 
+  // Found making ebooks: a goal asking for 30 chapters failed the plan when the model gave 30 twice.
+  it("keeps what fits of an answer that is too long even after it was told, rather than failing the plan", async () => {
+    const bookBrief = rawAnswer(JSON.stringify(answerFor("ebook_brief", {})));
+    const chapters = Array.from({ length: 30 }, (_, i) => ({ title: `Part ${i + 1}`, summary: "What it covers.", keyPoints: ["A point"] }));
+    const tooMany = rawAnswer(JSON.stringify({ chapters }));
+    const sentence = "Water the pots in the morning, before the sun is on them. ";
+    const tooLong = rawAnswer(JSON.stringify({ title: "Part 1", sections: [{ heading: "", paragraphs: [sentence.repeat(60)] }] }));
+    upstream.next(bookBrief, tooMany, tooMany, tooLong, tooLong);
+    const run = await runStages(await stageWork(), { planId: "pln_thirty", outcome: "ebook", goal: "A gardening book in thirty chapters" }, { until: "write" });
+    expect(lastMessage(2)).toContain("$.chapters: expected at most 24 items, got 30");
+    const outline = run.previous.outline as { chapters: { title: string }[] };
+    expect(outline.chapters.map((c) => c.title)).toEqual(chapters.slice(0, 24).map((c) => c.title));
+    const written = run.previous.write as { chapters: { sections: { paragraphs: string[] }[] }[] };
+    expect(written.chapters).toHaveLength(24);
+    const paragraph = written.chapters[0]!.sections[0]!.paragraphs[0]!;
+    // Whole sentences, as many as fit.
+    expect(paragraph.length).toBeLessThanOrEqual(3000);
+    expect(paragraph.length).toBeGreaterThan(2900);
+    expect(paragraph.endsWith("before the sun is on them.")).toBe(true);
+  });
+
   it("counts a name of nothing visible as missing and asks again", async () => {
     upstream.next(briefWith({ name: "\u200B\u200B" }));
     const run = await runStages(await stageWork(), { planId: "pln_invisible", outcome: "website", goal }, { until: "understand" });

@@ -5,7 +5,7 @@ import { isUpstreamMisconfigured } from "../../chat/upstream-client.js";
 import { StageFailure } from "../../engine/stage-work.js";
 import { ServiceError } from "../../server/errors.js";
 import { withoutXmlForbidden } from "../../strings.js";
-import { quoted, settleOptional, validate, type Infer, type Schema } from "../json-schema.js";
+import { fitToSchema, quoted, settleOptional, validate, type Infer, type Schema } from "../json-schema.js";
 import { tidyPlainText } from "./plain-text.js";
 import type { WriterContext } from "./writer.js";
 
@@ -32,8 +32,9 @@ export interface StructuredRequest<S extends Schema> {
  * Asks the chat router for JSON that follows `schema` (OpenAI structured
  * outputs, strict), tidies it to plain text (stray Markdown removed),
  * validates what is left against the same schema, and asks once more with
- * the problems found. A second bad answer fails the stage with
- * `invalid_model_output`; errors of the router (pool exhausted, upstream
+ * the problems found. A second answer that is only too long (more items, a
+ * longer text than the schema holds) is cut to fit; any other second bad
+ * answer fails the stage with `invalid_model_output`; errors of the router (pool exhausted, upstream
  * down) fail it with the router's own type and message.
  */
 export async function completeStructured<S extends Schema>(chat: StageChat, request: StructuredRequest<S>, context: WriterContext): Promise<Infer<S>> {
@@ -42,11 +43,12 @@ export async function completeStructured<S extends Schema>(chat: StageChat, requ
     { role: "user", content: request.user },
   ];
   let problems: string[] = [];
+  let value: unknown;
   for (let attempt = 1; attempt <= 2; attempt++) {
     const { content, ...how } = await ask(chat, request, messages, context);
     const parsed = parseJsonAnswer(content, how);
     // Tidied before it is judged: a heading of only "## " is no heading.
-    const value = parsed.ok ? settleOptional(request.schema, tidyPlainText(parsed.value)) : undefined;
+    value = parsed.ok ? settleOptional(request.schema, tidyPlainText(parsed.value)) : undefined;
     problems = parsed.ok ? validate(request.schema, value) : [parsed.problem];
     if (problems.length === 0) return value as Infer<S>;
     messages.push(
@@ -56,6 +58,12 @@ export async function completeStructured<S extends Schema>(chat: StageChat, requ
         content: `That answer cannot be used: ${problems.join("; ")}. Reply again with only the JSON object, following the schema exactly.`,
       },
     );
+  }
+  // Told and still too long (30 chapters for a goal that asks for them, a paragraph past its bound): what fits is kept,
+  // the first items and whole sentences, rather than failing a plan over an answer that is otherwise good.
+  if (value !== undefined) {
+    const fitted = fitToSchema(request.schema, value as Infer<S>);
+    if (validate(request.schema, fitted).length === 0) return fitted;
   }
   throw new StageFailure(
     "invalid_model_output",

@@ -149,7 +149,7 @@ export function createUpstreamWriter(completer: ChatCompleter, stageLog: Logger)
           system: BOOK_SYSTEM,
           user:
             `Goal: ${goal}\n\nBrief:\n${JSON.stringify(brief, null, 2)}\n\n` +
-            `Outline the chapters of the book (four to ten unless the goal asks otherwise), each with a summary and its key points.` +
+            `Outline the chapters of the book (four to ten unless the goal asks otherwise, at most 24), each with a summary and its key points.` +
             revisionNote(context),
         },
         context,
