@@ -133,6 +133,7 @@ function downloadHandler(rpc: RestRpc, download: PlanDownloader): RestHandler {
     res.setHeader("content-type", file.contentType);
     res.setHeader("content-disposition", attachmentDisposition(file.filename));
     res.setHeader("cache-control", "no-store");
+    if (file.size !== undefined) res.setHeader("content-length", file.size);
     if (req.method === "HEAD") return void res.end();
     await pipeline(Readable.from(file.body), res as unknown as NodeJS.WritableStream);
   };

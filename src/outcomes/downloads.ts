@@ -7,6 +7,8 @@ import { zipStream, type ZipEntry } from "./zip.js";
 export interface Download {
   filename: string;
   contentType: string;
+  /** In bytes, when known before the body is sent (a book's EPUB; a site's zip is made as it streams). */
+  size?: number;
   body: AsyncIterable<Uint8Array>;
 }
 
@@ -23,7 +25,7 @@ export async function planDownload(store: ArtifactStore, plan: { id: string; out
   if (plan.outcome === "ebook") {
     const epub = await store.get(`${prefix}${project.slug}.epub`);
     if (!epub) return undefined;
-    return { filename: `${project.slug}.epub`, contentType: "application/epub+zip", body: once(epub) };
+    return { filename: `${project.slug}.epub`, contentType: "application/epub+zip", size: epub.byteLength, body: once(epub) };
   }
   const keys = await store.list(prefix);
   if (keys.length === 0) return undefined;

@@ -94,7 +94,12 @@ describe("GET /api/execution/download", () => {
     expect(res.headers.get("content-disposition")).toBe(`attachment; filename="${name}"`);
     const assembled = await fetch(new URL(name, book.previewUrl!));
     expect(assembled.status).toBe(200);
-    expect(Buffer.from(await res.arrayBuffer()).equals(Buffer.from(await assembled.arrayBuffer()))).toBe(true);
+    const bytes = Buffer.from(await res.arrayBuffer());
+    expect(bytes.equals(Buffer.from(await assembled.arrayBuffer()))).toBe(true);
+    // Its size is known, so a browser shows the download's progress; a HEAD says it too.
+    expect(res.headers.get("content-length")).toBe(String(bytes.length));
+    const head = await fetch(`${app.url}/api/execution/download?id=${book.id}`, { method: "HEAD", headers: { authorization: `Bearer ${account.apiKey}` } });
+    expect(head.headers.get("content-length")).toBe(String(bytes.length));
   });
 
   it("is a 404 before the build succeeded, for another account's plan, and for a missing one", async () => {
