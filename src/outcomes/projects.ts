@@ -136,7 +136,46 @@ export function hyphenated(text: string): string {
     .replace(LONE_MARKS, "")
     .replace(/[^\p{L}\p{M}\p{N}]+/gu, "-")
     .normalize("NFC");
-  return trimOf(dashed.split("-").map(inOneLookalikeScript).join("-").replace(/-{2,}/g, "-"), "-");
+  return trimOf(dashed.split("-").map(inOneLookalikeScript).map(inLatinIfOnlyLookalikes).join("-").replace(/-{2,}/g, "-"), "-");
+}
+
+/**
+ * Cyrillic and Greek lower-case letters drawn as a Latin letter is (Unicode's confusables, UTS #39), with that letter.
+ * Greek α and κ are left out: "και", a word Greek is full of, would otherwise be spelt in Latin.
+ */
+const LATIN_LOOKALIKES: Readonly<Record<string, string>> = {
+  а: "a",
+  е: "e",
+  о: "o",
+  р: "p",
+  с: "c",
+  у: "y",
+  х: "x",
+  і: "i",
+  ј: "j",
+  ѕ: "s",
+  һ: "h",
+  ӏ: "l",
+  ԁ: "d",
+  ԛ: "q",
+  ԝ: "w",
+  ү: "y",
+  ο: "o",
+  ν: "v",
+  ι: "i",
+  υ: "u",
+  ρ: "p",
+};
+
+/**
+ * A word of two letters or more made only of LATIN_LOOKALIKES ("аррӏе", all Cyrillic) reads as the Latin word it
+ * passes for, so it is spelt as that word ("apple"): an address that reads as a claimed one then is that one, and gets
+ * a number ("apple-2"), as browsers show such a domain in Punycode rather than as the word it mimics.
+ */
+function inLatinIfOnlyLookalikes(word: string): string {
+  const letters = [...word];
+  if (letters.length < 2 || !letters.every((letter) => letter in LATIN_LOOKALIKES)) return word;
+  return letters.map((letter) => LATIN_LOOKALIKES[letter]).join("");
 }
 
 /**

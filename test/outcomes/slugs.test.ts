@@ -101,6 +101,21 @@ describe("slugs (the addresses of sites and books, and the EPUB's file name)", (
     expect(slugify("Café 24")).toBe("cafe-24");
   });
 
+  // Left from the review above: a word wholly in Cyrillic or Greek letters that pass for Latin ones read as the Latin word.
+  it("spell a word made only of Cyrillic or Greek look-alikes of Latin letters in Latin, so its address is the Latin word's", async () => {
+    expect(slugify("аррӏе")).toBe("apple");
+    expect(slugify("ѕра серо")).toBe("spa-cepo");
+    expect(slugify("ονο")).toBe("ovo");
+    // A word with one letter of its own is a word of that script, as written.
+    expect(slugify("Кофейня Москва")).toBe("кофейня-москва");
+    expect(slugify("сыр")).toBe("сыр");
+    expect(slugify("Ταβέρνα")).toBe("ταβέρνα");
+    // So the look-alike of a claimed address is a visibly different one.
+    const deps = await outcomeDeps();
+    expect((await ensureProject(deps.artifacts, "pln_real", "Apple")).slug).toBe("apple");
+    expect((await ensureProject(deps.artifacts, "pln_lookalike", "АррӀе")).slug).toBe("apple-2");
+  });
+
   it("cut a long word of any script between two of its characters, never inside one", () => {
     // A character outside the BMP is two UTF-16 units; "a" first puts the 60th unit inside one.
     const astral = slugify(`a${"𠮷".repeat(40)}`);
