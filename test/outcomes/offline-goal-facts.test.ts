@@ -283,3 +283,18 @@ describe("a trade before \u201Ccafe\u201D says what the place is", () => {
     },
   );
 });
+
+// Left from earlier reviews: a river taken for the club's name, and a noun taken for a verb.
+describe("where a place is, and what a business does", () => {
+  it("a capitalised place after 'on the' is where the club is, not its name", () => {
+    const facts = readGoal("A website for our rowing club on the River Wear in Durham, open to beginners");
+    expect(facts).toMatchObject({ name: "Durham Rowing Club", namedInGoal: false, subject: "rowing club", place: "Durham" });
+  });
+
+  it("'we do' names what is offered, and 'design' after a noun is a noun, not the verb that starts an offering", () => {
+    const facts = readGoal("A landing page for Green Thumb Landscaping, we do garden design and lawn care in Bristol");
+    expect(facts).toMatchObject({ name: "Green Thumb Landscaping", place: "Bristol", offerings: ["garden design", "lawn care"] });
+    // After a pronoun, the same word is the verb, and what follows it is offered.
+    expect(readGoal("A site for my workshop where we repair bikes").offerings).toEqual(["bikes"]);
+  });
+});

@@ -40,7 +40,7 @@ const COLON = String.raw`(?:(?<!\d):|:(?!\d))`;
  */
 // eslint-disable-next-line regexp/no-super-linear-move -- bounded goal text (see the note above readGoal)
 const LIST_SPLIT = /(\s*(?:(?<!\d),|,(?!\d))\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*&\s*|\s*\+\s*)/i;
-const STOP = String.raw`(?=\s+(?:in|at|near|based|located|called|named|that|which|who|where|with|including|to|so|because|selling|offering|where)\b|[,;!?()]|${FULL_STOP}|${COLON}|$)`;
+const STOP = String.raw`(?=\s+(?:in|at|near|based|located|called|named|that|which|who|where|with|including|to|so|because|selling|offering|where|(?:on|by|along|beside|overlooking)\s+the)\b|[,;!?()]|${FULL_STOP}|${COLON}|$)`;
 const COMMAND = /^\s*(?:please\s+)?(?:make|build|create|design|write|set up|i need|we need|i want|we want)\s+(?:me\s+|us\s+)?/i;
 const ARTICLES = /^(?:my|our|a|an|the|his|her|their|some|its|your)\s+/i;
 /** A clause rather than a thing ("we want people to join", "I need"): a list split mid-sentence, never an offering. */
@@ -179,9 +179,10 @@ export function readGoal(goal: string, language = "en"): GoalFacts {
     [
       ...withoutContacts.replace(COMMAND, "").matchAll(
         // Built per goal, so the ReDoS check cannot read it; it is as polynomial as its neighbours (see the note above readGoal).
-        // "for" followed by a price belongs to the item ("tea for $1.99").
+        // "for" followed by a price belongs to the item ("tea for $1.99"). "Repair", "design", "host" and "do" are verbs
+        // after a pronoun ("we repair bikes"); elsewhere they are nouns ("garden design", "bike repair").
         new RegExp(
-          String.raw`\b${notTheSubjectsTrade(subject)}(?:sells?|selling|offers?|offering|makes?|making|bakes?|baking|serves?|serving|teaches|teaching|teach|provides?|providing|brews?|brewing|repairs?|repairing|grows?|growing|designs?|designing|hosts?|hosting|organi[sz]es?)\s+(.+?)(?=\s+(?:with|for(?!\s+\p{Sc}?\d)|to|so|where|that|because|in order)\b|[;!?()]|${FULL_STOP}|${COLON}|,\s*(?:with|and (?:a|an|has|wants?|needs?))\b|$)`,
+          String.raw`\b${notTheSubjectsTrade(subject)}(?:sells?|selling|offers?|offering|makes?|making|bakes?|baking|serves?|serving|teaches|teaching|teach|provides?|providing|brews?|brewing|repairs|repairing|grows?|growing|designs|designing|hosts|hosting|organi[sz]es?|(?<=\b(?:we|i|they|who|that)\s+)(?:repair|design|host|do))\s+(.+?)(?=\s+(?:with|for(?!\s+\p{Sc}?\d)|to|so|where|that|because|in order)\b|\s+(?:in|at|near)\s+\p{Lu}|[;!?()]|${FULL_STOP}|${COLON}|,\s*(?:with|and (?:a|an|has|wants?|needs?))\b|$)`,
           "giu",
         ),
       ),
@@ -251,7 +252,10 @@ function readGivenName(text: string, quoted: readonly Quotation[]): string | und
   )) {
     const proper = match[1];
     if (!proper || /^(?:I|A|An|The|My|Our|We|Please|Make|Build|Create)$/.test(proper) || proper.split(" ").length > 5 || onlyLooksLikeName(proper)) continue;
-    const precededByPlaceWord = new RegExp(String.raw`\b(?:in|at|near|based in|located in)\s+${escapeRegExp(proper)}`).test(text);
+    // "in Durham", "on the River Wear", "by the Old Bridge": where it is, not who.
+    const precededByPlaceWord = new RegExp(
+      String.raw`\b(?:(?:in|at|near|based in|located in)\s+|(?:on|by|along|beside|off|across|over|overlooking)\s+the\s+)${escapeRegExp(proper)}`,
+    ).test(text);
     if (!precededByPlaceWord) return visibleName(proper);
   }
   return undefined;
