@@ -106,7 +106,7 @@ export type PlanDownloader = (
     revisions: readonly unknown[];
   },
   signal: AbortSignal,
-) => Promise<{ filename: string; contentType: string; body: AsyncIterable<Uint8Array> } | undefined>;
+) => Promise<{ filename: string; contentType: string; size?: number; body: AsyncIterable<Uint8Array> } | undefined>;
 
 /** The stage whose success makes a plan downloadable. */
 const BUILT_BY: Record<string, string> = { website: "build", ebook: "assemble" };
