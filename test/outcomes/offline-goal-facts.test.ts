@@ -222,25 +222,43 @@ function cardTitlesOf(page: string): string[] {
 }
 
 describe("times in a goal", () => {
-  it("a bicycle repair cafe open on Saturdays: one sane opening line, no menu, no food, no hours offered", async () => {
+  it("a bicycle repair cafe open on Saturdays: one sane opening line, no menu, no food; the hours where it is found, no offering", async () => {
     const site = await builtSite("A website for a neighbourhood bicycle repair cafe in Lyon, open on Saturdays");
     const home = site.files.get("index.html")!;
     expect(home).toContain('<meta name="description" content="A neighbourhood bicycle repair cafe in Lyon.">');
     expect(home).toContain('<p class="lead">A neighbourhood bicycle repair cafe in Lyon.</p>');
     expect(site.files.has("menu.html")).toBe(false);
-    expect(site.text).not.toMatch(/for cafe in Lyon|open on Saturdays|good food|allergens|made fresh/i);
+    expect(site.text).not.toMatch(/for cafe in Lyon|good food|allergens|made fresh/i);
+    expect(home).not.toMatch(/open on Saturdays/i);
+    expect(site.files.get("contact.html")).toContain("<p>Open on Saturdays.</p>");
   });
 
   it.each([
-    ["A bakery in Leeds selling bread and cakes, open daily 9-5", ["Bread", "Cakes"]],
-    ["A florist in York selling bouquets and wreaths, open on Saturdays", ["Bouquets", "Wreaths"]],
-    ["A pottery studio in Bath teaching wheel throwing and glazing, every Sunday", ["Wheel throwing", "Glazing"]],
-  ])("%s: the time is no card", async (goal, offered) => {
+    ["A bakery in Leeds selling bread and cakes, open daily 9-5", ["Bread", "Cakes"], "Open daily 9-5."],
+    ["A florist in York selling bouquets and wreaths, open on Saturdays", ["Bouquets", "Wreaths"], "Open on Saturdays."],
+    ["A pottery studio in Bath teaching wheel throwing and glazing, every Sunday", ["Wheel throwing", "Glazing"], undefined],
+  ])("%s: the time is no card", async (goal, offered, hours) => {
     const site = await builtSite(goal);
-    const cards = cardTitlesOf(site.files.get("index.html")!);
+    const home = site.files.get("index.html")!;
+    const cards = cardTitlesOf(home);
     for (const title of offered) expect(cards).toContain(title);
     for (const title of cards) expect(title).not.toMatch(/^(?:open|every)\b/i);
-    expect(site.text).not.toMatch(/open daily|open on Saturdays|ask us about every|every Sunday/i);
+    expect(home).not.toMatch(/open daily|open on Saturdays|ask us about every|every Sunday/i);
+    // What the goal said of when it is open is said once, where the place is.
+    const contact = site.files.get("contact.html") ?? "";
+    if (hours) expect(contact).toContain(`<p>${hours}</p>`);
+    expect(site.text.split(hours ?? "\u0000").length - 1).toBe(hours ? 1 : 0);
+  });
+
+  it.each([
+    ["Website for a bakery in Leeds. Opening hours: Tue-Sat 8:00-16:00. Phone 0113 496 0000.", "Tue-Sat 8:00-16:00"],
+    ["A site for a bike shop that sells helmets and repairs bikes, open Monday to Friday 9am-6pm", "Monday to Friday 9am-6pm"],
+    ["A cafe in Hull, open Mon-Fri 9-5, Sat 10-2, closed Sundays", "Mon-Fri 9-5, Sat 10-2"],
+    ["A florist in York, hours are 9am to 5pm weekdays", "9am to 5pm weekdays"],
+    ["A rowing club open to beginners", undefined],
+    ["A pub with open mic nights", undefined],
+  ])("%s: open %s", (goal, hours) => {
+    expect(readGoal(goal).hours).toBe(hours);
   });
 
   it("seasons after an offering stay with it, and the description keeps the sessions the goal lists", async () => {

@@ -1,4 +1,4 @@
-import { EMAIL_ADDRESSES, hasVisibleCharacter, WEB_LINKS, withoutNameControls } from "../../strings.js";
+import { EMAIL_ADDRESSES, hasVisibleCharacter, trimEndOf, WEB_LINKS, withoutNameControls } from "../../strings.js";
 import { websiteBriefSchema } from "../content.js";
 import { shortenAtWords } from "../json-schema.js";
 
@@ -27,6 +27,8 @@ export interface GoalFacts {
   audience: string | undefined;
   email: string | undefined;
   phone: string | undefined;
+  /** When it is open, as the goal wrote it ("Tue-Sat 8:00-16:00", "on Saturdays"); absent when the goal is not in English. */
+  hours: string | undefined;
 }
 
 const SITE_WORDS =
@@ -160,6 +162,7 @@ export function readGoal(goal: string, language = "en"): GoalFacts {
       audience: undefined,
       email,
       phone,
+      hours: undefined,
     };
   }
 
@@ -205,7 +208,31 @@ export function readGoal(goal: string, language = "en"): GoalFacts {
       .exec(withoutContacts)?.[1]
       ?.trim();
 
-  return { name, namedInGoal: given !== undefined, subject, place, offerings, features, audience, email, phone };
+  return { name, namedInGoal: given !== undefined, subject, place, offerings, features, audience, email, phone, hours: readHours(withoutContacts) };
+}
+
+/** What introduces when a place is open: "open", "opens", "opening hours:", "hours are". */
+const HOURS_INTRO = /\b(?:open(?:s|ing)?\s+(?:hours|times)\s*(?::|are\b)?|hours\s*(?::|are\b)|open|opens)\s+/giu;
+
+/**
+ * When the goal says it is open: the words after HOURS_INTRO while each says when ("Tue-Sat 8:00-16:00",
+ * "Monday to Friday 9am-6pm", "on Saturdays", "daily 9-5, Sun 10-4"), as the goal wrote them; none if none does.
+ */
+function readHours(text: string): string | undefined {
+  for (const intro of text.matchAll(HOURS_INTRO)) {
+    const words: string[] = [];
+    for (const word of text.slice(intro.index + intro[0].length).split(/\s+/)) {
+      const bare = trimEndOf(word, ",;.!?)");
+      if (!(saysWhen(bare) || WHEN_JOINING_WORD.test(bare) || bare.split(/[-\u2013]/).every((part) => part !== "" && saysWhen(part)))) break;
+      // A comma goes on to the next days ("Mon-Fri 9-5, Sat 10-2"); any other stop ends them.
+      const goesOn = bare === word || word.endsWith(",");
+      words.push(goesOn ? word : bare);
+      if (!goesOn) break;
+    }
+    while (words.length > 0 && WHEN_JOINING_WORD.test(words.at(-1)!.replace(/,$/, ""))) words.pop();
+    if (words.some((word) => !WHEN_JOINING_WORD.test(word))) return words.join(" ").replace(/,$/, "");
+  }
+  return undefined;
 }
 
 /**

@@ -195,6 +195,8 @@ export function composeSite(goal: string, language = "en"): ComposedSite {
   const requested = facts.features.map((f) => featureSection(f, facts, w, steps)).filter((s): s is SectionPlan => s !== undefined);
   const orderSteps = requested.find((s) => s.kind === "steps");
   const findingUs = requested.filter((s) => s.kind === "text" && /hours|finding us/i.test(s.heading));
+  // The hours go in the "Opening hours" section when the goal asked for one, else with the address and number.
+  const reachLines = contactLines(facts, w, { hours: !findingUs.some((s) => s.heading === OPENING_HOURS) });
 
   const section = (kind: Section["kind"], heading: string, summary: string, rest: Partial<SectionPlan> = {}): SectionPlan => ({
     kind,
@@ -273,8 +275,12 @@ export function composeSite(goal: string, language = "en"): ComposedSite {
             : "Questions, ideas and requests are all welcome.",
         ],
       }),
-      ...(hasContact || facts.place
-        ? [section("contact", hasContact ? "How to reach us" : "Where we are", "How to reach us", { paragraphs: contactLines(facts, w) })]
+      ...(reachLines.length > 0
+        ? [
+            section("contact", hasContact ? "How to reach us" : facts.place ? "Where we are" : "When we are open", "How to reach us", {
+              paragraphs: reachLines,
+            }),
+          ]
         : []),
       ...findingUs,
       ...(hasContact
@@ -292,7 +298,7 @@ export function composeSite(goal: string, language = "en"): ComposedSite {
   };
 
   // A contact page with nothing to say (no way to get in touch, no place, no hours) is left out.
-  const pages = hasContact || facts.place !== undefined || findingUs.length > 0 ? [home, offerPage, about, contact] : [home, offerPage, about];
+  const pages = reachLines.length > 0 || findingUs.length > 0 ? [home, offerPage, about, contact] : [home, offerPage, about];
   const brief: WebsiteBrief = {
     name,
     tagline,
@@ -350,13 +356,17 @@ function aboutLine(facts: GoalFacts, w: ProfileWords): string {
   return `${facts.name} is ${/^[aeiou]/i.test(what) ? "an" : "a"} ${what}${w.inPlace}${offering}. ${tail}`;
 }
 
-function contactLines(facts: GoalFacts, w: ProfileWords): string[] {
+/** How to reach the place and when, from the goal's own words only: its address, number, place and (with `hours`) opening times. */
+function contactLines(facts: GoalFacts, w: ProfileWords, include: { hours: boolean } = { hours: false }): string[] {
   const lines: string[] = [];
   if (facts.email) lines.push(`Write to ${facts.email} and we will answer as soon as we can.`);
   if (facts.phone) lines.push(`Call ${facts.phone}.`);
   if (facts.place) lines.push(`You will find ${w.name} in ${facts.place}.`);
+  if (facts.hours && include.hours) lines.push(`Open ${facts.hours}.`);
   return lines;
 }
+
+const OPENING_HOURS = "Opening hours";
 
 /** A section for something the goal asked the site to have, in words that stay true. */
 function featureSection(feature: string, facts: GoalFacts, w: ProfileWords, steps: { title: string; text: string }[]): SectionPlan | undefined {
@@ -369,8 +379,11 @@ function featureSection(feature: string, facts: GoalFacts, w: ProfileWords, step
     return {
       ...base,
       kind: "text",
-      heading: "Opening hours",
-      paragraphs: ["Opening hours can change with the seasons and on holidays. Before a special trip, get in touch and we will confirm when we are open."],
+      heading: OPENING_HOURS,
+      paragraphs: [
+        ...(facts.hours ? [`Open ${facts.hours}.`] : []),
+        "Opening hours can change with the seasons and on holidays. Before a special trip, get in touch and we will confirm when we are open.",
+      ],
     };
   }
   if (/\b(?:map|directions?|location|address|find us|where)\b/.test(f)) {
