@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import type { Logger } from "../observability/logger.js";
 import { ServiceError } from "../server/errors.js";
-import { sendError, type NodeRequest, type NodeResponse, type RestRouter } from "../server/rest.js";
-import { consoleBundle, CONSOLE_ASSETS_PATH, type ConsoleAsset, type ConsoleBundle } from "./console-bundle.js";
+import { sendStored } from "../server/compression.js";
+import { sendError, type NodeResponse, type RestRouter } from "../server/rest.js";
+import { consoleAssetKind, consoleBundle, CONSOLE_ASSETS_PATH, type ConsoleBundle } from "./console-bundle.js";
 
 export interface ConsoleRoutesOptions {
   /** The service's public URL: `https` adds Strict-Transport-Security. */
@@ -71,7 +72,7 @@ export function consoleRoutes(router: RestRouter, options: ConsoleRoutesOptions)
       throw new ServiceError("method_not_allowed", `use GET on ${pathname}`);
     }
     if (pathname === ICON_PATH) {
-      sendAsset(req, res, { path: ICON_PATH, contentType: "image/svg+xml", body: ICON, etag: etagOf(ICON) }, "public, max-age=86400");
+      sendStored(req, res, { contentType: "image/svg+xml", body: ICON, etag: etagOf(ICON) }, "public, max-age=86400");
       return;
     }
     let bundle: ConsoleBundle;
@@ -83,14 +84,18 @@ export function consoleRoutes(router: RestRouter, options: ConsoleRoutesOptions)
       return;
     }
     if (pathname.startsWith(CONSOLE_ASSETS_PATH)) {
-      const asset = [bundle.script, bundle.style].find((a) => a.path === pathname);
-      if (!asset) throw new ServiceError("not_found", `no Console asset at ${pathname}`);
-      sendAsset(req, res, asset, "public, max-age=31536000, immutable");
+      const kind = consoleAssetKind(pathname);
+      if (!kind) throw new ServiceError("not_found", `no Console asset at ${pathname}`);
+      const asset = bundle[kind];
+      // Another version's name, from a page another instance served during a rolling upgrade: this version's
+      // asset of that kind is the nearest there is, and not to be kept under that name for good.
+      const cacheControl = asset.path === pathname ? "public, max-age=31536000, immutable" : "no-cache";
+      sendStored(req, res, asset, cacheControl, (coding) => asset.encoded[coding]);
       return;
     }
     const page = Buffer.from(pageHtml(bundle));
     // The page names the hashed assets, so it must be revalidated on each visit.
-    sendAsset(req, res, { path: pathname, contentType: "text/html; charset=utf-8", body: page, etag: etagOf(page) }, "no-cache");
+    sendStored(req, res, { contentType: "text/html; charset=utf-8", body: page, etag: etagOf(page) }, "no-cache");
   });
 }
 
@@ -113,21 +118,6 @@ function pageHtml(bundle: ConsoleBundle): string {
 </body>
 </html>
 `;
-}
-
-function sendAsset(req: NodeRequest, res: NodeResponse, asset: ConsoleAsset, cacheControl: string): void {
-  res.setHeader("etag", asset.etag);
-  res.setHeader("cache-control", cacheControl);
-  if (req.headers["if-none-match"] === asset.etag) {
-    res.statusCode = 304;
-    res.end();
-    return;
-  }
-  res.statusCode = 200;
-  res.setHeader("content-type", asset.contentType);
-  res.setHeader("content-length", asset.body.length);
-  if (req.method === "HEAD") res.end();
-  else res.end(asset.body);
 }
 
 function setHeaders(res: NodeResponse, headers: Record<string, string>): void {

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { addVary, CompressedBodies, compressSync, negotiateCoding, sendStored, worthCompressing, type ContentCoding } from "../server/compression.js";
 import { ServiceError, toServiceError } from "../server/errors.js";
 import { clientGone } from "../server/request-info.js";
 import { attachmentDisposition } from "../server/content-disposition.js";
@@ -116,21 +117,16 @@ function artifactHandler(everyRequest: ArtifactStore, mount: ArtifactMount, show
     const ext = name.includes(".") ? name.slice(name.lastIndexOf(".") + 1).toLowerCase() : "";
     // A strong validator from the bytes: a republished site changes it, an unchanged one answers 304.
     const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`;
-    res.setHeader("etag", etag);
-    res.setHeader("cache-control", mount === "preview" ? "no-cache" : "public, max-age=60");
-    if (matchesEtag(req.headers["if-none-match"], etag)) {
-      res.statusCode = 304;
-      res.end();
-      return;
-    }
-    res.statusCode = 200;
-    res.setHeader("content-type", CONTENT_TYPES[ext] ?? "application/octet-stream");
-    res.setHeader("content-length", body.byteLength);
+    const contentType = CONTENT_TYPES[ext] ?? "application/octet-stream";
     if (ext === "epub") res.setHeader("content-disposition", attachmentDisposition(name));
-    if (req.method === "HEAD") res.end();
-    else (res as { end(chunk: Uint8Array): void }).end(body);
+    const cacheControl = mount === "preview" ? "no-cache" : "public, max-age=60";
+    const encoded = worthCompressing(contentType, body.byteLength) ? (coding: ContentCoding) => compressed.get(etag, body, coding) : undefined;
+    sendStored(req, res, { contentType, body, etag }, cacheControl, encoded);
   };
 }
+
+/** Compressed pages, stylesheets and pictures, shared by every mount: the same bytes have the same ETag wherever they are. */
+const compressed = new CompressedBodies(16 * 1024 * 1024);
 
 /**
  * `handler`, answering 503 when the store or the database is away (or the
@@ -154,24 +150,19 @@ function answeringUnavailable(mount: ArtifactMount, handler: RestHandler): RestH
   };
 }
 
-/** A page of ours (not generated content), never cached. */
+/** A page that is not a stored file (a site's 404 page, or one of ours), never cached; compressed as a stored page is when it is worth it. */
 function sendPlainPage(req: NodeRequest, res: NodeResponse, status: number, page: Uint8Array): void {
+  const worthIt = worthCompressing(CONTENT_TYPES.html!, page.byteLength);
+  const coding = worthIt ? negotiateCoding(req.headers["accept-encoding"]) : undefined;
+  if (worthIt) addVary(res, "accept-encoding");
+  const body = coding ? compressSync(page, coding) : page;
   res.statusCode = status;
   res.setHeader("content-type", CONTENT_TYPES.html!);
-  res.setHeader("content-length", page.byteLength);
+  if (coding) res.setHeader("content-encoding", coding);
+  res.setHeader("content-length", body.byteLength);
   res.setHeader("cache-control", "no-store");
   if (req.method === "HEAD") res.end();
-  else (res as { end(chunk: Uint8Array): void }).end(page);
-}
-
-/** True when an `If-None-Match` header names `etag` (or is `*`); weak comparison, as RFC 9110 asks for GET. */
-function matchesEtag(header: string | string[] | undefined, etag: string): boolean {
-  const value = Array.isArray(header) ? header.join(",") : header;
-  if (!value) return false;
-  return value.split(",").some((tag) => {
-    const t = tag.trim();
-    return t === "*" || (t.startsWith("W/") ? t.slice(2) : t) === etag;
-  });
+  else (res as { end(chunk: Uint8Array): void }).end(body);
 }
 
 /** True when the client asked for JSON and not for a page: an API client, never a browser (which asks for HTML, or anything). */

@@ -47,6 +47,7 @@ const STRICT_JSON: Partial<JsonReadOptions> & { textDecoder: { decode(data: Uint
  * client got wrong is the client's error, so those answers are rewritten to
  * `invalid_argument` (400 / grpc-status 3) here, where they leave the router.
  * (Errors inside streams pass through the error interceptor, which does the same.)
+ * Every answer is `Cache-Control: no-store`, as every REST answer is.
  */
 export function createConnectAdapter(options: ConnectAdapterOptions): (req: NodeRequest, res: NodeResponse) => void {
   const router = createConnectRouter({
@@ -66,6 +67,8 @@ export function createConnectAdapter(options: ConnectAdapterOptions): (req: Node
       options.fallback(req, res);
       return;
     }
+    // Answers carry accounts' data and secrets (a new key's secret, a session's e-mail), Connect GETs' included.
+    res.setHeader("cache-control", "no-store");
     const values = options.contextValues(req);
     const jsonAnswers = JSON_CONTENT_TYPES.has(
       String(req.headers["content-type"] ?? "")

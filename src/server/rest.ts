@@ -1,6 +1,7 @@
 import { fromJson, ScalarType, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
 import { isUtf8 } from "node:buffer";
 import { API_BODY_MAX_BYTES } from "../api/limits.js";
+import { addVary, compressSync, COMPRESS_MIN_BYTES, negotiateCoding } from "./compression.js";
 import { apiErrorBody, invalidRequest, openAiErrorBody, ServiceError, toServiceError } from "./errors.js";
 import { repeatedKey } from "./json.js";
 import { requestInfo } from "./request-info.js";
@@ -247,10 +248,27 @@ export function sendJson(res: NodeResponse, status: number, body: unknown, heade
     for (const [name, value] of entries) res.setHeader(name, value);
   }
   res.setHeader("content-type", "application/json; charset=utf-8");
-  res.setHeader("content-length", Buffer.byteLength(payload));
   res.setHeader("cache-control", "no-store");
   res.statusCode = status;
+  // Only `/api`'s answers: `/v1`'s are OpenAI's, small, and on the gateway's measured path.
+  if (payload.length >= COMPRESS_MIN_BYTES && isApiPath(res.req.url)) {
+    addVary(res, "accept-encoding");
+    const coding = negotiateCoding(res.req.headers["accept-encoding"]);
+    if (coding) {
+      const compressed = compressSync(Buffer.from(payload), coding);
+      res.setHeader("content-encoding", coding);
+      res.setHeader("content-length", compressed.byteLength);
+      res.end(compressed);
+      return;
+    }
+  }
+  res.setHeader("content-length", Buffer.byteLength(payload));
   res.end(payload);
+}
+
+/** `/api/…`: the service's own REST routes. */
+function isApiPath(url: string | undefined): boolean {
+  return url?.startsWith("/api/") === true;
 }
 
 /**

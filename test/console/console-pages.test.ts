@@ -115,7 +115,7 @@ describe("Console pages and assets", () => {
   });
 
   it("keeps the headers on errors: unknown asset, wrong method", async () => {
-    const missing = await fetch(`${app.url}/console/assets/console-000000000000.js`);
+    const missing = await fetch(`${app.url}/console/assets/unknown.js`);
     expect(missing.status).toBe(404);
     expectSecurityHeaders(missing);
     const post = await fetch(`${app.url}/console/keys`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } });
