@@ -32,15 +32,19 @@ const CONTENT_TYPES: Record<string, string> = {
 
 /**
  * The policy on every generated document. Generated content is untrusted:
- * `sandbox` gives it an opaque origin with scripts, forms, popups and
- * plugins disabled, so even markup that slipped past the renderer cannot run
- * script as this service or read its cookies. Books and previews keep
- * `allow-downloads` so a book reader's EPUB link works (an ebook's preview
- * is its reader; a preview's mount does not say which outcome it shows, and
- * a site has no download to allow); nothing else is relaxed.
+ * `sandbox` disables scripts, forms, popups and plugins, so even markup that
+ * slipped past the renderer cannot run script as this service, and
+ * `default-src 'none'` loads nothing but the site's own styles and pictures.
+ * `allow-same-origin` keeps the page's origin: with an opaque one, a browser
+ * gives each page a cache of its own, so every page fetched the site's
+ * stylesheet and pictures again; with no script to run there, the origin
+ * gives the page nothing more. Books and previews keep `allow-downloads` so a
+ * book reader's EPUB link works (an ebook's preview is its reader; a
+ * preview's mount does not say which outcome it shows, and a site has no
+ * download to allow); nothing else is relaxed.
  */
 export function contentSecurityPolicy(mount: ArtifactMount): string {
-  const sandbox = mount === "sites" ? "sandbox" : "sandbox allow-downloads";
+  const sandbox = mount === "sites" ? "sandbox allow-same-origin" : "sandbox allow-same-origin allow-downloads";
   return `${sandbox}; default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'`;
 }
 

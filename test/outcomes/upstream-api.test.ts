@@ -58,7 +58,7 @@ describe("an ebook goal with an upstream, through the real API and chat router",
 
     const reader = await fetch(book.publishedUrl!);
     expect(reader.status).toBe(200);
-    expect(reader.headers.get("content-security-policy")).toMatch(/^sandbox allow-downloads;/);
+    expect(reader.headers.get("content-security-policy")).toMatch(/^sandbox allow-same-origin allow-downloads;/);
     const html = await reader.text();
     expect(html).toContain("The Patient Gardener");
     expect(html).toContain('href="chapter-01.html"');
