@@ -160,7 +160,7 @@ describe.runIf(haveChromium)("the built site in headless Chromium", () => {
     expect(failed).toEqual([]);
     expect(requested.every((url) => url.startsWith(app.url))).toBe(true);
     expect(requested.some((url) => url.endsWith("/style.css"))).toBe(true);
-    // The stylesheet applied (the sandbox's opaque origin still loads 'self' styles).
+    // The stylesheet applied (the sandbox still loads 'self' styles).
     const background = await page.evaluate(() => getComputedStyle(document.querySelector(".hero")!).backgroundImage);
     expect(background).toContain("gradient");
     // The generated hero picture loads and draws (an SVG from the site itself, allowed by the sandbox's CSP).
