@@ -36,10 +36,68 @@ export function join(parts: readonly Html[], separator = ""): Html {
   return new Html(parts.map((p) => p.value).join(separator));
 }
 
-/** A language tag safe for `lang` and `xml:lang`; falls back to English. */
+/**
+ * The well-formed BCP 47 tag, for `lang`, `xml:lang` and `dc:language`, of a language as a model may give it: a tag
+ * in any case or with underscores ("ar_SA" is "ar-SA", "iw" is "he"), its subtags out of order ("zh-CN-Hans" is
+ * "zh-Hans-CN"), or the language's name in English or in itself ("Arabic", "العربية" are "ar"). English when
+ * nothing in it names a language.
+ */
 export function languageTag(value: string): string {
-  const tag = value.trim();
-  return /^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}$/.test(tag) ? tag : "en";
+  const text = value.trim().replaceAll("_", "-");
+  return canonicalTag(text) ?? reorderedTag(text) ?? languageNamed(text) ?? "en";
+}
+
+/** The tag in its canonical form, or undefined when it is not well-formed or its language is not a code ("Arabic", "und"). */
+function canonicalTag(text: string): string | undefined {
+  try {
+    const [tag] = Intl.getCanonicalLocales(text);
+    const language = tag?.split("-")[0] ?? "";
+    return /^[a-z]{2,3}$/.test(language) && language !== "und" ? tag : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A malformed tag's language, script and region, in the order BCP 47 puts them; its language alone if they do not make a tag. */
+function reorderedTag(text: string): string | undefined {
+  const [language = "", ...rest] = text.split("-");
+  if (!/^[A-Za-z]{2,3}$/.test(language)) return undefined;
+  const script = rest.find((subtag) => /^[A-Za-z]{4}$/.test(subtag));
+  const region = rest.find((subtag) => /^(?:[A-Za-z]{2}|\d{3})$/.test(subtag));
+  return canonicalTag([language, script, region].filter((subtag) => subtag !== undefined).join("-")) ?? canonicalTag(language);
+}
+
+let languagesByName: Map<string, string> | undefined;
+
+/**
+ * The code of a language named in English or in itself ("Japanese", "日本語"), from the platform's locale data (ICU)
+ * over every two-letter code it names, and Chinese by its script ("Simplified Chinese"); a name with more to it
+ * ("Brazilian Portuguese", "Arabic (Egypt)") by its last word or what comes before the parenthesis.
+ */
+function languageNamed(text: string): string | undefined {
+  languagesByName ??= namesOfLanguages();
+  const name = text.toLowerCase();
+  const beforeParenthesis = name.split("(")[0]!.trim();
+  const lastWord = beforeParenthesis.split(/\s+/).at(-1) ?? "";
+  return languagesByName.get(name) ?? languagesByName.get(beforeParenthesis) ?? languagesByName.get(lastWord);
+}
+
+function namesOfLanguages(): Map<string, string> {
+  const names = new Map<string, string>();
+  const english = new Intl.DisplayNames("en", { type: "language", fallback: "none" });
+  const englishStandard = new Intl.DisplayNames("en", { type: "language", fallback: "none", languageDisplay: "standard" });
+  const letters = "abcdefghijklmnopqrstuvwxyz";
+  const codes = [...letters].flatMap((first) => [...letters].map((second) => first + second));
+  for (const code of [...codes, "zh-Hans", "zh-Hant"]) {
+    const tag = canonicalTag(code);
+    const inEnglish = english.of(code);
+    if (tag === undefined || inEnglish === undefined) continue;
+    const inItself = new Intl.DisplayNames(code, { type: "language", fallback: "none" }).of(code);
+    for (const name of [inEnglish, englishStandard.of(code), inItself]) {
+      if (name !== undefined && !names.has(name.toLowerCase())) names.set(name.toLowerCase(), tag);
+    }
+  }
+  return names;
 }
 
 /**

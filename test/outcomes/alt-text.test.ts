@@ -124,8 +124,8 @@ describe("alt text from the upstream writer", () => {
     }
     // The hero stays decorative on the page; its file, opened on its own, is described.
     expect(site.get("index.html")).toContain('<img class="hero-art" src="hero.svg" alt="" width="480" height="480">');
-    expect(site.get("hero.svg")).toContain(`aria-label="${alt}" xml:lang="ar">\n<title>${alt}</title>`);
-    expect(site.get("og.svg")).toContain(`aria-label="${share}" xml:lang="ar">\n<title>${share}</title>`);
+    expect(site.get("hero.svg")).toContain(`aria-label="${alt}" xml:lang="ar" direction="rtl">\n<title>${alt}</title>`);
+    expect(site.get("og.svg")).toContain(`aria-label="${share}" xml:lang="ar" direction="rtl">\n<title>${share}</title>`);
     for (const file of ["hero.svg", "og.svg"]) expect(xmlProblems(site.get(file)!), file).toEqual([]);
     expect(await htmlProblems(site)).toEqual([]);
 
@@ -142,7 +142,7 @@ describe("alt text from the upstream writer", () => {
     const epub = (await deps.artifacts.get(`preview/pln_alt_book/${epubName}`))!;
     const cover = escapeHtml(COVER_ALT);
     expect(fileOf(epub, "cover.xhtml")).toContain(`<img src="cover.svg" alt="${cover}"/>`);
-    expect(fileOf(epub, "cover.svg")).toContain(`aria-label="${cover}" xml:lang="ar">\n<title>${cover}</title>`);
+    expect(fileOf(epub, "cover.svg")).toContain(`aria-label="${cover}" xml:lang="ar" direction="rtl">\n<title>${cover}</title>`);
     expect(fileOf(epub, "cover.xhtml")).not.toContain("Cover of");
     expect(book.get("cover.svg")).toContain(`<title>${cover}</title>`);
     // On the reader's contents page the cover stays decorative: the heading beside it is the title.
@@ -285,7 +285,7 @@ describe("alt text from the offline writer", () => {
       expect(metaOf(page, "name", "twitter:image:alt"), file).toBe(BAKERY.name);
     }
     for (const file of ["hero.svg", "og.svg"]) {
-      expect(site.get(file), file).toContain(`aria-label="${BAKERY.name}" xml:lang="ar">\n<title>${BAKERY.name}</title>`);
+      expect(site.get(file), file).toContain(`aria-label="${BAKERY.name}" xml:lang="ar" direction="rtl">\n<title>${BAKERY.name}</title>`);
     }
     expect(run.outcomes.build?.warning).toContain("The copy is in English: the offline writer has no phrasing for Arabic");
   });

@@ -147,8 +147,19 @@ describe("the EPUB", () => {
       '<meta property="dcterms:modified">2026-11-25T08:00:00Z</meta>',
       '<item id="cover-image" href="cover.svg" media-type="image/svg+xml" properties="cover-image"/>',
       '<spine toc="ncx">\n<itemref idref="cover"/>',
+      // Accessibility metadata (EPUB Accessibility 1.1): text throughout, the cover's artwork not needed to read it.
+      '<meta property="schema:accessMode">textual</meta>',
+      '<meta property="schema:accessModeSufficient">textual</meta>',
+      '<meta property="schema:accessibilityFeature">structuralNavigation</meta>',
+      '<meta property="schema:accessibilityFeature">tableOfContents</meta>',
+      '<meta property="schema:accessibilityFeature">readingOrder</meta>',
+      '<meta property="schema:accessibilityFeature">alternativeText</meta>',
+      '<meta property="schema:accessibilityHazard">none</meta>',
     ])
       expect(opf).toContain(line);
+    expect(opf).toMatch(/<meta property="schema:accessibilitySummary"( xml:lang="en")?>[^<]{20,}<\/meta>/u);
+    expect(opf).not.toContain('schema:accessMode">visual');
+    expect(opf).not.toContain("conformsTo");
     const cover = file("cover.svg");
     expect(xmlProblems(cover)).toEqual([]);
     expect(cover).toContain('aria-label="Cover of The Patient Gardener by Ada Green"');
@@ -171,16 +182,23 @@ describe("the EPUB", () => {
     const arabicNav = readZip(renderEpub(arabicBrief, CONTENT, { planId: "pln_ar", modified: new Date() })).find((e) => e.name === "EPUB/nav.xhtml")!.text;
     expect(arabicNav).toContain('<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops" lang="ar" xml:lang="ar"');
     expect(arabicNav).toContain('<h1 lang="en" xml:lang="en" dir="ltr">Contents</h1>');
+    expect(arabicNav).toContain('<title lang="en" xml:lang="en" dir="ltr">Contents</title>');
     expect(xmlProblems(arabicNav)).toEqual([]);
     const reader = renderReader(arabicBrief, CONTENT, "book.epub");
     expect(reader.get("index.html")).toContain('<h2 id="contents-title" lang="en" dir="ltr">Contents</h2>');
     expect(reader.get("index.html")).toContain('download lang="en" dir="ltr">Download the EPUB</a>');
     expect(reader.get("chapter-01.html")).toContain('<p class="chapter-number" lang="en" dir="ltr">Chapter 1</p>');
+    // The pager's name is English too, so it is marked as such: no unmarked English "Chapters" in an Arabic page.
+    expect(reader.get("chapter-01.html")).toContain(
+      '<nav class="pager" aria-labelledby="pager-name"><span id="pager-name" hidden lang="en" dir="ltr">Chapters</span>',
+    );
+    expect(reader.get("chapter-01.html")).not.toContain('aria-label="Chapters"');
     // The chapters' own titles keep the book's language: the pager's links to them carry no mark.
     expect(reader.get("chapter-01.html")).toMatch(/<a rel="next" href="chapter-02\.html">[^<]*<\/a>/);
     expect(await htmlProblems(new Map([...reader].filter(([name]) => name.endsWith(".html"))))).toEqual([]);
 
     expect(file("nav.xhtml")).toContain("<h1>Contents</h1>");
+    expect(file("nav.xhtml")).toContain("<title>Contents</title>");
     expect(renderReader(BRIEF, CONTENT, "book.epub").get("index.html")).toContain('<h2 id="contents-title">Contents</h2>');
   });
 
@@ -195,9 +213,43 @@ describe("the EPUB", () => {
     for (const page of entries.filter((e) => e.name.endsWith(".xhtml"))) expect(page.text, page.name).not.toContain('dir="rtl"');
   });
 
+  it.each([
+    ["ar_SA", "ar-SA", "rtl"],
+    ["Arabic", "ar", "rtl"],
+    ["\u0627\u0644\u0639\u0631\u0628\u064A\u0629", "ar", "rtl"],
+    ["iw", "he", "rtl"],
+    ["pt_BR", "pt-BR", "ltr"],
+    ["Japanese", "ja", "ltr"],
+    ["Chinese (Simplified)", "zh-Hans", "ltr"],
+    ["zh-CN-Hans", "zh-Hans-CN", "ltr"],
+    ["EN-gb", "en-GB", "ltr"],
+    ["not a language", "en", "ltr"],
+  ])("takes a model's language %j as the tag %s, %s, in the package, every page, the cover and the reader", async (given, tag, direction) => {
+    const brief = { ...BRIEF, language: given };
+    const book = readZip(renderEpub(brief, CONTENT, { planId: "pln_language", modified: new Date() }));
+    const opf = book.find((e) => e.name === "EPUB/package.opf")!.text;
+    expect(opf).toContain(`<dc:language>${tag}</dc:language>`);
+    expect(opf).toContain(`version="3.0" unique-identifier="pub-id" xml:lang="${tag}">`);
+    expect(opf.includes('page-progression-direction="rtl"')).toBe(direction === "rtl");
+    for (const page of book.filter((e) => e.name.endsWith(".xhtml")))
+      expect(page.text, page.name).toContain(`lang="${tag}" xml:lang="${tag}" dir="${direction}"`);
+    expect(book.find((e) => e.name === "EPUB/cover.svg")!.text).toContain(`xml:lang="${tag}"`);
+    expect(renderReader(brief, CONTENT, "book.epub").get("index.html")).toContain(`<html lang="${tag}" dir="${direction}">`);
+  });
+
+  it("gives a site the same language tag from the same answer", async () => {
+    const site = await offlineSite("A website for my small bakery in Lyon");
+    const files = renderSite({ ...site.brief, language: "ar_SA" }, site.outline, site.pages, "https://zero.example/sites/x/");
+    expect(files.get("index.html")).toContain('<html lang="ar-SA" dir="rtl">');
+  });
+
   it("points the reader's page links the way the book reads: back to the left and on to the right, mirrored right to left", () => {
-    /** The pager's words, tags left out, in reading order: the link back first, the link on last. */
-    const pager = (page: string) => /<nav class="pager"[^>]*>(.*?)<\/nav>/su.exec(page)![1]!.replace(/<[^>]*>/gu, "");
+    /** The pager's words, tags and its hidden name left out, in reading order: the link back first, the link on last. */
+    const pager = (page: string) =>
+      /<nav class="pager"[^>]*>(.*?)<\/nav>/su
+        .exec(page)![1]!
+        .replace(/<span id="pager-name"[^>]*>[^<]*<\/span>/u, "")
+        .replace(/<[^>]*>/gu, "");
     const english = renderReader(BRIEF, CONTENT, "book.epub");
     expect(pager(english.get("chapter-01.html")!)).toBe("\u2190 Contents Pots \u2192");
     expect(pager(english.get("chapter-02.html")!)).toBe("\u2190 Light &amp; Space Contents \u2192");
@@ -237,9 +289,27 @@ describe("the EPUB", () => {
         modified: new Date(),
       });
       const german = renderEpub({ ...BRIEF, title: "Der geduldige Gärtner", language: "de" }, CONTENT, { planId: "pln_de", modified: new Date() });
+      // A language as a model may name it, and a Japanese title long enough to wrap.
+      const saudi = renderEpub({ ...BRIEF, title: "البستاني الصبور", subtitle: "خضروات على الشرفة", language: "ar_SA" }, CONTENT, {
+        planId: "pln_ar_sa",
+        modified: new Date(),
+      });
+      const japanese = renderEpub(
+        {
+          ...BRIEF,
+          title: "東京の小さな台所で毎日つくる季節の野菜料理と保存食のきほん",
+          subtitle: "ベランダで育てる野菜",
+          author: "山田花子",
+          language: "Japanese",
+        },
+        CONTENT,
+        { planId: "pln_ja", modified: new Date() },
+      );
       for (const [name, bytes] of [
         ["en.epub", epub],
         ["ar.epub", arabic],
+        ["ar-sa.epub", saudi],
+        ["ja.epub", japanese],
         ["he.epub", hebrew],
         ["de.epub", german],
       ] as const) {
@@ -272,6 +342,7 @@ const ENGLISH_FIXED_WORDS = [
   "Download the EPUB",
   "Chapter 1",
   'aria-label="Chapters"',
+  ">Chapters<",
 ];
 
 const IN_OTHER_LANGUAGES = [
@@ -285,7 +356,7 @@ const IN_OTHER_LANGUAGES = [
       ">Titelseite<",
       "download>EPUB herunterladen</a>",
       '<p class="chapter-number">Kapitel 1</p>',
-      'aria-label="Kapitel"',
+      '<span id="pager-name" hidden>Kapitel</span>',
     ],
   },
   {
@@ -304,7 +375,7 @@ const IN_OTHER_LANGUAGES = [
       ">Page de titre<",
       "download>Télécharger l’EPUB</a>",
       '<p class="chapter-number">Chapitre 1</p>',
-      'aria-label="Chapitres"',
+      '<span id="pager-name" hidden>Chapitres</span>',
     ],
   },
 ];

@@ -16,15 +16,15 @@ export interface BookMeta {
 
 const chapterFile = (index: number, ext: string) => `chapter-${String(index + 1).padStart(2, "0")}.${ext}`;
 
-/** The book's cover: the site hero's generated pattern in the tone's theme, with the title, subtitle and author set on it. */
+/** The book's cover: the site hero's generated pattern in the tone's theme, with the title, subtitle and author (a line of their own) set on it. */
 export function bookCover(brief: EbookBrief): string {
   const theme = THEMES[brief.tone] ?? THEMES.warm;
-  const byline = brief.author.trim();
   return generatedArt(brief.title, theme, {
     width: 600,
     height: 900,
     title: brief.title,
-    subtitle: byline ? `${brief.subtitle} — ${byline}` : brief.subtitle,
+    subtitle: brief.subtitle,
+    byline: brief.author,
     label: coverAlt(brief),
     lang: brief.language,
   });
@@ -55,12 +55,13 @@ export function renderEpub(brief: EbookBrief, content: BookContent, meta: BookMe
   const { words, otherLanguage } = interfaceWords(lang);
   const mark = languageMark(otherLanguage, true);
   const chapters = content.chapters;
-  const xhtml = (title: string, body: Html, type = "") => `<?xml version="1.0" encoding="UTF-8"?>
+  /** A page; `titleMark` marks a title in other words than the book's (the template's English "Contents"). */
+  const xhtml = (title: string, body: Html, titleMark: Html = html``) => `<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE html>
-<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops" lang="${lang}" xml:lang="${lang}" dir="${direction}"${type}>
+<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops" lang="${lang}" xml:lang="${lang}" dir="${direction}">
 <head>
 <meta charset="UTF-8"/>
-<title>${html`${title}`}</title>
+<title${titleMark}>${html`${title}`}</title>
 <link rel="stylesheet" type="text/css" href="style.css"/>
 </head>
 <body>
@@ -93,6 +94,7 @@ ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "xhtml")}">${c.title
 <li><a epub:type="bodymatter" href="${chapterFile(0, "xhtml")}">${words.startOfContent}</a></li>
 </ol>
 </nav>`,
+    mark,
   );
   const coverPage = xhtml(
     brief.title,
@@ -138,7 +140,7 @@ ${brief.author.trim() ? `<dc:creator>${html`${brief.author}`}</dc:creator>\n` : 
 <dc:publisher>Project Zero</dc:publisher>
 <meta property="dcterms:modified">${modified}</meta>
 <meta name="cover" content="cover-image"/>
-</metadata>
+${ACCESSIBILITY_METADATA}</metadata>
 <manifest>
 <item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>
 <item id="ncx" href="toc.ncx" media-type="application/x-dtbncx+xml"/>
@@ -254,7 +256,7 @@ ${chapters.map((c, i) => html`<li><a href="${chapterFile(i, "html")}">${c.title}
 <h1 id="chapter-title">${chapter.title}</h1>
 ${chapterBody(chapter)}
 </article>
-<nav class="pager" aria-label="${words.chapters}">${previous} ${next}</nav>`,
+<nav class="pager" aria-labelledby="pager-name"><span id="pager-name" hidden${mark}>${words.chapters}</span>${previous} ${next}</nav>`,
       ),
     );
   });
@@ -282,6 +284,23 @@ function uuidFrom(seed: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
+/**
+ * What the book offers a reader who cannot see it, or reads it another way (EPUB Accessibility 1.1, schema.org):
+ * text throughout, in the order of the spine, with headings, a table of contents and landmarks; the cover's artwork
+ * is not needed to read it (DAISY: cover art sets no visual access mode) and has alt text. No claim of WCAG
+ * conformance (`dcterms:conformsTo`): no one has audited a book against it.
+ */
+const ACCESSIBILITY_METADATA = `<meta property="schema:accessMode">textual</meta>
+<meta property="schema:accessModeSufficient">textual</meta>
+<meta property="schema:accessibilityFeature">structuralNavigation</meta>
+<meta property="schema:accessibilityFeature">tableOfContents</meta>
+<meta property="schema:accessibilityFeature">readingOrder</meta>
+<meta property="schema:accessibilityFeature">alternativeText</meta>
+<meta property="schema:accessibilityHazard">none</meta>
+<meta property="schema:accessibilitySummary" xml:lang="en">All text, in reading order, with chapter headings, a table of contents and landmarks. The one image, the cover, has a text description. No flashing, sound or motion.</meta>
+`;
+
+// Not slanted in the scripts that have no italic (Chinese, Japanese, Korean, Arabic, Hebrew): a reader would fake one by shearing the glyphs.
 const BOOK_CSS = `body { font-family: Georgia, "Iowan Old Style", Palatino, serif; line-height: 1.6; margin: 0 5%; color: #1f1b16; }
 h1, h2 { font-family: "Helvetica Neue", Arial, sans-serif; line-height: 1.25; }
 h1 { font-size: 1.8em; margin: 1.5em 0 .8em; }
@@ -289,6 +308,7 @@ h2 { font-size: 1.25em; margin: 1.6em 0 .6em; }
 p { margin: 0 0 .9em; text-align: start; }
 .titlepage { text-align: center; margin-top: 3em; }
 .subtitle { font-size: 1.2em; font-style: italic; text-align: center; }
+.subtitle:lang(ja), .subtitle:lang(zh), .subtitle:lang(ko), .subtitle:lang(ar), .subtitle:lang(fa), .subtitle:lang(ur), .subtitle:lang(he), .subtitle:lang(yi) { font-style: normal; }
 .author { font-weight: bold; text-align: center; }
 .blurb { margin-top: 2em; }
 .cover { text-align: center; margin: 0; }

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { ALT_TEXT_MAX, type Tone } from "../content.js";
-import { html, join, languageTag, type Html } from "../html.js";
+import { html, join, languageTag, textDirection, type Html } from "../html.js";
 import { shorten } from "../json-schema.js";
+import { UNSPACED_SCRIPTS } from "../../strings.js";
 import type { Theme } from "./themes.js";
 
 /**
@@ -18,6 +19,8 @@ export interface ArtOptions {
   /** Text set large over the pattern (a cover's title, a preview's name); none for the hero, whose heading says it already. */
   title?: string;
   subtitle?: string;
+  /** A book's author, on a line of their own under the subtitle. */
+  byline?: string;
   /** The accessible name: the SVG's `<title>` and `aria-label`. */
   label: string;
   /** The language of `label` (and of the lettering), as the SVG's `xml:lang`, so a screen reader speaks it in the right voice. */
@@ -130,8 +133,11 @@ export function generatedArt(name: string, theme: Theme, options: ArtOptions): s
   const dark = theme.id === "bold";
   const background = html`<defs><linearGradient id="bg" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="${c.heroFrom}"/><stop offset="1" stop-color="${c.heroTo}"/></linearGradient></defs>
 <rect width="${w}" height="${h}" fill="url(#bg)"/>`;
-  const words = options.title ? lettering(options.title, options.subtitle, w, h, theme, dark) : html``;
-  return html`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}" role="img" aria-label="${options.label}"${options.lang ? html` xml:lang="${languageTag(options.lang)}"` : html``}>
+  const words = options.title ? lettering(options, theme, dark) : html``;
+  const tag = options.lang ? languageTag(options.lang) : undefined;
+  // The base direction orders a mixed title ("Python للمبتدئين") as its language reads; centred lines stay centred.
+  const language = tag ? html` xml:lang="${tag}"${textDirection(tag) === "rtl" ? html` direction="rtl"` : html``}` : html``;
+  return html`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}" role="img" aria-label="${options.label}"${language}>
 <title>${options.label}</title>
 ${background}
 <g>${join(shapes, "\n")}</g>
@@ -140,50 +146,164 @@ ${words}
 `.value;
 }
 
+/** Lines of text set at one size. */
+interface SetLines {
+  lines: string[];
+  size: number;
+}
+
 /**
- * The title set on a plate over the pattern, broken into lines at spaces
- * (never mid-word; a word too long for a line is set smaller, whole, and the
- * subtitle under it keeps the size it has under a title that fits). Text in
- * SVG, so any script renders with the reader's fonts.
+ * The title set on a plate over the pattern, then the subtitle and the
+ * author, each on lines of its own. Text in SVG, so any script renders with
+ * the reader's fonts; the lines are measured as such fonts set them (see
+ * `emWidth`). A title or subtitle too long for its lines ends in an
+ * ellipsis; a word too long for a line is set smaller, whole. The
+ * subtitle's and the author's size follow the picture's width, never the
+ * title's length.
  */
-function lettering(title: string, subtitle: string | undefined, w: number, h: number, theme: Theme, dark: boolean): Html {
-  const perLine = Math.max(8, Math.floor(w / 42));
-  const lines = wrap(title, perLine).slice(0, 4);
-  const longest = Math.max(...lines.map((l) => [...l].length));
-  const sizeFor = (characters: number) => round(Math.min(h / 9, (w * 0.8) / Math.max(1, characters * 0.6)));
-  const size = sizeFor(longest);
-  const sub = subtitle ? wrap(subtitle, Math.floor(perLine * 1.6)).slice(0, 3) : [];
-  const subSize = round(sizeFor(Math.min(longest, perLine)) * 0.42);
-  const block = lines.length * size * 1.15 + sub.length * subSize * 1.3 + (sub.length ? size * 0.5 : 0);
+function lettering(options: ArtOptions, theme: Theme, dark: boolean): Html {
+  const { width: w, height: h } = options;
+  const room = w * 0.8;
+  const measure = Math.max(8, Math.floor(w / 42)) * LATIN_EM;
+  const titleSize = Math.min(h / 9, room / measure);
+  const smallSize = round(titleSize * 0.42);
+  const title = setLines(options.title ?? "", measure, 4, h / 9, room);
+  const subtitle = setLines(options.subtitle ?? "", measure * 1.6, 3, smallSize, room);
+  const byline = setLines(options.byline ?? "", measure * 2.4, 1, smallSize, room);
+  const { size } = title;
+  const subSize = subtitle.size;
+  const bylineSize = byline.size;
+  // Spacing follows the title's size, but no less than the small lines need under a title set small (one long word).
+  const gap = Math.max(size * 0.5, smallSize * 0.8);
+  const padding = Math.max(size * 0.6, smallSize);
+  const subGap = subtitle.lines.length ? gap : 0;
+  const bylineGap = byline.lines.length ? gap : 0;
+  const block = title.lines.length * size * 1.15 + subGap + subtitle.lines.length * subSize * 1.3 + bylineGap + byline.lines.length * bylineSize * 1.3;
   const top = (h - block) / 2;
-  const plate = html`<rect x="${round(w * 0.06)}" y="${round(top - size * 0.6)}" width="${round(w * 0.88)}" height="${round(block + size * 1.1)}" rx="12" fill="${dark ? "#111827" : theme.colors.bg}" opacity="0.92"/>`;
+  const plate = html`<rect x="${round(w * 0.06)}" y="${round(top - padding)}" width="${round(w * 0.88)}" height="${round(block + padding * 1.85)}" rx="12" fill="${dark ? "#111827" : theme.colors.bg}" opacity="0.92"/>`;
   const colour = dark ? "#f9fafb" : theme.colors.text;
-  const titleLines = lines.map(
+  const titleLines = title.lines.map(
     (line, i) =>
       html`<text x="${round(w / 2)}" y="${round(top + size * (i + 0.85) * 1.15)}" text-anchor="middle" font-family="${theme.headingFont}" font-weight="700" font-size="${size}" fill="${colour}">${line}</text>`,
   );
-  const subStart = top + lines.length * size * 1.15 + size * 0.5;
-  const subLines = sub.map(
+  const subStart = top + title.lines.length * size * 1.15 + subGap;
+  const subLines = subtitle.lines.map(
     (line, i) =>
       html`<text x="${round(w / 2)}" y="${round(subStart + subSize * (i + 1) * 1.3)}" text-anchor="middle" font-family="${theme.bodyFont}" font-size="${subSize}" fill="${colour}">${line}</text>`,
   );
+  const bylineStart = subStart + subtitle.lines.length * subSize * 1.3 + bylineGap;
+  const bylineLines = byline.lines.map(
+    (line, i) =>
+      html`<text x="${round(w / 2)}" y="${round(bylineStart + bylineSize * (i + 1) * 1.3)}" text-anchor="middle" font-family="${theme.bodyFont}" font-weight="600" font-size="${bylineSize}" fill="${colour}">${line}</text>`,
+  );
   return html`<g>${plate}
 ${join(titleLines, "\n")}
-${join(subLines, "\n")}</g>`;
+${join(subLines, "\n")}
+${join(bylineLines, "\n")}</g>`;
 }
 
-/** Lines of at most `width` characters, broken at spaces only. */
-function wrap(text: string, width: number): string[] {
-  const lines: string[] = [];
-  let line = "";
-  for (const word of text.trim().split(/\s+/)) {
-    if (line && [...`${line} ${word}`].length > width) {
-      lines.push(line);
-      line = word;
-    } else line = line ? `${line} ${word}` : word;
+/** The width of a Latin, Cyrillic, Arabic… character, on average, in em; a character of `FULL_WIDTH` is one em. */
+const LATIN_EM = 0.6;
+/** Han, Kana, Hangul and Bopomofo: the scripts of Chinese, Japanese and Korean, each character a square. */
+const CJK = String.raw`\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\p{Script=Bopomofo}`;
+/** Characters as wide as they are high: Han, Kana, Hangul, their full-width punctuation and forms, and emoji. */
+const FULL_WIDTH = new RegExp(String.raw`[${CJK}\u3000-\u303F\u30FB\u30FC\uFF01-\uFF60\uFFE0-\uFFE6]|\p{Extended_Pictographic}`, "u");
+/** Where a line may not begin (Japanese kinsoku): closing brackets and quotes, stops, commas, the long-vowel mark, small kana. */
+const NO_BREAK_BEFORE =
+  /^[\p{Pe}\p{Pf}!%),.:;?\u2026\u3001\u3002\u3005\u301C\u303B\u3041\u3043\u3045\u3047\u3049\u3063\u3083\u3085\u3087\u308E\u3095\u3096\u309D\u309E\u30A1\u30A3\u30A5\u30A7\u30A9\u30C3\u30E3\u30E5\u30E7\u30EE\u30F5\u30F6\u30FB-\u30FE\uFF01\uFF05\uFF0C\uFF0E\uFF1A\uFF1B\uFF1F]/u;
+/** Where a line may not end: opening brackets and quotes. */
+const NO_BREAK_AFTER = /[\p{Ps}\p{Pi}]$/u;
+const UNSPACED = new RegExp(`[${UNSPACED_SCRIPTS}]`, "u");
+const ELLIPSIS = "\u2026";
+
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+const dictionaryWords = new Intl.Segmenter(undefined, { granularity: "word" });
+
+/** The width of `text` set at 1 px, in em. */
+function emWidth(text: string): number {
+  let width = 0;
+  for (const { segment } of graphemes.segment(text)) width += FULL_WIDTH.test(segment) ? 1 : LATIN_EM;
+  return width;
+}
+
+/** A piece of text no line breaks inside, and whether a space sets it apart from the piece before. */
+interface Piece {
+  text: string;
+  spaced: boolean;
+}
+
+/**
+ * The pieces a line may break between: words between spaces, and in a script written without them (Chinese,
+ * Japanese, Thai) the words of the platform's dictionary (ICU), punctuation kept with the word it belongs to. A
+ * word of those scripts still too wide for a line breaks between any two characters (Korean written without its
+ * spaces), never inside one, nor before closing punctuation.
+ */
+function piecesOf(text: string, lineWidth: number): Piece[] {
+  const pieces: Piece[] = [];
+  for (const spaced of text.trim().split(/\s+/)) {
+    if (spaced === "") continue;
+    const [first, ...rest] = UNSPACED.test(spaced) ? unspacedParts(spaced, lineWidth) : [spaced];
+    pieces.push({ text: first!, spaced: pieces.length > 0 }, ...rest.map((part) => ({ text: part, spaced: false })));
   }
-  if (line) lines.push(line);
+  return pieces;
+}
+
+function unspacedParts(word: string, lineWidth: number): string[] {
+  const joined = (segments: Iterable<string>) => {
+    const parts: string[] = [];
+    for (const segment of segments) {
+      const last = parts.at(-1);
+      if (last !== undefined && (NO_BREAK_BEFORE.test(segment) || NO_BREAK_AFTER.test(last))) parts[parts.length - 1] = last + segment;
+      else parts.push(segment);
+    }
+    return parts;
+  };
+  const inWords = joined(Array.from(dictionaryWords.segment(word), (s) => s.segment));
+  return inWords.flatMap((part) => (emWidth(part) > lineWidth && UNSPACED.test(part) ? joined(Array.from(graphemes.segment(part), (s) => s.segment)) : [part]));
+}
+
+/** Pieces into lines at most `lineWidth` em wide (a piece wider than that alone on its line). */
+function wrap(pieces: readonly Piece[], lineWidth: number): Piece[][] {
+  const lines: Piece[][] = [];
+  let line: Piece[] = [];
+  for (const piece of pieces) {
+    if (line.length > 0 && emWidth(lineText([...line, piece])) > lineWidth) {
+      lines.push(line);
+      line = [{ ...piece, spaced: false }];
+    } else line.push(line.length === 0 ? { ...piece, spaced: false } : piece);
+  }
+  if (line.length > 0) lines.push(line);
   return lines;
+}
+
+const lineText = (line: readonly Piece[]) => line.map((piece) => (piece.spaced ? ` ${piece.text}` : piece.text)).join("");
+
+/**
+ * `text` on at most `maxLines` lines of about `lineWidth` em, set at `maxSize` px or smaller to fit `room` px:
+ * lines up to half as long again (set smaller) before a word is left out, and then the last line ends in an
+ * ellipsis.
+ */
+function setLines(text: string, lineWidth: number, maxLines: number, maxSize: number, room: number): SetLines {
+  const widest = lineWidth * 1.5;
+  const pieces = piecesOf(text, lineWidth);
+  let lines = wrap(pieces, lineWidth);
+  for (const wider of [lineWidth * 1.25, widest]) if (lines.length > maxLines) lines = wrap(pieces, wider);
+  const shown = lines.slice(0, maxLines).map(lineText);
+  if (lines.length > maxLines) shown[maxLines - 1] = withEllipsis(lines[maxLines - 1]!, widest);
+  const longest = Math.max(0, ...shown.map(emWidth));
+  // Rounded down, so that the lines still fit at the size the SVG says.
+  return { lines: shown, size: Math.floor(Math.min(maxSize, room / Math.max(1, longest)) * 10) / 10 };
+}
+
+/** A cut line ending in an ellipsis, within `lineWidth` em: pieces, then characters, dropped from its end to make room. */
+function withEllipsis(line: readonly Piece[], lineWidth: number): string {
+  const kept = [...line];
+  while (kept.length > 1 && emWidth(lineText(kept) + ELLIPSIS) > lineWidth) kept.pop();
+  const characters = Array.from(graphemes.segment(lineText(kept)), (s) => s.segment);
+  while (characters.length > 1 && emWidth(characters.join("") + ELLIPSIS) > lineWidth) characters.pop();
+  // No stop, comma or space before the ellipsis ("balcony,…"); a closing bracket or quote stays.
+  while (characters.length > 1 && /^[\s\p{Po}]$/u.test(characters.at(-1)!)) characters.pop();
+  return characters.join("") + ELLIPSIS;
 }
 
 /**
