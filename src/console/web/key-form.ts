@@ -107,6 +107,8 @@ async function submitKey(create: KeyForm, context: ViewContext, onCreated: () =>
   } catch (caught) {
     if (isSignedOut(caught)) return context.signedOut();
     showError(error, errorMessage(caught));
+    // An answer lost on the way back may be a key made all the same: list what there is, so it can be seen and revoked.
+    await onCreated().catch(() => undefined);
   } finally {
     setBusy(form, false);
   }

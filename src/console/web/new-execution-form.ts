@@ -5,6 +5,7 @@ import { errorMessage, executionsApi, isSignedOut } from "./api.js";
 import { h, setBusy, showError } from "./dom.js";
 import { outcomeLabel } from "./labels.js";
 import type { ViewContext } from "./view.js";
+import { goalDraft, keepGoalDraft } from "./drafts.js";
 
 interface GoalLimits {
   min: number;
@@ -24,6 +25,9 @@ export interface StartForm {
 /** The "Start an execution" form; `onStarted` runs once the service has created the plan. */
 export function newExecutionForm(context: ViewContext, onStarted: (plan: Plan | undefined) => Promise<void>): StartForm {
   const start = startForm({ min: GOAL_MIN_LENGTH, max: GOAL_MAX_LENGTH });
+  // What was typed and not started survives the session ending, a reload or a visit to another page, in this tab.
+  start.goal.value = goalDraft();
+  start.goal.addEventListener("input", () => keepGoalDraft(start.goal.value));
   // Enter makes a new line in the goal; Ctrl+Enter (⌘+Enter) starts the execution, as in most editors.
   start.goal.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
@@ -87,6 +91,26 @@ function startForm(limits: GoalLimits): StartForm {
   return { form, goal, goalHint: goalHintElement, outcome, error, limits };
 }
 
+/** The create last sent without an answer, and the Idempotency-Key it went with. */
+let pendingCreate: { request: string; key: string } | undefined;
+
+/**
+ * The key a create goes with: the one its last try had when the person sends
+ * the same goal again after no answer came (the connection dropped after the
+ * service took it), so the retry gives back that plan rather than a second
+ * one; a new key for anything else.
+ */
+function idempotencyKeyFor(request: { goal: string; outcome: string }): string {
+  const text = JSON.stringify(request);
+  if (pendingCreate?.request !== text) pendingCreate = { request: text, key: randomKey() };
+  return pendingCreate.key;
+}
+
+/** 128 random bits in hex (crypto.randomUUID needs a secure context; a Console on plain http has none). */
+function randomKey(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
 function goalHint(limits: GoalLimits): string {
   return `Describe what you want in plain language, ${limits.min} to ${limits.max} characters. Ctrl+Enter starts it.`;
 }
@@ -103,8 +127,11 @@ async function submitStart(start: StartForm, context: ViewContext, onStarted: (p
   }
   setBusy(start.form, true);
   try {
-    const response = await executionsApi.createExecution({ goal: text, outcome: start.outcome.value });
+    const request = { goal: text, outcome: start.outcome.value };
+    const response = await executionsApi.createExecution(request, { headers: { "idempotency-key": idempotencyKeyFor(request) } });
     start.form.reset();
+    keepGoalDraft("");
+    pendingCreate = undefined;
     await onStarted(response.plan);
   } catch (error) {
     if (isSignedOut(error)) return context.signedOut();

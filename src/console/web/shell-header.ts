@@ -2,6 +2,7 @@ import type { Account } from "../../../gen/zero/v1/console_pb.js";
 import { consoleApi, errorMessage, isSignedOut } from "./api.js";
 import { h, showError } from "./dom.js";
 import { BASE, PAGES, type Page } from "./router.js";
+import { forgetDrafts } from "./drafts.js";
 
 /** What the header's Sign out button needs from the shell. */
 export interface ShellActions {
@@ -76,6 +77,7 @@ function signOutButton(signedIn: Account, actions: ShellActions, error: HTMLElem
         return;
       }
     }
+    forgetDrafts();
     actions.endSession("You have signed out.");
   });
   return signOut;
