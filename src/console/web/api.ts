@@ -1,4 +1,4 @@
-import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type CallOptions, type Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { CapabilitiesService } from "../../../gen/zero/v1/capabilities_pb.js";
 import { ConsoleService } from "../../../gen/zero/v1/console_pb.js";
@@ -13,13 +13,28 @@ export const consoleApi: Client<typeof ConsoleService> = createClient(ConsoleSer
 export const executionsApi: Client<typeof ExecutionService> = createClient(ExecutionService, transport);
 export const capabilitiesApi: Client<typeof CapabilitiesService> = createClient(CapabilitiesService, transport);
 
+/**
+ * For the reads the page repeats on its own (the list, one plan): a read
+ * that never answers (its connection died while the laptop slept) fails
+ * after this instead of holding up every read after it. Not for streams,
+ * which run for as long as a plan does, nor for writes, whose outcome a
+ * timeout would leave unknown.
+ */
+export const READ_TIMEOUT: CallOptions = { timeoutMs: 15_000 };
+
+export const UNREACHABLE = "Could not reach the service. Check your connection and try again.";
+export const UNAVAILABLE = "The service is unavailable. Try again shortly.";
+
+/** True for a message saying the service could not be reached or was away: an answer from it since makes it untrue. */
+export function saysServiceAway(message: string): boolean {
+  return message === UNREACHABLE || message === UNAVAILABLE;
+}
+
 /** The server's own words for a failure; it writes them for people. */
 export function errorMessage(error: unknown): string {
   const connectError = ConnectError.from(error);
-  if (connectError.code === Code.Unavailable && connectError.rawMessage === "") return "The service is unavailable. Try again shortly.";
-  if (connectError.code === Code.Unknown && /fetch|network/i.test(connectError.rawMessage)) {
-    return "Could not reach the service. Check your connection and try again.";
-  }
+  if (connectError.code === Code.Unavailable && connectError.rawMessage === "") return UNAVAILABLE;
+  if (connectError.code === Code.Unknown && /fetch|network/i.test(connectError.rawMessage)) return UNREACHABLE;
   const message = sentence(connectError.rawMessage || "Something went wrong. Try again.");
   const retryAfter = Number.parseInt(connectError.metadata.get("retry-after") ?? "", 10);
   if (connectError.code !== Code.ResourceExhausted || !Number.isFinite(retryAfter) || retryAfter <= 0) return message;

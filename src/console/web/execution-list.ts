@@ -1,5 +1,7 @@
 import { equals } from "@bufbuild/protobuf";
 import { PlanSchema, type Plan } from "../../../gen/zero/v1/execution_pb.js";
+import { newestDraft } from "../../api/plans.js";
+import { saysServiceAway } from "./api.js";
 import { h, showError } from "./dom.js";
 import { planCard, shortGoal, type PlanActions } from "./execution-card.js";
 import { statusLabel } from "./labels.js";
@@ -76,7 +78,7 @@ export class ExecutionList {
     }
     const focusKey = old?.contains(document.activeElement) ? (document.activeElement as HTMLElement).dataset.focusKey : undefined;
     const card = planCard(plan, this.#actions);
-    this.#keepTyped(plan.id, old, card);
+    this.#keepTyped(plan, previous, old, card);
     this.#explainAgain(plan, card);
     this.#cards.set(plan.id, card);
     if (old) old.replaceWith(card);
@@ -106,6 +108,18 @@ export class ExecutionList {
     if (keepWhile.length > 0) this.#explained.set(id, { message, statuses: new Set(keepWhile) });
     const slot = this.#cards.get(id)?.querySelector<HTMLElement>("[data-plan-error]");
     if (slot) showError(slot, message);
+  }
+
+  /**
+   * The service answered a read: a card's word that it could not be reached
+   * (an action that failed meanwhile) no longer holds, and goes. What else a
+   * card says (a refusal, why an action was not done) stays.
+   */
+  serviceAnswered(): void {
+    for (const card of this.#cards.values()) {
+      const slot = card.querySelector<HTMLElement>("[data-plan-error]");
+      if (slot && saysServiceAway(slot.textContent ?? "")) showError(slot, undefined);
+    }
   }
 
   /** The feedback typed at the gate was sent for a new draft: it is not put back in the next gate's box. */
@@ -154,13 +168,18 @@ export class ExecutionList {
    * Text typed into a card's fields (feedback at the gate) survives the card
    * being redrawn: copied into the new card, or, when it has no such field
    * (the plan left the gate for a while), kept until a card with it returns.
+   * Feedback that a new revision carries was sent, though its answer may
+   * have been lost on the way (then `feedbackSent` never ran): it goes.
    */
-  #keepTyped(id: string, old: HTMLElement | undefined, card: HTMLElement): void {
+  #keepTyped(plan: Plan, previous: Plan | undefined, old: HTMLElement | undefined, card: HTMLElement): void {
+    const id = plan.id;
     const typed = this.#typed.get(id) ?? new Map<string, string>();
     for (const field of Array.from(old?.querySelectorAll("textarea") ?? [])) {
       if (field.value !== "") typed.set(field.name, field.value);
       else typed.delete(field.name);
     }
+    const revisedSince = previous && newestDraft(plan) > newestDraft(previous);
+    if (revisedSince && typed.get("feedback")?.trim() === plan.revisions.at(-1)?.feedback) typed.delete("feedback");
     for (const [name, value] of typed) {
       const twin = card.querySelector<HTMLTextAreaElement>(`textarea[name="${name}"]`);
       if (!twin) continue;

@@ -1,15 +1,18 @@
 import { LIST_LIMIT } from "../../api/limits.js";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
-import { errorMessage, executionsApi, isNotFound, isSignedOut, isUnimplemented } from "./api.js";
+import { READ_TIMEOUT, errorMessage, executionsApi, isNotFound, isSignedOut, isUnimplemented } from "./api.js";
 import type { ExecutionList } from "./execution-list.js";
 import type { ViewContext } from "./view.js";
 
 /**
- * Browsers open at most six HTTP/1.1 connections per origin, and each
- * WatchExecution stream holds one; the rest of the running plans are polled.
+ * Browsers open at most six HTTP/1.1 connections per origin, shared by all
+ * the tabs of the Console, and each WatchExecution stream holds one until
+ * its plan stops: one a visible tab, none a hidden one, so three windows
+ * side by side still leave room for every other request. The rest of the
+ * running plans are polled.
  */
-const MAX_STREAMS = 2;
+const MAX_STREAMS = 1;
 const POLL_MS = 3000;
 /**
  * With nothing left to follow, the list is still read this often while the
@@ -18,7 +21,7 @@ const POLL_MS = 3000;
  */
 const REFRESH_MS = 5000;
 
-/** Keeps the list current: a WatchExecution stream for a few running plans, polling for the rest, and a slower refresh always. */
+/** Keeps the list current while the page is in view: a WatchExecution stream for a running plan, polling for the rest, and a slower refresh always. */
 export class ExecutionUpdates {
   readonly #list: ExecutionList;
   readonly #context: ViewContext;
@@ -28,7 +31,7 @@ export class ExecutionUpdates {
   #pollTimer: number | undefined;
   readonly #onVisible = (): void => {
     if (document.visibilityState === "visible") void this.refresh();
-    else window.clearTimeout(this.#pollTimer);
+    else this.schedulePoll();
   };
 
   /** `onUnimplemented`: this server does not run executions at all. */
@@ -59,7 +62,7 @@ export class ExecutionUpdates {
     if (this.#stopped) return;
     window.clearTimeout(this.#pollTimer);
     try {
-      const response = await executionsApi.listExecutions({});
+      const response = await executionsApi.listExecutions({}, READ_TIMEOUT);
       if (this.#stopped) return;
       const older = this.#list.pagedBack ? await this.#readOlderShown(response.plans) : [];
       if (this.#stopped) return;
@@ -77,14 +80,22 @@ export class ExecutionUpdates {
     this.schedulePoll();
   }
 
-  /** Reads again soon while some running plan is not followed by a stream, else at the slower pace; never while the page is hidden. */
+  /**
+   * Reads again soon while some running plan is not followed by a stream,
+   * else at the slower pace. A hidden page neither reads nor holds streams
+   * (their connections are for the tabs in view); it reads afresh when shown.
+   */
   schedulePoll(): void {
     window.clearTimeout(this.#pollTimer);
     if (this.#stopped) return;
+    if (document.visibilityState !== "visible") {
+      this.#watches.closeAll();
+      return;
+    }
     const running = this.#list.plans().filter(isLive);
     this.#watches.sync(running);
     const unwatched = running.some((p) => !this.#watches.has(p.id));
-    if (document.visibilityState === "visible") this.#pollTimer = window.setTimeout(() => void this.refresh(), unwatched ? POLL_MS : REFRESH_MS);
+    this.#pollTimer = window.setTimeout(() => void this.refresh(), unwatched ? POLL_MS : REFRESH_MS);
   }
 
   /**
@@ -94,7 +105,7 @@ export class ExecutionUpdates {
    */
   async reread(id: string): Promise<Plan | undefined> {
     try {
-      const { plan } = await executionsApi.getExecution({ id });
+      const { plan } = await executionsApi.getExecution({ id }, READ_TIMEOUT);
       if (plan) this.#list.upsert(plan);
       this.schedulePoll();
       return plan;
@@ -127,7 +138,7 @@ export class ExecutionUpdates {
     try {
       // Plans come newest first: a page ending before the oldest shown was created holds the last of them.
       while (page.length >= LIST_LIMIT && createdMs(page.at(-1)!) >= oldest) {
-        ({ plans: page } = await executionsApi.listExecutions({ before: page.at(-1)!.id }));
+        ({ plans: page } = await executionsApi.listExecutions({ before: page.at(-1)!.id }, READ_TIMEOUT));
         if (this.#stopped) return undefined;
         read.push(...page);
       }
@@ -154,6 +165,7 @@ export class ExecutionUpdates {
     for (const plan of older ?? []) if (this.#list.has(plan.id)) this.#list.upsert(plan);
     if (!this.#list.pagedBack) this.#list.olderButton.hidden = plans.length < LIST_LIMIT;
     this.#list.loaded();
+    this.#list.serviceAnswered();
   }
 }
 
@@ -190,10 +202,15 @@ class PlanWatches {
     this.#streams.delete(id);
   }
 
-  stop(): void {
-    this.#stopped = true;
+  /** Ends every stream; `sync` opens them again. */
+  closeAll(): void {
     for (const controller of this.#streams.values()) controller.abort();
     this.#streams.clear();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    this.closeAll();
   }
 
   async #watch(id: string): Promise<void> {

@@ -2,7 +2,7 @@ import type { GetCapabilitiesResponse } from "../../../gen/zero/v1/capabilities_
 import type { Plan } from "../../../gen/zero/v1/execution_pb.js";
 import { LIST_LIMIT } from "../../api/limits.js";
 import { newestDraft } from "../../api/plans.js";
-import { capabilitiesApi, errorMessage, executionsApi, isConflict, isNotFound, isSignedOut, sentence } from "./api.js";
+import { capabilitiesApi, errorMessage, executionsApi, isConflict, isNotFound, isSignedOut, sentence, UNAVAILABLE, UNREACHABLE } from "./api.js";
 import { ConfirmDialog } from "./confirm-dialog.js";
 import { focusIsLost, h, setBusy, showError } from "./dom.js";
 import { shortGoal } from "./execution-card.js";
@@ -140,7 +140,7 @@ async function download(page: ExecutionsPage, plan: Plan, link: HTMLAnchorElemen
   try {
     answer = await fetch(link.href, { method: "HEAD" });
   } catch {
-    showError(error, "Could not reach the service. Check your connection and try again.");
+    showError(error, UNREACHABLE);
     return;
   }
   if (answer.ok) {
@@ -161,7 +161,7 @@ async function downloadRefusal(href: string, status: number): Promise<string> {
   } catch {
     // Said below.
   }
-  return status >= 500 ? "The service is unavailable. Try again shortly." : "The download failed. Try again.";
+  return status >= 500 ? UNAVAILABLE : "The download failed. Try again.";
 }
 
 /** A plan deleted elsewhere: its card goes, with a word about it, and focus stays on the list. */
