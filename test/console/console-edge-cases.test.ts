@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import type { Locator, Page, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHROMIUM, openConsoleBrowser } from "./support/console-browser.js";
+import { CHROMIUM, openConsoleBrowser, signUpInConsole } from "./support/console-browser.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { HeldWork, typicalOutcome } from "../support/stage-work.js";
 import { SIGN_IN_WINDOW_S, wellInsideWindow } from "../support/limit-windows.js";
@@ -58,11 +58,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
     page.on("pageerror", (error) => pageErrors.push(error.message));
     // Playwright's clock, flowing as real time does, so a test can skip ahead to the Console's next list refresh.
     await page.clock.install();
-    await page.goto(`${app.url}/console/sign-up`);
-    await page.getByLabel("Email").fill(email);
-    await page.getByLabel("Password").fill(password);
-    await page.getByRole("button", { name: "Create account" }).click();
-    await page.waitForURL(`${app.url}/console/executions`);
+    await signUpInConsole(page, app.url, email, password);
   }, 60_000);
 
   afterAll(async () => {

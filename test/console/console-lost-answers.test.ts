@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHROMIUM, openConsoleBrowser } from "./support/console-browser.js";
+import { CHROMIUM, openConsoleBrowser, signUpInConsole } from "./support/console-browser.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { HeldWork } from "../support/stage-work.js";
 
@@ -25,11 +25,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console when an answer is lost or the 
     app = await startTestApp({ stageWork: work.resolver });
     browser = await openConsoleBrowser();
     ({ page } = browser);
-    await page.goto(`${app.url}/console/sign-up`);
-    await page.getByLabel("Email").fill(email);
-    await page.getByLabel("Password").fill(password);
-    await page.getByRole("button", { name: "Create account" }).click();
-    await page.waitForURL(`${app.url}/console/executions`);
+    await signUpInConsole(page, app.url, email, password);
   }, 60_000);
 
   afterAll(async () => {

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import type { Locator, Page, Request, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHROMIUM, openConsoleBrowser } from "./support/console-browser.js";
+import { CHROMIUM, openConsoleBrowser, signUpInConsole } from "./support/console-browser.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { HeldWork, typicalOutcome, type HeldStage } from "../support/stage-work.js";
 
@@ -58,11 +58,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console under disruption", () => {
     page.on("pageerror", (error) => pageErrors.push(error.message));
     // Playwright's clock, flowing as real time does, so a test can skip ahead to the Console's next list refresh or a call's timeout.
     await page.clock.install();
-    await page.goto(`${app.url}/console/sign-up`);
-    await page.getByLabel("Email").fill(`disrupted-${Date.now()}@example.test`);
-    await page.getByLabel("Password").fill("a long enough password");
-    await page.getByRole("button", { name: "Create account" }).click();
-    await page.waitForURL(`${app.url}/console/executions`);
+    await signUpInConsole(page, app.url, `disrupted-${Date.now()}@example.test`, "a long enough password");
   }, 60_000);
 
   afterAll(async () => {

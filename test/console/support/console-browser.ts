@@ -34,3 +34,12 @@ export async function openConsoleBrowser(): Promise<{ context: BrowserContext; p
     },
   };
 }
+
+/** Creates an account through the Console's own form, as a person does; the page is then on Executions, signed in. */
+export async function signUpInConsole(page: Page, baseUrl: string, email: string, password: string): Promise<void> {
+  await page.goto(`${baseUrl}/console/sign-up`);
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name: "Create account" }).click();
+  await page.waitForURL(`${baseUrl}/console/executions`);
+}
