@@ -27,6 +27,12 @@ const FIXED_WORDS: Record<string, { skip: string; nav: string }> = {
   en: { skip: "Skip to content", nav: "Main" },
   es: { skip: "Saltar al contenido", nav: "Menú principal" },
   fr: { skip: "Aller au contenu", nav: "Menu principal" },
+  ar: { skip: "انتقل إلى المحتوى", nav: "القائمة الرئيسية" },
+  he: { skip: "דילוג לתוכן", nav: "תפריט ראשי" },
+  ja: { skip: "本文へスキップ", nav: "メインメニュー" },
+  ko: { skip: "본문으로 건너뛰기", nav: "주 메뉴" },
+  ru: { skip: "Перейти к содержанию", nav: "Главное меню" },
+  el: { skip: "Μετάβαση στο περιεχόμενο", nav: "Κύριο μενού" },
 };
 const ENGLISH_MARK = ' lang="en" dir="ltr"';
 /** The skip link every page starts with: in the page's language, or English marked as such. */

@@ -178,17 +178,17 @@ describe("the EPUB", () => {
   });
 
   it("marks the template's English words as English in a book in another language, and leaves an English book unmarked", async () => {
-    const arabicBrief = { ...BRIEF, title: "البستاني الصبور", subtitle: "خضروات على الشرفة", author: "", language: "ar", tone: "bold" as const };
-    const arabicNav = readZip(renderEpub(arabicBrief, CONTENT, { planId: "pln_ar", modified: new Date() })).find((e) => e.name === "EPUB/nav.xhtml")!.text;
-    expect(arabicNav).toContain('<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops" lang="ar" xml:lang="ar"');
-    expect(arabicNav).toContain('<h1 lang="en" xml:lang="en" dir="ltr">Contents</h1>');
-    expect(arabicNav).toContain('<title lang="en" xml:lang="en" dir="ltr">Contents</title>');
-    expect(xmlProblems(arabicNav)).toEqual([]);
-    const reader = renderReader(arabicBrief, CONTENT, "book.epub");
+    const thaiBrief = { ...BRIEF, title: "คนสวนผู้อดทน", subtitle: "ผักบนระเบียง", author: "", language: "th", tone: "bold" as const };
+    const thaiNav = readZip(renderEpub(thaiBrief, CONTENT, { planId: "pln_th", modified: new Date() })).find((e) => e.name === "EPUB/nav.xhtml")!.text;
+    expect(thaiNav).toContain('<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops" lang="th" xml:lang="th"');
+    expect(thaiNav).toContain('<h1 lang="en" xml:lang="en" dir="ltr">Contents</h1>');
+    expect(thaiNav).toContain('<title lang="en" xml:lang="en" dir="ltr">Contents</title>');
+    expect(xmlProblems(thaiNav)).toEqual([]);
+    const reader = renderReader(thaiBrief, CONTENT, "book.epub");
     expect(reader.get("index.html")).toContain('<h2 id="contents-title" lang="en" dir="ltr">Contents</h2>');
     expect(reader.get("index.html")).toContain('download lang="en" dir="ltr">Download the EPUB</a>');
     expect(reader.get("chapter-01.html")).toContain('<p class="chapter-number" lang="en" dir="ltr">Chapter 1</p>');
-    // The pager's name is English too, so it is marked as such: no unmarked English "Chapters" in an Arabic page.
+    // The pager's name is English too, so it is marked as such: no unmarked English "Chapters" in a Thai page.
     expect(reader.get("chapter-01.html")).toContain(
       '<nav class="pager" aria-labelledby="pager-name"><span id="pager-name" hidden lang="en" dir="ltr">Chapters</span>',
     );
@@ -253,10 +253,13 @@ describe("the EPUB", () => {
     const english = renderReader(BRIEF, CONTENT, "book.epub");
     expect(pager(english.get("chapter-01.html")!)).toBe("\u2190 Contents Pots \u2192");
     expect(pager(english.get("chapter-02.html")!)).toBe("\u2190 Light &amp; Space Contents \u2192");
-    for (const language of ["ar", "he"]) {
+    for (const [language, contents] of [
+      ["ar", "المحتويات"],
+      ["he", "תוכן העניינים"],
+    ]) {
       const book = renderReader({ ...BRIEF, language }, CONTENT, "book.epub");
-      expect(pager(book.get("chapter-01.html")!), language).toBe("\u2192 Contents Pots \u2190");
-      expect(pager(book.get("chapter-02.html")!), language).toBe("\u2192 Light &amp; Space Contents \u2190");
+      expect(pager(book.get("chapter-01.html")!), language).toBe(`\u2192 ${contents} Pots \u2190`);
+      expect(pager(book.get("chapter-02.html")!), language).toBe(`\u2192 Light &amp; Space ${contents} \u2190`);
     }
   });
 
