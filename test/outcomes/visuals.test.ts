@@ -256,7 +256,7 @@ describe("the EPUB", () => {
     for (const [language, contents] of [
       ["ar", "المحتويات"],
       ["he", "תוכן העניינים"],
-    ]) {
+    ] as const) {
       const book = renderReader({ ...BRIEF, language }, CONTENT, "book.epub");
       expect(pager(book.get("chapter-01.html")!), language).toBe(`\u2192 ${contents} Pots \u2190`);
       expect(pager(book.get("chapter-02.html")!), language).toBe(`\u2192 Light &amp; Space ${contents} \u2190`);
