@@ -4,6 +4,7 @@ import type { Store } from "../db/database.js";
 import type { Logger } from "../observability/logger.js";
 import type { Authenticator } from "../server/access.js";
 import type { AppPart } from "../server/app-part.js";
+import { hourlySweep } from "../server/hourly-sweep.js";
 import { bindService } from "../server/rpc-pipeline.js";
 import { accountService } from "./account-service.js";
 import { deleteEndedSessions } from "./accounts.js";
@@ -24,25 +25,21 @@ export interface AuthPart extends AppPart {
 export function authPart(deps: { config: Config; store: Store; logger: Logger }): AuthPart {
   const { config, store } = deps;
   const apiKeys = createApiKeyCache(store, deps.logger);
-  let sweeper: NodeJS.Timeout | undefined;
   // Ended sessions and stale sign-in records hold e-mails and addresses nothing reads any more.
-  const sweep = () =>
-    Promise.all([deleteEndedSessions(store.db), forgetStaleSignInRecords(store.db)]).catch((error: unknown) =>
-      deps.logger.warn({ err: error }, "sweeping ended sessions and old sign-in records failed"),
-    );
+  const sweeper = hourlySweep(deps.logger, "ended sessions and old sign-in records", [
+    () => deleteEndedSessions(store.db),
+    () => forgetStaleSignInRecords(store.db),
+  ]);
   return {
     authenticator: createAuthenticator({ db: store.db, config, apiKeys }),
     services: [bindService(ConsoleService, accountService({ db: store.db, config, apiKeys }))],
     async start() {
       await apiKeys.start();
-      void sweep();
-      sweeper = setInterval(() => void sweep(), SWEEP_EVERY_MS).unref();
+      sweeper.start();
     },
     async stop() {
-      clearInterval(sweeper);
+      sweeper.stop();
       await apiKeys.stop();
     },
   };
 }
-
-const SWEEP_EVERY_MS = 3600_000;

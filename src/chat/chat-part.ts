@@ -15,6 +15,7 @@ import { groupCommitObserver, type Metrics } from "../observability/metrics.js";
 import type { Tracing } from "../observability/tracing.js";
 import { FreePool } from "./free-pool.js";
 import { IdempotencyStore } from "../server/idempotency.js";
+import { hourlySweep } from "../server/hourly-sweep.js";
 import { ResponseStore } from "./responses/response-store.js";
 import { ResponsesGateway } from "./responses/responses-gateway.js";
 import { responsesRoutes } from "./responses/responses-rest.js";
@@ -34,8 +35,6 @@ export interface ChatPart extends AppPart {
   /** The same router and pool as the public route, for the stage writers. */
   chat: ChatCompleter;
 }
-
-const SWEEP_EVERY_MS = 3600_000;
 
 /**
  * Chat: ChatService over RPC, `POST /v1/chat/completions` over REST, and the
@@ -64,11 +63,7 @@ export function chatPart(deps: ChatPartDeps): ChatPart {
   const accountCap = config.chatDailyRequestsPerAccount === undefined ? undefined : new AccountDailyCap(store.db, config.chatDailyRequestsPerAccount);
   const router = new ChatRouter({ upstreams, pool, accountCap });
   const responsesGateway = new ResponsesGateway({ router, idempotency, responses });
-  let sweeper: NodeJS.Timeout | undefined;
-  const sweep = () =>
-    Promise.all([idempotency.sweep(), responses.sweep()]).catch((error: unknown) =>
-      log.warn({ err: error }, "sweeping idempotency keys and stored responses failed"),
-    );
+  const sweeper = hourlySweep(log, "idempotency keys and stored responses", [() => idempotency.sweep(), () => responses.sweep()]);
   return {
     chat: router,
     // Answers uncompressed: for JSON clients each answer's JSON is put in place of the message's own after
@@ -82,12 +77,10 @@ export function chatPart(deps: ChatPartDeps): ChatPart {
     },
     async start() {
       await pool.start();
-      void sweep();
-      sweeper = setInterval(() => void sweep(), SWEEP_EVERY_MS);
-      sweeper.unref();
+      sweeper.start();
     },
     async stop() {
-      clearInterval(sweeper);
+      sweeper.stop();
       await pool.stop();
       await upstreams.close();
     },

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { addVary, CompressedBodies, compressSync, negotiateCoding, sendStored, worthCompressing, type ContentCoding } from "../server/compression.js";
+import { CompressedBodies, endCompressed, sendStored, worthCompressing, type ContentCoding } from "../server/compression.js";
 import { ServiceError, toServiceError } from "../server/errors.js";
 import { clientGone } from "../server/request-info.js";
 import { attachmentDisposition } from "../server/content-disposition.js";
@@ -156,17 +156,16 @@ function answeringUnavailable(mount: ArtifactMount, handler: RestHandler): RestH
 
 /** A page that is not a stored file (a site's 404 page, or one of ours), never cached; compressed as a stored page is when it is worth it. */
 function sendPlainPage(req: NodeRequest, res: NodeResponse, status: number, page: Uint8Array): void {
-  const worthIt = worthCompressing(CONTENT_TYPES.html!, page.byteLength);
-  const coding = worthIt ? negotiateCoding(req.headers["accept-encoding"]) : undefined;
-  if (worthIt) addVary(res, "accept-encoding");
-  const body = coding ? compressSync(page, coding) : page;
   res.statusCode = status;
   res.setHeader("content-type", CONTENT_TYPES.html!);
-  if (coding) res.setHeader("content-encoding", coding);
-  res.setHeader("content-length", body.byteLength);
   res.setHeader("cache-control", "no-store");
+  if (worthCompressing(CONTENT_TYPES.html!, page.byteLength)) {
+    endCompressed(req, res, page);
+    return;
+  }
+  res.setHeader("content-length", page.byteLength);
   if (req.method === "HEAD") res.end();
-  else (res as { end(chunk: Uint8Array): void }).end(body);
+  else (res as { end(chunk: Uint8Array): void }).end(page);
 }
 
 /** True when the client asked for JSON and not for a page: an API client, never a browser (which asks for HTML, or anything). */

@@ -125,6 +125,21 @@ export function ifNoneMatchMatches(header: string | string[] | undefined, etag: 
   });
 }
 
+/**
+ * Ends an answer with `body`, compressed in the coding the client prefers if
+ * it accepts one (`Vary: Accept-Encoding` either way), with its length; HEAD
+ * gets the headers alone. For a body made for this answer, worth compressing.
+ */
+export function endCompressed(req: NodeRequest, res: NodeResponse, body: Uint8Array): void {
+  addVary(res, "accept-encoding");
+  const coding = negotiateCoding(req.headers["accept-encoding"]);
+  const sent = coding ? compressSync(body, coding) : body;
+  if (coding) res.setHeader("content-encoding", coding);
+  res.setHeader("content-length", sent.byteLength);
+  if (req.method === "HEAD") res.end();
+  else (res as { end(chunk: Uint8Array): void }).end(sent);
+}
+
 /** A stored body and what describes it: its media type and its (identity) ETag. */
 export interface StoredBody {
   contentType: string;

@@ -1,7 +1,7 @@
 import { fromJson, ScalarType, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
 import { isUtf8 } from "node:buffer";
 import { API_BODY_MAX_BYTES } from "../api/limits.js";
-import { addVary, compressSync, COMPRESS_MIN_BYTES, negotiateCoding } from "./compression.js";
+import { COMPRESS_MIN_BYTES, endCompressed } from "./compression.js";
 import { apiErrorBody, invalidRequest, openAiErrorBody, ServiceError, toServiceError } from "./errors.js";
 import { repeatedKey } from "./json.js";
 import { requestInfo } from "./request-info.js";
@@ -252,15 +252,8 @@ export function sendJson(res: NodeResponse, status: number, body: unknown, heade
   res.statusCode = status;
   // Only `/api`'s answers: `/v1`'s are OpenAI's, small, and on the gateway's measured path.
   if (payload.length >= COMPRESS_MIN_BYTES && isApiPath(res.req.url)) {
-    addVary(res, "accept-encoding");
-    const coding = negotiateCoding(res.req.headers["accept-encoding"]);
-    if (coding) {
-      const compressed = compressSync(Buffer.from(payload), coding);
-      res.setHeader("content-encoding", coding);
-      res.setHeader("content-length", compressed.byteLength);
-      res.end(compressed);
-      return;
-    }
+    endCompressed(res.req, res, Buffer.from(payload));
+    return;
   }
   res.setHeader("content-length", Buffer.byteLength(payload));
   res.end(payload);

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import type { Locator, Page, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHROMIUM, openConsoleBrowser, signUpInConsole } from "./support/console-browser.js";
+import { CHROMIUM, callFromPage, openConsoleBrowser, pollSkippingAhead, signUpInConsole } from "./support/console-browser.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { HeldWork, typicalOutcome } from "../support/stage-work.js";
 import { SIGN_IN_WINDOW_S, wellInsideWindow } from "../support/limit-windows.js";
@@ -67,25 +67,8 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
   });
 
   /** Through the REST API with the page's own session, as another tab or a script would. */
-  const api = (method: string, url: string, body?: unknown) =>
-    page.evaluate(
-      async ({ method, url, body }) => {
-        const response = await fetch(url, {
-          method,
-          headers: body === undefined ? {} : { "content-type": "application/json" },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-        return { status: response.status, body: response.status === 204 ? undefined : ((await response.json()) as { plan?: { id: string } }) };
-      },
-      { method, url, body },
-    );
-
-  /** Like `poll`, but skips the page's clock ahead a second before each read: what shows up only at a timed refresh shows up sooner. */
-  const pollSkippingAhead = <T>(read: () => Promise<T>) =>
-    poll(async () => {
-      await page.clock.fastForward(1000);
-      return read();
-    });
+  const api = (method: string, url: string, body?: unknown) => callFromPage(page, method, url, body);
+  const pollAhead = <T>(read: () => Promise<T>) => pollSkippingAhead(page, read);
 
   /** Each test starts from a fresh load of one page, so one failure does not leave the next somewhere else. */
   async function open(name: "executions" | "keys"): Promise<void> {
@@ -204,13 +187,13 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
     (await work.next()).succeed();
     const card = page.locator(".execution", { hasText: "another tab for a choir" });
     // allTextContents, not textContent: it reads at once rather than wait for a card the clock has not yet let in.
-    await pollSkippingAhead(() => card.locator(".status").allTextContents()).toEqual(["Waiting for approval"]);
+    await pollAhead(() => card.locator(".status").allTextContents()).toEqual(["Waiting for approval"]);
 
     expect((await api("POST", "/api/execution", { planId: created.body!.plan!.id, cancel: true })).status).toBe(202);
-    await pollSkippingAhead(() => card.locator(".status").textContent()).toBe("Cancelled");
+    await pollAhead(() => card.locator(".status").textContent()).toBe("Cancelled");
 
     expect((await api("DELETE", `/api/execution?id=${created.body!.plan!.id}`)).status).toBe(204);
-    await pollSkippingAhead(() => card.count()).toBe(0);
+    await pollAhead(() => card.count()).toBe(0);
   });
 
   it("after showing older executions, still drops plans deleted elsewhere, older or newest, and keeps the rest", async () => {
@@ -236,7 +219,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
     expect((await api("DELETE", `/api/execution?id=${older}`)).status).toBe(204);
     expect((await api("DELETE", `/api/execution?id=${newest}`)).status).toBe(204);
     // Gone within the usual refresh, without a reload; the older pages shown stay shown.
-    await pollSkippingAhead(() => cards.evaluateAll((items) => items.map((item) => item.getAttribute("data-plan-id")!))).toEqual(
+    await pollAhead(() => cards.evaluateAll((items) => items.map((item) => item.getAttribute("data-plan-id")!))).toEqual(
       ids.filter((id) => id !== newest && id !== older),
     );
   });
@@ -268,7 +251,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
     await work.next(); // the revision's `write`, held
     const drafts = card.getByRole("region", { name: "Drafts" });
     // Asked for elsewhere while nothing runs: the card learns of it at the next list refresh (read at once, as the region may not be there yet).
-    await pollSkippingAhead(() => drafts.allTextContents()).toEqual([expect.stringContaining("being written…")]);
+    await pollAhead(() => drafts.allTextContents()).toEqual([expect.stringContaining("being written…")]);
     expect((await api("POST", "/api/execution", { planId: id, cancel: true })).status).toBe(202);
     await poll(() => card.locator(".status").textContent()).toBe("Cancelled");
     await poll(() => drafts.textContent()).toContain("not built");

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import type { Locator, Page, Request, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHROMIUM, openConsoleBrowser, signUpInConsole } from "./support/console-browser.js";
+import { CHROMIUM, callFromPage, openConsoleBrowser, pollSkippingAhead, signUpInConsole } from "./support/console-browser.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { HeldWork, typicalOutcome, type HeldStage } from "../support/stage-work.js";
 
@@ -67,25 +67,8 @@ describe.runIf(existsSync(CHROMIUM))("the Console under disruption", () => {
   });
 
   /** Through the REST API with the page's own session, as another tab or a script would. */
-  const api = (method: string, url: string, body?: unknown) =>
-    page.evaluate(
-      async ({ method, url, body }) => {
-        const response = await fetch(url, {
-          method,
-          headers: body === undefined ? {} : { "content-type": "application/json" },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-        return { status: response.status, body: response.status === 204 ? undefined : ((await response.json()) as { plan?: { id: string } }) };
-      },
-      { method, url, body },
-    );
-
-  /** Like `poll`, but skips the page's clock ahead a second before each read: what shows up only at a timed refresh shows up sooner. */
-  const pollSkippingAhead = <T>(read: () => Promise<T>) =>
-    poll(async () => {
-      await page.clock.fastForward(1000);
-      return read();
-    });
+  const api = (method: string, url: string, body?: unknown) => callFromPage(page, method, url, body);
+  const pollAhead = <T>(read: () => Promise<T>) => pollSkippingAhead(page, read);
 
   async function open(): Promise<void> {
     await page.goto(`${app.url}/console/executions`);
@@ -132,7 +115,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console under disruption", () => {
       await poll(() => card.count()).toBe(1);
       writing.push(await work.next());
       await writing[0]!.input.progress(0.4);
-      await pollSkippingAhead(() => page.locator(".stage-progress").allTextContents()).toContain("40%");
+      await pollAhead(() => page.locator(".stage-progress").allTextContents()).toContain("40%");
 
       // Two go to the background: they hold no stream while hidden.
       await setVisibility(tabs[1]!, "hidden");
@@ -140,7 +123,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console under disruption", () => {
       await poll(watches[1]!).toBe(0);
       await poll(watches[2]!).toBe(0);
       await writing[1]!.input.progress(0.6);
-      await pollSkippingAhead(() => page.locator(".stage-progress").allTextContents()).toContain("60%");
+      await pollAhead(() => page.locator(".stage-progress").allTextContents()).toContain("60%");
 
       // Shown again: it follows the running plans again at once.
       await writing[0]!.input.progress(0.7);
@@ -172,10 +155,10 @@ describe.runIf(existsSync(CHROMIUM))("the Console under disruption", () => {
       await poll(() => page.locator(".empty").textContent()).toContain("Could not load executions");
       const created = await runningPlan("A site for a cycling club, made while a read hung");
       const card = page.locator(".execution", { hasText: "made while a read hung" });
-      await pollSkippingAhead(() => card.locator(".status").allTextContents()).toEqual(["Running"]);
+      await pollAhead(() => card.locator(".status").allTextContents()).toEqual(["Running"]);
       expect(await page.locator(".empty").isHidden()).toBe(true);
       created.succeed(typicalOutcome(created.input));
-      await pollSkippingAhead(() => card.locator(".status").textContent()).toBe("Waiting for approval");
+      await pollAhead(() => card.locator(".status").textContent()).toBe("Waiting for approval");
     } finally {
       await page.unroute(LIST);
     }
@@ -200,7 +183,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console under disruption", () => {
     const rewrite = await work.next();
     expect(rewrite.input.revision?.feedback).toBe(feedback);
     rewrite.succeed(typicalOutcome(rewrite.input));
-    await pollSkippingAhead(() => card.getByRole("region", { name: "Drafts" }).allTextContents()).toEqual([expect.stringContaining(feedback)]);
+    await pollAhead(() => card.getByRole("region", { name: "Drafts" }).allTextContents()).toEqual([expect.stringContaining(feedback)]);
     await poll(() => card.locator(".status").textContent()).toBe("Waiting for approval");
     expect(await card.getByLabel("Ask for changes").inputValue()).toBe("");
   });
@@ -217,7 +200,7 @@ describe.runIf(existsSync(CHROMIUM))("the Console under disruption", () => {
       await page.unroute(RESUME);
     }
     // The next read of the list finds the service there: the card no longer says it could not be reached.
-    await pollSkippingAhead(() => said.isHidden()).toBe(true);
+    await pollAhead(() => said.isHidden()).toBe(true);
     expect(await card.locator(".status").textContent()).toBe("Waiting for approval");
     expect(await card.getByRole("button", { name: "Approve and publish" }).isEnabled()).toBe(true);
   });

@@ -2,6 +2,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { expect } from "vitest";
 
 export const CHROMIUM = "/usr/bin/chromium";
 
@@ -42,4 +43,33 @@ export async function signUpInConsole(page: Page, baseUrl: string, email: string
   await page.getByLabel("Password").fill(password);
   await page.getByRole("button", { name: "Create account" }).click();
   await page.waitForURL(`${baseUrl}/console/executions`);
+}
+
+/** A REST call made from the page, with its session, as another tab or a script would: the status, and the JSON body unless 204. */
+export function callFromPage(page: Page, method: string, url: string, body?: unknown) {
+  return page.evaluate(
+    async ({ method, url, body }) => {
+      const response = await fetch(url, {
+        method,
+        headers: body === undefined ? {} : { "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: response.status, body: response.status === 204 ? undefined : ((await response.json()) as { plan?: { id: string } }) };
+    },
+    { method, url, body },
+  );
+}
+
+/**
+ * Polls `read` as the tests' `poll` does (generous: CI machines are shared), skipping the page's clock a second
+ * ahead before each read: what shows up only at a timed refresh shows up sooner. The page's clock must be installed.
+ */
+export function pollSkippingAhead<T>(page: Page, read: () => Promise<T>) {
+  return expect.poll(
+    async () => {
+      await page.clock.fastForward(1000);
+      return read();
+    },
+    { timeout: 15_000 },
+  );
 }
