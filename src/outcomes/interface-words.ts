@@ -3,7 +3,8 @@
  * link, its 404 page, the name of its navigation, a book's contents and
  * chapter numbers), in the languages the offline writer reads goals in
  * (the languages of its grammar words, see goal-language.ts) and in Arabic,
- * Hebrew, Japanese, Korean, Russian and Greek. A site or book in any other
+ * Hebrew, Japanese, Korean, Russian, Greek and Chinese (Simplified or
+ * Traditional, by the tag's script or region). A site or book in any other
  * language gets the English ones, marked as English.
  */
 export interface InterfaceWords {
@@ -55,7 +56,7 @@ const ENGLISH: InterfaceWords = {
   chapter: "Chapter {n}",
 };
 
-/** By ISO 639-1 code, as the language detector and the writers give it. */
+/** By ISO 639-1 code, as the language detector and the writers give it; Chinese by script as well, see tableKey. */
 const TRANSLATIONS: Readonly<Record<string, InterfaceWords>> = {
   en: ENGLISH,
   de: {
@@ -484,10 +485,44 @@ const TRANSLATIONS: Readonly<Record<string, InterfaceWords>> = {
     chapters: "Κεφάλαια",
     chapter: "Κεφάλαιο {n}",
   },
+  "zh-Hans": {
+    skipToContent: "跳到主要内容",
+    mainNavigation: "主菜单",
+    notFound: "找不到页面",
+    notPartOf: "此页面不属于{name}",
+    noSuchPage: "此页面不存在",
+    noPageHere: "此网址没有页面。页面可能已被移动，或者链接有误。",
+    goHome: "返回首页",
+    contents: "目录",
+    landmarks: "地标",
+    cover: "封面",
+    titlePage: "扉页",
+    startOfContent: "正文开始",
+    downloadEpub: "下载 EPUB",
+    chapters: "章节",
+    chapter: "第 {n} 章",
+  },
+  "zh-Hant": {
+    skipToContent: "跳到主要內容",
+    mainNavigation: "主選單",
+    notFound: "找不到頁面",
+    notPartOf: "此頁面不屬於{name}",
+    noSuchPage: "此頁面不存在",
+    noPageHere: "此網址沒有頁面。頁面可能已被移動，或者連結有誤。",
+    goHome: "返回首頁",
+    contents: "目錄",
+    landmarks: "地標",
+    cover: "封面",
+    titlePage: "扉頁",
+    startOfContent: "正文開始",
+    downloadEpub: "下載 EPUB",
+    chapters: "章節",
+    chapter: "第 {n} 章",
+  },
 };
 
-/** Other codes for a language of the table: Norwegian Bokmål and Nynorsk, Filipino. */
-const SAME_AS: Readonly<Record<string, string>> = { nb: "no", nn: "no", fil: "tl" };
+/** Other codes for a language of the table: Norwegian Bokmål and Nynorsk, Filipino, Mandarin. */
+const SAME_AS: Readonly<Record<string, string>> = { nb: "no", nn: "no", fil: "tl", cmn: "zh" };
 
 /** The fixed words of a page in `language` (a BCP 47 tag), and the language they are in when it is not the page's. */
 export interface PageWords {
@@ -498,10 +533,31 @@ export interface PageWords {
 
 /** The fixed words for a site or book in `language`: its own, or English for a language the table lacks. */
 export function interfaceWords(language: string): PageWords {
-  const primary = language.trim().toLowerCase().split(/[-_]/)[0] ?? "";
-  const code = Object.hasOwn(SAME_AS, primary) ? SAME_AS[primary]! : primary;
-  const words = Object.hasOwn(TRANSLATIONS, code) ? TRANSLATIONS[code] : undefined;
+  const key = tableKey(language.trim().toLowerCase().split(/[-_]/));
+  const words = Object.hasOwn(TRANSLATIONS, key) ? TRANSLATIONS[key] : undefined;
   return words ? { words } : { words: ENGLISH, otherLanguage: "en" };
+}
+
+/** The table's key for a tag's subtags: its language's code, and for Chinese, which one code cannot serve, its script. */
+function tableKey([primary = "", ...rest]: readonly string[]): string {
+  const code = Object.hasOwn(SAME_AS, primary) ? SAME_AS[primary]! : primary;
+  if (code !== "zh") return code;
+  const singleton = rest.findIndex((subtag) => subtag.length === 1);
+  return `zh-${chineseScript(singleton === -1 ? rest : rest.slice(0, singleton))}`;
+}
+
+/** The regions whose Chinese is written in Traditional characters: Taiwan, Hong Kong and Macau. */
+const TRADITIONAL_REGIONS: ReadonlySet<string> = new Set(["tw", "hk", "mo"]);
+
+/**
+ * The script of a Chinese tag's words: its script subtag's ("zh-Hans-TW" is Simplified), else Traditional for the
+ * regions that write it and Simplified elsewhere or with no region. Not ICU's likely script, which has Chinese in
+ * the US, Britain or Australia ("zh-US") in Traditional, a guess about a community no tag tells us.
+ */
+function chineseScript(subtags: readonly string[]): "Hans" | "Hant" {
+  const script = subtags.find((subtag) => /^[a-z]{4}$/.test(subtag));
+  if (script !== undefined) return script === "hant" ? "Hant" : "Hans";
+  return subtags.some((subtag) => TRADITIONAL_REGIONS.has(subtag)) ? "Hant" : "Hans";
 }
 
 /** `template` with each `{key}` replaced by its value ("Kapitel {n}" → "Kapitel 3"). */

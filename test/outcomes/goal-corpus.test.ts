@@ -33,6 +33,7 @@ const FIXED_WORDS: Record<string, { skip: string; nav: string }> = {
   ko: { skip: "본문으로 건너뛰기", nav: "주 메뉴" },
   ru: { skip: "Перейти к содержанию", nav: "Главное меню" },
   el: { skip: "Μετάβαση στο περιεχόμενο", nav: "Κύριο μενού" },
+  zh: { skip: "跳到主要内容", nav: "主菜单" },
 };
 const ENGLISH_MARK = ' lang="en" dir="ltr"';
 /** The skip link every page starts with: in the page's language, or English marked as such. */

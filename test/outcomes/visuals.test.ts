@@ -348,6 +348,20 @@ const ENGLISH_FIXED_WORDS = [
   ">Chapters<",
 ];
 
+const CHINESE_GOAL = "为我在上海的小咖啡馆“晨光咖啡”做一个网站，出售手冲咖啡和蛋糕";
+
+/** The fixed words of a site and a book in each script of Chinese. */
+const IN_CHINESE = {
+  Simplified: {
+    site: ["跳到主要内容", 'aria-label="主菜单"', "<title>找不到页面 – 晨光咖啡</title>", "此页面不存在", "返回首页"],
+    book: ["<h1>目录</h1>", ">封面<", ">扉页<", "download>下载 EPUB</a>", '<p class="chapter-number">第 1 章</p>', '<span id="pager-name" hidden>章节</span>'],
+  },
+  Traditional: {
+    site: ["跳到主要內容", 'aria-label="主選單"', "<title>找不到頁面 – 晨光咖啡</title>", "此頁面不存在", "返回首頁"],
+    book: ["<h1>目錄</h1>", ">封面<", ">扉頁<", "download>下載 EPUB</a>", '<p class="chapter-number">第 1 章</p>', '<span id="pager-name" hidden>章節</span>'],
+  },
+};
+
 const IN_OTHER_LANGUAGES = [
   {
     language: "de",
@@ -381,33 +395,66 @@ const IN_OTHER_LANGUAGES = [
       '<span id="pager-name" hidden>Chapitres</span>',
     ],
   },
+  { language: "zh", goal: CHINESE_GOAL, ...IN_CHINESE.Simplified },
 ];
+
+/** Every page of a site carries `words`, and no fixed word in English: the skip link and the 404 page are unmarked. */
+async function expectSiteInOwnWords(files: ReadonlyMap<string, string>, words: readonly string[]) {
+  const pages = [...files].filter(([name]) => name.endsWith(".html"));
+  const all = pages.map(([, page]) => page).join("\n");
+  for (const word of words) expect(all).toContain(word);
+  for (const english of ENGLISH_FIXED_WORDS) expect(all, english).not.toContain(english);
+  expect(files.get("404.html")).toContain('<main id="main">');
+  for (const [name, page] of pages) expect(page, name).toContain('<a class="skip-link" href="#main">');
+  expect(await htmlProblems(files)).toEqual([]);
+}
+
+/** The EPUB and the reader of a book in `language` carry `words`, and no fixed word in English, marked or not. */
+async function expectBookInOwnWords(language: string, words: readonly string[]) {
+  const brief = { ...BRIEF, language };
+  const epub = readZip(renderEpub(brief, CONTENT, { planId: "pln_words", modified: new Date() }))
+    .filter((e) => e.name.endsWith(".xhtml") || e.name.endsWith(".ncx"))
+    .map((e) => e.text);
+  const reader = [...renderReader(brief, CONTENT, "book.epub")].filter(([name]) => name.endsWith(".html"));
+  const all = [...epub, ...reader.map(([, page]) => page)].join("\n");
+  for (const word of words) expect(all).toContain(word);
+  for (const english of ENGLISH_FIXED_WORDS) expect(all, english).not.toContain(english);
+  expect(all).not.toContain('lang="en"');
+  for (const page of epub) expect(xmlProblems(page)).toEqual([]);
+  expect(await htmlProblems(new Map(reader))).toEqual([]);
+}
 
 describe("the fixed words of a site or book", () => {
   it.each(IN_OTHER_LANGUAGES)("are in the site's language on a site in $language, English ones none", async ({ language, goal, site }) => {
     const { brief, files } = await offlineSite(goal);
     expect(brief.language).toBe(language);
-    const pages = [...files].filter(([name]) => name.endsWith(".html"));
-    const all = pages.map(([, page]) => page).join("\n");
-    for (const words of site) expect(all).toContain(words);
-    for (const english of ENGLISH_FIXED_WORDS) expect(all, english).not.toContain(english);
-    // The skip link and the 404 page are in the page's own language, so nothing marks them as English.
-    expect(files.get("404.html")).toContain('<main id="main">');
-    for (const [name, page] of pages) expect(page, name).toContain('<a class="skip-link" href="#main">');
-    expect(await htmlProblems(files)).toEqual([]);
+    await expectSiteInOwnWords(files, site);
   });
 
   it.each(IN_OTHER_LANGUAGES)("are in the book's language in a book in $language, English ones none", async ({ language, book }) => {
-    const brief = { ...BRIEF, language };
-    const epub = readZip(renderEpub(brief, CONTENT, { planId: `pln_${language}`, modified: new Date() }))
-      .filter((e) => e.name.endsWith(".xhtml") || e.name.endsWith(".ncx"))
-      .map((e) => e.text);
-    const reader = [...renderReader(brief, CONTENT, "book.epub")].filter(([name]) => name.endsWith(".html"));
-    const all = [...epub, ...reader.map(([, page]) => page)].join("\n");
-    for (const words of book) expect(all).toContain(words);
-    for (const english of ENGLISH_FIXED_WORDS) expect(all, english).not.toContain(english);
-    expect(all).not.toContain('lang="en"');
-    for (const page of epub) expect(xmlProblems(page)).toEqual([]);
-    expect(await htmlProblems(new Map(reader))).toEqual([]);
+    await expectBookInOwnWords(language, book);
+  });
+
+  // Found writing in Chinese: one entry for "zh" cannot serve both scripts, so Chinese sites and books had them in English.
+  it.each([
+    ["zh-CN", "Simplified"],
+    ["zh_SG", "Simplified"],
+    ["zh-Hans", "Simplified"],
+    ["zh-Hans-TW", "Simplified"],
+    ["cmn", "Simplified"],
+    ["zh-US", "Simplified"],
+    ["zh-TW", "Traditional"],
+    ["zh_TW", "Traditional"],
+    ["zh-HK", "Traditional"],
+    ["ZH-mo", "Traditional"],
+    ["zh-Hant", "Traditional"],
+    ["zh-Hant-CN", "Traditional"],
+  ] as const)("are in the script of Chinese its tag names on a site and in a book in %s: %s", async (language, script) => {
+    const other = IN_CHINESE[script === "Simplified" ? "Traditional" : "Simplified"];
+    const { brief, outline, pages } = await offlineSite(CHINESE_GOAL);
+    const files = renderSite({ ...brief, language }, outline, pages, "https://zero.example/sites/x/");
+    await expectSiteInOwnWords(files, IN_CHINESE[script].site);
+    for (const word of other.site) expect([...files.values()].join("\n")).not.toContain(word);
+    await expectBookInOwnWords(language, IN_CHINESE[script].book);
   });
 });
