@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { CompressedBodies, endCompressed, sendStored, worthCompressing, type ContentCoding } from "../server/compression.js";
+import { addVary, CompressedBodies, endCompressed, sendStored, worthCompressing, type ContentCoding } from "../server/compression.js";
 import { ServiceError, toServiceError } from "../server/errors.js";
 import { clientGone } from "../server/request-info.js";
 import { attachmentDisposition } from "../server/content-disposition.js";
@@ -83,15 +83,7 @@ function artifactHandler(everyRequest: ArtifactStore, mount: ArtifactMount, show
       res.setHeader("allow", "GET, HEAD");
       return sendError(res, new ServiceError("method_not_allowed", `use GET or HEAD on /${mount}/`));
     }
-    // A person's browser gets a page saying so, an API client that asked for JSON the API's error.
-    const notFound = (page = PLAIN_NOT_FOUND[mount]): void => {
-      res.setHeader("vary", "accept");
-      if (wantsJson(req.headers.accept)) {
-        sendError(res, new ServiceError("not_found", "no such page"));
-        return;
-      }
-      sendPlainPage(req, res, 404, page);
-    };
+    const notFound = (page = PLAIN_NOT_FOUND[mount]): void => sendErrorPage(req, res, new ServiceError("not_found", "no such page"), page);
     // The raw path, not the parsed URL: URL parsing resolves `..`, and a path that needed resolving is refused, not followed.
     const raw = (req.url ?? "").split("?")[0]!;
     if (!raw.startsWith(`/${mount}/`)) return notFound();
@@ -125,7 +117,13 @@ function artifactHandler(everyRequest: ArtifactStore, mount: ArtifactMount, show
     if (ext === "epub") res.setHeader("content-disposition", attachmentDisposition(name));
     const cacheControl = mount === "preview" ? "no-cache" : "public, max-age=60";
     const encoded = worthCompressing(contentType, body.byteLength) ? (coding: ContentCoding) => compressed.get(etag, body, coding) : undefined;
-    sendStored(req, res, { contentType, body, etag }, cacheControl, encoded);
+    sendStored(req, res, { contentType, body, etag }, cacheControl, encoded, {
+      notSatisfiable() {
+        res.removeHeader("content-disposition");
+        const error = new ServiceError("invalid_request", `the range starts past the end of the file (${body.byteLength} bytes)`, { status: 416 });
+        sendErrorPage(req, res, error, RANGE_NOT_SATISFIABLE_PAGES[mount]);
+      },
+    });
   };
 }
 
@@ -146,12 +144,17 @@ function answeringUnavailable(mount: ArtifactMount, handler: RestHandler): RestH
       if (clientGone(exchange.hangUp)) return;
       if (toServiceError(error).type !== "unavailable") throw error;
       const { req, res } = exchange;
-      res.setHeader("vary", "accept");
       res.setHeader("retry-after", "1");
-      if (wantsJson(req.headers.accept)) sendError(res, new ServiceError("unavailable", `this ${NOUNS[mount]} cannot be served right now; try again shortly`));
-      else sendPlainPage(req, res, 503, UNAVAILABLE_PAGES[mount]);
+      sendErrorPage(req, res, new ServiceError("unavailable", `this ${NOUNS[mount]} cannot be served right now; try again shortly`), UNAVAILABLE_PAGES[mount]);
     }
   };
+}
+
+/** An error at an artifact's address: a person's browser gets `page`, an API client that asked for JSON the API's error. */
+function sendErrorPage(req: NodeRequest, res: NodeResponse, error: ServiceError, page: Uint8Array): void {
+  addVary(res, "accept");
+  if (wantsJson(req.headers.accept)) sendError(res, error);
+  else sendPlainPage(req, res, error.status, page);
 }
 
 /** A page that is not a stored file (a site's 404 page, or one of ours), never cached; compressed as a stored page is when it is worth it. */
@@ -213,6 +216,12 @@ const PLAIN_NOT_FOUND = plainPages(
 
 /** The page for a page the store cannot give now. */
 const UNAVAILABLE_PAGES = plainPages("Not available right now", (noun) => `This ${noun} cannot be shown right now. Try again in a moment.`);
+
+/** The page for a range past a file's end: a download resumed after the file was replaced by a shorter one. */
+const RANGE_NOT_SATISFIABLE_PAGES = plainPages(
+  "Part of a file past its end",
+  (noun) => `The part of this ${noun}'s file that was asked for starts past its end. Download the file again from the start.`,
+);
 
 /**
  * The site's or book's generated `404.html`, with its relative links made

@@ -1,5 +1,6 @@
 import { brotliCompress, brotliCompressSync, constants, gzip, gzipSync, type BrotliOptions, type ZlibOptions } from "node:zlib";
 import { promisify } from "node:util";
+import { requestedRange } from "./byte-ranges.js";
 import type { NodeRequest, NodeResponse } from "./node-http.js";
 
 /** The content codings answers are compressed with, best first. */
@@ -148,11 +149,19 @@ export interface StoredBody {
   etag: string;
 }
 
+/** How `sendStored` answers byte ranges; without it, every answer is the whole body. */
+export interface RangeAnswers {
+  /** Ends the answer to a range past the body's end, its status (416) and `Content-Range` set, with the caller's error body. */
+  notSatisfiable(): void;
+}
+
 /**
  * Answers a GET or HEAD with a stored body: in the coding the client prefers
  * among those `encoded` has (undefined: none worth it), with that coding's
  * ETag, `Vary: Accept-Encoding` when a coding was possible, and 304 when
- * `If-None-Match` names what would be sent. HEAD gets GET's headers.
+ * `If-None-Match` names what would be sent. HEAD gets GET's headers. With
+ * `ranges`, `Accept-Ranges: bytes`, and a GET's one range (`requestedRange`)
+ * is answered 206 with that part of the body as stored, or 416.
  */
 export function sendStored(
   req: NodeRequest,
@@ -160,9 +169,14 @@ export function sendStored(
   stored: StoredBody,
   cacheControl: string,
   encoded?: (coding: ContentCoding) => Uint8Array,
+  ranges?: RangeAnswers,
 ): void {
-  const coding = encoded ? negotiateCoding(req.headers["accept-encoding"]) : undefined;
+  const length = stored.body.byteLength;
+  const range = ranges ? requestedRange(req, length, stored.etag) : undefined;
+  // A range counts the bytes as stored, so a part is never compressed (the whole may be: hence Vary all the same).
+  const coding = encoded && range === undefined ? negotiateCoding(req.headers["accept-encoding"]) : undefined;
   if (encoded) addVary(res, "accept-encoding");
+  if (ranges) res.setHeader("accept-ranges", "bytes");
   const etag = codedEtag(stored.etag, coding);
   res.setHeader("etag", etag);
   res.setHeader("cache-control", cacheControl);
@@ -171,9 +185,18 @@ export function sendStored(
     res.end();
     return;
   }
-  const body = coding ? encoded!(coding) : stored.body;
-  res.statusCode = 200;
+  if (range === "unsatisfiable") {
+    // The error body that follows is no representation of the file: it gets no validator of it.
+    res.removeHeader("etag");
+    res.statusCode = 416;
+    res.setHeader("content-range", `bytes */${length}`);
+    ranges!.notSatisfiable();
+    return;
+  }
+  const body = range ? stored.body.subarray(range.start, range.end + 1) : coding ? encoded!(coding) : stored.body;
+  res.statusCode = range ? 206 : 200;
   res.setHeader("content-type", stored.contentType);
+  if (range) res.setHeader("content-range", `bytes ${range.start}-${range.end}/${length}`);
   if (coding) res.setHeader("content-encoding", coding);
   res.setHeader("content-length", body.byteLength);
   if (req.method === "HEAD") res.end();
