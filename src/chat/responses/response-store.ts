@@ -74,6 +74,29 @@ export class ResponseStore {
   }
 
   /**
+   * The output and input items of the account's live responses among
+   * `responseIds`, by item id: what an `item_reference` names. One read for
+   * all of them.
+   */
+  async items(accountId: string, responseIds: readonly string[]): Promise<Map<string, Record<string, unknown>>> {
+    const rows = await this.#db
+      .selectFrom("chat_responses")
+      .select(["response", "input_items"])
+      .where(sql<boolean>`id = any(${[...responseIds]}::text[])`)
+      .where("account_id", "=", accountId)
+      .where("expires_at", ">", sql<Date>`now()`)
+      .execute();
+    const items = new Map<string, Record<string, unknown>>();
+    for (const row of rows) {
+      for (const item of storedInputItems(row.input_items)) items.set(item.id, item);
+      const { output } = JSON.parse(row.response) as { output?: unknown };
+      if (!Array.isArray(output)) continue;
+      for (const item of output as Record<string, unknown>[]) if (typeof item.id === "string") items.set(item.id, item);
+    }
+    return items;
+  }
+
+  /**
    * True when a response was deleted. The copy of its object kept for its
    * Idempotency-Key's replays (chat_idempotency_keys, for up to a day) goes in
    * the same statement, replaced by what a replay needs to be refused (its id,

@@ -7,12 +7,32 @@ import { type ChatMessage, isObject, reasoningEffort, type ResponsesRequest } fr
 export type ResponseObject = Record<string, unknown> & { id: string; output: OutputItem[]; status: string };
 export type OutputItem = Record<string, unknown> & { type: string; id: string };
 
+const RESPONSE_PREFIX = "resp_";
+
 export function newResponseId(): string {
-  return `resp_${uniqueHex()}`;
+  return `${RESPONSE_PREFIX}${uniqueHex()}`;
 }
 
-function itemId(prefix: "msg" | "fc"): string {
-  return `${prefix}_${uniqueHex()}`;
+/**
+ * An output item's id, made from its response's: the message's `msg_{hex}`,
+ * the calls' `fc_{hex}_{n}` in the order they began, `{hex}` the digits of
+ * `resp_{hex}`. So the id alone finds the response it is stored in: the AI
+ * SDK sends an earlier answer back as an `item_reference` to its id
+ * (`referencedResponseId`).
+ */
+function itemId(responseId: string, prefix: "msg" | "fc", call?: number): string {
+  const digits = responseId.slice(RESPONSE_PREFIX.length);
+  return call === undefined ? `${prefix}_${digits}` : `${prefix}_${digits}_${call}`;
+}
+
+/**
+ * The id of the response whose item `itemId` is, by the digits every item id
+ * made here carries (an output item's, see `itemId`, or an input item's, see
+ * `inputItemsOf`); undefined for an id of another form.
+ */
+export function referencedResponseId(itemId: string): string | undefined {
+  const digits = /^[a-z]+_([0-9a-f]{32})(?:[0-9a-f]{4}|_\d+)?$/.exec(itemId)?.[1];
+  return digits === undefined ? undefined : `${RESPONSE_PREFIX}${digits}`;
 }
 
 /** The call id of a tool call that came without one: the SDKs need one to send its `function_call_output` back. */
@@ -114,7 +134,7 @@ function echoedTool(tool: unknown): unknown {
 export function finishedResponse(
   shell: ResponseObject,
   answer: ChatAnswer,
-  ids: AnswerItemIds = newItemIds(answer),
+  ids: AnswerItemIds = newItemIds(shell.id, answer),
   positions?: ReadonlyMap<string, number>,
 ): ResponseObject {
   let output: OutputItem[] = [];
@@ -140,8 +160,8 @@ export interface AnswerItemIds {
   calls: string[];
 }
 
-export function newItemIds(answer: Pick<ChatAnswer, "toolCalls">): AnswerItemIds {
-  return { message: itemId("msg"), calls: answer.toolCalls.map(() => itemId("fc")) };
+export function newItemIds(responseId: string, answer: Pick<ChatAnswer, "toolCalls">): AnswerItemIds {
+  return { message: itemId(responseId, "msg"), calls: answer.toolCalls.map((_, i) => itemId(responseId, "fc", i)) };
 }
 
 export function messageItem(id: string, answer: Pick<ChatAnswer, "text" | "refusal" | "parts">, status: string): OutputItem {
@@ -214,7 +234,7 @@ export async function* responseEvents(
   onFinished: (response: ResponseObject, answer: ChatAnswer) => Promise<void>,
 ): AsyncGenerator<UnnumberedEvent[]> {
   const answer: ChatAnswer = { text: "", refusal: "", toolCalls: [], finishReason: null, usage: undefined };
-  const ids: AnswerItemIds = { message: itemId("msg"), calls: [] };
+  const ids: AnswerItemIds = { message: itemId(shell.id, "msg"), calls: [] };
   const inProgress = { ...shell, status: "in_progress" };
   yield [
     { type: "response.created", response: inProgress },
@@ -267,7 +287,7 @@ export async function* responseEvents(
   const announceCall = (events: UnnumberedEvent[], index: number): void => {
     const call = answer.toolCalls[index]!;
     if (call.id === "") call.id = newCallId();
-    const id = itemId("fc");
+    const id = itemId(shell.id, "fc", index);
     ids.calls[index] = id;
     callIndex[index] = nextIndex++;
     events.push({ type: "response.output_item.added", output_index: callIndex[index], item: functionCallItem(id, { ...call, arguments: "" }, "in_progress") });

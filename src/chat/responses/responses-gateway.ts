@@ -13,6 +13,7 @@ import {
   type ChatAnswer,
   finishedResponse,
   newResponseId,
+  referencedResponseId,
   responseEvents,
   responseShell,
   type UnnumberedEvent,
@@ -137,13 +138,40 @@ export class ResponsesGateway {
       if (!previous) throw missing(request.previous_response_id, "previous_response_id");
       history = previous;
     }
-    const { chat, input } = toChatRequest(request, history, stream);
+    const items = await this.#resolveReferences(accountId, request.input);
+    const { chat, input } = toChatRequest(items === request.input ? request : { ...request, input: items }, history, stream);
     const id = newResponseId();
     const shell = responseShell(id, request, Math.floor(Date.now() / 1000), "in_progress");
-    const inputItems = request.store === false ? undefined : inputItemsOf(request.input, id);
+    const inputItems = request.store === false ? undefined : inputItemsOf(items, id);
     const keep = (response: string, answer: ChatAnswer) =>
       inputItems === undefined ? Promise.resolve() : this.#store.save(accountId, id, response, [...history, ...input, assistantMessage(answer)], inputItems);
     return { request, chat, shell, keep };
+  }
+
+  /**
+   * `input` with each `item_reference` replaced by the item it names: an
+   * output or input item of one of the account's stored responses, found by
+   * the response id every item id made here carries (the AI SDK sends an
+   * earlier answer back so when `store` is on). One read for all of them; a
+   * reference to an item not stored here, or another account's, is missing
+   * as an unknown `previous_response_id` is.
+   */
+  async #resolveReferences(accountId: string, input: unknown): Promise<unknown> {
+    if (!Array.isArray(input) || !input.some(isReference)) return input;
+    const responseIds = new Set<string>();
+    for (const [index, item] of input.entries()) {
+      if (!isReference(item)) continue;
+      if (typeof item.id !== "string") throw invalidRequest(`input[${index}]: an item_reference needs an \`id\``, "input");
+      const responseId = referencedResponseId(item.id);
+      if (responseId !== undefined) responseIds.add(responseId);
+    }
+    const stored = responseIds.size > 0 ? await this.#store.items(accountId, [...responseIds]) : new Map<string, Record<string, unknown>>();
+    return input.map((item, index) => {
+      if (!isReference(item)) return item;
+      const found = stored.get(item.id as string);
+      if (!found) throw new ServiceError("not_found", `input[${index}]: no item with id \`${String(item.id)}\` was found`, { param: "input" });
+      return found;
+    });
   }
 }
 
@@ -176,6 +204,10 @@ async function* numbered(
     const { type: _type, ...fields } = openAiErrorBody(failure).error;
     yield [{ type: "error", ...fields, sequence_number: sequence++ }];
   }
+}
+
+function isReference(item: unknown): item is Record<string, unknown> {
+  return typeof item === "object" && item !== null && (item as Record<string, unknown>).type === "item_reference";
 }
 
 function missing(id: string, param?: string): ServiceError {
