@@ -66,15 +66,13 @@ export function chatService(deps: { router: ChatRouter; idempotency: Idempotency
     async createResponse(request, context) {
       const { accountId } = requirePrincipal(context);
       const idempotencyKey = request.idempotencyKey ?? context.requestHeader.get("idempotency-key") ?? undefined;
-      const result = await deps.responses.create(
-        accountId,
-        { ...request.params, stream: false },
-        {
-          idempotencyKey,
-          signal: context.signal,
-          requestLog: context.values.get(requestLogKey),
-        },
-      );
+      // The params as the client sent them, as REST's body is: the same key and body then replay across transports.
+      // (`stream` asks for nothing here: this call always answers whole.)
+      const result = await deps.responses.create(accountId, request.params ?? {}, {
+        idempotencyKey,
+        signal: context.signal,
+        requestLog: context.values.get(requestLogKey),
+      });
       if (result.replayed) context.responseHeader.set("idempotent-replayed", "true");
       return { response: JSON.parse(result.json) as JsonObject };
     },

@@ -287,6 +287,54 @@ describe("/v1/responses translation details", () => {
     });
   });
 
+  describe("files in a message", () => {
+    const pdf = "data:application/pdf;base64,JVBERi0xLjQK";
+
+    it("sends an input_file with its data (the AI SDK's PDF part) as chat's file part, and lists it among the input items", async () => {
+      gateway.upstream.next(reply(completion("A one-page PDF.")));
+      const response = await client.responses.create({
+        model: "project-zero",
+        input: [
+          {
+            role: "user",
+            content: [
+              { type: "input_text", text: "What is in it?" },
+              { type: "input_file", filename: "report.pdf", file_data: pdf },
+            ],
+          },
+        ],
+      });
+      expect(response.output_text).toBe("A one-page PDF.");
+      expect(gateway.upstream.requests[0]!.body.messages).toEqual([
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "What is in it?" },
+            { type: "file", file: { filename: "report.pdf", file_data: pdf } },
+          ],
+        },
+      ]);
+      const items = await client.responses.inputItems.list(response.id);
+      expect(items.data[0]).toMatchObject({ content: [{ type: "input_text" }, { type: "input_file", filename: "report.pdf", file_data: pdf }] });
+    });
+
+    it("refuses a file by id or by URL, which needs a file store this service does not have, with a 400 naming input", async () => {
+      for (const [file, reason] of [
+        [{ type: "input_file", file_id: "file-abc" }, "file_id"],
+        [{ type: "input_file", file_url: "https://example.com/a.pdf" }, "file_url"],
+        [{ type: "input_file", filename: "empty.pdf" }, "file_data"],
+      ] as const) {
+        const response = await post({ model: "project-zero", input: [{ role: "user", content: [{ type: "input_text", text: "Read it" }, file] }] });
+        expect(response.status).toBe(400);
+        const body = (await response.json()) as { error: { type: string; param: string; message: string } };
+        expect(body.error).toMatchObject({ type: "invalid_request", param: "input" });
+        expect(body.error.message).toContain("input[0].content[1]");
+        expect(body.error.message).toContain(reason);
+      }
+      expect(gateway.upstream.requests).toHaveLength(0);
+    });
+  });
+
   describe("tool options with no tools", () => {
     // OpenAI's chat completions refuses tool_choice and parallel_tool_calls without tools ("only allowed
     // when 'tools' are specified"), while its Responses API takes them and echoes them whatever the tools.

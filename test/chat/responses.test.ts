@@ -350,6 +350,28 @@ describe("POST /v1/responses", () => {
     expect(upstream.requests).toHaveLength(2);
   });
 
+  it("keeps replaying another response's Idempotency-Key when a deleted response's id appears in that response (its metadata)", async () => {
+    upstream.next(reply(completion("the first")), reply(completion("the second")));
+    const retry = (key: string, body: unknown) =>
+      fetch(`${app.url}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${account.apiKey}`, "content-type": "application/json", "idempotency-key": key },
+        body: JSON.stringify(body),
+      });
+    const firstBody = { model: "project-zero", input: "first" };
+    const first = await client.responses.create(firstBody, { headers: { "Idempotency-Key": "resp-key-named-first" } });
+    const secondBody = { model: "project-zero", input: "second", metadata: { id: first.id } };
+    const second = await client.responses.create(secondBody, { headers: { "Idempotency-Key": "resp-key-naming-first" } });
+    await client.responses.delete(first.id);
+
+    const replayed = await retry("resp-key-naming-first", secondBody);
+    expect(replayed.status).toBe(200);
+    expect(replayed.headers.get("idempotent-replayed")).toBe("true");
+    expect(await replayed.json()).toMatchObject({ id: second.id, output: [{ content: [{ text: "the second" }] }] });
+    expect((await retry("resp-key-named-first", firstBody)).status).toBe(409);
+    expect(upstream.requests).toHaveLength(2);
+  });
+
   it("answers a method a stored response's routes do not take with 405 and what they take, and a path with no id with 404", async () => {
     const call = (method: string, path: string) => fetch(`${app.url}${path}`, { method, headers: { authorization: `Bearer ${account.apiKey}` } });
     for (const [method, path, allow, message] of [

@@ -1,5 +1,5 @@
 import { fromJson, toJson } from "@bufbuild/protobuf";
-import { createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ChatCompletionParamsSchema, ChatCompletionSchema, ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { PROTOCOLS, rpcTransport } from "../support/transports.js";
@@ -58,6 +58,52 @@ describe("ChatService parity with /v1", () => {
     expect(response.status).toBe(200);
     expect(gateway.upstream.requests[0]!.body.messages).toHaveLength(3);
   });
+
+  it.each(PROTOCOLS)(
+    "replays a response for an Idempotency-Key first used over REST, and the other way round, over %s; another body is still refused",
+    async (name) => {
+      gateway.upstream.next(reply(completion("first")), reply(completion("second")));
+      const client = createClient(ChatService, rpcTransport(gateway.app.url, name));
+      const body = { model: "project-zero", input: "once, whichever way" };
+      const rest = (key: string, sent: unknown) =>
+        fetch(`${gateway.app.url}/v1/responses`, {
+          method: "POST",
+          headers: { ...headers, "content-type": "application/json", "idempotency-key": key },
+          body: JSON.stringify(sent),
+        });
+      const rpc = async (key: string, params: typeof body) => {
+        let replayed: string | null = null;
+        const { response } = await client.createResponse(
+          { params, idempotencyKey: key },
+          { headers, onHeader: (h) => (replayed = h.get("idempotent-replayed")) },
+        );
+        return { id: String(response!.id), replayed };
+      };
+
+      const overRpc = await rpc(`rpc-first-${name}`, body);
+      const thenRest = await rest(`rpc-first-${name}`, body);
+      expect(thenRest.status).toBe(200);
+      expect(thenRest.headers.get("idempotent-replayed")).toBe("true");
+      expect(((await thenRest.json()) as { id: string }).id).toBe(overRpc.id);
+
+      const overRest = (await (await rest(`rest-first-${name}`, body)).json()) as { id: string };
+      expect(await rpc(`rest-first-${name}`, body)).toEqual({ id: overRest.id, replayed: "true" });
+      expect(gateway.upstream.requests).toHaveLength(2);
+
+      const other = { ...body, input: "something else" };
+      const refused = await rest(`rest-first-${name}`, other);
+      expect(refused.status).toBe(422);
+      expect(await refused.json()).toMatchObject({ error: { code: "idempotency_key_reused" } });
+      const refusedOverRpc = await rpc(`rest-first-${name}`, other).catch((e: unknown) => ConnectError.from(e));
+      expect(refusedOverRpc).toMatchObject({ code: Code.InvalidArgument, rawMessage: expect.stringContaining("different request body") });
+      expect(gateway.upstream.requests).toHaveLength(2);
+
+      // This call answers whole whatever `stream` says.
+      gateway.upstream.next(reply(completion("whole")));
+      const { response } = await client.createResponse({ params: { ...body, stream: true } }, { headers });
+      expect(response).toMatchObject({ status: "completed", output: [{ content: [{ text: "whole" }] }] });
+    },
+  );
 
   it("serves the Responses API over gRPC: a response object, and the typed events of a stream", async () => {
     gateway.upstream.next(reply(completion("Hi there")), stream(textChunks(["Hi", " there"])));

@@ -100,7 +100,10 @@ export class ResponseStore {
    * True when a response was deleted. The copy of its object kept for its
    * Idempotency-Key's replays (chat_idempotency_keys, for up to a day) goes in
    * the same statement, replaced by what a replay needs to be refused (its id,
-   * stored): a delete leaves none of the response's text behind.
+   * stored): a delete leaves none of the response's text behind. That copy is
+   * found by how it begins, `{"id":"<id>",` (the response object's first
+   * field), so another answer that merely mentions the id (in its metadata,
+   * its text) keeps its replay.
    */
   async delete(accountId: string, id: string): Promise<boolean> {
     const result = await sql<{ deleted: number }>`
@@ -108,7 +111,7 @@ export class ResponseStore {
         DELETE FROM chat_responses WHERE id = ${id} AND account_id = ${accountId} AND expires_at > now() RETURNING id
       ), forgotten AS (
         UPDATE chat_idempotency_keys SET response = ${JSON.stringify({ id, object: "response", store: true })}
-        WHERE account_id = ${accountId} AND state = 'done' AND strpos(response, ${`"id":${JSON.stringify(id)}`}) > 0 AND EXISTS (SELECT 1 FROM deleted)
+        WHERE account_id = ${accountId} AND state = 'done' AND starts_with(response, ${`{"id":${JSON.stringify(id)},`}) AND EXISTS (SELECT 1 FROM deleted)
       )
       SELECT count(*)::int AS deleted FROM deleted`.execute(this.#db);
     return (result.rows[0]?.deleted ?? 0) > 0;

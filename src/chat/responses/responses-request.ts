@@ -295,7 +295,27 @@ function chatPart(part: unknown, param: string): Record<string, unknown> {
     if (!url) throw invalidRequest(`${param}: an input_image needs an \`image_url\` (file ids are not supported)`, "input");
     return { type: "image_url", image_url: { url, ...(typeof part.detail === "string" ? { detail: part.detail } : {}) } };
   }
+  if (part.type === "input_file") return chatFile(part, param);
   throw invalidRequest(`${param}: the content part type \`${String(part.type)}\` is not supported`, "input");
+}
+
+/** Why an input_file named by its id or URL cannot be read here. */
+const UNREADABLE_FILE_SOURCES = { file_id: "no files are stored here", file_url: "no files are fetched here" } as const;
+
+/**
+ * An input_file given with its contents (how the AI SDK sends a PDF) as chat's
+ * `file` part. One named by `file_id` or `file_url` is for OpenAI to read from
+ * its file storage or the web, which nothing here keeps or fetches: a 400 that
+ * says so, rather than an id the upstream cannot resolve.
+ */
+function chatFile(part: Record<string, unknown>, param: string): Record<string, unknown> {
+  if (typeof part.file_data !== "string" || part.file_data === "") {
+    const named = (["file_id", "file_url"] as const).find((source) => given(part[source]));
+    const why = named === undefined ? "" : ` (\`${named}\` is not supported: ${UNREADABLE_FILE_SOURCES[named]})`;
+    throw invalidRequest(`${param}: an input_file needs its contents in \`file_data\`, as a data URL${why}`, "input");
+  }
+  if (given(part.filename) && typeof part.filename !== "string") throw invalidRequest(`${param}: an input_file's \`filename\` must be a string`, "input");
+  return { type: "file", file: { ...(typeof part.filename === "string" ? { filename: part.filename } : {}), file_data: part.file_data } };
 }
 
 function chatTool(tool: unknown): Record<string, unknown> {
