@@ -1,5 +1,8 @@
+import { createOpenAI } from "@ai-sdk/openai";
+import { streamText, tool } from "ai";
 import type OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { chunk, completion, reply, stream, toolCallCompletion } from "./support/fake-upstream.js";
 import { openAiClient, useSdkGateway } from "./support/gateway.js";
 
@@ -139,6 +142,142 @@ describe("/v1/responses stream assembly and usage", () => {
       const expected = { type: "function_call", call_id: "call_abc123", name: "get_weather", arguments: '{"city":"Paris"}' };
       expect(response.output).toEqual([expect.objectContaining(expected)]);
       expect((await client.responses.retrieve(response.id)).output).toEqual([expect.objectContaining(expected)]);
+    });
+  });
+
+  describe("each output item finished before the next begins", () => {
+    const call = (index: number, id: string, city: string) => [
+      chunk({ tool_calls: [{ index, id, type: "function", function: { name: "get_weather", arguments: '{"city":' } }] }),
+      chunk({ tool_calls: [{ index, function: { arguments: `"${city}"}` } }] }),
+    ];
+    const text = [chunk({ role: "assistant", content: "Let me " }), chunk({ content: "check." })];
+    const answers = {
+      "text, then a call": { chunks: [...text, ...call(0, "call_P", "Paris")], words: "Let me check.", calls: [["call_P", "Paris"]] },
+      "text, then two calls": {
+        chunks: [...text, ...call(0, "call_P", "Paris"), ...call(1, "call_R", "Rome")],
+        words: "Let me check.",
+        calls: [
+          ["call_P", "Paris"],
+          ["call_R", "Rome"],
+        ],
+      },
+      "two calls": {
+        chunks: [chunk({ role: "assistant", content: null }), ...call(0, "call_P", "Paris"), ...call(1, "call_R", "Rome")],
+        words: "",
+        calls: [
+          ["call_P", "Paris"],
+          ["call_R", "Rome"],
+        ],
+      },
+    };
+
+    /** The events of each output item, in the order they came: `type@output_index`, a run of deltas as one. */
+    function outline(events: OpenAI.Responses.ResponseStreamEvent[]): string[] {
+      const steps = events.flatMap((event) => ("output_index" in event ? [`${event.type}@${event.output_index}`] : []));
+      return steps.filter((step, i) => !(step.endsWith(".delta", step.indexOf("@")) && steps[i - 1] === step));
+    }
+    const messageOutline = (i: number) =>
+      ["output_item.added", "content_part.added", "output_text.delta", "output_text.done", "content_part.done", "output_item.done"].map(
+        (type) => `response.${type}@${i}`,
+      );
+    const callOutline = (i: number) =>
+      ["output_item.added", "function_call_arguments.delta", "function_call_arguments.done", "output_item.done"].map((type) => `response.${type}@${i}`);
+
+    for (const [name, { chunks, words, calls }] of Object.entries(answers)) {
+      it(`sends all of an item's done events before the next item's output_item.added (${name}), and the SDK assembles the answer`, async () => {
+        gateway.upstream.next(stream([...chunks, chunk({}, "tool_calls")]));
+        const { events, final } = await streamed("Weather in Paris and Rome?");
+        const first = words === "" ? 0 : 1;
+        expect(outline(events)).toEqual([...(words === "" ? [] : messageOutline(0)), ...calls.flatMap((_, i) => callOutline(first + i))]);
+        expect(events.at(-1)).toMatchObject({ type: "response.completed" });
+        expect(final.output).toEqual([
+          ...(words === "" ? [] : [expect.objectContaining({ type: "message", content: [expect.objectContaining({ type: "output_text", text: words })] })]),
+          ...calls.map(([callId, city]) => expect.objectContaining({ type: "function_call", call_id: callId, arguments: `{"city":"${city}"}` })),
+        ]);
+      });
+
+      it(`gives the AI SDK's streamText the same answer (${name})`, async () => {
+        gateway.upstream.next(stream([...chunks, chunk({}, "tool_calls")]));
+        const openai = createOpenAI({ baseURL: `${gateway.app.url}/v1`, apiKey: gateway.apiKey });
+        const result = streamText({
+          model: openai("project-zero"),
+          prompt: "Weather in Paris and Rome?",
+          tools: { get_weather: tool({ inputSchema: z.object({ city: z.string() }) }) },
+          maxRetries: 0,
+        });
+        const parts: string[] = [];
+        for await (const part of result.fullStream) parts.push(part.type === "error" ? `error: ${String(part.error)}` : part.type);
+        expect(parts.filter((part) => part.startsWith("error"))).toEqual([]);
+        expect(await result.text).toBe(words);
+        expect((await result.toolCalls).map((toolCall) => [toolCall.toolCallId, toolCall.input])).toEqual(calls.map(([callId, city]) => [callId, { city }]));
+      });
+    }
+
+    /** The output indexes that had an event after their own output_item.done. */
+    function eventsAfterDone(events: OpenAI.Responses.ResponseStreamEvent[]): number[] {
+      const done = new Set<number>();
+      const late = new Set<number>();
+      for (const event of events) {
+        if (!("output_index" in event)) continue;
+        if (done.has(event.output_index)) late.add(event.output_index);
+        if (event.type === "response.output_item.done") done.add(event.output_index);
+      }
+      return [...late];
+    }
+
+    it("keeps a call whose deltas an upstream interleaves with the next call's open until the end, its done events carrying all its arguments", async () => {
+      gateway.upstream.next(
+        stream([
+          chunk({
+            role: "assistant",
+            content: null,
+            tool_calls: [{ index: 0, id: "call_L", type: "function", function: { name: "get_weather", arguments: '{"city":' } }],
+          }),
+          chunk({ tool_calls: [{ index: 1, id: "call_R", type: "function", function: { name: "get_weather", arguments: '{"city":' } }] }),
+          chunk({ tool_calls: [{ index: 0, function: { arguments: '"Lima"}' } }] }),
+          chunk({ tool_calls: [{ index: 1, function: { arguments: '"Rome"}' } }] }),
+          chunk({}, "tool_calls"),
+        ]),
+      );
+      const { events, final } = await streamed("Weather in Lima and Rome?");
+      expect(eventsAfterDone(events)).toEqual([]);
+      for (const [outputIndex, args] of [
+        [0, '{"city":"Lima"}'],
+        [1, '{"city":"Rome"}'],
+      ] as const) {
+        const ofCall = callEvents(events, outputIndex);
+        const deltas = ofCall.filter((event) => event.type === "response.function_call_arguments.delta");
+        expect(deltas.map((event) => event.delta).join("")).toBe(args);
+        expect(ofCall.find((event) => event.type === "response.function_call_arguments.done")).toMatchObject({ arguments: args });
+        expect(ofCall.find((event) => event.type === "response.output_item.done")).toMatchObject({ item: { arguments: args, status: "completed" } });
+      }
+      expect(final.output).toEqual([
+        expect.objectContaining({ call_id: "call_L", arguments: '{"city":"Lima"}' }),
+        expect.objectContaining({ call_id: "call_R", arguments: '{"city":"Rome"}' }),
+      ]);
+    });
+
+    it("keeps text that comes after a call began in the answer, without streaming it into the message already done", async () => {
+      gateway.upstream.next(
+        stream([
+          chunk({ role: "assistant", content: "Checking. " }),
+          chunk({ tool_calls: [{ index: 0, id: "call_P", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }] }),
+          chunk({ content: "One moment." }),
+          chunk({}, "tool_calls"),
+        ]),
+      );
+      const { events, final } = await streamed("Weather in Paris?");
+      expect(eventsAfterDone(events)).toEqual([]);
+      expect(events.find((event) => event.type === "response.output_item.done")).toMatchObject({
+        output_index: 0,
+        item: { type: "message", content: [{ type: "output_text", text: "Checking. " }] },
+      });
+      const expected = [
+        expect.objectContaining({ type: "message", content: [expect.objectContaining({ type: "output_text", text: "Checking. One moment." })] }),
+        expect.objectContaining({ type: "function_call", call_id: "call_P", arguments: '{"city":"Paris"}' }),
+      ];
+      expect(final.output).toEqual(expected);
+      expect((await client.responses.retrieve(final.id)).output).toEqual(expected);
     });
   });
 

@@ -205,9 +205,17 @@ function tokenCount(value: unknown): number {
   return Number(value ?? 0) || 0;
 }
 
-/** The assistant's turn as a chat message, to continue the conversation from a stored response. */
+/**
+ * The assistant's turn as a chat message, to continue the conversation from a
+ * stored response: the message's words as sending its output item back as
+ * input gives them (its parts' text and refusals joined in order, see
+ * `partText`), so both ways of continuing tell the upstream the same.
+ */
 export function assistantMessage(answer: ChatAnswer): ChatMessage {
-  const message: ChatMessage = { role: "assistant", content: answer.toolCalls.length > 0 && answer.text === "" ? null : answer.text };
+  const words = answerParts(answer)
+    .map((part) => part.text)
+    .join("");
+  const message: ChatMessage = { role: "assistant", content: answer.toolCalls.length > 0 && words === "" ? null : words };
   if (answer.toolCalls.length > 0) {
     message.tool_calls = answer.toolCalls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } }));
   }
@@ -216,6 +224,9 @@ export function assistantMessage(answer: ChatAnswer): ChatMessage {
 
 /** A Responses API stream event before it is numbered: its `type`, then its fields. */
 export type UnnumberedEvent = Record<string, unknown> & { type: string };
+
+/** An output item announced and not yet done: the message, or a call by its index in the answer. */
+type OpenItem = "message" | number;
 
 /**
  * Turns a stream of chat chunks into the Responses API's typed events, in
@@ -227,6 +238,15 @@ export type UnnumberedEvent = Record<string, unknown> & { type: string };
  * iterator step and one write, not one of each per event. The chunks are
  * the router's, whose tool calls are numbered from 0 in the order they
  * began (`ChunkRewriter`), so a call's `index` is its place in the answer.
+ *
+ * As OpenAI does, each item is done (its part's and its own done events)
+ * before the next is announced, as an upstream's chat stream finishes one
+ * before it begins the next. Two exceptions keep every word: a call whose
+ * arguments are not yet a whole JSON object stays open beside the next
+ * (an upstream that interleaves its calls' deltas), done at the end with
+ * all of them; and words that come after the message was done (text after
+ * a call began) join the answer's message, in the response and what is
+ * stored, without being streamed.
  */
 export async function* responseEvents(
   shell: ResponseObject,
@@ -241,24 +261,17 @@ export async function* responseEvents(
     { type: "response.in_progress", response: inProgress },
   ];
 
-  let messageOpen = false;
-  let messageIndex = -1;
+  let messageIndex: number | undefined;
   let nextIndex = 0;
   const callIndex: number[] = [];
   // The message's content parts as they open: text and a refusal each get their own, one open at a time.
   const parts: AnswerPart[] = [];
   answer.parts = parts;
   let openPart: AnswerPart | undefined;
-  const openMessage = (events: UnnumberedEvent[]): void => {
-    if (messageOpen) return;
-    messageOpen = true;
-    messageIndex = nextIndex++;
-    events.push({
-      type: "response.output_item.added",
-      output_index: messageIndex,
-      item: { type: "message", id: ids.message, status: "in_progress", role: "assistant", content: [] },
-    });
-  };
+  // The items announced and not yet done, in the order they began.
+  let openItems: OpenItem[] = [];
+  let ended = false;
+
   const where = (part: AnswerPart) => ({ item_id: ids.message, output_index: messageIndex, content_index: parts.indexOf(part) });
   const closePart = (events: UnnumberedEvent[]): void => {
     if (!openPart) return;
@@ -267,6 +280,39 @@ export async function* responseEvents(
     if (part.type === "output_text") events.push({ type: "response.output_text.done", ...where(part), text: part.text, logprobs: [] });
     else events.push({ type: "response.refusal.done", ...where(part), refusal: part.text });
     events.push({ type: "response.content_part.done", ...where(part), part: contentPart(part) });
+  };
+  /** Sends an item's done events: `done` as the final response has it, else the item as it stands, completed. */
+  const closeItem = (events: UnnumberedEvent[], open: OpenItem, done?: OutputItem): void => {
+    if (open === "message") {
+      closePart(events);
+      events.push({ type: "response.output_item.done", output_index: messageIndex, item: done ?? messageItem(ids.message, answer, "completed") });
+      return;
+    }
+    const call = answer.toolCalls[open]!;
+    events.push(
+      { type: "response.function_call_arguments.done", item_id: ids.calls[open], output_index: callIndex[open], name: call.name, arguments: call.arguments },
+      { type: "response.output_item.done", output_index: callIndex[open], item: done ?? functionCallItem(ids.calls[open]!, call, "completed") },
+    );
+  };
+  /** Before an item is announced: closes the open ones, but for a call that may still get arguments (see above). */
+  const closeFinished = (events: UnnumberedEvent[]): void => {
+    const stillOpen: OpenItem[] = [];
+    for (const open of openItems) {
+      if (!ended && open !== "message" && !isJsonObject(answer.toolCalls[open]!.arguments)) stillOpen.push(open);
+      else closeItem(events, open);
+    }
+    openItems = stillOpen;
+  };
+  const openMessage = (events: UnnumberedEvent[]): void => {
+    if (messageIndex !== undefined) return;
+    closeFinished(events);
+    messageIndex = nextIndex++;
+    openItems.push("message");
+    events.push({
+      type: "response.output_item.added",
+      output_index: messageIndex,
+      item: { type: "message", id: ids.message, status: "in_progress", role: "assistant", content: [] },
+    });
   };
   /** The part of this type that takes the next words: the open one, or a new one after closing the other type's. */
   const partFor = (events: UnnumberedEvent[], type: AnswerPart["type"]): AnswerPart => {
@@ -279,17 +325,35 @@ export async function* responseEvents(
     events.push({ type: "response.content_part.added", ...where(part), part: contentPart(part) });
     return part;
   };
+  /** Words of the message: streamed in their part, or, once the message is done, only kept (see above). */
+  const addWords = (events: UnnumberedEvent[], type: AnswerPart["type"], words: string): void => {
+    if (type === "output_text") answer.text += words;
+    else answer.refusal += words;
+    openMessage(events);
+    if (!openItems.includes("message")) {
+      const last = parts.at(-1);
+      if (last?.type === type) last.text += words;
+      else parts.push({ type, text: words });
+      return;
+    }
+    const part = partFor(events, type);
+    part.text += words;
+    if (type === "output_text") events.push({ type: "response.output_text.delta", ...where(part), delta: words, logprobs: [] });
+    else events.push({ type: "response.refusal.delta", ...where(part), delta: words });
+  };
   /**
    * Opens a function call's item, with the arguments gathered so far as its
    * first delta. It waits for the call's name and id because the SDKs take
    * both from `output_item.added` and refuse a `done` whose call_id differs.
    */
   const announceCall = (events: UnnumberedEvent[], index: number): void => {
+    closeFinished(events);
     const call = answer.toolCalls[index]!;
     if (call.id === "") call.id = newCallId();
     const id = itemId(shell.id, "fc", index);
     ids.calls[index] = id;
     callIndex[index] = nextIndex++;
+    openItems.push(index);
     events.push({ type: "response.output_item.added", output_index: callIndex[index], item: functionCallItem(id, { ...call, arguments: "" }, "in_progress") });
     if (call.arguments !== "")
       events.push({ type: "response.function_call_arguments.delta", item_id: id, output_index: callIndex[index], delta: call.arguments });
@@ -303,18 +367,8 @@ export async function* responseEvents(
       if (!choice) continue;
       if (typeof choice.finish_reason === "string") answer.finishReason = choice.finish_reason;
       const delta = isObject(choice.delta) ? choice.delta : {};
-      if (typeof delta.content === "string" && delta.content !== "") {
-        const part = partFor(events, "output_text");
-        part.text += delta.content;
-        answer.text += delta.content;
-        events.push({ type: "response.output_text.delta", ...where(part), delta: delta.content, logprobs: [] });
-      }
-      if (typeof delta.refusal === "string" && delta.refusal !== "") {
-        const part = partFor(events, "refusal");
-        part.text += delta.refusal;
-        answer.refusal += delta.refusal;
-        events.push({ type: "response.refusal.delta", ...where(part), delta: delta.refusal });
-      }
+      if (typeof delta.content === "string" && delta.content !== "") addWords(events, "output_text", delta.content);
+      if (typeof delta.refusal === "string" && delta.refusal !== "") addWords(events, "refusal", delta.refusal);
       if (Array.isArray(delta.tool_calls)) {
         for (const part of delta.tool_calls) {
           if (!isObject(part)) continue;
@@ -328,7 +382,7 @@ export async function* responseEvents(
           const announced = callIndex[index] !== undefined;
           if (typeof fn.arguments === "string" && fn.arguments !== "") {
             call.arguments += fn.arguments;
-            if (announced)
+            if (openItems.includes(index))
               events.push({ type: "response.function_call_arguments.delta", item_id: ids.calls[index], output_index: callIndex[index], delta: fn.arguments });
           }
           if (!announced && call.id !== "" && call.name !== "") announceCall(events, index);
@@ -338,30 +392,34 @@ export async function* responseEvents(
     if (events.length > 0) yield events;
   }
 
+  // Nothing more will come: every item still open is done, the last with the final response's status.
+  ended = true;
   const closing: UnnumberedEvent[] = [];
   // An answer of nothing at all is still one (empty) message.
-  if (!messageOpen && answer.toolCalls.length === 0) partFor(closing, "output_text");
-  closePart(closing);
+  if (messageIndex === undefined && answer.toolCalls.length === 0) partFor(closing, "output_text");
   // A call whose name or id never came is still the answer's, under a name of "" or an id of our own.
   answer.toolCalls.forEach((_, index) => {
     if (callIndex[index] === undefined) announceCall(closing, index);
   });
   // The output's order is the order the items were announced in; the items done here are those of the response.
   const positions = new Map<string, number>();
-  if (messageOpen) positions.set(ids.message, messageIndex);
+  if (messageIndex !== undefined) positions.set(ids.message, messageIndex);
   ids.calls.forEach((id, i) => {
     positions.set(id, callIndex[i]!);
   });
   const finished = finishedResponse(shell, answer, ids, positions);
   const done = new Map(finished.output.map((item) => [item.id, item]));
-  if (messageOpen) closing.push({ type: "response.output_item.done", output_index: messageIndex, item: done.get(ids.message) });
-  for (const [index, call] of answer.toolCalls.entries()) {
-    closing.push(
-      { type: "response.function_call_arguments.done", item_id: ids.calls[index], output_index: callIndex[index], name: call.name, arguments: call.arguments },
-      { type: "response.output_item.done", output_index: callIndex[index], item: done.get(ids.calls[index]!) },
-    );
-  }
+  for (const open of openItems) closeItem(closing, open, done.get(open === "message" ? ids.message : ids.calls[open]!));
   await onFinished(finished, answer);
   closing.push({ type: finished.status === "incomplete" ? "response.incomplete" : "response.completed", response: finished });
   yield closing;
+}
+
+/** Whether a call's arguments are a whole JSON object, so no more of them can follow. */
+function isJsonObject(text: string): boolean {
+  try {
+    return isObject(JSON.parse(text));
+  } catch {
+    return false;
+  }
 }
