@@ -533,9 +533,22 @@ export interface PageWords {
 
 /** The fixed words for a site or book in `language`: its own, or English for a language the table lacks. */
 export function interfaceWords(language: string): PageWords {
-  const key = tableKey(language.trim().toLowerCase().split(/[-_]/));
+  const key = tableKey(subtagsOf(language));
   const words = Object.hasOwn(TRANSLATIONS, key) ? TRANSLATIONS[key] : undefined;
   return words ? { words } : { words: ENGLISH, otherLanguage: "en" };
+}
+
+/**
+ * True when a page in `language` (a BCP 47 tag) is Chinese in Traditional characters (see chineseScript): its fixed
+ * words are, and so are the fonts its stylesheet names (script-fonts.ts).
+ */
+export function isTraditionalChinese(language: string): boolean {
+  return tableKey(subtagsOf(language)) === "zh-Hant";
+}
+
+/** A tag's subtags in lower case, written with hyphens or underscores ("zh_TW"). */
+function subtagsOf(language: string): string[] {
+  return language.trim().toLowerCase().split(/[-_]/);
 }
 
 /** The table's key for a tag's subtags: its language's code, and for Chinese, which one code cannot serve, its script. */

@@ -1,3 +1,5 @@
+import { isTraditionalChinese } from "./interface-words.js";
+
 /**
  * Type for the scripts the generic stacks of a theme leave to chance. A
  * theme's fonts are Latin (Georgia, system-ui); on a page in Arabic, Chinese
@@ -5,8 +7,10 @@
  * it finds first, which mixes faces and can miss shaping. Each language gets
  * families that carry its script, the ones the common systems ship first
  * (macOS and iOS, Windows, Android and Debian's Noto), ahead of the theme's
- * generic family. Used by both the site and the book stylesheets, keyed by the
- * `lang` of the document, so nothing else has to know the script.
+ * generic family. Chinese gets them by script as well: the same character
+ * takes other forms in Traditional fonts (TC, for Taiwan and Hong Kong) than
+ * in Simplified ones (SC). Used by the site stylesheet, for the `lang` of
+ * its pages, so nothing else has to know the script.
  */
 const FAMILIES: Record<string, { serif: string; sans: string }> = {
   ar: {
@@ -25,6 +29,10 @@ const FAMILIES: Record<string, { serif: string; sans: string }> = {
   zh: {
     serif: '"Noto Serif CJK SC", "Songti SC", SimSun, "Noto Sans CJK SC"',
     sans: '"Noto Sans CJK SC", "PingFang SC", "Hiragino Sans GB", "Microsoft YaHei"',
+  },
+  "zh-Hant": {
+    serif: '"Noto Serif CJK TC", "Songti TC", PMingLiU, "Noto Sans CJK TC"',
+    sans: '"Noto Sans CJK TC", "PingFang TC", "Microsoft JhengHei"',
   },
   ja: {
     serif: '"Noto Serif CJK JP", "Hiragino Mincho ProN", "Yu Mincho", "Noto Sans CJK JP"',
@@ -45,16 +53,20 @@ const FAMILIES: Record<string, { serif: string; sans: string }> = {
 const NO_LETTER_SPACING = ["ar", "fa", "ur", "zh", "ja", "ko", "th"];
 
 /**
- * CSS that sets `--heading` and `--body` for a document in one of these
- * languages, to be placed after the rule that sets the theme's. `headingFont`
- * and `bodyFont` are the theme's own stacks, each ending in its generic family.
+ * CSS that sets `--heading` and `--body` for a document in `lang` (a well-formed BCP 47 tag, see languageTag) when
+ * its script needs families of its own, to be placed after the rule that sets the theme's. `headingFont` and
+ * `bodyFont` are the theme's own stacks, each ending in its generic family.
  */
-export function scriptFontsCss(theme: { headingFont: string; bodyFont: string }): string {
-  const stackOf = (families: { serif: string; sans: string }, themeStack: string) =>
-    `${/\bserif\s*$/.test(themeStack) && !/sans-serif\s*$/.test(themeStack) ? families.serif : families.sans}, ${themeStack}`;
-  const rules = Object.entries(FAMILIES).map(
-    ([lang, families]) => `html:lang(${lang}) { --heading: ${stackOf(families, theme.headingFont)}; --body: ${stackOf(families, theme.bodyFont)}; }`,
-  );
-  const unspaced = NO_LETTER_SPACING.map((lang) => `html:lang(${lang}) *`).join(", ");
-  return `${rules.join("\n")}\n${unspaced} { letter-spacing: normal !important; }\n`;
+export function scriptFontsCss(theme: { headingFont: string; bodyFont: string }, lang: string): string {
+  const language = lang.split("-")[0]!.toLowerCase();
+  const key = isTraditionalChinese(lang) ? "zh-Hant" : language;
+  const families = Object.hasOwn(FAMILIES, key) ? FAMILIES[key] : undefined;
+  const fonts = families ? `html:lang(${lang}) { --heading: ${stackOf(families, theme.headingFont)}; --body: ${stackOf(families, theme.bodyFont)}; }\n` : "";
+  const unspaced = NO_LETTER_SPACING.includes(language) ? `html:lang(${lang}) * { letter-spacing: normal !important; }\n` : "";
+  return fonts + unspaced;
+}
+
+/** The script's families ahead of a theme's stack: the serif ones when the theme's ends in `serif`, else the sans ones. */
+function stackOf(families: { serif: string; sans: string }, themeStack: string): string {
+  return `${/\bserif\s*$/.test(themeStack) && !/sans-serif\s*$/.test(themeStack) ? families.serif : families.sans}, ${themeStack}`;
 }

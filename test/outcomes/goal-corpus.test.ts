@@ -34,6 +34,7 @@ const FIXED_WORDS: Record<string, { skip: string; nav: string }> = {
   ru: { skip: "Перейти к содержанию", nav: "Главное меню" },
   el: { skip: "Μετάβαση στο περιεχόμενο", nav: "Κύριο μενού" },
   zh: { skip: "跳到主要内容", nav: "主菜单" },
+  "zh-Hant": { skip: "跳到主要內容", nav: "主選單" },
 };
 const ENGLISH_MARK = ' lang="en" dir="ltr"';
 /** The skip link every page starts with: in the page's language, or English marked as such. */
@@ -163,6 +164,7 @@ const SCRIPT_FONT: Record<string, RegExp> = {
   ar: /"Noto (?:Naskh|Sans) Arabic"/,
   he: /"Noto Sans Hebrew"/,
   zh: /"Noto Sans CJK SC"/,
+  "zh-Hant": /"Noto Sans CJK TC"/,
   ja: /"Noto Sans CJK JP"/,
   hi: /"Noto Sans Devanagari"/,
 };

@@ -67,6 +67,10 @@ const OTHER: [language: string, goal: string][] = [
   ["ar", "موقع لمخبز صغير في القاهرة يبيع الخبز البلدي والكعك"],
   ["ar", "موقع لمخبز في القاهرة"],
   ["zh", "为我在上海的小咖啡馆做一个网站，出售手冲咖啡和蛋糕"],
+  // Chinese in Traditional characters, as Taiwan and Hong Kong write it: its fixed words and fonts follow the tag.
+  ["zh-Hant", "幫我做一個台北咖啡店的網站，我們賣手沖咖啡和甜點"],
+  ["zh-Hant", "為我在香港的茶館「清風茶舍」做一個網站，提供綠茶和點心。營業時間每天10點到22點"],
+  ["zh", "帮我做一个北京咖啡店的网站，我们卖手冲咖啡和甜点"],
   ["ru", "Сайт для пекарни в Москве"],
   ["he", "אתר למאפייה בתל אביב"],
   ["sv", "En webbplats för mitt bageri i Malmö"],
@@ -92,12 +96,24 @@ describe("the offline writer's language detection on short goals", () => {
 
   // One character over and over, or a few in a row, the n-grams cannot place; their script still says they are not English.
   it.each([
-    ["zh", "a website word and a name of one character, 100 times", `網站「${"麵".repeat(100)}」`],
+    ["zh-Hant", "a website word and a name of one character, 100 times", `網站「${"麵".repeat(100)}」`],
     ["zh", "one character, 2,000 times", "字".repeat(2000)],
     ["zh", "one word", "网站"],
+    ["zh-Hant", "one word in Traditional characters", "網站"],
     ["ja", "a Kanji character, 30 times, and a Hiragana letter", `${"字".repeat(30)}の`],
     ["ko", "one Hangul syllable, 40 times", "가".repeat(40)],
   ])("%s, by its script, when the n-grams cannot tell: %s", async (language, _description, goal) => {
     expect((await detectGoalLanguage(goal)).tag).toBe(language);
+  });
+
+  // Most characters are the same in both scripts; a goal with none of those that differ is read as Simplified, the more common.
+  it("reads a Chinese goal of characters both scripts share as Simplified", async () => {
+    expect((await detectGoalLanguage("北京的咖啡和甜品")).tag).toBe("zh");
+  });
+
+  // A name in characters that look Traditional (學, 讀書) leaves a goal with Kana or Hangul Japanese or Korean.
+  it("keeps Japanese and Korean goals whose Kanji or Hanja look Traditional", async () => {
+    expect(await detectGoalLanguage("東京の書店「夜學堂」のウェブサイトを作ってください。")).toEqual({ tag: "ja", detected: true });
+    expect(await detectGoalLanguage("서울에 있는 작은 서점 「讀書房」의 웹사이트를 만들어 주세요.")).toEqual({ tag: "ko", detected: true });
   });
 });

@@ -164,8 +164,9 @@ describe("names as the goal wrote them, less what no one can see", () => {
   it("takes a long quoted name in a script written without spaces, and reads the goal in its own language", async () => {
     const site = await namedSite(`網站「${"麵".repeat(100)}」`);
     expect(site.brief.name).toBe(`${"麵".repeat(79)}\u2026`);
-    expect(site.home).toContain('<html lang="zh" dir="ltr">');
-    expect(site.warning).toContain("no phrasing for Chinese");
+    // 網 and 麵 are Traditional characters (网, 面 in Simplified).
+    expect(site.home).toContain('<html lang="zh-Hant" dir="ltr">');
+    expect(site.warning).toContain("no phrasing for Traditional Chinese");
   });
 
   it("marks the placeholder name as English wherever a page in another language shows it, and leaves an English page unmarked", async () => {

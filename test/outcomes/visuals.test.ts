@@ -362,6 +362,32 @@ const IN_CHINESE = {
   },
 };
 
+/** Chinese tags as writers give them, and the script each names: its script subtag's, else Traditional for Taiwan, Hong Kong and Macau. */
+const CHINESE_TAGS = [
+  ["zh-CN", "Simplified"],
+  ["zh_SG", "Simplified"],
+  ["zh-Hans", "Simplified"],
+  ["zh-Hans-TW", "Simplified"],
+  ["cmn", "Simplified"],
+  ["zh-US", "Simplified"],
+  ["zh-TW", "Traditional"],
+  ["zh_TW", "Traditional"],
+  ["zh-HK", "Traditional"],
+  ["ZH-mo", "Traditional"],
+  ["zh-Hant", "Traditional"],
+  ["zh-Hant-CN", "Traditional"],
+] as const;
+
+/** The fonts a stylesheet names for each script of Chinese: their glyphs take the forms its readers learnt. */
+const CHINESE_FONTS = { Simplified: ['"Noto Sans CJK SC"', '"PingFang SC"'], Traditional: ['"Noto Sans CJK TC"', '"PingFang TC"'] };
+
+/** The site's stylesheet names the fonts of Chinese in `script`, and none of the other script's. */
+function expectChineseFonts(files: ReadonlyMap<string, string>, script: "Simplified" | "Traditional") {
+  const css = files.get("style.css")!;
+  for (const font of CHINESE_FONTS[script]) expect(css).toContain(font);
+  for (const font of CHINESE_FONTS[script === "Simplified" ? "Traditional" : "Simplified"]) expect(css).not.toContain(font);
+}
+
 const IN_OTHER_LANGUAGES = [
   {
     language: "de",
@@ -436,25 +462,35 @@ describe("the fixed words of a site or book", () => {
   });
 
   // Found writing in Chinese: one entry for "zh" cannot serve both scripts, so Chinese sites and books had them in English.
-  it.each([
-    ["zh-CN", "Simplified"],
-    ["zh_SG", "Simplified"],
-    ["zh-Hans", "Simplified"],
-    ["zh-Hans-TW", "Simplified"],
-    ["cmn", "Simplified"],
-    ["zh-US", "Simplified"],
-    ["zh-TW", "Traditional"],
-    ["zh_TW", "Traditional"],
-    ["zh-HK", "Traditional"],
-    ["ZH-mo", "Traditional"],
-    ["zh-Hant", "Traditional"],
-    ["zh-Hant-CN", "Traditional"],
-  ] as const)("are in the script of Chinese its tag names on a site and in a book in %s: %s", async (language, script) => {
+  it.each(CHINESE_TAGS)("are in the script of Chinese its tag names on a site and in a book in %s: %s", async (language, script) => {
     const other = IN_CHINESE[script === "Simplified" ? "Traditional" : "Simplified"];
     const { brief, outline, pages } = await offlineSite(CHINESE_GOAL);
     const files = renderSite({ ...brief, language }, outline, pages, "https://zero.example/sites/x/");
     await expectSiteInOwnWords(files, IN_CHINESE[script].site);
     for (const word of other.site) expect([...files.values()].join("\n")).not.toContain(word);
     await expectBookInOwnWords(language, IN_CHINESE[script].book);
+  });
+
+  // Found typing a goal in Traditional characters: a Han goal was plain "zh", so a Taiwanese or Hong Kong site had
+  // Simplified fixed words and Simplified fonts beside its own Traditional text.
+  it.each([
+    ["Traditional", "zh-Hant", "幫我做一個台北咖啡店的網站，我們賣手沖咖啡和甜點"],
+    ["Simplified", "zh", "帮我做一个北京咖啡店的网站，我们卖手冲咖啡和甜点"],
+    ["Simplified", "zh", "北京的咖啡和甜品"],
+  ] as const)("on a site for a goal in %s characters are in that script, the site tagged %s: %s", async (script, tag, goal) => {
+    const { brief, files } = await offlineSite(goal);
+    expect(brief.language).toBe(tag);
+    expect(files.get("index.html")).toContain(`<html lang="${tag}" dir="ltr">`);
+    expect(files.get("index.html")).toContain(`<a class="skip-link" href="#main">${script === "Simplified" ? "跳到主要内容" : "跳到主要內容"}</a>`);
+    expect(files.get("404.html")).toContain(script === "Simplified" ? "此页面不存在" : "此頁面不存在");
+    expectChineseFonts(files, script);
+  });
+});
+
+describe("the fonts of a Chinese site", () => {
+  // Every Chinese page had Simplified fonts, whose glyphs take other forms than Taiwan and Hong Kong readers learnt.
+  it.each(CHINESE_TAGS)("are those of the script its tag names in %s: %s", async (language, script) => {
+    const { brief, outline, pages } = await offlineSite(CHINESE_GOAL);
+    expectChineseFonts(renderSite({ ...brief, language }, outline, pages), script);
   });
 });

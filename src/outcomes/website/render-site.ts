@@ -33,7 +33,7 @@ export function renderSite(brief: WebsiteBrief, outline: SiteOutline, pages: rea
   const pageNamed = pageFinder((["slug", "title", "navLabel"] as const).flatMap((field) => outline.pages.map((p) => [p[field], p.slug] as const)));
   const art = artLabels(brief, theme, copyLanguage);
   const files: SiteFiles = new Map([
-    ["style.css", stylesheet(theme)],
+    ["style.css", stylesheet(theme, lang)],
     ["favicon.svg", favicon(brief.name, theme)],
     // The hero's picture: decorative on the page (the heading beside it says the same), named in the file for use on its own.
     [HERO_ART, generatedArt(brief.name, theme, { width: 480, height: 480, label: art.hero, lang })],

@@ -103,8 +103,8 @@ export const THEMES: Record<Tone, Theme> = {
   },
 };
 
-/** The one stylesheet of a built site: responsive, readable, no external fonts or images. */
-export function stylesheet(theme: Theme): string {
+/** The one stylesheet of a built site whose pages are in `lang`: responsive, readable, no external fonts or images. */
+export function stylesheet(theme: Theme, lang: string): string {
   const c = theme.colors;
   const darkHero = theme.id === "bold";
   // A dark hero's button and focus ring take light colours, which show against it (the accent does not).
@@ -118,7 +118,7 @@ export function stylesheet(theme: Theme): string {
   --heading: ${theme.headingFont}; --body: ${theme.bodyFont};
   --wrap: 68rem;
 }
-${scriptFontsCss(theme)}*, *::before, *::after { box-sizing: border-box; }
+${scriptFontsCss(theme, lang)}*, *::before, *::after { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; }
 body { margin: 0; background: var(--bg); color: var(--text); font: 1.0625rem/1.65 var(--body); overflow-wrap: anywhere; }
 h1, h2, h3 { font-family: var(--heading); line-height: 1.2; margin: 0 0 .6em; }

@@ -3,8 +3,8 @@ import { EMAIL_ADDRESSES, UNSPACED_SCRIPTS, WEB_LINKS } from "../../strings.js";
 /** The language a goal is written in, as the offline writer uses it. */
 export interface GoalLanguage {
   /**
-   * BCP 47 tag of the goal's language ("ar", "zh"); when it cannot be told, the language of its script for a
-   * goal mostly in Han, Kana or Hangul, else "en".
+   * BCP 47 tag of the goal's language ("ar", "zh"; "zh-Hant" for Chinese in Traditional characters, see
+   * chineseTag); when it cannot be told, the language of its script for a goal mostly in Han, Kana or Hangul, else "en".
    */
   tag: string;
   /** True when the detector was sure enough to act on. */
@@ -93,7 +93,34 @@ export async function detectGoalLanguage(goal: string): Promise<GoalLanguage> {
   const tag = result.language;
   if (!tag || !result.isReliable()) return { tag: scriptLanguage(words) ?? "en", detected: false };
   if (tag !== "en" && isLatin(words) && readsAsEnglish(words, detect)) return { tag: "en", detected: true };
-  return { tag, detected: true };
+  return { tag: tag === "zh" ? chineseTag(words) : tag, detected: true };
+}
+
+/**
+ * Frequent characters Traditional and Simplified Chinese write differently, Traditional first in each pair: a few
+ * dozen tell an ordinary goal's script, where a full conversion table (OpenCC's) would be a dependency of megabytes
+ * for one yes or no. Pairs whose Simplified form is also a Traditional character of its own (面 "face" beside 麵,
+ * 后 "empress" beside 後, 于, 里, 台, 干) are left out: they are in both scripts' text.
+ */
+const SCRIPT_PAIRS = (
+  "這这 個个 們们 來来 為为 時时 會会 說说 對对 網网 頁页 書书 學学 國国 與与 點点 開开 關关 經经 發发 過过 還还 " +
+  "種种 樣样 實实 現现 問问 題题 電电 車车 東东 長长 門门 間间 聽听 讀读 寫写 買买 賣卖 錢钱 價价 專专 業业 廳厅 " +
+  "場场 館馆 飲饮 藝艺 術术 師师 務务 營营 歡欢 幫帮 話话 產产 灣湾 華华 區区 園园 圖图 畫画 從从 讓让 給给 請请 " +
+  "設设 計计 課课 運运 動动 醫医 愛爱 樂乐 熱热 線线 訂订 購购 費费 員员 鮮鲜 湯汤 雞鸡 魚鱼 飯饭"
+).split(" ");
+const TRADITIONAL_ONLY: ReadonlySet<string> = new Set(SCRIPT_PAIRS.map((pair) => pair[0]!));
+const SIMPLIFIED_ONLY: ReadonlySet<string> = new Set(SCRIPT_PAIRS.map((pair) => pair[1]!));
+
+/**
+ * A Chinese goal's tag: "zh-Hant" when it has more of the characters only Traditional writes than of those only
+ * Simplified writes, as a goal typed in Taiwan or Hong Kong does, so its site's fixed words and fonts are
+ * Traditional too; else "zh", Simplified, also for a goal of characters both scripts share.
+ */
+function chineseTag(words: readonly string[]): string {
+  const characters = [...words.join("")];
+  const traditional = characters.filter((character) => TRADITIONAL_ONLY.has(character)).length;
+  const simplified = characters.filter((character) => SIMPLIFIED_ONLY.has(character)).length;
+  return traditional > simplified ? "zh-Hant" : "zh";
 }
 
 /** A letter of a script written without spaces between words, where one "word" can be the whole goal. */
@@ -121,7 +148,8 @@ function languageWords(word: string): string[] {
 
 /**
  * The language a goal mostly in Han, Kana or Hangul is written in, by its script alone: Korean with Hangul,
- * Japanese with Kana, else Chinese; none for a goal in any other script.
+ * Japanese with Kana, else Chinese (in the script its characters are, see chineseTag); none for a goal in any
+ * other script.
  */
 function scriptLanguage(words: readonly string[]): string | undefined {
   const letters = words.join("").match(/\p{L}/gu) ?? [];
@@ -131,7 +159,7 @@ function scriptLanguage(words: readonly string[]): string | undefined {
   const han = count(/\p{Script=Han}/u);
   if (letters.length === 0 || (hangul + kana + han) / letters.length < 0.5) return undefined;
   if (hangul > 0) return "ko";
-  return kana > 0 ? "ja" : "zh";
+  return kana > 0 ? "ja" : chineseTag(words);
 }
 
 /** True when most of the goal's letters are Latin: the scripts whose words grammar-word lists can tell apart. */

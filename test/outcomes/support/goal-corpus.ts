@@ -64,6 +64,14 @@ export const CASES: Case[] = [
     phrased: false,
   },
   {
+    label: "Chinese in Traditional characters, as Taiwan writes it",
+    goal: "為我在台北的小咖啡館「晨光咖啡」做一個網站，出售手沖咖啡和蛋糕",
+    lang: "zh-Hant",
+    dir: "ltr",
+    name: "晨光咖啡",
+    phrased: false,
+  },
+  {
     label: "Japanese",
     goal: "京都の和菓子屋「さくら堂」のウェブサイトを作ってください。営業時間と地図も載せてください。",
     lang: "ja",
