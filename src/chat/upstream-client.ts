@@ -346,7 +346,7 @@ function abortReason(signal: AbortSignal | undefined): Error {
 
 /** Our words for an upstream's refusal: its own message may name its organisation, keys, regions or models. */
 const REFUSALS: Record<number, string> = {
-  400: "the model provider refused the request as invalid; check it against the OpenAI chat format",
+  400: "the model provider refused the request as invalid; check its fields against OpenAI's API reference",
   413: "the request is too large for the model provider",
   415: "the model provider refused the request's content type",
   422: "the model provider could not process the request; check its field values",

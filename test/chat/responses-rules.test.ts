@@ -50,6 +50,26 @@ describe("/v1/responses under the chat rules", () => {
     expectNoLeak(response.headers, text);
   });
 
+  it("names, in an upstream's refusal, the field of the client's Responses request the refused chat field came from", async () => {
+    const cases: [string, Record<string, unknown>, string | undefined][] = [
+      ["max_completion_tokens", { max_output_tokens: 50 }, "max_output_tokens"],
+      ["messages[1].content", {}, "input"],
+      ["response_format.json_schema.schema", { text: { format: { type: "json_schema", name: "x", schema: { type: "object" } } } }, "text.format"],
+      ["tools[0].function.parameters", { tools: [{ type: "function", name: "f", parameters: { type: "object" } }] }, "tools[0].parameters"],
+      ["reasoning_effort", { reasoning: { effort: "low" } }, "reasoning.effort"],
+      ["temperature", { temperature: 0.5 }, "temperature"],
+      ["stream_options", {}, undefined],
+    ];
+    for (const [named, fields, expected] of cases) {
+      first.next(reply({ error: { message: "no", type: "invalid_request_error", param: named, code: null } }, 400));
+      const response = await post({ model: "project-zero", input: "hi", ...fields });
+      const { error } = (await response.json()) as { error: { param?: string; message: string } };
+      expect(response.status, named).toBe(400);
+      expect(error.param ?? undefined, named).toBe(expected);
+      expect(error.message, named).not.toContain("chat");
+    }
+  });
+
   it("takes `program` as chat does: ours is accepted and never sent upstream, a foreign one is 422", async () => {
     first.next(reply(completion("ok")));
     const ours = await post({ model: "project-zero", input: "hi", program: "project_zero" });

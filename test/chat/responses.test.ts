@@ -321,6 +321,30 @@ describe("POST /v1/responses", () => {
     expect(upstream.requests).toHaveLength(1);
   });
 
+  it("replays a continuation for its Idempotency-Key after the response it continued (or referred to) was deleted", async () => {
+    upstream.next(reply(completion("first")), reply(completion("by id")), reply(completion("by reference")));
+    const first = await client.responses.create({ model: "project-zero", input: "begin" });
+    const byId = { model: "project-zero", input: "go on", previous_response_id: first.id };
+    const byReference = {
+      model: "project-zero",
+      store: false,
+      input: [
+        { type: "item_reference" as const, id: first.output[0]!.id! },
+        { role: "user" as const, content: "go on" },
+      ],
+    };
+    const continued = await client.responses.create(byId, { headers: { "Idempotency-Key": "continues-deleted" } });
+    const referring = await client.responses.create(byReference, { headers: { "Idempotency-Key": "refers-to-deleted" } });
+    await client.responses.delete(first.id);
+    const replays = [
+      await client.responses.create(byId, { headers: { "Idempotency-Key": "continues-deleted" } }).withResponse(),
+      await client.responses.create(byReference, { headers: { "Idempotency-Key": "refers-to-deleted" } }).withResponse(),
+    ];
+    expect(replays.map((replay) => replay.data.id)).toEqual([continued.id, referring.id]);
+    for (const replay of replays) expect(replay.response.headers.get("idempotent-replayed")).toBe("true");
+    expect(upstream.requests).toHaveLength(3);
+  });
+
   // Found integrating: a deleted response came back, whole, to a retry with the key that made it.
   it("refuses a retry whose Idempotency-Key made a response since deleted with 409, as a deleted plan's key is; an unstored one still replays", async () => {
     upstream.next(reply(completion("to be forgotten")));

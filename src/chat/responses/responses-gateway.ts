@@ -18,7 +18,7 @@ import {
   responseShell,
   type UnnumberedEvent,
 } from "./responses-answer.js";
-import { type ChatMessage, parseResponsesRequest, toChatRequest } from "./responses-request.js";
+import { type ChatMessage, parseResponsesRequest, type ResponsesRequest, responsesParam, toChatRequest } from "./responses-request.js";
 
 /** One Responses API stream event as OpenAI sends it in `data:`: its `type`, its fields and `sequence_number`. */
 export type ResponseEvent = Record<string, unknown> & { type: string; sequence_number: number };
@@ -46,16 +46,22 @@ export class ResponsesGateway {
     body: unknown,
     options: { idempotencyKey?: string; signal?: AbortSignal; requestLog?: RequestLog },
   ): Promise<CompletionResult> {
-    const call = await this.#prepare(accountId, body, false);
+    const request = parseResponsesRequest(body);
+    checkAlias(request);
+    // What a served request reads of stored responses (the conversation it continues, the items it refers to) is
+    // read once it is served: a replay answers as first answered, whatever was deleted since.
     const produce = async () => {
-      const completion = await this.#router.complete(call.chat, { accountId, signal: options.signal, fromClient: true, requestLog: options.requestLog });
+      const call = await this.#prepare(accountId, request, false);
+      const completion = await this.#router
+        .complete(call.chat, { accountId, signal: options.signal, fromClient: true, requestLog: options.requestLog })
+        .catch(inResponsesTerms);
       const answer = answerOfCompletion(completion);
       const json = JSON.stringify(finishedResponse(call.shell, answer));
       await call.keep(json, answer);
       return json;
     };
     if (options.idempotencyKey === undefined) return { json: await produce(), replayed: false };
-    const result = await runIdempotently(this.#idempotency, { accountId, key: options.idempotencyKey, request: { responses: call.request } }, produce);
+    const result = await runIdempotently(this.#idempotency, { accountId, key: options.idempotencyKey, request: { responses: request } }, produce);
     if (result.replayed) await this.#refuseDeletedReplay(accountId, result.json);
     return result;
   }
@@ -84,8 +90,12 @@ export class ResponsesGateway {
     body: unknown,
     options: { signal: AbortSignal; requestLog?: RequestLogging },
   ): Promise<AsyncGenerator<ResponseEvent[], void, undefined>> {
-    const call = await this.#prepare(accountId, body, true);
-    const chunks = await this.#router.stream(call.chat, { accountId, signal: options.signal, fromClient: true, requestLog: options.requestLog });
+    const request = parseResponsesRequest(body);
+    checkAlias(request);
+    const call = await this.#prepare(accountId, request, true);
+    const chunks = await this.#router
+      .stream(call.chat, { accountId, signal: options.signal, fromClient: true, requestLog: options.requestLog })
+      .catch(inResponsesTerms);
     const events = responseEvents(call.shell, chunks, (response, answer) => call.keep(JSON.stringify(response), answer));
     return numbered(events, options.signal, options.requestLog);
   }
@@ -129,9 +139,7 @@ export class ResponsesGateway {
     throw invalidRequest("Only responses created with background=true can be cancelled.");
   }
 
-  async #prepare(accountId: string, body: unknown, stream: boolean) {
-    const request = parseResponsesRequest(body);
-    checkAlias(request);
+  async #prepare(accountId: string, request: ResponsesRequest, stream: boolean) {
     let history: ChatMessage[] = [];
     if (typeof request.previous_response_id === "string") {
       const previous = await this.#store.messages(accountId, request.previous_response_id);
@@ -145,7 +153,7 @@ export class ResponsesGateway {
     const inputItems = request.store === false ? undefined : inputItemsOf(items, id);
     const keep = (response: string, answer: ChatAnswer) =>
       inputItems === undefined ? Promise.resolve() : this.#store.save(accountId, id, response, [...history, ...input, assistantMessage(answer)], inputItems);
-    return { request, chat, shell, keep };
+    return { chat, shell, keep };
   }
 
   /**
@@ -204,6 +212,17 @@ async function* numbered(
     const { type: _type, ...fields } = openAiErrorBody(failure).error;
     yield [{ type: "error", ...fields, sequence_number: sequence++ }];
   }
+}
+
+/**
+ * An upstream's refusal of the chat request made from a Responses request,
+ * in the client's terms: a `param` the upstream named is the Responses
+ * field it was made from (`max_completion_tokens` was `max_output_tokens`),
+ * or none when the translation alone made it.
+ */
+function inResponsesTerms(error: unknown): never {
+  if (!(error instanceof ServiceError) || error.type !== "invalid_request" || !error.detail.param) throw error;
+  throw new ServiceError("invalid_request", error.rawMessage, { param: responsesParam(error.detail.param), status: error.status, cause: error.cause });
 }
 
 function isReference(item: unknown): item is Record<string, unknown> {

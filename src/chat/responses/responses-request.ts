@@ -207,6 +207,44 @@ export function toChatRequest(request: ResponsesRequest, history: readonly ChatM
   return { chat, input };
 }
 
+/** Chat fields the translation names otherwise, by the Responses field each is made from. */
+const RESPONSES_NAMES: Readonly<Record<string, string>> = {
+  messages: "input",
+  max_completion_tokens: "max_output_tokens",
+  response_format: "text.format",
+  reasoning_effort: "reasoning.effort",
+  verbosity: "text.verbosity",
+  logprobs: "top_logprobs",
+  tool_choice: "tool_choice",
+};
+/** Chat fields copied from the Responses fields of the same name. */
+const SAME_NAMES: ReadonlySet<string> = new Set([
+  "tools",
+  "parallel_tool_calls",
+  "temperature",
+  "top_p",
+  "user",
+  "safety_identifier",
+  "prompt_cache_key",
+  "service_tier",
+  "top_logprobs",
+]);
+
+/**
+ * The Responses field a field of the translated chat request (as an
+ * upstream's refusal names it: `tools[0].function.parameters`,
+ * `messages[2].content`) was made from, or undefined for one only the
+ * translation sets (`stream_options`). A message's place differs (the
+ * instructions and a continued conversation come first), so any is `input`.
+ */
+export function responsesParam(chatParam: string): string | undefined {
+  const tool = /^tools\[(\d+)\](?:\.function)?(.*)$/.exec(chatParam);
+  if (tool) return `tools[${tool[1]}]${tool[2]}`;
+  const field = chatParam.split(/[.[]/, 1)[0]!;
+  if (Object.hasOwn(RESPONSES_NAMES, field)) return RESPONSES_NAMES[field];
+  return SAME_NAMES.has(field) ? chatParam : undefined;
+}
+
 /** `input` as chat messages: a string is one user message; items become messages, tool calls and tool results. */
 function inputMessages(input: unknown): ChatMessage[] {
   if (typeof input === "string") return [{ role: "user", content: input }];
