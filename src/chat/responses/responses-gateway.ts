@@ -18,7 +18,7 @@ import {
   responseShell,
   type UnnumberedEvent,
 } from "./responses-answer.js";
-import { type ChatMessage, parseResponsesRequest, type ResponsesRequest, responsesParam, toChatRequest } from "./responses-request.js";
+import { type ChatMessage, isObject, parseResponsesRequest, type ResponsesRequest, responsesParam, toChatRequest } from "./responses-request.js";
 
 /** One Responses API stream event as OpenAI sends it in `data:`: its `type`, its fields and `sequence_number`. */
 export type ResponseEvent = Record<string, unknown> & { type: string; sequence_number: number };
@@ -140,13 +140,7 @@ export class ResponsesGateway {
   }
 
   async #prepare(accountId: string, request: ResponsesRequest, stream: boolean) {
-    let history: ChatMessage[] = [];
-    if (typeof request.previous_response_id === "string") {
-      const previous = await this.#store.messages(accountId, request.previous_response_id);
-      if (!previous) throw missing(request.previous_response_id, "previous_response_id");
-      history = previous;
-    }
-    const items = await this.#resolveReferences(accountId, request.input);
+    const [history, items] = await Promise.all([this.#history(accountId, request), this.#resolveReferences(accountId, request.input)]);
     const { chat, input } = toChatRequest(items === request.input ? request : { ...request, input: items }, history, stream);
     const id = newResponseId();
     const shell = responseShell(id, request, Math.floor(Date.now() / 1000), "in_progress");
@@ -154,6 +148,14 @@ export class ResponsesGateway {
     const keep = (response: string, answer: ChatAnswer) =>
       inputItems === undefined ? Promise.resolve() : this.#store.save(accountId, id, response, [...history, ...input, assistantMessage(answer)], inputItems);
     return { chat, shell, keep };
+  }
+
+  /** The conversation `previous_response_id` continues, none without one. */
+  async #history(accountId: string, request: ResponsesRequest): Promise<ChatMessage[]> {
+    if (typeof request.previous_response_id !== "string") return [];
+    const previous = await this.#store.messages(accountId, request.previous_response_id);
+    if (!previous) throw missing(request.previous_response_id, "previous_response_id");
+    return previous;
   }
 
   /**
@@ -226,7 +228,7 @@ function inResponsesTerms(error: unknown): never {
 }
 
 function isReference(item: unknown): item is Record<string, unknown> {
-  return typeof item === "object" && item !== null && (item as Record<string, unknown>).type === "item_reference";
+  return isObject(item) && item.type === "item_reference";
 }
 
 function missing(id: string, param?: string): ServiceError {
