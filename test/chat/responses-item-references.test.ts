@@ -4,6 +4,7 @@ import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
 import { completion, FakeUpstream, reply, stream, textChunks, toolCallCompletion } from "./support/fake-upstream.js";
 import { openAiClient, startGateway } from "./support/gateway.js";
+import { MAX_REFERENCED_RESPONSES } from "../../src/chat/responses/responses-gateway.js";
 
 // `{type: "item_reference", id}` in `input` stands for an item of a stored
 // response, as the AI SDK sends an earlier answer back when `store` is on.
@@ -82,5 +83,14 @@ describe("item references in a Responses input", () => {
       error: { param: "input" },
     });
     expect(upstream.requests).toHaveLength(2);
+  });
+
+  it("may name items of at most MAX_REFERENCED_RESPONSES responses in one request, each looked up", async () => {
+    const references = Array.from({ length: MAX_REFERENCED_RESPONSES + 1 }, (_, i) => reference(`msg_${i.toString(16).padStart(32, "0")}`));
+    await expect(client.responses.create({ model: "project-zero", input: references })).rejects.toMatchObject({
+      status: 400,
+      error: { param: "input", message: expect.stringContaining("previous_response_id") },
+    });
+    expect(upstream.requests).toHaveLength(0);
   });
 });

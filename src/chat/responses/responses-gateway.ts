@@ -175,6 +175,13 @@ export class ResponsesGateway {
       const responseId = referencedResponseId(item.id);
       if (responseId !== undefined) responseIds.add(responseId);
     }
+    // Each is looked up: a bound, so one request cannot ask the database for hundreds of thousands.
+    if (responseIds.size > MAX_REFERENCED_RESPONSES) {
+      throw invalidRequest(
+        `\`input\` refers to items of more than ${MAX_REFERENCED_RESPONSES} responses; continue a long conversation with \`previous_response_id\` instead`,
+        "input",
+      );
+    }
     const stored = responseIds.size > 0 ? await this.#store.items(accountId, [...responseIds]) : new Map<string, Record<string, unknown>>();
     return input.map((item, index) => {
       if (!isReference(item)) return item;
@@ -226,6 +233,9 @@ function inResponsesTerms(error: unknown): never {
   if (!(error instanceof ServiceError) || error.type !== "invalid_request" || !error.detail.param) throw error;
   throw new ServiceError("invalid_request", error.rawMessage, { param: responsesParam(error.detail.param), status: error.status, cause: error.cause });
 }
+
+/** The most stored responses one request's item references may name (a turn of a conversation names one). */
+export const MAX_REFERENCED_RESPONSES = 1000;
 
 function isReference(item: unknown): item is Record<string, unknown> {
   return isObject(item) && item.type === "item_reference";
