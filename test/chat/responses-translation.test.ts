@@ -287,6 +287,40 @@ describe("/v1/responses translation details", () => {
     });
   });
 
+  describe("an answer whose words came after its call began", () => {
+    it("is sent back, as its output lists it (the call, then the message), as one assistant turn before the call's result", async () => {
+      gateway.upstream.next(
+        stream([
+          chunk({
+            role: "assistant",
+            content: null,
+            tool_calls: [{ index: 0, id: "call_late", type: "function", function: { name: "weather", arguments: '{"city":"Quito"}' } }],
+          }),
+          chunk({ content: "\n" }),
+          chunk({}, "tool_calls"),
+        ]),
+        reply(completion("Sunny in Quito.")),
+      );
+      const tools = [{ type: "function" as const, name: "weather", parameters: { type: "object" }, strict: false }];
+      const first = await client.responses.stream({ model: "project-zero", input: "Weather in Quito?", tools }).finalResponse();
+      expect(first.output.map((item) => item.type)).toEqual(["function_call", "message"]);
+      await client.responses.create({
+        model: "project-zero",
+        tools,
+        input: [
+          { role: "user", content: "Weather in Quito?" },
+          ...(first.output as OpenAI.Responses.ResponseInputItem[]),
+          { type: "function_call_output", call_id: "call_late", output: "sunny" },
+        ],
+      });
+      expect(gateway.upstream.requests[1]!.body.messages).toEqual([
+        { role: "user", content: "Weather in Quito?" },
+        { role: "assistant", content: "\n", tool_calls: [{ id: "call_late", type: "function", function: { name: "weather", arguments: '{"city":"Quito"}' } }] },
+        { role: "tool", tool_call_id: "call_late", content: "sunny" },
+      ]);
+    });
+  });
+
   describe("files in a message", () => {
     const pdf = "data:application/pdf;base64,JVBERi0xLjQK";
 

@@ -253,8 +253,17 @@ function inputMessages(input: unknown): ChatMessage[] {
     const param = `input[${index}]`;
     if (!isObject(item)) throw invalidRequest(`${param} must be an object`, "input");
     const type = item.type ?? (typeof item.role === "string" ? "message" : undefined);
-    if (type === "message") messages.push(messageItem(item, param));
-    else if (type === "function_call") {
+    if (type === "message") {
+      const message = messageItem(item, param);
+      const last = messages.at(-1);
+      // Words an answer gave after its calls began (a stream lists that message after them) are still that turn's:
+      // a chat assistant turn's calls are followed by their results, which providers refuse to find anything between.
+      if (message.role === "assistant" && typeof message.content === "string" && last?.role === "assistant" && Array.isArray(last.tool_calls)) {
+        last.content = (typeof last.content === "string" ? last.content : "") + message.content;
+      } else {
+        messages.push(message);
+      }
+    } else if (type === "function_call") {
       if (typeof item.call_id !== "string" || typeof item.name !== "string" || typeof item.arguments !== "string") {
         throw invalidRequest(`${param}: a function_call needs \`call_id\`, \`name\` and \`arguments\` strings`, "input");
       }
