@@ -4,7 +4,8 @@ import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
 import { completion, FakeUpstream, reply, stream, textChunks, toolCallCompletion } from "./support/fake-upstream.js";
 import { openAiClient, startGateway } from "./support/gateway.js";
-import { MAX_REFERENCED_RESPONSES } from "../../src/chat/responses/responses-gateway.js";
+import { OPENAI_BODY_MAX_BYTES } from "../../src/api/limits.js";
+import { MAX_ITEM_REFERENCES } from "../../src/chat/responses/responses-gateway.js";
 
 // `{type: "item_reference", id}` in `input` stands for an item of a stored
 // response, as the AI SDK sends an earlier answer back when `store` is on.
@@ -85,12 +86,35 @@ describe("item references in a Responses input", () => {
     expect(upstream.requests).toHaveLength(2);
   });
 
-  it("may name items of at most MAX_REFERENCED_RESPONSES responses in one request, each looked up", async () => {
-    const references = Array.from({ length: MAX_REFERENCED_RESPONSES + 1 }, (_, i) => reference(`msg_${i.toString(16).padStart(32, "0")}`));
-    await expect(client.responses.create({ model: "project-zero", input: references })).rejects.toMatchObject({
-      status: 400,
-      error: { param: "input", message: expect.stringContaining("previous_response_id") },
+  it("are at most MAX_ITEM_REFERENCES in one request, and stand for at most a body's bytes: a small request makes no large one", async () => {
+    upstream.next(reply(completion("a")), reply(completion("b")), reply(completion("c")));
+    const hundredKiB = await client.responses.create({ model: "project-zero", input: [{ role: "user", content: "x".repeat(100 << 10) }] });
+    const [asked] = (await client.responses.inputItems.list(hundredKiB.id)).data;
+    const tooMany = Array.from({ length: MAX_ITEM_REFERENCES + 1 }, () => reference(hundredKiB.output[0]!.id!));
+    await expect(client.responses.create({ model: "project-zero", input: tooMany })).rejects.toMatchObject({ status: 400, error: { param: "input" } });
+    // One item named again and again: a 20 KiB request standing for 20 MiB.
+    const repeated = Array.from({ length: Math.ceil(OPENAI_BODY_MAX_BYTES / (100 << 10)) + 1 }, () => reference(asked!.id));
+    await expect(client.responses.create({ model: "project-zero", input: repeated })).rejects.toMatchObject({ status: 413, error: { param: "input" } });
+    // Stored responses whose rows come to more than a body are not read at all.
+    const half = "y".repeat(OPENAI_BODY_MAX_BYTES / 2);
+    const big = [
+      await client.responses.create({ model: "project-zero", input: [{ role: "user", content: half }] }),
+      await client.responses.create({ model: "project-zero", input: [{ role: "user", content: half }] }),
+    ];
+    await expect(client.responses.create({ model: "project-zero", input: big.map((response) => reference(response.output[0]!.id!)) })).rejects.toMatchObject({
+      status: 413,
     });
-    expect(upstream.requests).toHaveLength(0);
+    expect(upstream.requests).toHaveLength(3);
+  });
+
+  it("to an unknown id quote at most the start of it", async () => {
+    const id = `msg_${"f".repeat(100_000)}`;
+    const refused = await fetch(`${app.url}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${account.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "project-zero", input: [reference(id)] }),
+    });
+    expect(refused.status).toBe(404);
+    expect((await refused.text()).length).toBeLessThan(1000);
   });
 });

@@ -59,6 +59,9 @@ describe("/v1/responses under the chat rules", () => {
       ["reasoning_effort", { reasoning: { effort: "low" } }, "reasoning.effort"],
       ["temperature", { temperature: 0.5 }, "temperature"],
       ["stream_options", {}, undefined],
+      ["top_p", {}, undefined],
+      ["tools[3].function.parameters", { tools: [{ type: "function", name: "f", parameters: { type: "object" } }] }, undefined],
+      ["tools[0]\nsecret_upstream_field", { tools: [{ type: "function", name: "f", parameters: { type: "object" } }] }, undefined],
     ];
     for (const [named, fields, expected] of cases) {
       first.next(reply({ error: { message: "no", type: "invalid_request_error", param: named, code: null } }, 400));

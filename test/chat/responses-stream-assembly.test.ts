@@ -4,7 +4,7 @@ import type OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { chunk, completion, reply, stream, toolCallCompletion } from "./support/fake-upstream.js";
-import { openAiClient, useSdkGateway } from "./support/gateway.js";
+import { openAiClient, useSdkGateway, WEATHER_TOOLS } from "./support/gateway.js";
 
 // How a Responses answer is put together from the upstream's chat chunks: function calls whose
 // name or id come late, and the usage OpenAI's types require, as the official SDK sees them.
@@ -15,9 +15,7 @@ describe("/v1/responses stream assembly and usage", () => {
     client = openAiClient(gateway.app, gateway.apiKey);
   });
 
-  const tools: OpenAI.Responses.Tool[] = [
-    { type: "function", name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } }, strict: false },
-  ];
+  const tools = WEATHER_TOOLS;
 
   /** Streams a request through the SDK: every event, and the response the SDK assembled. */
   async function streamed(input: string): Promise<{ events: OpenAI.Responses.ResponseStreamEvent[]; final: OpenAI.Responses.Response }> {

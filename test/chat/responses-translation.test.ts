@@ -287,6 +287,14 @@ describe("/v1/responses translation details", () => {
     });
   });
 
+  it("takes an input of 200,000 items, as chat completions takes as many messages", async () => {
+    gateway.upstream.next(reply(completion("long")));
+    const input = Array.from({ length: 200_000 }, () => ({ role: "user" as const, content: "a" }));
+    const response = await post({ model: "project-zero", input, store: false });
+    expect(response.status).toBe(200);
+    expect((gateway.upstream.requests[0]!.body.messages as unknown[]).length).toBe(200_000);
+  });
+
   describe("an answer whose words came after its call began", () => {
     it("is sent back, as its output lists it (the call, then the message), as one assistant turn before the call's result", async () => {
       gateway.upstream.next(

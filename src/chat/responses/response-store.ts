@@ -7,6 +7,12 @@ import type { ChatMessage } from "./responses-request.js";
 /** How long a stored response can be read or continued. */
 export const RESPONSE_TTL_MS = 30 * 24 * 3600 * 1000;
 
+/** A stored item an `item_reference` can name, and the length of its JSON. */
+export interface StoredItem {
+  item: Record<string, unknown>;
+  size: number;
+}
+
 interface NewResponse {
   id: string;
   accountId: string;
@@ -75,23 +81,30 @@ export class ResponseStore {
 
   /**
    * The output and input items of the account's live responses among
-   * `responseIds`, by item id: what an `item_reference` names. One read for
-   * all of them.
+   * `responseIds`, by item id, each with the size of its JSON: what an
+   * `item_reference` names. One read for all of them, which reads nothing
+   * when the rows come to more than `maxBytes` (counted by Postgres without
+   * reading them): "too large".
    */
-  async items(accountId: string, responseIds: readonly string[]): Promise<Map<string, Record<string, unknown>>> {
-    const rows = await this.#db
-      .selectFrom("chat_responses")
-      .select(["response", "input_items"])
-      .where(sql<boolean>`id = any(${[...responseIds]}::text[])`)
-      .where("account_id", "=", accountId)
-      .where("expires_at", ">", sql<Date>`now()`)
-      .execute();
-    const items = new Map<string, Record<string, unknown>>();
+  async items(accountId: string, responseIds: readonly string[], maxBytes: number): Promise<Map<string, StoredItem> | "too large"> {
+    const { rows } = await sql<{ response: string | null; input_items: string | null; fits: boolean }>`
+      WITH named AS (
+        SELECT id FROM chat_responses
+        WHERE id = any(${[...responseIds]}::text[]) AND account_id = ${accountId} AND expires_at > now()
+      ), fits AS (
+        SELECT coalesce(sum(octet_length(r.response) + coalesce(octet_length(r.input_items), 0)), 0) <= ${maxBytes} AS fits
+        FROM chat_responses r JOIN named USING (id)
+      )
+      SELECT CASE WHEN fits THEN r.response END AS response, CASE WHEN fits THEN r.input_items END AS input_items, fits
+      FROM chat_responses r JOIN named USING (id) CROSS JOIN fits`.execute(this.#db);
+    if (rows.some((row) => !row.fits)) return "too large";
+    const items = new Map<string, StoredItem>();
+    const add = (item: Record<string, unknown>) => items.set(item.id as string, { item, size: JSON.stringify(item).length });
     for (const row of rows) {
-      for (const item of storedInputItems(row.input_items)) items.set(item.id, item);
-      const { output } = JSON.parse(row.response) as { output?: unknown };
+      for (const item of storedInputItems(row.input_items)) add(item);
+      const { output } = JSON.parse(row.response!) as { output?: unknown };
       if (!Array.isArray(output)) continue;
-      for (const item of output as Record<string, unknown>[]) if (typeof item.id === "string") items.set(item.id, item);
+      for (const item of output as Record<string, unknown>[]) if (typeof item.id === "string") add(item);
     }
     return items;
   }

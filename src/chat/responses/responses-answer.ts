@@ -222,6 +222,29 @@ export function assistantMessage(answer: ChatAnswer): ChatMessage {
   return message;
 }
 
+/**
+ * How a stream that ended before its answer was whole is kept: `failed`,
+ * with the code and message of the `error` event its client was sent, or
+ * `cancelled` (the client left, or a shutdown ended it).
+ */
+export type EarlyEnd = { status: "failed"; error: { code: string; message: string } } | { status: "cancelled" };
+
+/** The response a stream cut short stands as for `end`, and its answer so far (what a continuation sends the upstream). */
+export type AnswerSoFar = (end: EarlyEnd) => { response: ResponseObject; answer: ChatAnswer };
+
+/** How `responseEvents` has its answer saved. */
+export interface ResponseSaves {
+  /** Saves the whole answer; the closing events wait for it, so a client that sees `response.completed` can continue from it. */
+  finished(response: ResponseObject, answer: ChatAnswer): Promise<void>;
+  /**
+   * Saves the answer so far of a stream that ended early after its
+   * `response.created` went out, by `error` or (undefined) by its reader
+   * stopping: the client holds ids that name it. Best effort: it never
+   * throws, and the stream then ends as it would have.
+   */
+  cutShort(soFar: AnswerSoFar, error: unknown): Promise<void>;
+}
+
 /** A Responses API stream event before it is numbered: its `type`, then its fields. */
 export type UnnumberedEvent = Record<string, unknown> & { type: string };
 
@@ -232,9 +255,10 @@ type OpenItem = "message" | number;
  * Turns a stream of chat chunks into the Responses API's typed events, in
  * the order OpenAI sends them, gathering the answer as it goes. The events
  * come in batches: the opening two at once, then those of each batch of
- * chunks (one upstream read), then the closing ones after `onFinished`
- * (the save) has run, so a client that sees `response.completed` can
- * continue from it. The caller numbers and frames them; a batch is one
+ * chunks (one upstream read), then the closing ones after the answer was
+ * saved (`saves.finished`). A stream that ends before then, once its
+ * opening batch went out, has what it answered so far saved
+ * (`saves.cutShort`). The caller numbers and frames them; a batch is one
  * iterator step and one write, not one of each per event. The chunks are
  * the router's, whose tool calls are numbered from 0 in the order they
  * began (`ChunkRewriter`), so a call's `index` is its place in the answer.
@@ -248,11 +272,7 @@ type OpenItem = "message" | number;
  * a call began) join the answer's message, in the response and what is
  * stored, without being streamed.
  */
-export async function* responseEvents(
-  shell: ResponseObject,
-  chunks: AsyncIterable<ChatChunkJson[]>,
-  onFinished: (response: ResponseObject, answer: ChatAnswer) => Promise<void>,
-): AsyncGenerator<UnnumberedEvent[]> {
+export async function* responseEvents(shell: ResponseObject, chunks: AsyncIterable<ChatChunkJson[]>, saves: ResponseSaves): AsyncGenerator<UnnumberedEvent[]> {
   const answer: ChatAnswer = { text: "", refusal: "", toolCalls: [], finishReason: null, usage: undefined };
   const ids: AnswerItemIds = { message: itemId(shell.id, "msg"), calls: [] };
   const inProgress = { ...shell, status: "in_progress" };
@@ -359,60 +379,91 @@ export async function* responseEvents(
       events.push({ type: "response.function_call_arguments.delta", item_id: id, output_index: callIndex[index], delta: call.arguments });
   };
 
-  for await (const batch of chunks) {
-    const events: UnnumberedEvent[] = [];
-    for (const chunk of batch) {
-      if (isObject(chunk.usage)) answer.usage = chunk.usage;
-      const choice = Array.isArray(chunk.choices) && isObject(chunk.choices[0]) ? chunk.choices[0] : undefined;
-      if (!choice) continue;
-      if (typeof choice.finish_reason === "string") answer.finishReason = choice.finish_reason;
-      const delta = isObject(choice.delta) ? choice.delta : {};
-      if (typeof delta.content === "string" && delta.content !== "") addWords(events, "output_text", delta.content);
-      if (typeof delta.refusal === "string" && delta.refusal !== "") addWords(events, "refusal", delta.refusal);
-      if (Array.isArray(delta.tool_calls)) {
-        for (const part of delta.tool_calls) {
-          if (!isObject(part)) continue;
-          const index = part.index as number;
-          const fn = isObject(part.function) ? part.function : {};
-          const call = answer.toolCalls[index] ?? { id: "", name: "", arguments: "" };
-          answer.toolCalls[index] = call;
-          // The first id and name given are the call's, whichever delta brings them.
-          if (call.id === "" && typeof part.id === "string") call.id = part.id;
-          if (call.name === "" && typeof fn.name === "string") call.name = fn.name;
-          const announced = callIndex[index] !== undefined;
-          if (typeof fn.arguments === "string" && fn.arguments !== "") {
-            call.arguments += fn.arguments;
-            if (openItems.includes(index))
-              events.push({ type: "response.function_call_arguments.delta", item_id: ids.calls[index], output_index: callIndex[index], delta: fn.arguments });
+  /**
+   * The items announced so far, each as it stands (done, or cut short:
+   * `incomplete`), in the order they were announced; and the answer a
+   * continuation sends on, with the calls announced whose arguments are
+   * whole: the upstream would refuse arguments that are not JSON.
+   */
+  const soFar: AnswerSoFar = (end) => {
+    const output: OutputItem[] = [];
+    const status = (open: OpenItem) => (openItems.includes(open) ? "incomplete" : "completed");
+    if (messageIndex !== undefined) output[messageIndex] = messageItem(ids.message, answer, status("message"));
+    const continued: ChatAnswer["toolCalls"] = [];
+    answer.toolCalls.forEach((call, index) => {
+      if (callIndex[index] === undefined) return;
+      output[callIndex[index]] = functionCallItem(ids.calls[index]!, call, status(index));
+      if (isJsonObject(call.arguments)) continued.push(call);
+    });
+    const response = { ...shell, status: end.status, error: end.status === "failed" ? end.error : null, output };
+    return { response, answer: { ...answer, toolCalls: continued } };
+  };
+  // Set once the answer is whole: from then on, its save is the finished one.
+  let whole = false;
+  let failure: unknown;
+  // Reached once the opening batch was taken: the client holds the response's id from here on.
+  try {
+    for await (const batch of chunks) {
+      const events: UnnumberedEvent[] = [];
+      for (const chunk of batch) {
+        if (isObject(chunk.usage)) answer.usage = chunk.usage;
+        const choice = Array.isArray(chunk.choices) && isObject(chunk.choices[0]) ? chunk.choices[0] : undefined;
+        if (!choice) continue;
+        if (typeof choice.finish_reason === "string") answer.finishReason = choice.finish_reason;
+        const delta = isObject(choice.delta) ? choice.delta : {};
+        if (typeof delta.content === "string" && delta.content !== "") addWords(events, "output_text", delta.content);
+        if (typeof delta.refusal === "string" && delta.refusal !== "") addWords(events, "refusal", delta.refusal);
+        if (Array.isArray(delta.tool_calls)) {
+          for (const part of delta.tool_calls) {
+            if (!isObject(part)) continue;
+            const index = part.index as number;
+            const fn = isObject(part.function) ? part.function : {};
+            const call = answer.toolCalls[index] ?? { id: "", name: "", arguments: "" };
+            answer.toolCalls[index] = call;
+            // The first id and name given are the call's, whichever delta brings them.
+            if (call.id === "" && typeof part.id === "string") call.id = part.id;
+            if (call.name === "" && typeof fn.name === "string") call.name = fn.name;
+            const announced = callIndex[index] !== undefined;
+            if (typeof fn.arguments === "string" && fn.arguments !== "") {
+              call.arguments += fn.arguments;
+              if (openItems.includes(index))
+                events.push({ type: "response.function_call_arguments.delta", item_id: ids.calls[index], output_index: callIndex[index], delta: fn.arguments });
+            }
+            if (!announced && call.id !== "" && call.name !== "") announceCall(events, index);
           }
-          if (!announced && call.id !== "" && call.name !== "") announceCall(events, index);
         }
       }
+      if (events.length > 0) yield events;
     }
-    if (events.length > 0) yield events;
-  }
 
-  // Nothing more will come: every item still open is done, the last with the final response's status.
-  ended = true;
-  const closing: UnnumberedEvent[] = [];
-  // An answer of nothing at all is still one (empty) message.
-  if (messageIndex === undefined && answer.toolCalls.length === 0) partFor(closing, "output_text");
-  // A call whose name or id never came is still the answer's, under a name of "" or an id of our own.
-  answer.toolCalls.forEach((_, index) => {
-    if (callIndex[index] === undefined) announceCall(closing, index);
-  });
-  // The output's order is the order the items were announced in; the items done here are those of the response.
-  const positions = new Map<string, number>();
-  if (messageIndex !== undefined) positions.set(ids.message, messageIndex);
-  ids.calls.forEach((id, i) => {
-    positions.set(id, callIndex[i]!);
-  });
-  const finished = finishedResponse(shell, answer, ids, positions);
-  const done = new Map(finished.output.map((item) => [item.id, item]));
-  for (const open of openItems) closeItem(closing, open, done.get(open === "message" ? ids.message : ids.calls[open]!));
-  await onFinished(finished, answer);
-  closing.push({ type: finished.status === "incomplete" ? "response.incomplete" : "response.completed", response: finished });
-  yield closing;
+    // Nothing more will come: every item still open is done, the last with the final response's status.
+    ended = true;
+    const closing: UnnumberedEvent[] = [];
+    // An answer of nothing at all is still one (empty) message.
+    if (messageIndex === undefined && answer.toolCalls.length === 0) partFor(closing, "output_text");
+    // A call whose name or id never came is still the answer's, under a name of "" or an id of our own.
+    answer.toolCalls.forEach((_, index) => {
+      if (callIndex[index] === undefined) announceCall(closing, index);
+    });
+    // The output's order is the order the items were announced in; the items done here are those of the response.
+    const positions = new Map<string, number>();
+    if (messageIndex !== undefined) positions.set(ids.message, messageIndex);
+    ids.calls.forEach((id, i) => {
+      positions.set(id, callIndex[i]!);
+    });
+    const finished = finishedResponse(shell, answer, ids, positions);
+    const done = new Map(finished.output.map((item) => [item.id, item]));
+    for (const open of openItems) closeItem(closing, open, done.get(open === "message" ? ids.message : ids.calls[open]!));
+    whole = true;
+    await saves.finished(finished, answer);
+    closing.push({ type: finished.status === "incomplete" ? "response.incomplete" : "response.completed", response: finished });
+    yield closing;
+  } catch (error) {
+    failure = error;
+    throw error;
+  } finally {
+    if (!whole) await saves.cutShort(soFar, failure);
+  }
 }
 
 /** Whether a call's arguments are a whole JSON object, so no more of them can follow. */

@@ -5,7 +5,8 @@ import type { ChatRouter } from "../chat-router.js";
 import type { RequestLog } from "../chat-types.js";
 import type { IdempotencyStore } from "../../server/idempotency.js";
 import { type CompletionResult, runIdempotently } from "../../server/idempotency.js";
-import type { ResponseStore } from "./response-store.js";
+import type { ResponseStore, StoredItem } from "./response-store.js";
+import { OPENAI_BODY_MAX_BYTES } from "../../api/limits.js";
 import { type InputItemsQuery, inputItemsOf, inputItemsPage } from "./responses-input-items.js";
 import {
   answerOfCompletion,
@@ -54,7 +55,7 @@ export class ResponsesGateway {
       const call = await this.#prepare(accountId, request, false);
       const completion = await this.#router
         .complete(call.chat, { accountId, signal: options.signal, fromClient: true, requestLog: options.requestLog })
-        .catch(inResponsesTerms);
+        .catch((error: unknown) => inResponsesTerms(error, request));
       const answer = answerOfCompletion(completion);
       const json = JSON.stringify(finishedResponse(call.shell, answer));
       await call.keep(json, answer);
@@ -83,7 +84,9 @@ export class ResponsesGateway {
    * Opens a streamed response. Resolves once an upstream accepted (every
    * refusal before that is thrown); the events then follow, numbered, in
    * batches (see `responseEvents`). A failure after the first event is one
-   * `error` event, and the stream ends.
+   * `error` event, and the stream ends. A stored response that ends early
+   * (that failure, a client that left, a shutdown) is stored as far as it
+   * went, `failed` or `cancelled`: its client already holds its ids.
    */
   async stream(
     accountId: string,
@@ -95,9 +98,17 @@ export class ResponsesGateway {
     const call = await this.#prepare(accountId, request, true);
     const chunks = await this.#router
       .stream(call.chat, { accountId, signal: options.signal, fromClient: true, requestLog: options.requestLog })
-      .catch(inResponsesTerms);
-    const events = responseEvents(call.shell, chunks, (response, answer) => call.keep(JSON.stringify(response), answer));
-    return numbered(events, options.signal, options.requestLog);
+      .catch((error: unknown) => inResponsesTerms(error, request));
+    const { signal, requestLog } = options;
+    const events = responseEvents(call.shell, chunks, {
+      finished: (response, answer) => call.keep(JSON.stringify(response), answer),
+      cutShort: async (soFar, error) => {
+        const { response, answer } = soFar(signal.aborted || error === undefined ? { status: "cancelled" } : { status: "failed", error: streamError(error) });
+        // Logged as a failed save always is; the stream ends as it was ending.
+        await call.keep(JSON.stringify(response), answer).catch((saveError: unknown) => failureOf(saveError, requestLog));
+      },
+    });
+    return numbered(events, signal, requestLog);
   }
 
   /** A stored response as first sent; another account's id is missing like any unknown one. */
@@ -164,32 +175,43 @@ export class ResponsesGateway {
    * the response id every item id made here carries (the AI SDK sends an
    * earlier answer back so when `store` is on). One read for all of them; a
    * reference to an item not stored here, or another account's, is missing
-   * as an unknown `previous_response_id` is.
+   * as an unknown `previous_response_id` is. Bounded as a body is: at most
+   * MAX_ITEM_REFERENCES references, and what they read and what they stand
+   * for each at most a body's size, so a small request cannot make a large
+   * one (one item named a hundred thousand times).
    */
   async #resolveReferences(accountId: string, input: unknown): Promise<unknown> {
     if (!Array.isArray(input) || !input.some(isReference)) return input;
     const responseIds = new Set<string>();
+    let references = 0;
     for (const [index, item] of input.entries()) {
       if (!isReference(item)) continue;
-      if (typeof item.id !== "string") throw invalidRequest(`input[${index}]: an item_reference needs an \`id\``, "input");
+      if (typeof item.id !== "string") throw invalidRequest(`input[${index}]: an item_reference's \`id\` must be a string`, "input");
+      if (++references > MAX_ITEM_REFERENCES) {
+        throw invalidRequest(
+          `\`input\` holds more than ${MAX_ITEM_REFERENCES} item references; continue a long conversation with \`previous_response_id\` instead`,
+          "input",
+        );
+      }
       const responseId = referencedResponseId(item.id);
       if (responseId !== undefined) responseIds.add(responseId);
     }
-    // Each is looked up: a bound, so one request cannot ask the database for hundreds of thousands.
-    if (responseIds.size > MAX_REFERENCED_RESPONSES) {
-      throw invalidRequest(
-        `\`input\` refers to items of more than ${MAX_REFERENCED_RESPONSES} responses; continue a long conversation with \`previous_response_id\` instead`,
-        "input",
-      );
-    }
-    const stored = responseIds.size > 0 ? await this.#store.items(accountId, [...responseIds]) : new Map<string, Record<string, unknown>>();
+    const stored = responseIds.size > 0 ? await this.#store.items(accountId, [...responseIds], OPENAI_BODY_MAX_BYTES) : new Map<string, StoredItem>();
+    if (stored === "too large") throw referencesTooLarge();
+    let size = 0;
     return input.map((item, index) => {
       if (!isReference(item)) return item;
       const found = stored.get(item.id as string);
-      if (!found) throw new ServiceError("not_found", `input[${index}]: no item with id \`${String(item.id)}\` was found`, { param: "input" });
-      return found;
+      if (!found) throw new ServiceError("not_found", `input[${index}]: no item with id \`${String(item.id).slice(0, 80)}\` was found`, { param: "input" });
+      size += found.size;
+      if (size > OPENAI_BODY_MAX_BYTES) throw referencesTooLarge();
+      return found.item;
     });
   }
+}
+
+function referencesTooLarge(): ServiceError {
+  return new ServiceError("payload_too_large", `the items \`input\` refers to come to more than ${OPENAI_BODY_MAX_BYTES} bytes`, { param: "input" });
 }
 
 /**
@@ -213,14 +235,24 @@ async function* numbered(
     if (clientGone(signal)) throw error;
     // OpenAI's error fields (code, message, param, and the pool's capacity_state and reset_at), as `/v1` renders them;
     // a shutdown that could not wait for the end says so the same way.
-    const failure = toServiceError(
-      signal.aborted ? signal.reason : error,
-      (cause) => requestLog?.logUnexpected(cause),
-      (cause) => requestLog?.logDatabaseDown(cause),
-    );
-    const { type: _type, ...fields } = openAiErrorBody(failure).error;
+    const { type: _type, ...fields } = openAiErrorBody(failureOf(signal.aborted ? signal.reason : error, requestLog)).error;
     yield [{ type: "error", ...fields, sequence_number: sequence++ }];
   }
+}
+
+/** A stream's failure as the client is told it, logged as every route's errors are (see toServiceError). */
+function failureOf(error: unknown, requestLog: RequestLogging | undefined): ServiceError {
+  return toServiceError(
+    error,
+    (cause) => requestLog?.logUnexpected(cause),
+    (cause) => requestLog?.logDatabaseDown(cause),
+  );
+}
+
+/** The code and message of the `error` event a failure becomes (see `numbered`), as a failed response's `error`; not logged again. */
+function streamError(error: unknown): { code: string; message: string } {
+  const { code, message } = openAiErrorBody(toServiceError(error)).error;
+  return { code: String(code), message: String(message) };
 }
 
 /**
@@ -229,13 +261,13 @@ async function* numbered(
  * field it was made from (`max_completion_tokens` was `max_output_tokens`),
  * or none when the translation alone made it.
  */
-function inResponsesTerms(error: unknown): never {
+function inResponsesTerms(error: unknown, request: ResponsesRequest): never {
   if (!(error instanceof ServiceError) || error.type !== "invalid_request" || !error.detail.param) throw error;
-  throw new ServiceError("invalid_request", error.rawMessage, { param: responsesParam(error.detail.param), status: error.status, cause: error.cause });
+  throw new ServiceError("invalid_request", error.rawMessage, { param: responsesParam(error.detail.param, request), status: error.status, cause: error.cause });
 }
 
-/** The most stored responses one request's item references may name (a turn of a conversation names one). */
-export const MAX_REFERENCED_RESPONSES = 1000;
+/** The most item references one request may hold (a turn of a conversation sent back whole holds one or two). */
+export const MAX_ITEM_REFERENCES = 1000;
 
 function isReference(item: unknown): item is Record<string, unknown> {
   return isObject(item) && item.type === "item_reference";

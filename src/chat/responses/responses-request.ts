@@ -174,7 +174,9 @@ export function toChatRequest(request: ResponsesRequest, history: readonly ChatM
   const input = inputMessages(request.input);
   const messages: ChatMessage[] = [];
   if (typeof request.instructions === "string" && request.instructions !== "") messages.push({ role: "system", content: request.instructions });
-  messages.push(...history, ...input);
+  // Not push(...): spread arguments overflow the stack with a long conversation (a call takes so many).
+  for (const message of history) messages.push(message);
+  for (const message of input) messages.push(message);
   const chat: ChatRequest = { model: request.model, messages };
   if (request.program !== undefined) chat.program = request.program;
   if (Array.isArray(request.tools) && request.tools.length > 0) {
@@ -237,13 +239,18 @@ const SAME_NAMES: ReadonlySet<string> = new Set([
  * translation sets (`stream_options`). A message's place differs (the
  * instructions and a continued conversation come first), so any is `input`.
  */
-export function responsesParam(chatParam: string): string | undefined {
+export function responsesParam(chatParam: string, request: ResponsesRequest): string | undefined {
+  // A path of names and indexes only: the upstream wrote it, and it reaches the client.
+  if (!FIELD_PATH.test(chatParam)) return undefined;
   const tool = /^tools\[(\d+)\](?:\.function)?(.*)$/.exec(chatParam);
-  if (tool) return `tools[${tool[1]}]${tool[2]}`;
+  if (tool) return Array.isArray(request.tools) && Number(tool[1]) < request.tools.length ? `tools[${tool[1]}]${tool[2]}` : undefined;
   const field = chatParam.split(/[.[]/, 1)[0]!;
-  if (Object.hasOwn(RESPONSES_NAMES, field)) return RESPONSES_NAMES[field];
-  return SAME_NAMES.has(field) ? chatParam : undefined;
+  const named = Object.hasOwn(RESPONSES_NAMES, field) ? RESPONSES_NAMES[field]! : SAME_NAMES.has(field) ? chatParam : undefined;
+  // A field the client sent: the translation's own (`stream_options`) or one it left out tell the client nothing.
+  return named !== undefined && given(request[named.split(/[.[]/, 1)[0]!]) ? named : undefined;
 }
+
+const FIELD_PATH = /^[a-z_][a-z0-9_]*(?:\[\d{1,6}\]|\.[a-z_][a-z0-9_]*)*$/i;
 
 /** `input` as chat messages: a string is one user message; items become messages, tool calls and tool results. */
 function inputMessages(input: unknown): ChatMessage[] {

@@ -162,3 +162,8 @@ export async function leaveBeforeTheAnswer(
   for (let i = 0; i < 50 && (await requestsCounted(app, path, "aborted")) === abortedBefore; i++) await new Promise((r) => setTimeout(r, 20));
   return { aborted: (await requestsCounted(app, path, "aborted")) - abortedBefore, ok: (await requestsCounted(app, path, "200")) - okBefore };
 }
+
+/** A Responses API function tool the tests' models call: the weather in a city. */
+export const WEATHER_TOOLS: OpenAI.Responses.FunctionTool[] = [
+  { type: "function", name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } }, strict: false },
+];
