@@ -189,7 +189,7 @@ describe("/v1/responses streams cut short", () => {
     await closing;
     expect(events.at(-1)).toMatchObject({ type: "error", code: "unavailable" });
 
-    const restarted = await startTestApp({ env, dataDir: stopping.dataDir });
+    const restarted = await startTestApp({ env, dataDir: stopping.dataDir, databaseUrl: stopping.databaseUrl });
     try {
       const stored = await openAiClient(restarted, apiKey).responses.retrieve(responseIdOf(events));
       expect(stored).toMatchObject({ status: "cancelled", error: null });
