@@ -7,12 +7,6 @@ import type { ChatMessage } from "./responses-request.js";
 /** How long a stored response can be read or continued. */
 export const RESPONSE_TTL_MS = 30 * 24 * 3600 * 1000;
 
-/** A stored item an `item_reference` can name, and the length of its JSON. */
-export interface StoredItem {
-  item: Record<string, unknown>;
-  size: number;
-}
-
 interface NewResponse {
   id: string;
   accountId: string;
@@ -81,12 +75,12 @@ export class ResponseStore {
 
   /**
    * The output and input items of the account's live responses among
-   * `responseIds`, by item id, each with the size of its JSON: what an
+   * `responseIds`, by item id: what an
    * `item_reference` names. One read for all of them, which reads nothing
    * when the rows come to more than `maxBytes` (counted by Postgres without
    * reading them): "too large".
    */
-  async items(accountId: string, responseIds: readonly string[], maxBytes: number): Promise<Map<string, StoredItem> | "too large"> {
+  async items(accountId: string, responseIds: readonly string[], maxBytes: number): Promise<Map<string, Record<string, unknown>> | "too large"> {
     const { rows } = await sql<{ response: string | null; input_items: string | null; fits: boolean }>`
       WITH named AS (
         SELECT id FROM chat_responses
@@ -98,13 +92,12 @@ export class ResponseStore {
       SELECT CASE WHEN fits THEN r.response END AS response, CASE WHEN fits THEN r.input_items END AS input_items, fits
       FROM chat_responses r JOIN named USING (id) CROSS JOIN fits`.execute(this.#db);
     if (rows.some((row) => !row.fits)) return "too large";
-    const items = new Map<string, StoredItem>();
-    const add = (item: Record<string, unknown>) => items.set(item.id as string, { item, size: JSON.stringify(item).length });
+    const items = new Map<string, Record<string, unknown>>();
     for (const row of rows) {
-      for (const item of storedInputItems(row.input_items)) add(item);
+      for (const item of storedInputItems(row.input_items)) items.set(item.id, item);
       const { output } = JSON.parse(row.response!) as { output?: unknown };
       if (!Array.isArray(output)) continue;
-      for (const item of output as Record<string, unknown>[]) if (typeof item.id === "string") add(item);
+      for (const item of output as Record<string, unknown>[]) if (typeof item.id === "string") items.set(item.id, item);
     }
     return items;
   }

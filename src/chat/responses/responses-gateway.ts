@@ -5,7 +5,7 @@ import type { ChatRouter } from "../chat-router.js";
 import type { RequestLog } from "../chat-types.js";
 import type { IdempotencyStore } from "../../server/idempotency.js";
 import { type CompletionResult, runIdempotently } from "../../server/idempotency.js";
-import type { ResponseStore, StoredItem } from "./response-store.js";
+import type { ResponseStore } from "./response-store.js";
 import { OPENAI_BODY_MAX_BYTES } from "../../api/limits.js";
 import { type InputItemsQuery, inputItemsOf, inputItemsPage } from "./responses-input-items.js";
 import {
@@ -196,16 +196,25 @@ export class ResponsesGateway {
       const responseId = referencedResponseId(item.id);
       if (responseId !== undefined) responseIds.add(responseId);
     }
-    const stored = responseIds.size > 0 ? await this.#store.items(accountId, [...responseIds], OPENAI_BODY_MAX_BYTES) : new Map<string, StoredItem>();
+    const stored =
+      responseIds.size > 0 ? await this.#store.items(accountId, [...responseIds], OPENAI_BODY_MAX_BYTES) : new Map<string, Record<string, unknown>>();
     if (stored === "too large") throw referencesTooLarge();
+    // The length of each named item's JSON, measured once however often it is named.
+    const sizes = new Map<string, number>();
     let size = 0;
     return input.map((item, index) => {
       if (!isReference(item)) return item;
-      const found = stored.get(item.id as string);
-      if (!found) throw new ServiceError("not_found", `input[${index}]: no item with id \`${String(item.id).slice(0, 80)}\` was found`, { param: "input" });
-      size += found.size;
+      const id = item.id as string;
+      const found = stored.get(id);
+      if (!found) throw new ServiceError("not_found", `input[${index}]: no item with id \`${id.slice(0, 80)}\` was found`, { param: "input" });
+      let itemSize = sizes.get(id);
+      if (itemSize === undefined) {
+        itemSize = JSON.stringify(found).length;
+        sizes.set(id, itemSize);
+      }
+      size += itemSize;
       if (size > OPENAI_BODY_MAX_BYTES) throw referencesTooLarge();
-      return found.item;
+      return found;
     });
   }
 }
