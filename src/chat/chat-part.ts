@@ -14,6 +14,7 @@ import { chatService } from "./chat-service.js";
 import { groupCommitObserver, type Metrics } from "../observability/metrics.js";
 import type { Tracing } from "../observability/tracing.js";
 import { FreePool } from "./free-pool.js";
+import { ReasoningMemory } from "./reasoning-memory.js";
 import { IdempotencyStore } from "../server/idempotency.js";
 import { hourlySweep } from "../server/hourly-sweep.js";
 import { ResponseStore } from "./responses/response-store.js";
@@ -61,9 +62,14 @@ export function chatPart(deps: ChatPartDeps): ChatPart {
   const idempotency = new IdempotencyStore(store.db);
   const responses = new ResponseStore(store.db, groupCommitObserver(deps.metrics, "responses"));
   const accountCap = config.chatDailyRequestsPerAccount === undefined ? undefined : new AccountDailyCap(store.db, config.chatDailyRequestsPerAccount);
-  const router = new ChatRouter({ upstreams, pool, accountCap });
+  const reasoning = new ReasoningMemory(store.db, log);
+  const router = new ChatRouter({ upstreams, pool, accountCap, reasoning });
   const responsesGateway = new ResponsesGateway({ router, idempotency, responses });
-  const sweeper = hourlySweep(log, "idempotency keys and stored responses", [() => idempotency.sweep(), () => responses.sweep()]);
+  const sweeper = hourlySweep(log, "idempotency keys, stored responses and kept reasoning", [
+    () => idempotency.sweep(),
+    () => responses.sweep(),
+    () => reasoning.sweep(),
+  ]);
   return {
     chat: router,
     // Answers uncompressed: for JSON clients each answer's JSON is put in place of the message's own after

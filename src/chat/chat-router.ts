@@ -10,6 +10,7 @@ import { ServiceError } from "../server/errors.js";
 import { checkAlias } from "./chat-request.js";
 import { ChunkRewriter, clientCompletion, newCompletionId } from "./completion-rewrite.js";
 import type { FreePool } from "./free-pool.js";
+import { type ReasoningMemory, type RecalledReasoning, ThoughtTrail, thoughtTurnsOf } from "./reasoning-memory.js";
 import { SseParser, type SseEvent } from "./sse-parser.js";
 import { AnswerDeadlineError, AnswerTooLargeError } from "./upstream-body.js";
 import { isTimeout, isUpstreamMisconfigured, type UpstreamAnswer, type UpstreamClient } from "./upstream-client.js";
@@ -21,6 +22,8 @@ export interface ChatRouterDeps {
   pool: FreePool;
   /** `ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT`, when set. */
   accountCap?: AccountDailyCap;
+  /** Keeps a thinking model's reasoning across a tool loop; without it none is kept. */
+  reasoning?: ReasoningMemory;
 }
 
 /**
@@ -32,11 +35,13 @@ export class ChatRouter implements ChatCompleter {
   readonly #upstreams: UpstreamClient;
   readonly #pool: FreePool;
   readonly #accountCap: AccountDailyCap | undefined;
+  readonly #reasoning: ReasoningMemory | undefined;
 
   constructor(deps: ChatRouterDeps) {
     this.#upstreams = deps.upstreams;
     this.#pool = deps.pool;
     this.#accountCap = deps.accountCap;
+    this.#reasoning = deps.reasoning;
   }
 
   /** True when an upstream is configured. */
@@ -47,7 +52,13 @@ export class ChatRouter implements ChatCompleter {
   async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletionJson> {
     const opened = await this.#open(request, false, options);
     try {
-      const completion = await this.#whole(opened.answer, request, false, options, readCompletion);
+      const { completion, upstream } = await this.#whole(opened, request, false, options, async (answer, signal) => ({
+        completion: await readCompletion(answer, signal),
+        upstream: answer.upstream,
+      }));
+      // Before the client has the calls: its next request may follow at once.
+      const thought = this.#reasoning && offersTools(request) ? thoughtTurnsOf(completion) : [];
+      if (thought.length > 0) await this.#reasoning!.remember(options.accountId, upstream, thought);
       await opened.settle?.("spent");
       return clientCompletion(completion, newCompletionId());
     } catch (error) {
@@ -63,14 +74,14 @@ export class ChatRouter implements ChatCompleter {
    * same pool unit, as for a refusal before the first byte.
    */
   async #whole<T>(
-    first: UpstreamAnswer,
+    opened: { answer: UpstreamAnswer; recalled: RecalledReasoning | undefined },
     request: GatewayRequest,
     embeddings: boolean,
     options: ChatCallOptions,
     read: (answer: UpstreamAnswer, signal: AbortSignal | undefined) => Promise<T>,
   ): Promise<T> {
     const { signal, requestLog } = options;
-    let answer = first;
+    let answer = opened.answer;
     for (;;) {
       let failed: unknown;
       try {
@@ -82,7 +93,7 @@ export class ChatRouter implements ChatCompleter {
       }
       if (signal?.aborted || !this.#upstreams.hasAfter(answer.upstream, embeddings)) throw failed;
       try {
-        answer = await this.#upstreams.send(request, { stream: false, signal, embeddings, after: answer.upstream, requestLog });
+        answer = await this.#upstreams.send(request, { stream: false, signal, embeddings, after: answer.upstream, requestLog, recalled: opened.recalled });
       } catch (next) {
         // Not every upstream refused its entry: this one answered.
         throw isUpstreamMisconfigured(next) ? failed : next;
@@ -101,7 +112,8 @@ export class ChatRouter implements ChatCompleter {
    */
   async stream(request: ChatRequest, options: ChatCallOptions): Promise<AsyncGenerator<ChatChunkJson[], void, undefined>> {
     const { answer, settle } = await this.#open(request, true, options);
-    const relay = this.#relay(answer, newCompletionId(), options.signal, settle);
+    const trail = this.#reasoning && offersTools(request) ? new ThoughtTrail() : undefined;
+    const relay = this.#relay(answer, newCompletionId(), options, settle, trail);
     // Into the relay's try: a consumer that stops before its first read (return() on a generator not yet
     // started runs none of its body) still ends the upstream exchange and settles the account's count.
     await relay.next();
@@ -111,10 +123,13 @@ export class ChatRouter implements ChatCompleter {
   async *#relay(
     answer: UpstreamAnswer,
     id: string,
-    signal: AbortSignal | undefined,
+    options: ChatCallOptions,
     settle: Settle | undefined,
+    trail: ThoughtTrail | undefined,
   ): AsyncGenerator<ChatChunkJson[], void, undefined> {
+    const signal = options.signal;
     let finished = false;
+    let thoughtKept = false;
     let upstreamFailed = false;
     const rewriter = new ChunkRewriter(id);
     try {
@@ -137,8 +152,15 @@ export class ChatRouter implements ChatCompleter {
             failure = chunk;
             break;
           }
+          // Before the rewrite, which leaves only OpenAI's fields.
+          trail?.observe(chunk);
           const relayed = rewriter.rewrite(chunk);
           if (relayed) chunks.push(relayed);
+        }
+        if (trail && !thoughtKept && (trail.ended || finished || (pieces === undefined && rewriter.finished))) {
+          // Before the client has the finished calls: its next request may follow at once.
+          thoughtKept = true;
+          await this.#reasoning!.remember(options.accountId, answer.upstream, trail.turns());
         }
         if (chunks.length > 0) yield chunks;
         if (failure) throw failure;
@@ -184,11 +206,12 @@ export class ChatRouter implements ChatCompleter {
         param: "model",
       });
     }
-    const { answer: first, settle } = await this.#open(request, false, options, true);
+    const opened = await this.#open(request, false, options, true);
+    const settle = opened.settle;
     const inputs = inputCount(request.input);
     let body: Embeddings;
     try {
-      body = await this.#whole(first, request, true, options, (answer, signal) => readEmbeddings(answer, signal, inputs));
+      body = await this.#whole(opened, request, true, options, (answer, signal) => readEmbeddings(answer, signal, inputs));
       await settle?.("spent");
     } catch (error) {
       await settle?.(served(options.signal));
@@ -221,7 +244,7 @@ export class ChatRouter implements ChatCompleter {
     stream: boolean,
     options: ChatCallOptions,
     embeddings = false,
-  ): Promise<{ answer: UpstreamAnswer; settle: Settle | undefined }> {
+  ): Promise<{ answer: UpstreamAnswer; settle: Settle | undefined; recalled: RecalledReasoning | undefined }> {
     checkAlias(request);
     if (!this.#upstreams.configured) {
       throw new ServiceError("unavailable", "chat is not available here: no upstream is configured");
@@ -236,22 +259,30 @@ export class ChatRouter implements ChatCompleter {
       throw error;
     }
     try {
-      const answer = await this.#upstreams.send(request, { stream, signal: options.signal, embeddings, requestLog: options.requestLog });
+      // Only a request that carries a tool turn without its reasoning reads anything.
+      const recalling = embeddings ? undefined : this.#reasoning?.recall(options.accountId, request);
+      const recalled = recalling && (await recalling);
+      const answer = await this.#upstreams.send(request, { stream, signal: options.signal, embeddings, requestLog: options.requestLog, recalled });
       this.#pool.settle("spent");
-      if (!countedDay) return { answer, settle: undefined };
+      if (!countedDay) return { answer, settle: undefined, recalled };
       let settled = false;
       const settle: Settle = async (how) => {
         if (settled) return;
         settled = true;
         await capped!.settle(options.accountId, countedDay, how).catch(() => {});
       };
-      return { answer, settle };
+      return { answer, settle, recalled };
     } catch (error) {
       this.#pool.settle("refunded");
       if (countedDay) await capped!.settle(options.accountId, countedDay, "refunded").catch(() => {});
       throw error;
     }
   }
+}
+
+/** True when the request offers the model tools (or the older functions): only then can an answer call one. */
+function offersTools(request: GatewayRequest): boolean {
+  return (Array.isArray(request.tools) && request.tools.length > 0) || (Array.isArray(request.functions) && request.functions.length > 0);
 }
 
 /** Settles a capped account's count once its answer is over. */

@@ -1,7 +1,8 @@
 import { randomFillSync } from "node:crypto";
 import { CHAT_ALIAS } from "../api/model.js";
 import type { ChatChunkJson, ChatCompletionJson, GatewayRequest } from "./chat-types.js";
-import { CHUNK, COMPLETION, EMBEDDING_REQUEST_FIELDS, pick, REQUEST_FIELDS } from "./openai-fields.js";
+import { CHUNK, COMPLETION, EMBEDDING_REQUEST_FIELDS, isObject, pick, REQUEST_FIELDS } from "./openai-fields.js";
+import { withRecalledReasoning, type RecalledReasoning } from "./reasoning-memory.js";
 
 /**
  * 32 hex digits, unique across instances and restarts, that tell a client
@@ -33,16 +34,19 @@ export function newCompletionId(): string {
 
 /**
  * The body sent upstream: OpenAI's documented fields of the client's request,
- * untouched, except `model` (the upstream's own name) and, for an internal
- * non-streaming call, any `stream` flag. Everything else (our `program`, an
- * aggregator's routing fields) stays here.
+ * untouched, except `model` (the upstream's own name), for an internal
+ * non-streaming call any `stream` flag, and the reasoning this upstream
+ * wrote for tool turns the messages carry without it (`recalled`, see
+ * ReasoningMemory). Everything else (our `program`, an aggregator's routing
+ * fields) stays here.
  */
-export function upstreamRequestBody(request: GatewayRequest, upstreamModel: string, stream: boolean): string {
+export function upstreamRequestBody(request: GatewayRequest, upstream: { name: string; model: string }, stream: boolean, recalled?: RecalledReasoning): string {
   const body: Record<string, unknown> = {};
   for (const key in request) {
     if (REQUEST_FIELDS.has(key)) body[key] = request[key];
   }
-  body.model = upstreamModel;
+  body.model = upstream.model;
+  if (recalled !== undefined) body.messages = withRecalledReasoning(body.messages, upstream.name, recalled);
   if (stream) {
     body.stream = true;
   } else if (body.stream === true) {
@@ -185,8 +189,4 @@ function named(json: Record<string, unknown>, id: string, object: string): Recor
     json.created = typeof created === "number" && Number.isFinite(created) && created >= 0 ? Math.floor(created) : Math.floor(Date.now() / 1000);
   }
   return json;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -148,6 +148,6 @@ export function pick(value: Record<string, unknown>, shape: Shape): Record<strin
   return value;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }

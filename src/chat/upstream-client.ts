@@ -8,6 +8,7 @@ import { endSpan, type Tracing } from "../observability/tracing.js";
 import { ServiceError } from "../server/errors.js";
 import type { GatewayRequest, RequestLog } from "./chat-types.js";
 import { upstreamEmbeddingsBody, upstreamRequestBody } from "./completion-rewrite.js";
+import type { RecalledReasoning } from "./reasoning-memory.js";
 import { EMBEDDING_REQUEST_FIELDS, REQUEST_FIELDS } from "./openai-fields.js";
 import { UpstreamBody } from "./upstream-body.js";
 import { withoutTrailingSlashes } from "../strings.js";
@@ -154,7 +155,15 @@ export class UpstreamClient {
    */
   async send(
     request: GatewayRequest,
-    options: { stream: boolean; signal?: AbortSignal; embeddings?: boolean; after?: string | undefined; requestLog?: RequestLog },
+    options: {
+      stream: boolean;
+      signal?: AbortSignal;
+      embeddings?: boolean;
+      after?: string | undefined;
+      requestLog?: RequestLog;
+      /** Reasoning to put back into the turns that lack it, each for the upstream that wrote it. */
+      recalled?: RecalledReasoning;
+    },
   ): Promise<UpstreamAnswer> {
     const targets = this.#targetsAfter(options.after, options.embeddings);
     if (targets.length === 0) {
@@ -191,7 +200,7 @@ export class UpstreamClient {
             headers: options.stream ? target.streamHeaders : target.headers,
             body: options.embeddings
               ? upstreamEmbeddingsBody(request, target.config.embeddingModel!)
-              : upstreamRequestBody(request, target.config.model, options.stream),
+              : upstreamRequestBody(request, target.config, options.stream, options.recalled),
           },
           options.signal,
           performance.now() + this.#wholeAnswerMs,
