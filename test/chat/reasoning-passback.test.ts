@@ -1,5 +1,8 @@
+import { createOpenAI } from "@ai-sdk/openai";
+import { generateText, stepCountIs, streamText, tool } from "ai";
 import type OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { createAccountWithKey } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
 import { chunk, completion, fail, FakeUpstream, reply, stream, type Behavior, type UpstreamRequest } from "./support/fake-upstream.js";
@@ -150,6 +153,24 @@ describe("a thinking model's reasoning across a tool call", () => {
     });
     expect(fullHistory.output_text).toBe("It is sunny in Paris.");
     expect(turnSent(upstream.requests[3]!, unstoredCall.call_id)?.reasoning_content).toBe("The user wants the weather in Paris.");
+  });
+
+  it("the AI SDK's default tool loop (Responses, stored, earlier items sent back by reference), plain and streamed", async () => {
+    const openai = createOpenAI({ baseURL: `${app.url}/v1`, apiKey });
+    const weather = tool({ description: "Weather", inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => ({ city, sky: "sunny" }) });
+    const generated = await generateText({
+      model: openai("project-zero"),
+      prompt: "Weather in Paris?",
+      tools: { weather },
+      stopWhen: stepCountIs(2),
+      maxRetries: 0,
+    });
+    expect(generated.text).toBe("It is sunny in Paris.");
+    const streamed = streamText({ model: openai("project-zero"), prompt: "Weather in Paris?", tools: { weather }, stopWhen: stepCountIs(2), maxRetries: 0 });
+    expect(await streamed.text).toBe("It is sunny in Paris.");
+    // Each second step carried its first step's reasoning back (the model refuses it otherwise).
+    const carried = upstream.requests.flatMap((request) => (request.body.messages as Record<string, unknown>[]).filter((m) => m.role === "assistant"));
+    expect(carried.map((m) => m.reasoning_content)).toEqual(["The user wants the weather in Paris.", "The user wants the weather in Paris."]);
   });
 
   it("reasoning a client sends itself is sent as it is", async () => {
