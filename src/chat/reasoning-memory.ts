@@ -3,6 +3,7 @@ import type { Database } from "../db/schema.js";
 import type { Logger } from "../observability/logger.js";
 import type { ChatChunkJson, ChatCompletionJson, GatewayRequest } from "./chat-types.js";
 import { isObject } from "./openai-fields.js";
+import { MAX_WHOLE_BODY_BYTES } from "./upstream-body.js";
 
 /** As long as a stored response can be continued: a conversation with a tool turn may go on that long. */
 const REASONING_TTL_MS = 30 * 24 * 3600 * 1000;
@@ -152,7 +153,7 @@ export function thoughtTurnsOf(completion: ChatCompletionJson): ThoughtTurn[] {
  * and the id of the first tool call. `ended` once a choice has finished.
  */
 export class ThoughtTrail {
-  readonly #choices = new Map<unknown, { reasoning: string; firstCallId: string | undefined }>();
+  readonly #choices = new Map<unknown, { reasoning: string; firstCallId: string | undefined; overflowed: boolean }>();
   ended = false;
 
   observe(chunk: ChatChunkJson): void {
@@ -168,10 +169,14 @@ export class ThoughtTrail {
       if ((typeof piece !== "string" || piece === "") && callId === undefined) continue;
       let trail = this.#choices.get(choice.index);
       if (trail === undefined) {
-        trail = { reasoning: "", firstCallId: undefined };
+        trail = { reasoning: "", firstCallId: undefined, overflowed: false };
         this.#choices.set(choice.index, trail);
       }
-      if (typeof piece === "string") trail.reasoning += piece;
+      if (typeof piece === "string" && !trail.overflowed) {
+        // Reasoning longer than a whole answer may be is not kept (nor held here while the stream goes on).
+        trail.overflowed = trail.reasoning.length + piece.length > MAX_WHOLE_BODY_BYTES;
+        trail.reasoning = trail.overflowed ? "" : trail.reasoning + piece;
+      }
       trail.firstCallId ??= callId;
     }
   }
