@@ -58,12 +58,38 @@ const NO_LETTER_SPACING = ["ar", "fa", "ur", "zh", "ja", "ko", "th"];
  * `bodyFont` are the theme's own stacks, each ending in its generic family.
  */
 export function scriptFontsCss(theme: { headingFont: string; bodyFont: string }, lang: string): string {
-  const language = lang.split("-")[0]!.toLowerCase();
-  const key = isTraditionalChinese(lang) ? "zh-Hant" : language;
-  const families = Object.hasOwn(FAMILIES, key) ? FAMILIES[key] : undefined;
+  const families = familiesFor(lang);
   const fonts = families ? `html:lang(${lang}) { --heading: ${stackOf(families, theme.headingFont)}; --body: ${stackOf(families, theme.bodyFont)}; }\n` : "";
-  const unspaced = NO_LETTER_SPACING.includes(language) ? `html:lang(${lang}) * { letter-spacing: normal !important; }\n` : "";
+  const unspaced = unspacedScript(lang) ? `html:lang(${lang}) * { letter-spacing: normal !important; }\n` : "";
   return fonts + unspaced;
+}
+
+/**
+ * The same for a book in `lang`, to follow its stylesheet: `font-family`
+ * itself on the body and on `headings` (a selector list), as EPUB reading
+ * systems do not all read custom properties. `stacks` are the book's own.
+ */
+export function bookScriptFontsCss(lang: string, stacks: { body: string; heading: string }, headings: string): string {
+  const families = familiesFor(lang);
+  const scoped = (selectors: string) =>
+    selectors
+      .split(",")
+      .map((selector) => `${selector.trim()}:lang(${lang})`)
+      .join(", ");
+  const fonts = families
+    ? `${scoped("body")} { font-family: ${stackOf(families, stacks.body)}; }\n${scoped(headings)} { font-family: ${stackOf(families, stacks.heading)}; }\n`
+    : "";
+  const unspaced = unspacedScript(lang) ? `${scoped("*")} { letter-spacing: normal !important; }\n` : "";
+  return fonts + unspaced;
+}
+
+function familiesFor(lang: string): { serif: string; sans: string } | undefined {
+  const key = isTraditionalChinese(lang) ? "zh-Hant" : lang.split("-")[0]!.toLowerCase();
+  return Object.hasOwn(FAMILIES, key) ? FAMILIES[key] : undefined;
+}
+
+function unspacedScript(lang: string): boolean {
+  return NO_LETTER_SPACING.includes(lang.split("-")[0]!.toLowerCase());
 }
 
 /** The script's families ahead of a theme's stack: the serif ones when the theme's ends in `serif`, else the sans ones. */

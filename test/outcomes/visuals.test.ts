@@ -237,6 +237,32 @@ describe("the EPUB", () => {
     expect(renderReader(brief, CONTENT, "book.epub").get("index.html")).toContain(`<html lang="${tag}" dir="${direction}">`);
   });
 
+  it.each([
+    ["ja", '"Noto Serif CJK JP"', '"Noto Sans CJK JP"', true],
+    ["zh-Hant", '"Noto Serif CJK TC"', '"Noto Sans CJK TC"', true],
+    ["zh-CN", '"Noto Serif CJK SC"', '"Noto Sans CJK SC"', true],
+    ["ar", '"Noto Naskh Arabic"', '"Noto Sans Arabic"', true],
+    ["hi", '"Noto Serif Devanagari"', '"Noto Sans Devanagari"', false],
+  ])("sets a book in %s in type for its script, the EPUB and the reader alike", (language, serif, sans, unspaced) => {
+    const brief = { ...BRIEF, language };
+    const epubCss = readZip(renderEpub(brief, CONTENT, { planId: "pln_fonts", modified: new Date() })).find((e) => e.name === "EPUB/style.css")!.text;
+    const readerCss = renderReader(brief, CONTENT, "book.epub").get("style.css")!;
+    for (const [name, css] of [
+      ["epub", epubCss],
+      ["reader", readerCss],
+    ] as const) {
+      // The script's families first, then the book's own stack as the fallback; font-family itself, which every reading system reads.
+      expect(css, name).toMatch(new RegExp(`body:lang\\(${language}\\) \\{ font-family: ${serif}[^}]*Georgia[^}]*serif; \\}`));
+      expect(css, name).toMatch(new RegExp(`h1:lang\\(${language}\\), h2:lang\\(${language}\\)[^{]* \\{ font-family: ${sans}[^}]*Arial, sans-serif; \\}`));
+      expect(css.includes(`*:lang(${language}) { letter-spacing: normal !important; }`), name).toBe(unspaced);
+    }
+    expect(readerCss).toMatch(new RegExp(`\\.chapter-number:lang\\(${language}\\)[^{]*\\{ font-family: ${sans}`));
+    // A book in a Latin script keeps the stacks it had.
+    expect(readZip(renderEpub(BRIEF, CONTENT, { planId: "pln_fonts_en", modified: new Date() })).find((e) => e.name === "EPUB/style.css")!.text).not.toContain(
+      "body:lang(",
+    );
+  });
+
   it("gives a site the same language tag from the same answer", async () => {
     const site = await offlineSite("A website for my small bakery in Lyon");
     const files = renderSite({ ...site.brief, language: "ar_SA" }, site.outline, site.pages, "https://zero.example/sites/x/");

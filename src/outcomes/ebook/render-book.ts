@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { BookContent, Chapter, EbookBrief } from "../content.js";
 import { documentStart, html, join, languageMark, languageTag, textDirection, type Html } from "../html.js";
+import { bookScriptFontsCss } from "../script-fonts.js";
 import { filled, interfaceWords } from "../interface-words.js";
 import { zip } from "../zip.js";
 import { generatedArt, givenAlt, isEnglish, withName } from "../website/hero-art.js";
@@ -174,7 +175,7 @@ ${chapters.map((_, i) => `<itemref idref="c${i + 1}"/>`).join("\n")}
     { name: "EPUB/cover.svg", data: bookCover(brief) },
     { name: "EPUB/cover.xhtml", data: coverPage },
     { name: "EPUB/title.xhtml", data: titlePage },
-    { name: "EPUB/style.css", data: BOOK_CSS },
+    { name: "EPUB/style.css", data: BOOK_CSS + bookScriptFontsCss(lang, BOOK_FONTS, "h1, h2") },
     ...chapterPages.map((page, i) => ({ name: `EPUB/${chapterFile(i, "xhtml")}`, data: page })),
   ]);
 }
@@ -199,7 +200,7 @@ ${body}
 `.value;
   // The EPUB's cover on the contents page too; decorative there, the heading beside it says the same.
   const files = new Map<string, string>([
-    ["style.css", BOOK_CSS + READER_CSS],
+    ["style.css", BOOK_CSS + READER_CSS + bookScriptFontsCss(lang, BOOK_FONTS, "h1, h2, .book-header, .chapter-number, .button")],
     ["cover.svg", bookCover(brief)],
   ]);
   files.set(
@@ -300,9 +301,11 @@ const ACCESSIBILITY_METADATA = `<meta property="schema:accessMode">textual</meta
 <meta property="schema:accessibilitySummary" xml:lang="en">All text, in reading order, with chapter headings, a table of contents and landmarks. The one image, the cover, has a text description. No flashing, sound or motion.</meta>
 `;
 
+const BOOK_FONTS = { body: 'Georgia, "Iowan Old Style", Palatino, serif', heading: '"Helvetica Neue", Arial, sans-serif' };
+
 // Not slanted in the scripts that have no italic (Chinese, Japanese, Korean, Arabic, Hebrew): a reader would fake one by shearing the glyphs.
-const BOOK_CSS = `body { font-family: Georgia, "Iowan Old Style", Palatino, serif; line-height: 1.6; margin: 0 5%; color: #1f1b16; }
-h1, h2 { font-family: "Helvetica Neue", Arial, sans-serif; line-height: 1.25; }
+const BOOK_CSS = `body { font-family: ${BOOK_FONTS.body}; line-height: 1.6; margin: 0 5%; color: #1f1b16; }
+h1, h2 { font-family: ${BOOK_FONTS.heading}; line-height: 1.25; }
 h1 { font-size: 1.8em; margin: 1.5em 0 .8em; }
 h2 { font-size: 1.25em; margin: 1.6em 0 .6em; }
 p { margin: 0 0 .9em; text-align: start; }
@@ -320,13 +323,13 @@ a { color: #7c2d12; text-underline-offset: .2em; }
 a:focus-visible { outline: 3px solid #7c2d12; outline-offset: 3px; }
 .skip-link { position: absolute; inset-inline-start: .5rem; top: -10rem; }
 .skip-link:focus { top: .5rem; background: #1f1b16; color: #fff; padding: .5rem 1rem; }
-.book-header { padding: 1rem 0; border-bottom: 1px solid #e7dccb; font-family: "Helvetica Neue", Arial, sans-serif; font-weight: bold; }
+.book-header { padding: 1rem 0; border-bottom: 1px solid #e7dccb; font-family: ${BOOK_FONTS.heading}; font-weight: bold; }
 .book-header a { color: #1f1b16; text-decoration: none; }
-.chapter-number { margin: 2.5rem 0 0; color: #5f5246; font-family: "Helvetica Neue", Arial, sans-serif; text-transform: uppercase; letter-spacing: .08em; font-size: .85rem; }
+.chapter-number { margin: 2.5rem 0 0; color: #5f5246; font-family: ${BOOK_FONTS.heading}; text-transform: uppercase; letter-spacing: .08em; font-size: .85rem; }
 .chapter-number + h1 { margin-top: .3rem; }
 .contents { padding-inline-start: 1.4rem; }
 .contents li { margin: .4rem 0; }
-.button { display: inline-block; background: #7c2d12; color: #fff; padding: .7rem 1.3rem; border-radius: 8px; text-decoration: none; font-family: "Helvetica Neue", Arial, sans-serif; font-weight: bold; }
+.button { display: inline-block; background: #7c2d12; color: #fff; padding: .7rem 1.3rem; border-radius: 8px; text-decoration: none; font-family: ${BOOK_FONTS.heading}; font-weight: bold; }
 .cover-art { display: block; width: min(16rem, 70%); height: auto; margin: 2rem auto 0; box-shadow: 0 6px 24px rgba(31, 27, 22, .2); }
 .pager { display: flex; justify-content: space-between; gap: 1rem; flex-wrap: wrap; margin: 3rem 0 1rem; padding-top: 1rem; border-top: 1px solid #e7dccb; }
 .book-footer { margin: 2rem 0; color: #5f5246; font-size: .95rem; }
