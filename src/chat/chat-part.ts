@@ -14,7 +14,7 @@ import { chatService } from "./chat-service.js";
 import { groupCommitObserver, type Metrics } from "../observability/metrics.js";
 import type { Tracing } from "../observability/tracing.js";
 import { FreePool } from "./free-pool.js";
-import { ReasoningMemory } from "./reasoning-memory.js";
+import { ToolTurnMemory } from "./tool-turn-memory.js";
 import { IdempotencyStore } from "../server/idempotency.js";
 import { hourlySweep } from "../server/hourly-sweep.js";
 import { ResponseStore } from "./responses/response-store.js";
@@ -62,13 +62,13 @@ export function chatPart(deps: ChatPartDeps): ChatPart {
   const idempotency = new IdempotencyStore(store.db);
   const responses = new ResponseStore(store.db, groupCommitObserver(deps.metrics, "responses"));
   const accountCap = config.chatDailyRequestsPerAccount === undefined ? undefined : new AccountDailyCap(store.db, config.chatDailyRequestsPerAccount);
-  const reasoning = new ReasoningMemory(store.db, log);
-  const router = new ChatRouter({ upstreams, pool, accountCap, reasoning });
+  const toolTurns = new ToolTurnMemory(store.db, log);
+  const router = new ChatRouter({ upstreams, pool, accountCap, toolTurns });
   const responsesGateway = new ResponsesGateway({ router, idempotency, responses });
-  const sweeper = hourlySweep(log, "idempotency keys, stored responses and kept reasoning", [
+  const sweeper = hourlySweep(log, "idempotency keys, stored responses and kept tool turns", [
     () => idempotency.sweep(),
     () => responses.sweep(),
-    () => reasoning.sweep(),
+    () => toolTurns.sweep(),
   ]);
   return {
     chat: router,

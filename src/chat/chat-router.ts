@@ -10,7 +10,8 @@ import { ServiceError } from "../server/errors.js";
 import { checkAlias } from "./chat-request.js";
 import { ChunkRewriter, clientCompletion, newCompletionId } from "./completion-rewrite.js";
 import type { FreePool } from "./free-pool.js";
-import { type ReasoningMemory, type RecalledReasoning, ThoughtTrail, thoughtTurnsOf } from "./reasoning-memory.js";
+import type { ToolTurnMemory } from "./tool-turn-memory.js";
+import { ownCompletionCalls, type RecalledTurns, StreamTurns } from "./tool-turns.js";
 import { SseParser, type SseEvent } from "./sse-parser.js";
 import { AnswerDeadlineError, AnswerTooLargeError } from "./upstream-body.js";
 import { isTimeout, isUpstreamMisconfigured, type UpstreamAnswer, type UpstreamClient } from "./upstream-client.js";
@@ -22,8 +23,8 @@ export interface ChatRouterDeps {
   pool: FreePool;
   /** `ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT`, when set. */
   accountCap?: AccountDailyCap;
-  /** Keeps a thinking model's reasoning across a tool loop; without it none is kept. */
-  reasoning?: ReasoningMemory;
+  /** Keeps what providers need back of their tool turns (a thinking model's reasoning); without it nothing is kept. */
+  toolTurns?: ToolTurnMemory;
 }
 
 /**
@@ -35,13 +36,13 @@ export class ChatRouter implements ChatCompleter {
   readonly #upstreams: UpstreamClient;
   readonly #pool: FreePool;
   readonly #accountCap: AccountDailyCap | undefined;
-  readonly #reasoning: ReasoningMemory | undefined;
+  readonly #toolTurns: ToolTurnMemory | undefined;
 
   constructor(deps: ChatRouterDeps) {
     this.#upstreams = deps.upstreams;
     this.#pool = deps.pool;
     this.#accountCap = deps.accountCap;
-    this.#reasoning = deps.reasoning;
+    this.#toolTurns = deps.toolTurns;
   }
 
   /** True when an upstream is configured. */
@@ -57,8 +58,8 @@ export class ChatRouter implements ChatCompleter {
         upstream: answer.upstream,
       }));
       // Before the client has the calls: its next request may follow at once.
-      const thought = this.#reasoning && offersTools(request) ? thoughtTurnsOf(completion) : [];
-      if (thought.length > 0) await this.#reasoning!.remember(options.accountId, upstream, thought);
+      const turns = ownCompletionCalls(completion);
+      if (turns.length > 0) await this.#toolTurns?.remember(options.accountId, upstream, turns);
       await opened.settle?.("spent");
       return clientCompletion(completion, newCompletionId());
     } catch (error) {
@@ -74,7 +75,7 @@ export class ChatRouter implements ChatCompleter {
    * same pool unit, as for a refusal before the first byte.
    */
   async #whole<T>(
-    opened: { answer: UpstreamAnswer; recalled: RecalledReasoning | undefined },
+    opened: { answer: UpstreamAnswer; recalled: RecalledTurns | undefined },
     request: GatewayRequest,
     embeddings: boolean,
     options: ChatCallOptions,
@@ -112,8 +113,8 @@ export class ChatRouter implements ChatCompleter {
    */
   async stream(request: ChatRequest, options: ChatCallOptions): Promise<AsyncGenerator<ChatChunkJson[], void, undefined>> {
     const { answer, settle } = await this.#open(request, true, options);
-    const trail = this.#reasoning && offersTools(request) ? new ThoughtTrail() : undefined;
-    const relay = this.#relay(answer, newCompletionId(), options, settle, trail);
+    const turns = this.#toolTurns && offersTools(request) ? new StreamTurns() : undefined;
+    const relay = this.#relay(answer, newCompletionId(), options, settle, turns);
     // Into the relay's try: a consumer that stops before its first read (return() on a generator not yet
     // started runs none of its body) still ends the upstream exchange and settles the account's count.
     await relay.next();
@@ -125,13 +126,17 @@ export class ChatRouter implements ChatCompleter {
     id: string,
     options: ChatCallOptions,
     settle: Settle | undefined,
-    trail: ThoughtTrail | undefined,
+    turns: StreamTurns | undefined,
   ): AsyncGenerator<ChatChunkJson[], void, undefined> {
     const signal = options.signal;
     let finished = false;
-    let thoughtKept = false;
+    let turnsKept = turns === undefined;
     let upstreamFailed = false;
-    const rewriter = new ChunkRewriter(id);
+    const rewriter = new ChunkRewriter(id, turns);
+    const keepTurns = async () => {
+      turnsKept = true;
+      await this.#toolTurns!.remember(options.accountId, answer.upstream, turns!.turns());
+    };
     try {
       // Taken by stream() itself, never relayed: from here on the finally below runs, whatever the consumer does.
       yield [];
@@ -152,16 +157,11 @@ export class ChatRouter implements ChatCompleter {
             failure = chunk;
             break;
           }
-          // Before the rewrite, which leaves only OpenAI's fields.
-          trail?.observe(chunk);
           const relayed = rewriter.rewrite(chunk);
           if (relayed) chunks.push(relayed);
         }
-        if (trail && !thoughtKept && (trail.ended || finished || (pieces === undefined && rewriter.finished))) {
-          // Before the client has the finished calls: its next request may follow at once.
-          thoughtKept = true;
-          await this.#reasoning!.remember(options.accountId, answer.upstream, trail.turns());
-        }
+        // Before the client has the finished calls: its next request may follow at once.
+        if (!turnsKept && (rewriter.anyFinished || finished || pieces === undefined)) await keepTurns();
         if (chunks.length > 0) yield chunks;
         if (failure) throw failure;
         if (finished) return;
@@ -181,6 +181,8 @@ export class ChatRouter implements ChatCompleter {
       upstreamFailed = true;
       throw failed;
     } finally {
+      // A stream cut short keeps what its calls need too: a stored response keeps the calls that are whole.
+      if (!turnsKept) await keepTurns();
       if (finished) {
         answer.body.ignoreRest();
       } else {
@@ -244,7 +246,7 @@ export class ChatRouter implements ChatCompleter {
     stream: boolean,
     options: ChatCallOptions,
     embeddings = false,
-  ): Promise<{ answer: UpstreamAnswer; settle: Settle | undefined; recalled: RecalledReasoning | undefined }> {
+  ): Promise<{ answer: UpstreamAnswer; settle: Settle | undefined; recalled: RecalledTurns | undefined }> {
     checkAlias(request);
     if (!this.#upstreams.configured) {
       throw new ServiceError("unavailable", "chat is not available here: no upstream is configured");
@@ -259,8 +261,8 @@ export class ChatRouter implements ChatCompleter {
       throw error;
     }
     try {
-      // Only a request that carries a tool turn without its reasoning reads anything.
-      const recalling = embeddings ? undefined : this.#reasoning?.recall(options.accountId, request);
+      // Only a request that carries a call of ours reads anything.
+      const recalling = embeddings ? undefined : this.#toolTurns?.recall(options.accountId, request);
       const recalled = recalling && (await recalling);
       const answer = await this.#upstreams.send(request, { stream, signal: options.signal, embeddings, requestLog: options.requestLog, recalled });
       this.#pool.settle("spent");

@@ -1,31 +1,8 @@
-import { randomFillSync } from "node:crypto";
 import { CHAT_ALIAS } from "../api/model.js";
 import type { ChatChunkJson, ChatCompletionJson, GatewayRequest } from "./chat-types.js";
 import { CHUNK, COMPLETION, EMBEDDING_REQUEST_FIELDS, isObject, pick, REQUEST_FIELDS } from "./openai-fields.js";
-import { withRecalledReasoning, type RecalledReasoning } from "./reasoning-memory.js";
-
-/**
- * 32 hex digits, unique across instances and restarts, that tell a client
- * nothing but roughly when: 12 of the time in milliseconds, then 20 drawn at
- * random (80 bits). A counter told anyone who made two requests how many
- * others the service answered in between. The random digits come from a
- * pool refilled 4 KiB at a time (a UUID per id was 1.5% of the Responses
- * route's CPU), and the time in front keeps the ids stored together next to
- * each other in their primary key's index.
- */
-export function uniqueHex(): string {
-  if (randomAt + RANDOM_BYTES > randomPool.length) {
-    randomFillSync(randomPool);
-    randomAt = 0;
-  }
-  const from = randomAt;
-  randomAt += RANDOM_BYTES;
-  return Date.now().toString(16).padStart(12, "0") + randomPool.toString("hex", from, randomAt);
-}
-
-const RANDOM_BYTES = 10;
-const randomPool = Buffer.allocUnsafe(4096);
-let randomAt = randomPool.length;
+import { callEchoes, outgoingMessages, ownCallId, type RecalledTurns, type StreamTurns } from "./tool-turns.js";
+import { uniqueHex } from "./unique-hex.js";
 
 /** Our completion id, in OpenAI's form; one per request, shared by all chunks of a stream. */
 export function newCompletionId(): string {
@@ -35,18 +12,18 @@ export function newCompletionId(): string {
 /**
  * The body sent upstream: OpenAI's documented fields of the client's request,
  * untouched, except `model` (the upstream's own name), for an internal
- * non-streaming call any `stream` flag, and the reasoning this upstream
- * wrote for tool turns the messages carry without it (`recalled`, see
- * ReasoningMemory). Everything else (our `program`, an aggregator's routing
- * fields) stays here.
+ * non-streaming call any `stream` flag, and the tool turns in `messages`
+ * as the upstream wrote them (its own call ids, and what it needs back of
+ * them: `recalled`, see tool-turns.ts). Everything else (our `program`, an
+ * aggregator's routing fields) stays here.
  */
-export function upstreamRequestBody(request: GatewayRequest, upstream: { name: string; model: string }, stream: boolean, recalled?: RecalledReasoning): string {
+export function upstreamRequestBody(request: GatewayRequest, upstream: { name: string; model: string }, stream: boolean, recalled?: RecalledTurns): string {
   const body: Record<string, unknown> = {};
   for (const key in request) {
     if (REQUEST_FIELDS.has(key)) body[key] = request[key];
   }
   body.model = upstream.model;
-  if (recalled !== undefined) body.messages = withRecalledReasoning(body.messages, upstream.name, recalled);
+  if (body.messages !== undefined) body.messages = outgoingMessages(body.messages, upstream.name, recalled);
   if (stream) {
     body.stream = true;
   } else if (body.stream === true) {
@@ -95,33 +72,70 @@ export function clientCompletion(completion: ChatCompletionJson, id: string): Ch
  */
 export class ChunkRewriter {
   readonly #id: string;
-  /** Per choice: the provider's tool call index (or the call's id) → ours. */
-  readonly #calls = new Map<number, { ours: Map<unknown, number>; count: number; last: number }>();
+  /** Per choice: the provider's tool call index (or the call's id) → ours, and our ids and names by our index. */
+  readonly #calls = new Map<number, { ours: Map<unknown, number>; count: number; last: number; ids: string[]; named: Set<number> }>();
   /** Choices seen, and those that gave a finish_reason. */
   readonly #choices = new Set<unknown>();
   readonly #finished = new Set<unknown>();
+  /** Set to collect the tool turns (see tool-turns.ts). */
+  readonly turns: StreamTurns | undefined;
 
-  constructor(id: string) {
+  constructor(id: string, turns?: StreamTurns) {
     this.#id = id;
+    this.turns = turns;
   }
 
   /** The chunk to relay, or undefined for one that carries nothing a client reads (Azure's opening content-filter chunk). */
   rewrite(chunk: ChatChunkJson): ChatChunkJson | undefined {
+    // What a provider needs back is read before the cut to OpenAI's fields, which happens in place.
+    const echoes = this.turns ? this.#echoes(chunk) : undefined;
     const json = named(pick(chunk, CHUNK), this.#id, "chat.completion.chunk");
     const choices = json.choices;
     if ((!Array.isArray(choices) || choices.length === 0) && json.usage == null) return undefined;
     if (Array.isArray(choices)) {
       for (const choice of choices) {
         if (!isObject(choice)) continue;
+        const index = typeof choice.index === "number" ? choice.index : 0;
         this.#choices.add(choice.index ?? 0);
-        if (typeof choice.finish_reason === "string") this.#finished.add(choice.index ?? 0);
-        if (!isObject(choice.delta)) continue;
-        const delta = choice.delta;
-        if (Array.isArray(delta.content)) delta.content = textOfParts(delta.content) ?? "";
-        if (Array.isArray(delta.tool_calls)) this.#numberCalls(typeof choice.index === "number" ? choice.index : 0, delta.tool_calls);
+        if (isObject(choice.delta)) {
+          const delta = choice.delta;
+          if (Array.isArray(delta.content)) delta.content = textOfParts(delta.content) ?? "";
+          if (Array.isArray(delta.tool_calls)) this.#numberCalls(index, delta.tool_calls, echoes);
+        }
+        if (typeof choice.finish_reason === "string") {
+          this.#finished.add(choice.index ?? 0);
+          if (this.#calls.has(index)) {
+            // A choice that called tools and says it stopped (Gemini) says `tool_calls`, as OpenAI's do and loops check.
+            if (choice.finish_reason === "stop") choice.finish_reason = "tool_calls";
+            this.#idsForCallsWithout(index, choice);
+          }
+        }
       }
     }
     return json;
+  }
+
+  /** Feeds the raw chunk's message fields to `turns`, and answers its calls' own fields by call object. */
+  #echoes(chunk: ChatChunkJson): Map<object, Record<string, unknown>> | undefined {
+    let echoes: Map<object, Record<string, unknown>> | undefined;
+    if (!Array.isArray(chunk.choices)) return echoes;
+    for (const choice of chunk.choices as unknown[]) {
+      if (!isObject(choice) || !isObject(choice.delta)) continue;
+      this.turns!.message(typeof choice.index === "number" ? choice.index : 0, choice.delta);
+      if (!Array.isArray(choice.delta.tool_calls)) continue;
+      for (const call of choice.delta.tool_calls as unknown[]) {
+        const fields = isObject(call) ? callEchoes(call) : undefined;
+        if (fields === undefined) continue;
+        echoes ??= new Map();
+        echoes.set(call as object, fields);
+      }
+    }
+    return echoes;
+  }
+
+  /** True once any choice gave its finish_reason: its calls are whole. */
+  get anyFinished(): boolean {
+    return this.#finished.size > 0;
   }
 
   /**
@@ -132,24 +146,55 @@ export class ChunkRewriter {
     return this.#choices.size > 0 && this.#finished.size === this.#choices.size;
   }
 
-  #numberCalls(choice: number, calls: unknown[]): void {
+  /**
+   * Numbers the calls (see above) and gives each our id (see tool-turns.ts),
+   * made from the provider's on the delta that first brings it, and on any
+   * later delta that repeats it. A call its provider gives no id gets one of
+   * ours when its choice finishes (`#idsForCallsWithout`).
+   */
+  #numberCalls(choice: number, calls: unknown[], echoes: Map<object, Record<string, unknown>> | undefined): void {
     let known = this.#calls.get(choice);
     if (!known) {
-      known = { ours: new Map(), count: 0, last: -1 };
+      known = { ours: new Map(), count: 0, last: -1, ids: [], named: new Set() };
       this.#calls.set(choice, known);
     }
     for (const call of calls) {
       if (!isObject(call)) continue;
       const key = typeof call.index === "number" ? call.index : typeof call.id === "string" ? call.id : undefined;
-      let ours = key === undefined ? known.last : known.ours.get(key);
+      const fn = call.function;
+      const name = isObject(fn) && typeof fn.name === "string" && fn.name !== "" ? fn.name : undefined;
+      // With neither index nor id, a delta that names a function begins a call when the last one has its name (Gemini's parallel calls).
+      let ours = key === undefined ? (name !== undefined && known.named.has(known.last) ? undefined : known.last) : known.ours.get(key);
       if (ours === undefined || ours < 0) {
         ours = known.count++;
         if (key !== undefined) known.ours.set(key, ours);
       }
+      if (typeof call.id === "string" && call.id !== "") {
+        known.ids[ours] ??= ownCallId(call.id);
+        call.id = known.ids[ours];
+      }
+      if (name !== undefined) known.named.add(ours);
       known.last = ours;
       call.index = ours;
       openAiToolCall(call);
+      this.turns?.call(choice, ours, known.ids[ours], echoes?.get(call));
     }
+  }
+
+  /** On the chunk that finishes `choice`, an id of ours for each of its calls the provider gave none. */
+  #idsForCallsWithout(index: number, choice: Record<string, unknown>): void {
+    const known = this.#calls.get(index)!;
+    const given: Record<string, unknown>[] = [];
+    for (let ours = 0; ours < known.count; ours++) {
+      if (known.ids[ours] !== undefined) continue;
+      known.ids[ours] = ownCallId(undefined);
+      given.push({ index: ours, id: known.ids[ours], type: "function" });
+      this.turns?.call(index, ours, known.ids[ours], undefined);
+    }
+    if (given.length === 0) return;
+    const delta: Record<string, unknown> = isObject(choice.delta) ? choice.delta : {};
+    delta.tool_calls = [...(Array.isArray(delta.tool_calls) ? delta.tool_calls : []), ...given];
+    choice.delta = delta;
   }
 }
 

@@ -8,7 +8,7 @@ import { endSpan, type Tracing } from "../observability/tracing.js";
 import { ServiceError } from "../server/errors.js";
 import type { GatewayRequest, RequestLog } from "./chat-types.js";
 import { upstreamEmbeddingsBody, upstreamRequestBody } from "./completion-rewrite.js";
-import type { RecalledReasoning } from "./reasoning-memory.js";
+import type { RecalledTurns } from "./tool-turns.js";
 import { EMBEDDING_REQUEST_FIELDS, REQUEST_FIELDS } from "./openai-fields.js";
 import { UpstreamBody } from "./upstream-body.js";
 import { withoutTrailingSlashes } from "../strings.js";
@@ -161,8 +161,8 @@ export class UpstreamClient {
       embeddings?: boolean;
       after?: string | undefined;
       requestLog?: RequestLog;
-      /** Reasoning to put back into the turns that lack it, each for the upstream that wrote it. */
-      recalled?: RecalledReasoning;
+      /** What the request's tool turns need back, each for the upstream that wrote it. */
+      recalled?: RecalledTurns;
     },
   ): Promise<UpstreamAnswer> {
     const targets = this.#targetsAfter(options.after, options.embeddings);

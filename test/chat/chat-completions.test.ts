@@ -15,6 +15,7 @@ import {
   textChunks,
   toolCallCompletion,
   UPSTREAM_MODEL,
+  ownId,
 } from "./support/fake-upstream.js";
 import { DEAD_UPSTREAM, expectNoLeak, leaveBeforeTheAnswer, openAiClient, postChat, readSse, startGateway, UPSTREAM_KEY } from "./support/gateway.js";
 
@@ -114,7 +115,7 @@ describe("non-streaming, through the official openai SDK", () => {
     const result = await client.chat.completions.create({ model: "project-zero", messages, tools, tool_choice: "required" });
     expect(result.choices[0]!.finish_reason).toBe("tool_calls");
     expect(result.choices[0]!.message.tool_calls).toEqual([
-      { id: "call_abc123", type: "function", function: { name: "get_weather", arguments: '{"city":"Oslo"}' } },
+      { id: ownId("call_abc123"), type: "function", function: { name: "get_weather", arguments: '{"city":"Oslo"}' } },
     ]);
     expect(primary.requests[0]!.body.tools).toEqual(tools);
     expect(primary.requests[0]!.body.tool_choice).toBe("required");

@@ -3,7 +3,7 @@ import { tool } from "@langchain/core/tools";
 import { ChatOpenAI } from "@langchain/openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { completion, reply, stream, textChunks, toolCallCompletion } from "./support/fake-upstream.js";
+import { completion, reply, stream, textChunks, toolCallCompletion, ownId } from "./support/fake-upstream.js";
 import { useSdkGateway } from "./support/gateway.js";
 
 // LangChain's ChatOpenAI with `useResponsesApi: true` calls /v1/responses for invoke, stream and tools.
@@ -54,7 +54,7 @@ describe("LangChain ChatOpenAI over the Responses API", () => {
 
     const question = new HumanMessage("Weather in Paris?");
     const first = await withTools.invoke([question]);
-    expect(first.tool_calls).toEqual([expect.objectContaining({ name: "weather", args: { city: "Paris" }, id: "call_abc123" })]);
+    expect(first.tool_calls).toEqual([expect.objectContaining({ name: "weather", args: { city: "Paris" }, id: ownId("call_abc123") })]);
     const sentTools = gateway.upstream.requests[0]!.body.tools as { type: string; function: { name: string; parameters: unknown } }[];
     expect(sentTools).toEqual([expect.objectContaining({ type: "function", function: expect.objectContaining({ name: "weather" }) })]);
 

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { rpcTransport } from "../support/transports.js";
 import { createAccountWithKey } from "../support/accounts.js";
-import { chunk, completion, FakeUpstream, reply, stream } from "./support/fake-upstream.js";
+import { chunk, completion, FakeUpstream, reply, stream, ownId } from "./support/fake-upstream.js";
 import { openAiClient, startGateway, useSdkGateway } from "./support/gateway.js";
 
 // OpenAI-compatible servers that do not speak quite like OpenAI, each as a client meets it through the gateway:
@@ -32,7 +32,7 @@ describe("providers that bend OpenAI's format", () => {
     const final = await client.responses.stream({ model: "project-zero", input: "Weather in Paris?", tools }).finalResponse();
     expect(final.status).toBe("completed");
     expect(final.output.map((item) => item.type)).toEqual(["message", "function_call"]);
-    expect(final.output[1]).toMatchObject({ type: "function_call", name: "get_weather", call_id: "toolu_01", arguments: '{"city":"Paris"}' });
+    expect(final.output[1]).toMatchObject({ type: "function_call", name: "get_weather", call_id: ownId("toolu_01"), arguments: '{"city":"Paris"}' });
   });
 
   it("keeps one call together when the provider gives its deltas no index (Gemini's compatible endpoint)", async () => {
@@ -47,14 +47,18 @@ describe("providers that bend OpenAI's format", () => {
     gateway.upstream.next(stream(deltas), stream(deltas));
     const final = await client.responses.stream({ model: "project-zero", input: "Weather?", tools }).finalResponse();
     expect(final.output).toEqual([
-      expect.objectContaining({ type: "function_call", call_id: "call_a", name: "get_weather", arguments: '{"city": "Paris"}' }),
-      expect.objectContaining({ type: "function_call", call_id: "call_b", name: "get_time", arguments: "{}" }),
+      expect.objectContaining({ type: "function_call", call_id: ownId("call_a"), name: "get_weather", arguments: '{"city": "Paris"}' }),
+      expect.objectContaining({ type: "function_call", call_id: ownId("call_b"), name: "get_time", arguments: "{}" }),
     ]);
     // Chat completions streams carry OpenAI's index and type on every call, which the SDK's stream helper insists on.
     const chat = await client.chat.completions.stream({ model: "project-zero", messages: [{ role: "user", content: "Weather?" }] }).finalChatCompletion();
     expect(chat.choices[0]!.message.tool_calls).toEqual([
-      expect.objectContaining({ id: "call_a", type: "function", function: expect.objectContaining({ name: "get_weather", arguments: '{"city": "Paris"}' }) }),
-      expect.objectContaining({ id: "call_b", type: "function", function: expect.objectContaining({ name: "get_time", arguments: "{}" }) }),
+      expect.objectContaining({
+        id: ownId("call_a"),
+        type: "function",
+        function: expect.objectContaining({ name: "get_weather", arguments: '{"city": "Paris"}' }),
+      }),
+      expect.objectContaining({ id: ownId("call_b"), type: "function", function: expect.objectContaining({ name: "get_time", arguments: "{}" }) }),
     ]);
   });
 
@@ -81,7 +85,9 @@ describe("providers that bend OpenAI's format", () => {
     const chat = await client.chat.completions.create({ model: "project-zero", messages: [{ role: "user", content: "hi" }] });
     expect(chat.created).toBe(1_763_000_000);
     expect(chat.choices[0]!.message.content).toBe("Hello parts");
-    expect(chat.choices[0]!.message.tool_calls).toEqual([{ id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }]);
+    expect(chat.choices[0]!.message.tool_calls).toEqual([
+      { id: ownId("call_1"), type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } },
+    ]);
     const response = await client.responses.create({ model: "project-zero", input: "hi", tools });
     expect(response.output).toEqual([
       expect.objectContaining({ type: "message", content: [expect.objectContaining({ type: "output_text", text: "Hello parts" })] }),

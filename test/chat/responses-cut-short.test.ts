@@ -4,7 +4,7 @@ import type OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp } from "../support/app.js";
-import { chunk, completion, FakeUpstream, reply, sleep, stream, textChunks } from "./support/fake-upstream.js";
+import { chunk, completion, FakeUpstream, reply, sleep, stream, textChunks, ownId } from "./support/fake-upstream.js";
 import { openAiClient, upstreamsEnv, useSdkGateway, WEATHER_TOOLS } from "./support/gateway.js";
 
 type StreamEvent = Record<string, unknown> & { type: string };
@@ -139,8 +139,8 @@ describe("/v1/responses streams cut short", () => {
     const stored = await storedResponse(id);
     expect(stored.status).toBe("cancelled");
     expect(stored.output).toEqual([
-      expect.objectContaining({ type: "function_call", call_id: "call_A", arguments: '{"city":"Rome"}', status: "completed" }),
-      expect.objectContaining({ type: "function_call", call_id: "call_B", arguments: '{"ci', status: "incomplete" }),
+      expect.objectContaining({ type: "function_call", call_id: ownId("call_A"), arguments: '{"city":"Rome"}', status: "completed" }),
+      expect.objectContaining({ type: "function_call", call_id: ownId("call_B"), arguments: '{"ci', status: "incomplete" }),
     ]);
 
     await client.responses.create({

@@ -3,7 +3,7 @@ import { streamText, tool } from "ai";
 import type OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { chunk, completion, reply, stream, toolCallCompletion } from "./support/fake-upstream.js";
+import { chunk, completion, reply, stream, toolCallCompletion, ownId } from "./support/fake-upstream.js";
 import { openAiClient, useSdkGateway, WEATHER_TOOLS } from "./support/gateway.js";
 
 // How a Responses answer is put together from the upstream's chat chunks: function calls whose
@@ -42,10 +42,10 @@ describe("/v1/responses stream assembly and usage", () => {
         ]),
       );
       const { events, final } = await streamed("Weather in Paris?");
-      const expected = { type: "function_call", call_id: "call_L", name: "get_weather", arguments: '{"city":"Paris"}', status: "completed" };
+      const expected = { type: "function_call", call_id: ownId("call_L"), name: "get_weather", arguments: '{"city":"Paris"}', status: "completed" };
 
       const ofCall = callEvents(events, 0);
-      expect(ofCall[0]).toMatchObject({ type: "response.output_item.added", item: { type: "function_call", call_id: "call_L", name: "get_weather" } });
+      expect(ofCall[0]).toMatchObject({ type: "response.output_item.added", item: { type: "function_call", call_id: ownId("call_L"), name: "get_weather" } });
       const deltas = ofCall.filter((event) => event.type === "response.function_call_arguments.delta");
       expect(deltas.map((event) => event.delta).join("")).toBe('{"city":"Paris"}');
       expect(ofCall.find((event) => event.type === "response.function_call_arguments.done")).toMatchObject({
@@ -69,8 +69,8 @@ describe("/v1/responses stream assembly and usage", () => {
         reply(completion("Cold.")),
       );
       const { events, final } = await streamed("Weather in Oslo?");
-      const expected = { type: "function_call", call_id: "call_late", name: "get_weather", arguments: '{"city":"Oslo"}' };
-      expect(events.find((event) => event.type === "response.output_item.added")).toMatchObject({ item: { call_id: "call_late" } });
+      const expected = { type: "function_call", call_id: ownId("call_late"), name: "get_weather", arguments: '{"city":"Oslo"}' };
+      expect(events.find((event) => event.type === "response.output_item.added")).toMatchObject({ item: { call_id: ownId("call_late") } });
       expect(events.find((event) => event.type === "response.output_item.done")).toMatchObject({ item: expected });
       expect(final.output).toEqual([expect.objectContaining(expected)]);
 
@@ -103,8 +103,8 @@ describe("/v1/responses stream assembly and usage", () => {
       const { events, final } = await streamed("Weather in Rome and Lima?");
       const added = events.filter((event) => event.type === "response.output_item.added");
       expect(added.map((event) => [event.output_index, event.item.type === "function_call" && event.item.call_id])).toEqual([
-        [0, "call_B"],
-        [1, "call_A"],
+        [0, ownId("call_B")],
+        [1, ownId("call_A")],
       ]);
       for (const [outputIndex, args] of [
         [0, '{"city":"Rome"}'],
@@ -114,8 +114,8 @@ describe("/v1/responses stream assembly and usage", () => {
         expect(deltas.map((event) => event.delta).join("")).toBe(args);
       }
       expect(final.output).toEqual([
-        expect.objectContaining({ call_id: "call_B", name: "get_weather", arguments: '{"city":"Rome"}' }),
-        expect.objectContaining({ call_id: "call_A", name: "get_weather", arguments: '{"city":"Lima"}' }),
+        expect.objectContaining({ call_id: ownId("call_B"), name: "get_weather", arguments: '{"city":"Rome"}' }),
+        expect.objectContaining({ call_id: ownId("call_A"), name: "get_weather", arguments: '{"city":"Lima"}' }),
       ]);
     });
 
@@ -137,7 +137,7 @@ describe("/v1/responses stream assembly and usage", () => {
     it("answers a plain (non-streamed) tool call with its name and call id, and stores them", async () => {
       gateway.upstream.next(reply(toolCallCompletion("get_weather", '{"city":"Paris"}')));
       const response = await client.responses.create({ model: "project-zero", input: "Weather in Paris?", tools });
-      const expected = { type: "function_call", call_id: "call_abc123", name: "get_weather", arguments: '{"city":"Paris"}' };
+      const expected = { type: "function_call", call_id: ownId("call_abc123"), name: "get_weather", arguments: '{"city":"Paris"}' };
       expect(response.output).toEqual([expect.objectContaining(expected)]);
       expect((await client.responses.retrieve(response.id)).output).toEqual([expect.objectContaining(expected)]);
     });
@@ -190,7 +190,7 @@ describe("/v1/responses stream assembly and usage", () => {
         expect(events.at(-1)).toMatchObject({ type: "response.completed" });
         expect(final.output).toEqual([
           ...(words === "" ? [] : [expect.objectContaining({ type: "message", content: [expect.objectContaining({ type: "output_text", text: words })] })]),
-          ...calls.map(([callId, city]) => expect.objectContaining({ type: "function_call", call_id: callId, arguments: `{"city":"${city}"}` })),
+          ...calls.map(([callId, city]) => expect.objectContaining({ type: "function_call", call_id: ownId(callId!), arguments: `{"city":"${city}"}` })),
         ]);
       });
 
@@ -207,7 +207,9 @@ describe("/v1/responses stream assembly and usage", () => {
         for await (const part of result.fullStream) parts.push(part.type === "error" ? `error: ${String(part.error)}` : part.type);
         expect(parts.filter((part) => part.startsWith("error"))).toEqual([]);
         expect(await result.text).toBe(words);
-        expect((await result.toolCalls).map((toolCall) => [toolCall.toolCallId, toolCall.input])).toEqual(calls.map(([callId, city]) => [callId, { city }]));
+        expect((await result.toolCalls).map((toolCall) => [toolCall.toolCallId, toolCall.input])).toEqual(
+          calls.map(([callId, city]) => [ownId(callId!), { city }]),
+        );
       });
     }
 
@@ -250,8 +252,8 @@ describe("/v1/responses stream assembly and usage", () => {
         expect(ofCall.find((event) => event.type === "response.output_item.done")).toMatchObject({ item: { arguments: args, status: "completed" } });
       }
       expect(final.output).toEqual([
-        expect.objectContaining({ call_id: "call_L", arguments: '{"city":"Lima"}' }),
-        expect.objectContaining({ call_id: "call_R", arguments: '{"city":"Rome"}' }),
+        expect.objectContaining({ call_id: ownId("call_L"), arguments: '{"city":"Lima"}' }),
+        expect.objectContaining({ call_id: ownId("call_R"), arguments: '{"city":"Rome"}' }),
       ]);
     });
 
@@ -272,7 +274,7 @@ describe("/v1/responses stream assembly and usage", () => {
       });
       const expected = [
         expect.objectContaining({ type: "message", content: [expect.objectContaining({ type: "output_text", text: "Checking. One moment." })] }),
-        expect.objectContaining({ type: "function_call", call_id: "call_P", arguments: '{"city":"Paris"}' }),
+        expect.objectContaining({ type: "function_call", call_id: ownId("call_P"), arguments: '{"city":"Paris"}' }),
       ];
       expect(final.output).toEqual(expected);
       expect((await client.responses.retrieve(final.id)).output).toEqual(expected);
@@ -293,8 +295,8 @@ describe("/v1/responses stream assembly and usage", () => {
       const { events, final } = await streamed("Weather in Oslo and Bern?");
       expect(events.some((event) => event.type === "error")).toBe(false);
       const calls = [
-        { type: "function_call", call_id: "call_X", name: "get_weather", arguments: '{"city":"Oslo"}', status: "completed" },
-        { type: "function_call", call_id: "call_Y", name: "get_weather", arguments: '{"city":"Bern"}', status: "completed" },
+        { type: "function_call", call_id: ownId("call_X"), name: "get_weather", arguments: '{"city":"Oslo"}', status: "completed" },
+        { type: "function_call", call_id: ownId("call_Y"), name: "get_weather", arguments: '{"city":"Bern"}', status: "completed" },
       ];
       const expected = [expect.objectContaining({ type: "message" }), ...calls.map((call) => expect.objectContaining(call))];
       expect(events.at(-1)).toMatchObject({ type: "response.completed" });
@@ -319,7 +321,7 @@ describe("/v1/responses stream assembly and usage", () => {
       const { events, final } = await streamed("Weather in Rome?");
       expect(events.some((event) => event.type === "error")).toBe(false);
       expect(final.output).toEqual([
-        expect.objectContaining({ type: "function_call", call_id: "call_one", name: "get_weather", arguments: '{"city":"Rome"}' }),
+        expect.objectContaining({ type: "function_call", call_id: ownId("call_one"), name: "get_weather", arguments: '{"city":"Rome"}' }),
       ]);
     });
 

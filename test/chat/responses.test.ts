@@ -8,7 +8,7 @@ import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
 import { rpcTransport } from "../support/transports.js";
-import { chunk, completion, FakeUpstream, hang, reply, stream, textChunks, toolCallCompletion, UPSTREAM_MODEL } from "./support/fake-upstream.js";
+import { chunk, completion, FakeUpstream, hang, reply, stream, textChunks, toolCallCompletion, UPSTREAM_MODEL, ownId } from "./support/fake-upstream.js";
 import { leaveBeforeTheAnswer, openAiClient, startGateway } from "./support/gateway.js";
 
 // The Responses API, as the official SDK calls it, served over a chat-completions upstream.
@@ -71,7 +71,7 @@ describe("POST /v1/responses", () => {
     ];
     const first = await client.responses.create({ model: "project-zero", input: "Weather in Paris?", tools });
     const call = first.output.find((item) => item.type === "function_call");
-    expect(call).toMatchObject({ type: "function_call", name: "get_weather", arguments: '{"city":"Paris"}', call_id: "call_abc123" });
+    expect(call).toMatchObject({ type: "function_call", name: "get_weather", arguments: '{"city":"Paris"}', call_id: ownId("call_abc123") });
     expect(upstream.requests[0]!.body.tools).toEqual([
       {
         type: "function",
@@ -214,7 +214,7 @@ describe("POST /v1/responses", () => {
     for await (const event of responseStream) types.push(event.type);
     const final = await responseStream.finalResponse();
     expect(final.output).toEqual([
-      expect.objectContaining({ type: "function_call", call_id: "call_1", name: "lookup", arguments: '{"q":"x"}', status: "completed" }),
+      expect.objectContaining({ type: "function_call", call_id: ownId("call_1"), name: "lookup", arguments: '{"q":"x"}', status: "completed" }),
     ]);
     expect(types).toContain("response.function_call_arguments.delta");
     expect(types.slice(-3)).toEqual(["response.function_call_arguments.done", "response.output_item.done", "response.completed"]);

@@ -3,7 +3,7 @@ import { createClient } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ChatCompletionChunkSchema, ChatCompletionParamsSchema, ChatCompletionSchema, ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { PROTOCOLS, rpcTransport } from "../support/transports.js";
-import { chunk, completion, reply, stream } from "./support/fake-upstream.js";
+import { chunk, completion, reply, stream, ownId } from "./support/fake-upstream.js";
 import { useSdkGateway } from "./support/gateway.js";
 
 // OpenAI's message fields with no typed field in ChatMessage or ToolCall travel in their `extra`, both ways, as REST passes them.
@@ -80,7 +80,7 @@ describe("ChatService message fields with no typed home", () => {
           message: {
             content: "hi",
             extra: { annotations, audio, function_call },
-            tool_calls: [{ id: "call_1", type: "custom", extra: { custom: (tool_calls as { custom: unknown }[])[0]!.custom } }],
+            tool_calls: [{ id: ownId("call_1"), type: "custom", extra: { custom: (tool_calls as { custom: unknown }[])[0]!.custom } }],
           },
         },
       ],

@@ -1,6 +1,6 @@
 import { CHAT_ALIAS } from "../../api/model.js";
 import type { ChatChunkJson, ChatCompletionJson } from "../chat-types.js";
-import { uniqueHex } from "../completion-rewrite.js";
+import { uniqueHex } from "../unique-hex.js";
 import { type ChatMessage, isObject, reasoningEffort, type ResponsesRequest } from "./responses-request.js";
 
 /** A `response` object as OpenAI's Responses API answers it. */

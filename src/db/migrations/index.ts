@@ -17,6 +17,7 @@ import * as accountEmailNfc from "./2026-11-30T00-00_account-email-nfc.js";
 import * as deletedPlans from "./2026-12-01T00-00_deleted-plans.js";
 import * as planEventTimes from "./2026-12-02T00-00_plan-event-times.js";
 import * as chatReasoning from "./2026-12-03T00-00_chat-reasoning.js";
+import * as chatToolTurns from "./2026-12-03T01-00_chat-tool-turns.js";
 
 /**
  * Every migration, by name. Names sort in the order they apply (ISO date
@@ -41,4 +42,5 @@ export const migrations: Record<string, Migration> = {
   "2026-12-01T00-00_deleted-plans": deletedPlans,
   "2026-12-02T00-00_plan-event-times": planEventTimes,
   "2026-12-03T00-00_chat-reasoning": chatReasoning,
+  "2026-12-03T01-00_chat-tool-turns": chatToolTurns,
 };

@@ -1,8 +1,8 @@
 import type { ChatAccountDayTable } from "./chat-account-days.table.js";
 import type { ChatFreePoolTable } from "./chat-free-pool.table.js";
 import type { ChatIdempotencyKeyTable } from "./chat-idempotency.table.js";
-import type { ChatReasoningTable } from "./chat-reasoning.table.js";
 import type { ChatResponseTable } from "./chat-responses.table.js";
+import type { ChatToolTurnTable } from "./chat-tool-turns.table.js";
 
 /** The chat capability's tables, merged into `Database`. */
 export interface ChatTables {
@@ -10,5 +10,5 @@ export interface ChatTables {
   chat_account_days: ChatAccountDayTable;
   chat_idempotency_keys: ChatIdempotencyKeyTable;
   chat_responses: ChatResponseTable;
-  chat_reasoning: ChatReasoningTable;
+  chat_tool_turns: ChatToolTurnTable;
 }

@@ -1,4 +1,5 @@
 import http from "node:http";
+import { expect } from "vitest";
 import type { AddressInfo } from "node:net";
 
 /** What the fake upstream saw of one request. */
@@ -258,4 +259,9 @@ export function held(behavior: Behavior): { behavior: Behavior; release: () => v
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A tool call id as a client of the gateway has it: the provider's `providerId`, made unique with a suffix of ours. */
+export function ownId(providerId: string): string {
+  return expect.stringMatching(new RegExp(`^${providerId.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}__pz[0-9a-f]{12}$`)) as unknown as string;
 }

@@ -1,0 +1,94 @@
+import { sql, type Kysely } from "kysely";
+import type { Database } from "../db/schema.js";
+import type { Logger } from "../observability/logger.js";
+import type { GatewayRequest } from "./chat-types.js";
+import { hasEchoes, ourCallIds, type RecalledTurns, type ToolTurn } from "./tool-turns.js";
+
+/** As long as a stored response can be continued: a conversation with a tool turn may go on that long. */
+const TURN_TTL_MS = 30 * 24 * 3600 * 1000;
+
+/**
+ * What providers need back of the tool turns they wrote (see tool-turns.ts),
+ * per account, by our id of each call: written before the answer reaches
+ * the client, read for a request that carries a call of ours, swept after
+ * 30 days. A failure either way is logged and the request goes on as the
+ * client sent it, as it would without the gateway.
+ */
+export class ToolTurnMemory {
+  readonly #db: Kysely<Database>;
+  readonly #logger: Logger;
+  /** Upstreams seen writing reasoning beside a tool turn (on this instance; the rows say it for the others). */
+  readonly #thinking = new Set<string>();
+
+  constructor(db: Kysely<Database>, logger: Logger) {
+    this.#db = db;
+    this.#logger = logger;
+  }
+
+  /** What is kept for the calls of ours in `request`; undefined at once, with no read, when it carries none (as almost every request does). */
+  recall(accountId: string, request: GatewayRequest): Promise<RecalledTurns> | undefined {
+    const ids = ourCallIds(request.messages);
+    return ids === undefined ? undefined : this.#read(accountId, ids);
+  }
+
+  async #read(accountId: string, ids: string[]): Promise<RecalledTurns> {
+    const thinking = new Set(this.#thinking);
+    try {
+      const rows = await this.#db
+        .selectFrom("chat_tool_turns")
+        .select(["tool_call_id", "turn_id", "upstream", "message_fields", "call_fields"])
+        .where("account_id", "=", accountId)
+        .where("tool_call_id", "=", sql<string>`any(${ids}::text[])`)
+        .where("expires_at", ">", sql<Date>`now()`)
+        .execute();
+      const byCall: RecalledTurns["byCall"] = new Map(
+        rows.map((row) => {
+          const message = JSON.parse(row.message_fields) as Record<string, unknown>;
+          if (message.reasoning_content !== undefined) thinking.add(row.upstream);
+          const call = row.call_fields === null ? undefined : (JSON.parse(row.call_fields) as Record<string, unknown>);
+          return [row.tool_call_id, { upstream: row.upstream, turnId: row.turn_id, message, call }];
+        }),
+      );
+      return { byCall, thinking };
+    } catch (error) {
+      this.#logger.warn({ err: error }, "reading kept tool turns failed");
+      return { byCall: new Map(), thinking };
+    }
+  }
+
+  /** Keeps what `upstream` needs back of `turns` (those with nothing to send back are skipped). */
+  async remember(accountId: string, upstream: string, turns: readonly ToolTurn[]): Promise<void> {
+    const kept = turns.filter(hasEchoes);
+    if (kept.length === 0) return;
+    if (kept.some((turn) => turn.message.reasoning_content !== undefined)) this.#thinking.add(upstream);
+    const expiresAt = new Date(Date.now() + TURN_TTL_MS);
+    const rows = kept.flatMap((turn) => {
+      const message = JSON.stringify(turn.message);
+      return turn.callIds.map((id) => ({
+        account_id: accountId,
+        tool_call_id: id,
+        turn_id: turn.callIds[0]!,
+        upstream,
+        message_fields: message,
+        call_fields: turn.calls[id] === undefined ? null : JSON.stringify(turn.calls[id]),
+        expires_at: expiresAt,
+      }));
+    });
+    try {
+      // Ids are ours and unique: a conflict is a retry of the same write.
+      await this.#db
+        .insertInto("chat_tool_turns")
+        .values(rows)
+        .onConflict((conflict) => conflict.columns(["account_id", "tool_call_id"]).doNothing())
+        .execute();
+    } catch (error) {
+      this.#logger.warn({ err: error }, "keeping a tool turn failed");
+    }
+  }
+
+  /** Deletes expired turns; run now and then so the table stays small. */
+  async sweep(): Promise<number> {
+    const result = await this.#db.deleteFrom("chat_tool_turns").where("expires_at", "<=", sql<Date>`now()`).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+}
