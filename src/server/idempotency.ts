@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { canonicalJson } from "../canonical-json.js";
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import { invalidRequest, ServiceError } from "./errors.js";
@@ -41,8 +42,17 @@ export class IdempotencyStore {
     this.#now = options.now ?? Date.now;
   }
 
-  /** The digest a key is bound to: the request as parsed JSON, so spacing does not count. */
+  /**
+   * The digest a key is bound to: the request as parsed JSON, its keys
+   * sorted, so neither spacing nor the order of keys counts (a retry may build
+   * its body anew: JSON objects are unordered).
+   */
   static hash(request: unknown): string {
+    return createHash("sha256").update(canonicalJson(request)).digest("base64url");
+  }
+
+  /** The digest keys were bound to before the order of keys stopped counting: a retry of a request made before an upgrade still replays. */
+  static hashInOrder(request: unknown): string {
     return createHash("sha256").update(JSON.stringify(request)).digest("base64url");
   }
 
@@ -55,7 +65,7 @@ export class IdempotencyStore {
     return key;
   }
 
-  async begin(accountId: string, key: string, requestHash: string): Promise<IdempotencyClaim> {
+  async begin(accountId: string, key: string, requestHash: string, earlierHash?: string): Promise<IdempotencyClaim> {
     // A few rounds: a row can expire or be released between our insert and our read.
     for (let round = 0; round < 4; round++) {
       const now = this.#now();
@@ -86,7 +96,7 @@ export class IdempotencyStore {
           .execute();
         continue;
       }
-      if (row.request_hash !== requestHash) {
+      if (row.request_hash !== requestHash && row.request_hash !== earlierHash) {
         throw new ServiceError("idempotency_key_reused", "this Idempotency-Key was already used with a different request body", {
           param: "Idempotency-Key",
         });
@@ -163,7 +173,7 @@ export async function runIdempotently(
   produce: () => Promise<string>,
 ): Promise<CompletionResult> {
   const key = IdempotencyStore.validKey(call.key);
-  const claim = await idempotency.begin(call.accountId, key, IdempotencyStore.hash(call.request));
+  const claim = await idempotency.begin(call.accountId, key, IdempotencyStore.hash(call.request), IdempotencyStore.hashInOrder(call.request));
   if (claim.kind === "replay") return { json: claim.response, replayed: true };
   // The heartbeat that keeps the key this request's while it runs; a missed beat is caught up by the next.
   const heartbeat = setInterval(() => void idempotency.renew(call.accountId, key).catch(() => {}), idempotency.renewEveryMs);

@@ -25,6 +25,23 @@ describe("the idempotency store", () => {
     expect(await store.begin("acc_1", "k", IdempotencyStore.hash({ other: true }))).toEqual({ kind: "claimed" });
   });
 
+  it("a key bound before the order of keys stopped counting still replays its request", async () => {
+    const store = new IdempotencyStore(app.store.db);
+    const request = { model: "project-zero", messages: [{ role: "user", content: "hi" }] };
+    expect(await store.begin("acc_legacy", "k", IdempotencyStore.hashInOrder({ messages: request.messages, model: request.model }))).toEqual({
+      kind: "claimed",
+    });
+    await store.complete("acc_legacy", "k", '{"id":"chatcmpl-legacy"}');
+    const inOrder = { messages: request.messages, model: request.model };
+    expect(await store.begin("acc_legacy", "k", IdempotencyStore.hash(inOrder), IdempotencyStore.hashInOrder(inOrder))).toEqual({
+      kind: "replay",
+      response: '{"id":"chatcmpl-legacy"}',
+    });
+    await expect(store.begin("acc_legacy", "k", IdempotencyStore.hash({ other: 1 }), IdempotencyStore.hashInOrder({ other: 1 }))).rejects.toMatchObject({
+      type: "idempotency_key_reused",
+    });
+  });
+
   it("a request that died with its instance does not hold its key forever", async () => {
     let now = Date.parse("2031-01-02T10:00:00Z");
     const store = new IdempotencyStore(app.store.db, { now: () => now, leaseMs: 60_000 });

@@ -44,6 +44,12 @@ describe.sequential("Idempotency-Key, then the free pool running out", () => {
     expect(again.status).toBe(200);
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(await again.text()).toBe(firstText);
+    // The same JSON with its keys in another order, at every level (a retry that builds its body anew): the same request too.
+    const reordered = `{"messages":[{"content":"Count to three","role":"user"}],"model":"project-zero"}`;
+    const rebuilt = await postChat(app, apiKey, reordered, { "idempotency-key": "key-1" });
+    expect(rebuilt.status).toBe(200);
+    expect(rebuilt.headers.get("idempotent-replayed")).toBe("true");
+    expect(await rebuilt.text()).toBe(firstText);
     expect(upstream.requests).toHaveLength(1);
   });
 

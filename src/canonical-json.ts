@@ -2,7 +2,8 @@
  * The JSON text of `value` with every object's keys in sorted order, so equal
  * values give equal text whatever order their keys came in: a stage's output
  * read back from Postgres `jsonb` has its keys in jsonb's order, not the
- * writer's. For keys and digests, not for what is shown.
+ * writer's, and a client's retry may build its body anew. For keys and
+ * digests, not for what is shown.
  */
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, item: unknown) =>
