@@ -5,7 +5,7 @@ import type { Config } from "../config.js";
 import { StageFailure, type StageInput, type StageRevision } from "../engine/stage-work.js";
 import type { Logger } from "../observability/logger.js";
 import type { ArtifactStore } from "./artifact-store.js";
-import { canonicalJson } from "../canonical-json.js";
+import { canonicalJson } from "../strings.js";
 import { validate, type Infer, type Schema } from "./json-schema.js";
 import { createOfflineWriter } from "./writers/offline-writer.js";
 import { createUpstreamWriter } from "./writers/upstream-writer.js";

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { canonicalJson } from "../canonical-json.js";
+import { canonicalJson } from "../strings.js";
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import { invalidRequest, ServiceError } from "./errors.js";

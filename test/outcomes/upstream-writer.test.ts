@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createStageWork } from "../../src/outcomes/outcomes-part.js";
 import { tidyPlainText } from "../../src/outcomes/writers/plain-text.js";
 import { parseJsonAnswer } from "../../src/outcomes/writers/structured-completion.js";
-import { canonicalJson } from "../../src/canonical-json.js";
+import { canonicalJson } from "../../src/strings.js";
 import { exhausted } from "../../src/chat/free-pool.js";
 import { completion, FakeUpstream, fail, reply } from "../chat/support/fake-upstream.js";
 import { answerFor, rawAnswer, schemaNameOf, SCRIPT_PARAGRAPH, writerModel } from "./support/model-answers.js";
