@@ -17,13 +17,20 @@ export function newCompletionId(): string {
  * them: `recalled`, see tool-turns.ts). Everything else (our `program`, an
  * aggregator's routing fields) stays here.
  */
-export function upstreamRequestBody(request: GatewayRequest, upstream: { name: string; model: string }, stream: boolean, recalled?: RecalledTurns): string {
+export function upstreamRequestBody(
+  request: GatewayRequest,
+  upstream: { name: string; model: string },
+  stream: boolean,
+  recalled?: RecalledTurns,
+  refused?: ReadonlySet<string>,
+): string {
   const body: Record<string, unknown> = {};
   for (const key in request) {
     if (REQUEST_FIELDS.has(key)) body[key] = request[key];
   }
   body.model = upstream.model;
   if (body.messages !== undefined) body.messages = outgoingMessages(body.messages, upstream.name, recalled);
+  if (refused !== undefined && refused.size > 0) withoutRefused(body, refused);
   if (stream) {
     body.stream = true;
   } else if (body.stream === true) {
@@ -31,6 +38,18 @@ export function upstreamRequestBody(request: GatewayRequest, upstream: { name: s
     delete body.stream_options;
   }
   return JSON.stringify(body);
+}
+
+/** `body` without the fields its upstream refused as unknown (see UNKNOWN_TO_SOME in upstream-client.ts). */
+function withoutRefused(body: Record<string, unknown>, refused: ReadonlySet<string>): void {
+  if (refused.has("max_completion_tokens") && body.max_completion_tokens !== undefined) {
+    body.max_tokens ??= body.max_completion_tokens;
+  }
+  for (const field of refused) {
+    // `tools` only when empty: a request that offers tools keeps them.
+    if (field === "tools" && Array.isArray(body.tools) && body.tools.length > 0) continue;
+    delete body[field];
+  }
 }
 
 /**

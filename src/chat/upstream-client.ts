@@ -33,7 +33,32 @@ interface Target {
   embeddingsPath: string;
   headers: Record<string, string>;
   streamHeaders: Record<string, string>;
+  /** Fields this upstream refused as unknown (see UNKNOWN_TO_SOME): not sent to it again. */
+  refusedFields: Set<string>;
 }
+
+/**
+ * Fields some OpenAI-compatible providers refuse as unknown (Mistral answers
+ * 422 `extra_forbidden` naming them) that change nothing of the answer's
+ * content, or that have a name every provider takes: dropped for an
+ * upstream that refused them, once it has, and the request sent again.
+ * `max_completion_tokens` goes as `max_tokens`; an empty `tools` goes not at
+ * all. Other fields refused stay the request's fault, as a provider that
+ * cannot honour `response_format` must not answer without it.
+ */
+const UNKNOWN_TO_SOME: ReadonlySet<string> = new Set([
+  "max_completion_tokens",
+  "stream_options",
+  "store",
+  "metadata",
+  "service_tier",
+  "prompt_cache_key",
+  "prompt_cache_options",
+  "prompt_cache_retention",
+  "safety_identifier",
+  "user",
+  "tools",
+]);
 
 /**
  * Statuses that say the operator's entry is at fault (its key, its provider
@@ -120,6 +145,7 @@ export class UpstreamClient {
         embeddingsPath: `${withoutTrailingSlashes(base.pathname)}/embeddings${base.search}`,
         headers,
         streamHeaders: { ...headers, accept: "text/event-stream" },
+        refusedFields: new Set<string>(),
       };
     });
   }
@@ -175,7 +201,8 @@ export class UpstreamClient {
     let refusedOtherwise = false;
     // Stays true while every upstream asked refused the operator's entry (ENTRY_FAULT).
     let misconfigured = true;
-    for (const target of targets) {
+    for (let next = 0, adapted = false; next < targets.length; next++) {
+      const target = targets[next]!;
       options.signal?.throwIfAborted();
       let response: Exchanged;
       const started = performance.now();
@@ -200,7 +227,7 @@ export class UpstreamClient {
             headers: options.stream ? target.streamHeaders : target.headers,
             body: options.embeddings
               ? upstreamEmbeddingsBody(request, target.config.embeddingModel!)
-              : upstreamRequestBody(request, target.config, options.stream, options.recalled),
+              : upstreamRequestBody(request, target.config, options.stream, options.recalled, target.refusedFields),
           },
           options.signal,
           performance.now() + this.#wholeAnswerMs,
@@ -229,6 +256,20 @@ export class UpstreamClient {
       if (statusCode === 429) rateLimitedFor = Math.max(rateLimitedFor ?? 1, retryAfterSeconds(response.retryAfter));
       else refusedOtherwise = true;
       const text = await body.text().catch(() => "");
+      if (CLIENT_FAULT.has(statusCode) && !options.embeddings && !adapted) {
+        const unknown = fieldsRefusedAsUnknown(text).filter((field) => UNKNOWN_TO_SOME.has(field) && !target.refusedFields.has(field));
+        if (unknown.length > 0) {
+          // Once per request: the same upstream again, without what it does not know, and never again with it.
+          for (const field of unknown) target.refusedFields.add(field);
+          logTo(options.requestLog, this.#logger).info(
+            { upstream: target.config.name, fields: unknown },
+            "upstream refused fields it does not know; sent again without them",
+          );
+          adapted = true;
+          next--;
+          continue;
+        }
+      }
       if (CLIENT_FAULT.has(statusCode)) {
         const { error, upstreamMessage } = refusal(text, statusCode, request, options.embeddings ? EMBEDDING_REQUEST_FIELDS : REQUEST_FIELDS);
         logTo(options.requestLog, this.#logger).info({ upstream: target.config.name, status: statusCode, upstreamMessage }, "upstream refused the request");
@@ -379,6 +420,45 @@ function refusal(text: string, status: number, request: GatewayRequest, sent: Re
     // Not OpenAI's error shape: nothing to pass on.
   }
   return { error: new ServiceError("invalid_request", REFUSALS[status] ?? REFUSALS[400]!, { param }), upstreamMessage };
+}
+
+/**
+ * The top-level fields a refusal names as unknown: pydantic's
+ * `extra_forbidden` with `loc: ["body", field]`, as Mistral sends it (its
+ * `detail` at the top, or in `message`, or as JSON text there).
+ */
+function fieldsRefusedAsUnknown(text: string): string[] {
+  if (!text.includes("extra_forbidden")) return [];
+  const fields = new Set<string>();
+  const visit = (value: unknown, depth: number): void => {
+    if (depth > 6) return;
+    if (typeof value === "string") {
+      if (value.includes("extra_forbidden")) {
+        try {
+          visit(JSON.parse(value), depth + 1);
+        } catch {
+          // Not JSON: nothing named.
+        }
+      }
+      return;
+    }
+    if (Array.isArray(value)) {
+      for (const item of value) visit(item, depth + 1);
+      return;
+    }
+    if (typeof value !== "object" || value === null) return;
+    const entry = value as { type?: unknown; loc?: unknown };
+    if (entry.type === "extra_forbidden" && Array.isArray(entry.loc) && entry.loc.length === 2 && entry.loc[0] === "body" && typeof entry.loc[1] === "string") {
+      fields.add(entry.loc[1]);
+    }
+    for (const item of Object.values(value)) visit(item, depth + 1);
+  };
+  try {
+    visit(JSON.parse(text), 0);
+  } catch {
+    return [];
+  }
+  return [...fields];
 }
 
 function errorText(error: unknown): string {

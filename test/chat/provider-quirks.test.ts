@@ -103,6 +103,53 @@ describe("providers that bend OpenAI's format", () => {
     expect(typed?.choices[0]?.message?.toolCalls[0]?.function?.arguments).toBe('{"city":"Paris"}');
   });
 
+  it("sends Mistral, which refuses fields it does not know (422 extra_forbidden), a streamed Responses call without them, and from then on never", async () => {
+    // Mistral's chat completions fields; any other is 422, as pydantic words it.
+    const known = new Set([
+      "model",
+      "messages",
+      "stream",
+      "temperature",
+      "top_p",
+      "max_tokens",
+      "tools",
+      "tool_choice",
+      "response_format",
+      "stop",
+      "random_seed",
+    ]);
+    const mistral = (exchange: Parameters<Parameters<typeof gateway.upstream.otherwise>[0]>[0]) => {
+      const extra = Object.keys(exchange.body).filter((field) => !known.has(field));
+      if (extra.length > 0) {
+        const detail = extra.map((field) => ({
+          type: "extra_forbidden",
+          loc: ["body", field],
+          msg: "Extra inputs are not permitted",
+          input: exchange.body[field],
+        }));
+        return reply({ object: "error", message: { detail }, type: "invalid_request_error", param: null, code: null }, 422)(exchange);
+      }
+      return stream([chunk({ role: "assistant", content: "Bonjour" }), chunk({}, "stop"), usage])(exchange);
+    };
+    gateway.upstream.otherwise(mistral);
+    const ask = () => client.responses.stream({ model: "project-zero", input: "Hello", max_output_tokens: 50 }).finalResponse();
+    expect((await ask()).output_text).toBe("Bonjour");
+    const [refused, sent] = gateway.upstream.requests;
+    expect(Object.keys(refused!.body)).toEqual(expect.arrayContaining(["stream_options", "max_completion_tokens"]));
+    expect(sent!.body).toMatchObject({ max_tokens: 50, stream: true });
+    expect(sent!.body).not.toHaveProperty("stream_options");
+    expect(sent!.body).not.toHaveProperty("max_completion_tokens");
+    // Learnt: the next request goes without them at once.
+    expect((await ask()).output_text).toBe("Bonjour");
+    expect(gateway.upstream.requests).toHaveLength(3);
+    // A field that shapes the answer is never dropped: the request is refused, as before.
+    const structured = await client.chat.completions
+      .create({ model: "project-zero", messages: [{ role: "user", content: "hi" }], logprobs: true })
+      .catch((error: unknown) => error);
+    expect(structured).toMatchObject({ status: 400 });
+    expect(gateway.upstream.requests).toHaveLength(4);
+  });
+
   it("takes a stream that ends after its finish_reason without [DONE] as whole, and drops Azure's empty opening chunk", async () => {
     gateway.upstream.next(
       stream(
