@@ -27,6 +27,12 @@ const SUFFIX = /__pz[0-9a-f]{12}$/;
 /** Ids we made for calls that came without one: sent upstream as they are. */
 const MADE = /^call_[0-9a-f]{32}$/;
 
+/** Most `reasoning_details` pieces kept of one streamed turn. */
+const MAX_DETAIL_PIECES = 100_000;
+
+/** Most call ids one request looks up: the latest, as a conversation longer than this is one no provider takes whole. */
+const MAX_LOOKUPS = 10_000;
+
 /** The fields of an assistant message, and of a tool call, that providers need back. */
 const MESSAGE_ECHOES = ["reasoning_content", "reasoning_details"] as const;
 const CALL_ECHOES = ["extra_content"] as const;
@@ -133,7 +139,12 @@ export class StreamTurns {
       entry.overflowed = entry.reasoning.length + piece.length > MAX_WHOLE_BODY_BYTES;
       entry.reasoning = entry.overflowed ? "" : entry.reasoning + piece;
     }
-    if (Array.isArray(details) && !entry.overflowed) entry.details.push(...(details as unknown[]));
+    if (Array.isArray(details) && !entry.overflowed) {
+      // Pieces past what a turn could sensibly hold are not kept either (each is an object the provider shapes).
+      entry.overflowed = entry.details.length + details.length > MAX_DETAIL_PIECES;
+      if (entry.overflowed) entry.details = [];
+      else for (const piece of details as unknown[]) entry.details.push(piece);
+    }
   }
 
   /** A delta of call number `index` (ours), with our id once it has one, and the provider's fields it carried. */
@@ -236,5 +247,5 @@ export function ourCallIds(messages: unknown): string[] | undefined {
       ids.push(call.id);
     }
   }
-  return ids;
+  return ids !== undefined && ids.length > MAX_LOOKUPS ? ids.slice(-MAX_LOOKUPS) : ids;
 }

@@ -3,7 +3,7 @@ import { generateText, stepCountIs, streamText, tool } from "ai";
 import type OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { providerCallId } from "../../src/chat/tool-turns.js";
+import { ourCallIds, ownCallId, providerCallId } from "../../src/chat/tool-turns.js";
 import { createAccountWithKey } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
 import { chunk, completion, fail, FakeUpstream, reply, stream, type Behavior, type Exchange, type UpstreamRequest } from "./support/fake-upstream.js";
@@ -454,5 +454,21 @@ describe("tool turns across a failover", () => {
     }
     const last = await client.chat.completions.create({ model: "project-zero", messages, tools: TOOLS });
     expect(last.choices[0]!.message.content).toBe('carried: ["First, Paris.",""]');
+  });
+});
+
+describe("the calls a request looks up", () => {
+  it("are the ids this gateway gave, the latest 10,000 of a history longer than any provider takes", () => {
+    const ids = Array.from({ length: 10_001 }, (_, i) => ownCallId(`call_${i}`));
+    const messages = [
+      { role: "user", content: "go" },
+      { role: "assistant", content: null, tool_calls: [{ id: "call_client_made", type: "function", function: { name: "f", arguments: "{}" } }] },
+      ...ids.map((id) => ({ role: "assistant", content: null, tool_calls: [{ id, type: "function", function: { name: "f", arguments: "{}" } }] })),
+    ];
+    const looked = ourCallIds(messages)!;
+    expect(looked).toHaveLength(10_000);
+    expect(looked[0]).toBe(ids[1]);
+    expect(looked.at(-1)).toBe(ids.at(-1));
+    expect(ourCallIds([{ role: "assistant", tool_calls: [{ id: "call_client_made" }] }])).toBeUndefined();
   });
 });
