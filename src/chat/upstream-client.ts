@@ -46,6 +46,8 @@ interface Target {
  * all. Other fields refused stay the request's fault, as a provider that
  * cannot honour `response_format` must not answer without it.
  */
+const NONE: ReadonlySet<string> = new Set();
+
 const UNKNOWN_TO_SOME: ReadonlySet<string> = new Set([
   "max_completion_tokens",
   "stream_options",
@@ -218,6 +220,8 @@ export class UpstreamClient {
         this.#metrics?.upstreamDuration.observe({ upstream, result }, (performance.now() - started) / 1000);
         if (errorKind) this.#metrics?.upstreamErrors.inc({ upstream, kind: errorKind });
       };
+      // What this body was built without: a refusal of anything else is news, even if another request learnt it meanwhile.
+      const unsent = target.refusedFields.size === 0 ? NONE : new Set(target.refusedFields);
       try {
         response = await exchange(
           target.pool,
@@ -227,7 +231,7 @@ export class UpstreamClient {
             headers: options.stream ? target.streamHeaders : target.headers,
             body: options.embeddings
               ? upstreamEmbeddingsBody(request, target.config.embeddingModel!)
-              : upstreamRequestBody(request, target.config, options.stream, options.recalled, target.refusedFields),
+              : upstreamRequestBody(request, target.config, options.stream, options.recalled, unsent),
           },
           options.signal,
           performance.now() + this.#wholeAnswerMs,
@@ -252,12 +256,9 @@ export class UpstreamClient {
         return new AcceptedAnswer(body, model, target.config.name, span, (error) => this.#broke(target, error, options.requestLog));
       }
       timedOut = false;
-      if (!ENTRY_FAULT.has(statusCode)) misconfigured = false;
-      if (statusCode === 429) rateLimitedFor = Math.max(rateLimitedFor ?? 1, retryAfterSeconds(response.retryAfter));
-      else refusedOtherwise = true;
       const text = await body.text().catch(() => "");
       if (CLIENT_FAULT.has(statusCode) && !options.embeddings && !adapted) {
-        const unknown = fieldsRefusedAsUnknown(text).filter((field) => UNKNOWN_TO_SOME.has(field) && !target.refusedFields.has(field));
+        const unknown = fieldsRefusedAsUnknown(text).filter((field) => UNKNOWN_TO_SOME.has(field) && !unsent.has(field));
         if (unknown.length > 0) {
           // Once per request: the same upstream again, without what it does not know, and never again with it.
           for (const field of unknown) target.refusedFields.add(field);
@@ -270,6 +271,9 @@ export class UpstreamClient {
           continue;
         }
       }
+      if (!ENTRY_FAULT.has(statusCode)) misconfigured = false;
+      if (statusCode === 429) rateLimitedFor = Math.max(rateLimitedFor ?? 1, retryAfterSeconds(response.retryAfter));
+      else refusedOtherwise = true;
       if (CLIENT_FAULT.has(statusCode)) {
         const { error, upstreamMessage } = refusal(text, statusCode, request, options.embeddings ? EMBEDDING_REQUEST_FIELDS : REQUEST_FIELDS);
         logTo(options.requestLog, this.#logger).info({ upstream: target.config.name, status: statusCode, upstreamMessage }, "upstream refused the request");

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { rpcTransport } from "../support/transports.js";
 import { createAccountWithKey } from "../support/accounts.js";
-import { chunk, completion, FakeUpstream, reply, stream, ownId } from "./support/fake-upstream.js";
+import { chunk, completion, FakeUpstream, ownId, reply, sleep, stream } from "./support/fake-upstream.js";
 import { openAiClient, startGateway, useSdkGateway } from "./support/gateway.js";
 
 // OpenAI-compatible servers that do not speak quite like OpenAI, each as a client meets it through the gateway:
@@ -215,6 +215,30 @@ describe("an upstream whose base URL carries a query (Azure's api-version)", () 
       const client = openAiClient(app, (await createAccountWithKey(app, ["chat"])).apiKey);
       await client.chat.completions.create({ model: "project-zero", messages: [{ role: "user", content: "hi" }] });
       expect(upstream.requests[0]!.path).toMatch(/\/chat\/completions\?api-version=2024-10-21$/);
+    } finally {
+      await app.close();
+      await upstream.close();
+    }
+  });
+});
+
+describe("an upstream that refuses unknown fields, asked twice at once before it taught the instance", () => {
+  it("answers both: the one sent with the field while the other learnt is sent again too", async () => {
+    const upstream = await FakeUpstream.start();
+    const app = await startGateway([upstream]);
+    try {
+      upstream.otherwise(async (exchange) => {
+        if ("user" in exchange.body) {
+          await sleep(200);
+          const detail = [{ type: "extra_forbidden", loc: ["body", "user"], msg: "Extra inputs are not permitted", input: exchange.body.user }];
+          return reply({ object: "error", message: { detail }, type: "invalid_request_error", param: null, code: null }, 422)(exchange);
+        }
+        return reply(completion("ok"))(exchange);
+      });
+      const client = openAiClient(app, (await createAccountWithKey(app, ["chat"])).apiKey);
+      const ask = () => client.chat.completions.create({ model: "project-zero", messages: [{ role: "user", content: "hi" }], user: "end-user-7" });
+      const answers = await Promise.all([ask(), ask()]);
+      expect(answers.map((answer) => answer.choices[0]!.message.content)).toEqual(["ok", "ok"]);
     } finally {
       await app.close();
       await upstream.close();
