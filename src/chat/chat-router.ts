@@ -161,7 +161,7 @@ export class ChatRouter implements ChatCompleter {
           if (relayed) chunks.push(relayed);
         }
         // Before the client has the finished calls: its next request may follow at once.
-        if (!turnsKept && (rewriter.anyFinished || finished || pieces === undefined)) await keepTurns();
+        if (!turnsKept && (rewriter.finished || finished || pieces === undefined)) await keepTurns();
         if (chunks.length > 0) yield chunks;
         if (failure) throw failure;
         if (finished) return;

@@ -92,7 +92,7 @@ export function clientCompletion(completion: ChatCompletionJson, id: string): Ch
 export class ChunkRewriter {
   readonly #id: string;
   /** Per choice: the provider's tool call index (or the call's id) → ours, and our ids and names by our index. */
-  readonly #calls = new Map<number, { ours: Map<unknown, number>; count: number; last: number; ids: string[]; named: Set<number> }>();
+  readonly #calls = new Map<number, { ours: Map<unknown, number>; count: number; last: number; ids: string[]; named: Set<number>; args: string[] }>();
   /** Choices seen, and those that gave a finish_reason. */
   readonly #choices = new Set<unknown>();
   readonly #finished = new Set<unknown>();
@@ -152,11 +152,6 @@ export class ChunkRewriter {
     return echoes;
   }
 
-  /** True once any choice gave its finish_reason: its calls are whole. */
-  get anyFinished(): boolean {
-    return this.#finished.size > 0;
-  }
-
   /**
    * True once every choice seen gave its finish_reason: a stream that ends then is whole even without `[DONE]`
    * (some servers, llama.cpp forks and older TGI among them, never send it).
@@ -174,7 +169,7 @@ export class ChunkRewriter {
   #numberCalls(choice: number, calls: unknown[], echoes: Map<object, Record<string, unknown>> | undefined): void {
     let known = this.#calls.get(choice);
     if (!known) {
-      known = { ours: new Map(), count: 0, last: -1, ids: [], named: new Set() };
+      known = { ours: new Map(), count: 0, last: -1, ids: [], named: new Set(), args: [] };
       this.#calls.set(choice, known);
     }
     for (const call of calls) {
@@ -182,8 +177,10 @@ export class ChunkRewriter {
       const key = typeof call.index === "number" ? call.index : typeof call.id === "string" ? call.id : undefined;
       const fn = call.function;
       const name = isObject(fn) && typeof fn.name === "string" && fn.name !== "" ? fn.name : undefined;
-      // With neither index nor id, a delta that names a function begins a call when the last one has its name (Gemini's parallel calls).
-      let ours = key === undefined ? (name !== undefined && known.named.has(known.last) ? undefined : known.last) : known.ours.get(key);
+      // With neither index nor id, a delta that names a function begins a call when the last one is whole, its
+      // arguments a JSON object (Gemini's parallel calls); a server that repeats the name on every delta continues it.
+      const lastIsWhole = known.named.has(known.last) && isJsonObjectText(known.args[known.last] ?? "");
+      let ours = key === undefined ? (name !== undefined && lastIsWhole ? undefined : known.last) : known.ours.get(key);
       if (ours === undefined || ours < 0) {
         ours = known.count++;
         if (key !== undefined) known.ours.set(key, ours);
@@ -193,6 +190,7 @@ export class ChunkRewriter {
         call.id = known.ids[ours];
       }
       if (name !== undefined) known.named.add(ours);
+      if (key === undefined && isObject(fn) && typeof fn.arguments === "string") known.args[ours] = (known.args[ours] ?? "") + fn.arguments;
       known.last = ours;
       call.index = ours;
       openAiToolCall(call);
@@ -214,6 +212,16 @@ export class ChunkRewriter {
     const delta: Record<string, unknown> = isObject(choice.delta) ? choice.delta : {};
     delta.tool_calls = [...(Array.isArray(delta.tool_calls) ? delta.tool_calls : []), ...given];
     choice.delta = delta;
+  }
+}
+
+/** Whether `text` is a whole JSON object. */
+function isJsonObjectText(text: string): boolean {
+  if (!text.trimEnd().endsWith("}")) return false;
+  try {
+    return isObject(JSON.parse(text));
+  } catch {
+    return false;
   }
 }
 

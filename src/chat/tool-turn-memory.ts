@@ -4,6 +4,8 @@ import type { Logger } from "../observability/logger.js";
 import type { GatewayRequest } from "./chat-types.js";
 import { hasEchoes, ourCallIds, type RecalledTurns, type ToolTurn } from "./tool-turns.js";
 
+const ROWS_PER_INSERT = 1000;
+
 /** As long as a stored response can be continued: a conversation with a tool turn may go on that long. */
 const TURN_TTL_MS = 30 * 24 * 3600 * 1000;
 
@@ -34,16 +36,15 @@ export class ToolTurnMemory {
   async #read(accountId: string, ids: string[]): Promise<RecalledTurns> {
     const thinking = new Set(this.#thinking);
     try {
-      const rows = await this.#db
-        .selectFrom("chat_tool_turns")
-        .select(["tool_call_id", "turn_id", "upstream", "message_fields", "call_fields"])
-        .where("account_id", "=", accountId)
-        .where("tool_call_id", "=", sql<string>`any(${ids}::text[])`)
-        .where("expires_at", ">", sql<Date>`now()`)
-        .execute();
+      // Each call's row, with its turn's message fields, which only the turn's first call's row holds.
+      const { rows } = await sql<{ tool_call_id: string; turn_id: string; upstream: string; call_fields: string | null; message_fields: string | null }>`
+        SELECT asked.tool_call_id, asked.turn_id, asked.upstream, asked.call_fields, turn.message_fields
+        FROM chat_tool_turns asked
+        LEFT JOIN chat_tool_turns turn ON turn.account_id = asked.account_id AND turn.tool_call_id = asked.turn_id
+        WHERE asked.account_id = ${accountId} AND asked.tool_call_id = any(${ids}::text[]) AND asked.expires_at > now()`.execute(this.#db);
       const byCall: RecalledTurns["byCall"] = new Map(
         rows.map((row) => {
-          const message = JSON.parse(row.message_fields) as Record<string, unknown>;
+          const message = JSON.parse(row.message_fields ?? "{}") as Record<string, unknown>;
           if (message.reasoning_content !== undefined) thinking.add(row.upstream);
           const call = row.call_fields === null ? undefined : (JSON.parse(row.call_fields) as Record<string, unknown>);
           return [row.tool_call_id, { upstream: row.upstream, turnId: row.turn_id, message, call }];
@@ -62,25 +63,30 @@ export class ToolTurnMemory {
     if (kept.length === 0) return;
     if (kept.some((turn) => turn.message.reasoning_content !== undefined)) this.#thinking.add(upstream);
     const expiresAt = new Date(Date.now() + TURN_TTL_MS);
-    const rows = kept.flatMap((turn) => {
-      const message = JSON.stringify(turn.message);
-      return turn.callIds.map((id) => ({
+    // The turn's message fields (its reasoning) once, on its first call's row: a turn of many calls is not its reasoning many times.
+    const rows = kept.flatMap((turn) =>
+      turn.callIds.map((id, index) => ({
         account_id: accountId,
         tool_call_id: id,
         turn_id: turn.callIds[0]!,
         upstream,
-        message_fields: message,
+        message_fields: index === 0 ? JSON.stringify(turn.message) : "{}",
         call_fields: turn.calls[id] === undefined ? null : JSON.stringify(turn.calls[id]),
         expires_at: expiresAt,
-      }));
-    });
+      })),
+    );
     try {
-      // Ids are ours and unique: a conflict is a retry of the same write.
-      await this.#db
-        .insertInto("chat_tool_turns")
-        .values(rows)
-        .onConflict((conflict) => conflict.columns(["account_id", "tool_call_id"]).doNothing())
-        .execute();
+      await this.#db.transaction().execute(async (trx) => {
+        // In statements of ROWS_PER_INSERT: Postgres takes at most 65,535 parameters in one.
+        for (let from = 0; from < rows.length; from += ROWS_PER_INSERT) {
+          // Ids are ours and unique: a conflict is a retry of the same write.
+          await trx
+            .insertInto("chat_tool_turns")
+            .values(rows.slice(from, from + ROWS_PER_INSERT))
+            .onConflict((conflict) => conflict.columns(["account_id", "tool_call_id"]).doNothing())
+            .execute();
+        }
+      });
     } catch (error) {
       this.#logger.warn({ err: error }, "keeping a tool turn failed");
     }

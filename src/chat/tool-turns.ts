@@ -27,9 +27,6 @@ const SUFFIX = /__pz[0-9a-f]{12}$/;
 /** Ids we made for calls that came without one: sent upstream as they are. */
 const MADE = /^call_[0-9a-f]{32}$/;
 
-/** Most `reasoning_details` pieces kept of one streamed turn. */
-const MAX_DETAIL_PIECES = 100_000;
-
 /** Most call ids one request looks up: the latest, as a conversation longer than this is one no provider takes whole. */
 const MAX_LOOKUPS = 10_000;
 
@@ -115,6 +112,8 @@ function echoesOf(value: Record<string, unknown>, keys: readonly string[]): Reco
  * gets our id, with the raw call's echoed fields.
  */
 export class StreamTurns {
+  /** Characters of reasoning held, over every choice. */
+  #held = 0;
   readonly #choices = new Map<
     number,
     { ids: (string | undefined)[]; calls: Record<number, Record<string, unknown>>; reasoning: string; details: unknown[]; overflowed: boolean }
@@ -134,17 +133,17 @@ export class StreamTurns {
     const details = delta.reasoning_details;
     if ((typeof piece !== "string" || piece === "") && !Array.isArray(details)) return;
     const entry = this.#of(choice);
-    if (typeof piece === "string" && !entry.overflowed) {
-      // Reasoning longer than a whole answer may be is not kept (nor held here while the stream goes on).
-      entry.overflowed = entry.reasoning.length + piece.length > MAX_WHOLE_BODY_BYTES;
-      entry.reasoning = entry.overflowed ? "" : entry.reasoning + piece;
+    if (entry.overflowed) return;
+    // What a stream's turns hold here is bounded as a whole answer is: past it, a turn's reasoning is not kept.
+    this.#held += (typeof piece === "string" ? piece.length : 0) + (Array.isArray(details) ? JSON.stringify(details).length : 0);
+    if (this.#held > MAX_WHOLE_BODY_BYTES) {
+      entry.overflowed = true;
+      entry.reasoning = "";
+      entry.details = [];
+      return;
     }
-    if (Array.isArray(details) && !entry.overflowed) {
-      // Pieces past what a turn could sensibly hold are not kept either (each is an object the provider shapes).
-      entry.overflowed = entry.details.length + details.length > MAX_DETAIL_PIECES;
-      if (entry.overflowed) entry.details = [];
-      else for (const piece of details as unknown[]) entry.details.push(piece);
-    }
+    if (typeof piece === "string") entry.reasoning += piece;
+    if (Array.isArray(details)) for (const detail of details as unknown[]) entry.details.push(detail);
   }
 
   /** A delta of call number `index` (ours), with our id once it has one, and the provider's fields it carried. */

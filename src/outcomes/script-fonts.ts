@@ -49,8 +49,12 @@ const FAMILIES: Record<string, { serif: string; sans: string }> = {
   th: { serif: '"Noto Serif Thai", Thonburi, Tahoma, "Noto Sans Thai"', sans: '"Noto Sans Thai", Thonburi, Leelawadee UI, Tahoma' },
 };
 
-/** Languages whose letters join (Arabic script) or have no word gaps to widen (CJK, Thai): never letter-spaced. */
-const NO_LETTER_SPACING = ["ar", "fa", "ur", "zh", "ja", "ko", "th"];
+/**
+ * Languages whose letters join (Arabic script, and the headline that runs
+ * through Devanagari, Bengali and Gurmukhi words) or have no word gaps to
+ * widen (CJK, Thai): never letter-spaced.
+ */
+const NO_LETTER_SPACING = ["ar", "fa", "ur", "zh", "ja", "ko", "th", "hi", "mr", "ne", "bn", "pa"];
 
 /**
  * CSS that sets `--heading` and `--body` for a document in `lang` (a well-formed BCP 47 tag, see languageTag) when

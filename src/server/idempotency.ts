@@ -65,7 +65,7 @@ export class IdempotencyStore {
     return key;
   }
 
-  async begin(accountId: string, key: string, requestHash: string, earlierHash?: string): Promise<IdempotencyClaim> {
+  async begin(accountId: string, key: string, requestHash: string, earlierHash?: () => string): Promise<IdempotencyClaim> {
     // A few rounds: a row can expire or be released between our insert and our read.
     for (let round = 0; round < 4; round++) {
       const now = this.#now();
@@ -96,7 +96,7 @@ export class IdempotencyStore {
           .execute();
         continue;
       }
-      if (row.request_hash !== requestHash && row.request_hash !== earlierHash) {
+      if (row.request_hash !== requestHash && row.request_hash !== earlierHash?.()) {
         throw new ServiceError("idempotency_key_reused", "this Idempotency-Key was already used with a different request body", {
           param: "Idempotency-Key",
         });
@@ -173,7 +173,7 @@ export async function runIdempotently(
   produce: () => Promise<string>,
 ): Promise<CompletionResult> {
   const key = IdempotencyStore.validKey(call.key);
-  const claim = await idempotency.begin(call.accountId, key, IdempotencyStore.hash(call.request), IdempotencyStore.hashInOrder(call.request));
+  const claim = await idempotency.begin(call.accountId, key, IdempotencyStore.hash(call.request), () => IdempotencyStore.hashInOrder(call.request));
   if (claim.kind === "replay") return { json: claim.response, replayed: true };
   // The heartbeat that keeps the key this request's while it runs; a missed beat is caught up by the next.
   const heartbeat = setInterval(() => void idempotency.renew(call.accountId, key).catch(() => {}), idempotency.renewEveryMs);

@@ -33,11 +33,11 @@ describe("the idempotency store", () => {
     });
     await store.complete("acc_legacy", "k", '{"id":"chatcmpl-legacy"}');
     const inOrder = { messages: request.messages, model: request.model };
-    expect(await store.begin("acc_legacy", "k", IdempotencyStore.hash(inOrder), IdempotencyStore.hashInOrder(inOrder))).toEqual({
+    expect(await store.begin("acc_legacy", "k", IdempotencyStore.hash(inOrder), () => IdempotencyStore.hashInOrder(inOrder))).toEqual({
       kind: "replay",
       response: '{"id":"chatcmpl-legacy"}',
     });
-    await expect(store.begin("acc_legacy", "k", IdempotencyStore.hash({ other: 1 }), IdempotencyStore.hashInOrder({ other: 1 }))).rejects.toMatchObject({
+    await expect(store.begin("acc_legacy", "k", IdempotencyStore.hash({ other: 1 }), () => IdempotencyStore.hashInOrder({ other: 1 }))).rejects.toMatchObject({
       type: "idempotency_key_reused",
     });
   });

@@ -62,6 +62,21 @@ describe("providers that bend OpenAI's format", () => {
     ]);
   });
 
+  it("keeps one call together when a server repeats its name on every delta and gives no index or id", async () => {
+    gateway.upstream.next(
+      stream([
+        chunk({ role: "assistant", tool_calls: [{ type: "function", function: { name: "get_weather", arguments: '{"city":' } }] }),
+        chunk({ tool_calls: [{ type: "function", function: { name: "get_weather", arguments: '"Paris"}' } }] }),
+        chunk({}, "tool_calls"),
+        usage,
+      ]),
+    );
+    const chat = await client.chat.completions.stream({ model: "project-zero", messages: [{ role: "user", content: "Weather?" }] }).finalChatCompletion();
+    expect(chat.choices[0]!.message.tool_calls).toEqual([
+      expect.objectContaining({ type: "function", function: expect.objectContaining({ name: "get_weather", arguments: '{"city":"Paris"}' }) }),
+    ]);
+  });
+
   it("gives text parts as one string, arguments as a JSON string and a float created as whole seconds", async () => {
     const odd = completion(null, {
       created: 1_763_000_000.789,

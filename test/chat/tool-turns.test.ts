@@ -296,6 +296,16 @@ describe("tool turns through the gateway", () => {
       ],
     });
     expect(split.output_text).toBe('carried: ["Two cities, two calls.",""]');
+    // The turn's reasoning is kept once, not once per call.
+    const rows = await app.store.db
+      .selectFrom("chat_tool_turns")
+      .select(["tool_call_id", "message_fields"])
+      .where("tool_call_id", "in", [paris!.id, tokyo!.id])
+      .execute();
+    expect(rows.map((row) => JSON.parse(row.message_fields) as unknown).sort((a, b) => JSON.stringify(a).length - JSON.stringify(b).length)).toEqual([
+      {},
+      { reasoning_content: "Two cities, two calls." },
+    ]);
   });
 
   it("Gemini: calls without ids or indexes get ids and stay apart, a thought signature goes back with its call, and a turn of calls ends in tool_calls", async () => {
@@ -350,6 +360,68 @@ describe("tool turns through the gateway", () => {
       ],
     });
     expect(next.choices[0]!.message.content).toBe("signatures: sig-Paris,sig-Tokyo");
+  });
+
+  it("a stream of several choices keeps each choice's turn, the one that finishes last too", async () => {
+    upstream.next(
+      stream([
+        {
+          ...chunk({ role: "assistant", reasoning_content: "Choice zero." }),
+          choices: [{ index: 0, delta: { role: "assistant", reasoning_content: "Choice zero." }, finish_reason: null }],
+        },
+        {
+          ...chunk({}),
+          choices: [
+            {
+              index: 0,
+              delta: { tool_calls: [{ index: 0, id: "call_c0", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }] },
+              finish_reason: "tool_calls",
+            },
+          ],
+        },
+        { ...chunk({}), choices: [{ index: 1, delta: { role: "assistant", reasoning_content: "Choice one, " }, finish_reason: null }] },
+        { ...chunk({}), choices: [{ index: 1, delta: { reasoning_content: "at length." }, finish_reason: null }] },
+        {
+          ...chunk({}),
+          choices: [
+            {
+              index: 1,
+              delta: { tool_calls: [{ index: 0, id: "call_c1", type: "function", function: { name: "get_weather", arguments: '{"city":"Rome"}' } }] },
+              finish_reason: "tool_calls",
+            },
+          ],
+        },
+      ]),
+    );
+    upstream.otherwise((exchange) => {
+      const turn = (exchange.body.messages as Message[]).find((m) => m.role === "assistant");
+      return reply(completion(`carried: ${String(turn?.reasoning_content)}`))(exchange);
+    });
+    const events = await readSse(
+      await postChat(app, apiKey, { model: "project-zero", messages: [{ role: "user", content: "Weather?" }], tools: TOOLS, stream: true, n: 2 }),
+    );
+    const choices = events.slice(0, -1).flatMap((e) => (JSON.parse(e) as OpenAI.Chat.ChatCompletionChunk).choices);
+    const callOf = (index: number) =>
+      choices
+        .filter((c) => c.index === index)
+        .flatMap((c) => c.delta.tool_calls ?? [])
+        .find((t) => t.id)!.id!;
+    for (const [index, reasoning] of [
+      [1, "Choice one, at length."],
+      [0, "Choice zero."],
+    ] as const) {
+      const id = callOf(index);
+      const next = await client.chat.completions.create({
+        model: "project-zero",
+        tools: TOOLS,
+        messages: [
+          { role: "user", content: "Weather?" },
+          { role: "assistant", content: null, tool_calls: [{ id, type: "function", function: { name: "get_weather", arguments: "{}" } }] },
+          { role: "tool", tool_call_id: id, content: "sunny" },
+        ],
+      });
+      expect(next.choices[0]!.message.content, `choice ${index}`).toBe(`carried: ${reasoning}`);
+    }
   });
 
   it("a stored stream cut short after its call keeps the call's reasoning: the call can still be answered", async () => {

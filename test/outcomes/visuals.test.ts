@@ -242,7 +242,7 @@ describe("the EPUB", () => {
     ["zh-Hant", '"Noto Serif CJK TC"', '"Noto Sans CJK TC"', true],
     ["zh-CN", '"Noto Serif CJK SC"', '"Noto Sans CJK SC"', true],
     ["ar", '"Noto Naskh Arabic"', '"Noto Sans Arabic"', true],
-    ["hi", '"Noto Serif Devanagari"', '"Noto Sans Devanagari"', false],
+    ["hi", '"Noto Serif Devanagari"', '"Noto Sans Devanagari"', true],
   ])("sets a book in %s in type for its script, the EPUB and the reader alike", (language, serif, sans, unspaced) => {
     const brief = { ...BRIEF, language };
     const epubCss = readZip(renderEpub(brief, CONTENT, { planId: "pln_fonts", modified: new Date() })).find((e) => e.name === "EPUB/style.css")!.text;
