@@ -31,6 +31,16 @@ export type IdempotencyClaim =
  * running is 409 `idempotency_key_in_progress`. A request that fails is not
  * recorded, so the client may retry it with the same key.
  */
+/** A request's digests (see IdempotencyStore.digests); `keysSorted` is missing from rows an earlier version wrote. */
+export interface RequestDigests {
+  inOrder: string;
+  keysSorted?: string;
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("base64url");
+}
+
 export class IdempotencyStore {
   readonly #db: Kysely<Database>;
   readonly #leaseMs: number;
@@ -43,17 +53,18 @@ export class IdempotencyStore {
   }
 
   /**
-   * The digest a key is bound to: the request as parsed JSON, its keys
-   * sorted, so neither spacing nor the order of keys counts (a retry may build
-   * its body anew: JSON objects are unordered).
+   * The digests a key is bound to, of the request as parsed JSON (so spacing
+   * does not count): in its keys' order, which every version of the service
+   * compares, and with its keys sorted, so that a retry which builds its
+   * body anew (JSON objects are unordered) replays too.
    */
-  static hash(request: unknown): string {
-    return createHash("sha256").update(canonicalJson(request)).digest("base64url");
+  static digests(request: unknown): RequestDigests {
+    return { inOrder: sha256(JSON.stringify(request)), keysSorted: sha256(canonicalJson(request)) };
   }
 
-  /** The digest keys were bound to before the order of keys stopped counting: a retry of a request made before an upgrade still replays. */
-  static hashInOrder(request: unknown): string {
-    return createHash("sha256").update(JSON.stringify(request)).digest("base64url");
+  /** One digest of `request`, for a caller that needs a single token for it. */
+  static hash(request: unknown): string {
+    return IdempotencyStore.digests(request).keysSorted!;
   }
 
   /** Checks a client-supplied key. */
@@ -65,7 +76,8 @@ export class IdempotencyStore {
     return key;
   }
 
-  async begin(accountId: string, key: string, requestHash: string, earlierHash?: () => string): Promise<IdempotencyClaim> {
+  async begin(accountId: string, key: string, request: RequestDigests | string): Promise<IdempotencyClaim> {
+    const digests = typeof request === "string" ? { inOrder: request, keysSorted: request } : request;
     // A few rounds: a row can expire or be released between our insert and our read.
     for (let round = 0; round < 4; round++) {
       const now = this.#now();
@@ -74,7 +86,8 @@ export class IdempotencyStore {
         .values({
           account_id: accountId,
           key,
-          request_hash: requestHash,
+          request_hash: digests.inOrder,
+          sorted_hash: digests.keysSorted ?? null,
           state: "in_flight",
           response: null,
           lease_until: new Date(now + this.#leaseMs),
@@ -96,7 +109,9 @@ export class IdempotencyStore {
           .execute();
         continue;
       }
-      if (row.request_hash !== requestHash && row.request_hash !== earlierHash?.()) {
+      // A row an earlier version wrote has no sorted digest: only the same order replays it.
+      const same = row.request_hash === digests.inOrder || (row.sorted_hash !== null && row.sorted_hash === digests.keysSorted);
+      if (!same) {
         throw new ServiceError("idempotency_key_reused", "this Idempotency-Key was already used with a different request body", {
           param: "Idempotency-Key",
         });
@@ -173,7 +188,7 @@ export async function runIdempotently(
   produce: () => Promise<string>,
 ): Promise<CompletionResult> {
   const key = IdempotencyStore.validKey(call.key);
-  const claim = await idempotency.begin(call.accountId, key, IdempotencyStore.hash(call.request), () => IdempotencyStore.hashInOrder(call.request));
+  const claim = await idempotency.begin(call.accountId, key, IdempotencyStore.digests(call.request));
   if (claim.kind === "replay") return { json: claim.response, replayed: true };
   // The heartbeat that keeps the key this request's while it runs; a missed beat is caught up by the next.
   const heartbeat = setInterval(() => void idempotency.renew(call.accountId, key).catch(() => {}), idempotency.renewEveryMs);

@@ -25,21 +25,17 @@ describe("the idempotency store", () => {
     expect(await store.begin("acc_1", "k", IdempotencyStore.hash({ other: true }))).toEqual({ kind: "claimed" });
   });
 
-  it("a key bound before the order of keys stopped counting still replays its request", async () => {
+  it("a key bound by a version that kept only the in-order digest still replays the same request", async () => {
     const store = new IdempotencyStore(app.store.db);
     const request = { model: "project-zero", messages: [{ role: "user", content: "hi" }] };
-    expect(await store.begin("acc_legacy", "k", IdempotencyStore.hashInOrder({ messages: request.messages, model: request.model }))).toEqual({
-      kind: "claimed",
-    });
+    const { inOrder } = IdempotencyStore.digests(request);
+    expect(await store.begin("acc_legacy", "k", { inOrder })).toEqual({ kind: "claimed" });
     await store.complete("acc_legacy", "k", '{"id":"chatcmpl-legacy"}');
-    const inOrder = { messages: request.messages, model: request.model };
-    expect(await store.begin("acc_legacy", "k", IdempotencyStore.hash(inOrder), () => IdempotencyStore.hashInOrder(inOrder))).toEqual({
-      kind: "replay",
-      response: '{"id":"chatcmpl-legacy"}',
-    });
-    await expect(store.begin("acc_legacy", "k", IdempotencyStore.hash({ other: 1 }), () => IdempotencyStore.hashInOrder({ other: 1 }))).rejects.toMatchObject({
-      type: "idempotency_key_reused",
-    });
+    expect(await store.begin("acc_legacy", "k", IdempotencyStore.digests(request))).toEqual({ kind: "replay", response: '{"id":"chatcmpl-legacy"}' });
+    await expect(store.begin("acc_legacy", "k", IdempotencyStore.digests({ other: 1 }))).rejects.toMatchObject({ type: "idempotency_key_reused" });
+    // What an earlier version compares is still there: the in-order digest.
+    const row = await app.store.db.selectFrom("chat_idempotency_keys").select("request_hash").where("account_id", "=", "acc_legacy").executeTakeFirstOrThrow();
+    expect(row.request_hash).toBe(inOrder);
   });
 
   it("a request that died with its instance does not hold its key forever", async () => {

@@ -9,8 +9,10 @@ type Timestamp = ColumnType<Date, Date | string, Date | string>;
 export interface ChatIdempotencyKeyTable {
   account_id: string;
   key: string;
-  /** SHA-256 of the request body as parsed JSON. */
+  /** SHA-256 of the request body as parsed JSON, in its keys' order. */
   request_hash: string;
+  /** The same with the body's keys sorted; null in rows written before it was kept. */
+  sorted_hash: ColumnType<string | null, string | null | undefined, string | null>;
   /** `in_flight` while the first request runs, then `done`. */
   state: "in_flight" | "done";
   /** The completion JSON exactly as first sent; null while in flight. */
