@@ -22,15 +22,15 @@ export function upstreamRequestBody(
   upstream: { name: string; model: string },
   stream: boolean,
   recalled?: RecalledTurns,
-  refused?: ReadonlySet<string>,
+  adapted?: { refused: ReadonlySet<string>; thinking: boolean },
 ): string {
   const body: Record<string, unknown> = {};
   for (const key in request) {
     if (REQUEST_FIELDS.has(key)) body[key] = request[key];
   }
   body.model = upstream.model;
-  if (body.messages !== undefined) body.messages = outgoingMessages(body.messages, upstream.name, recalled);
-  if (refused !== undefined && refused.size > 0) withoutRefused(body, refused);
+  if (body.messages !== undefined) body.messages = outgoingMessages(body.messages, upstream.name, recalled, adapted?.thinking);
+  if (adapted !== undefined && adapted.refused.size > 0) withoutRefused(body, adapted.refused);
   if (stream) {
     body.stream = true;
   } else if (body.stream === true) {
@@ -205,7 +205,8 @@ export class ChunkRewriter {
     for (let ours = 0; ours < known.count; ours++) {
       if (known.ids[ours] !== undefined) continue;
       known.ids[ours] = ownCallId(undefined);
-      given.push({ index: ours, id: known.ids[ours], type: "function" });
+      // With `function`, as OpenAI's call deltas always have it (the AI SDK refuses one without).
+      given.push({ index: ours, id: known.ids[ours], type: "function", function: { arguments: "" } });
       this.turns?.call(index, ours, known.ids[ours], undefined);
     }
     if (given.length === 0) return;

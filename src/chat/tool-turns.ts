@@ -186,13 +186,14 @@ export function callEchoes(call: Record<string, unknown>): Record<string, unknow
  * A turn sent as several messages (one per call) carries its reasoning on
  * the first and an empty one on the rest; a turn another upstream wrote
  * gets an empty reasoning when `upstream` is known to refuse a tool turn
- * without one. The same array when nothing changes.
+ * without one (`thinking`, or seen writing reasoning). The same array when
+ * nothing changes.
  */
-export function outgoingMessages(messages: unknown, upstream: string, recalled: RecalledTurns | undefined): unknown {
+export function outgoingMessages(messages: unknown, upstream: string, recalled: RecalledTurns | undefined, thinking = false): unknown {
   if (!Array.isArray(messages)) return messages;
   let changed = false;
   const given = new Set<string>();
-  const wantsReasoning = recalled?.thinking.has(upstream) === true;
+  const wantsReasoning = thinking || recalled?.thinking.has(upstream) === true;
   const sent = messages.map((message: unknown) => {
     if (!isObject(message)) return message;
     if (message.role === "tool") {
@@ -232,6 +233,21 @@ export function outgoingMessages(messages: unknown, upstream: string, recalled: 
     return { ...message, ...added, tool_calls: calls };
   });
   return changed ? sent : messages;
+}
+
+/** True when `messages` has a tool turn without a reasoning: what a thinking model refuses. */
+export function hasTurnWithoutReasoning(messages: unknown): boolean {
+  return (
+    Array.isArray(messages) &&
+    messages.some(
+      (message) =>
+        isObject(message) &&
+        message.role === "assistant" &&
+        Array.isArray(message.tool_calls) &&
+        message.tool_calls.length > 0 &&
+        typeof message.reasoning_content !== "string",
+    )
+  );
 }
 
 /** Our call ids in a request's assistant turns, for the lookup; undefined when there are none. */

@@ -8,7 +8,7 @@ import { endSpan, type Tracing } from "../observability/tracing.js";
 import { ServiceError } from "../server/errors.js";
 import type { GatewayRequest, RequestLog } from "./chat-types.js";
 import { upstreamEmbeddingsBody, upstreamRequestBody } from "./completion-rewrite.js";
-import type { RecalledTurns } from "./tool-turns.js";
+import { hasTurnWithoutReasoning, type RecalledTurns } from "./tool-turns.js";
 import { EMBEDDING_REQUEST_FIELDS, REQUEST_FIELDS } from "./openai-fields.js";
 import { UpstreamBody } from "./upstream-body.js";
 import { withoutTrailingSlashes } from "../strings.js";
@@ -35,6 +35,8 @@ interface Target {
   streamHeaders: Record<string, string>;
   /** Fields this upstream refused as unknown (see UNKNOWN_TO_SOME): not sent to it again. */
   refusedFields: Set<string>;
+  /** Set once this upstream refused a tool turn without reasoning (a thinking model): each such turn goes with an empty one. */
+  thinking: boolean;
 }
 
 /**
@@ -148,6 +150,7 @@ export class UpstreamClient {
         headers,
         streamHeaders: { ...headers, accept: "text/event-stream" },
         refusedFields: new Set<string>(),
+        thinking: false,
       };
     });
   }
@@ -222,6 +225,7 @@ export class UpstreamClient {
       };
       // What this body was built without: a refusal of anything else is news, even if another request learnt it meanwhile.
       const unsent = target.refusedFields.size === 0 ? NONE : new Set(target.refusedFields);
+      const thinking = target.thinking;
       try {
         response = await exchange(
           target.pool,
@@ -231,7 +235,7 @@ export class UpstreamClient {
             headers: options.stream ? target.streamHeaders : target.headers,
             body: options.embeddings
               ? upstreamEmbeddingsBody(request, target.config.embeddingModel!)
-              : upstreamRequestBody(request, target.config, options.stream, options.recalled, unsent),
+              : upstreamRequestBody(request, target.config, options.stream, options.recalled, { refused: unsent, thinking }),
           },
           options.signal,
           performance.now() + this.#wholeAnswerMs,
@@ -266,6 +270,15 @@ export class UpstreamClient {
             { upstream: target.config.name, fields: unknown },
             "upstream refused fields it does not know; sent again without them",
           );
+          adapted = true;
+          next--;
+          continue;
+        }
+        // A thinking model refusing a tool turn without reasoning (one another upstream wrote, or one kept under
+        // another name): the turns go with an empty one, as they would had it been known to want one.
+        if (!thinking && /reasoning_content/.test(text) && hasTurnWithoutReasoning(request.messages)) {
+          target.thinking = true;
+          logTo(options.requestLog, this.#logger).info({ upstream: target.config.name }, "upstream wants reasoning on every tool turn; sent again with it");
           adapted = true;
           next--;
           continue;

@@ -332,13 +332,15 @@ describe("tool turns through the gateway", () => {
     expect(events.join("\n")).not.toContain("thought_signature");
     const choices = events.slice(0, -1).flatMap((e) => (JSON.parse(e) as OpenAI.Chat.ChatCompletionChunk).choices);
     const deltas = choices.flatMap((c) => c.delta.tool_calls ?? []);
-    expect(deltas.filter((d) => d.function).map((d) => [d.index, d.function?.arguments])).toEqual([
+    expect(deltas.filter((d) => d.function?.arguments).map((d) => [d.index, d.function?.arguments])).toEqual([
       [0, '{"city":"Paris"}'],
       [1, '{"city":"Tokyo"}'],
     ]);
-    // Ids of ours, one per call, given where the provider gave none: on the chunk that finishes the choice.
+    // Ids of ours, one per call, given where the provider gave none: on the chunk that finishes the choice, with
+    // `function` as every call delta of OpenAI's has it.
     const ids = [0, 1].map((index) => deltas.find((d) => d.index === index && d.id)!.id!);
     expect(new Set(ids).size).toBe(2);
+    expect(deltas.every((d) => d.function !== undefined)).toBe(true);
     expect(choices.at(-1)!.finish_reason).toBe("tool_calls");
 
     const next = await client.chat.completions.create({
@@ -360,6 +362,19 @@ describe("tool turns through the gateway", () => {
       ],
     });
     expect(next.choices[0]!.message.content).toBe("signatures: sig-Paris,sig-Tokyo");
+  });
+
+  it("the AI SDK's chat model reads Gemini's parallel streamed calls, their ids given at the end", async () => {
+    const geminiCall = (city: string) => ({ type: "function", function: { name: "get_weather", arguments: `{"city":"${city}"}` } });
+    upstream.next(stream([chunk({ role: "assistant", tool_calls: [geminiCall("Paris")] }), chunk({ tool_calls: [geminiCall("Tokyo")] }), chunk({}, "stop")]));
+    const openai = createOpenAI({ baseURL: `${app.url}/v1`, apiKey });
+    const weather = tool({ description: "Weather", inputSchema: z.object({ city: z.string() }) });
+    const result = streamText({ model: openai.chat("project-zero"), prompt: "Paris and Tokyo?", tools: { weather }, maxRetries: 0 });
+    const parts: string[] = [];
+    for await (const part of result.fullStream) parts.push(part.type === "error" ? `error: ${String(part.error)}` : part.type);
+    expect(parts.filter((part) => part.startsWith("error"))).toEqual([]);
+    expect((await result.toolCalls).map((call) => call.input)).toEqual([{ city: "Paris" }, { city: "Tokyo" }]);
+    expect(await result.finishReason).toBe("tool-calls");
   });
 
   it("a stream of several choices keeps each choice's turn, the one that finishes last too", async () => {
@@ -542,5 +557,52 @@ describe("the calls a request looks up", () => {
     expect(looked[0]).toBe(ids[1]);
     expect(looked.at(-1)).toBe(ids.at(-1));
     expect(ourCallIds([{ role: "assistant", tool_calls: [{ id: "call_client_made" }] }])).toBeUndefined();
+  });
+});
+
+describe("a thinking model not yet seen writing reasoning, after a failover", () => {
+  it("is sent the other upstream's turn again with an empty reasoning when it refuses it without one", async () => {
+    const thinking = await FakeUpstream.start();
+    const plain = await FakeUpstream.start();
+    const app = await startGateway([thinking, plain]);
+    try {
+      const client = openAiClient(app, (await createAccountWithKey(app, ["chat"])).apiKey);
+      // Down at first; then refusing, as DeepSeek does, any tool turn without reasoning.
+      thinking.next(fail(500)).otherwise((exchange) => {
+        const turns = (exchange.body.messages as Message[]).filter((m) => m.role === "assistant" && m.tool_calls);
+        if (turns.some((m) => typeof m.reasoning_content !== "string"))
+          return refuse(exchange, "The reasoning_content in the thinking mode must be passed back to the API.");
+        return reply(completion(`carried: ${JSON.stringify(turns.map((m) => m.reasoning_content))}`))(exchange);
+      });
+      plain.otherwise((exchange) => {
+        const message = {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "call_oa", type: "function", function: { name: "get_weather", arguments: "{}" } }],
+        };
+        return reply(completion(null, { choices: [{ index: 0, message, logprobs: null, finish_reason: "tool_calls" }] }))(exchange);
+      });
+      const first = await client.chat.completions.create({ model: "project-zero", messages: [{ role: "user", content: "Weather?" }], tools: TOOLS });
+      const call = first.choices[0]!.message.tool_calls![0]!;
+      const ask = () =>
+        client.chat.completions.create({
+          model: "project-zero",
+          tools: TOOLS,
+          messages: [
+            { role: "user", content: "Weather?" },
+            { role: "assistant", content: null, tool_calls: [call] },
+            { role: "tool", tool_call_id: call.id, content: "sunny" },
+          ],
+        });
+      expect((await ask()).choices[0]!.message.content).toBe('carried: [""]');
+      // Learnt: the next request goes with it at once.
+      const before = thinking.requests.length;
+      expect((await ask()).choices[0]!.message.content).toBe('carried: [""]');
+      expect(thinking.requests.length - before).toBe(1);
+    } finally {
+      await app.close();
+      await thinking.close();
+      await plain.close();
+    }
   });
 });
