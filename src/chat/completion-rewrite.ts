@@ -1,6 +1,6 @@
 import { CHAT_ALIAS } from "../api/model.js";
 import type { ChatChunkJson, ChatCompletionJson, GatewayRequest } from "./chat-types.js";
-import { CHUNK, COMPLETION, EMBEDDING_REQUEST_FIELDS, isObject, pick, REQUEST_FIELDS } from "./openai-fields.js";
+import { CHUNK, COMPLETION, EMBEDDING_REQUEST_FIELDS, isJsonObject, isObject, pick, REQUEST_FIELDS } from "./openai-fields.js";
 import { callEchoes, outgoingMessages, ownCallId, type RecalledTurns, type StreamTurns } from "./tool-turns.js";
 import { uniqueHex } from "./unique-hex.js";
 
@@ -97,17 +97,17 @@ export class ChunkRewriter {
   readonly #choices = new Set<unknown>();
   readonly #finished = new Set<unknown>();
   /** Set to collect the tool turns (see tool-turns.ts). */
-  readonly turns: StreamTurns | undefined;
+  readonly #turns: StreamTurns | undefined;
 
   constructor(id: string, turns?: StreamTurns) {
     this.#id = id;
-    this.turns = turns;
+    this.#turns = turns;
   }
 
   /** The chunk to relay, or undefined for one that carries nothing a client reads (Azure's opening content-filter chunk). */
   rewrite(chunk: ChatChunkJson): ChatChunkJson | undefined {
     // What a provider needs back is read before the cut to OpenAI's fields, which happens in place.
-    const echoes = this.turns ? this.#echoes(chunk) : undefined;
+    const echoes = this.#turns ? this.#echoes(chunk) : undefined;
     const json = named(pick(chunk, CHUNK), this.#id, "chat.completion.chunk");
     const choices = json.choices;
     if ((!Array.isArray(choices) || choices.length === 0) && json.usage == null) return undefined;
@@ -140,7 +140,7 @@ export class ChunkRewriter {
     if (!Array.isArray(chunk.choices)) return echoes;
     for (const choice of chunk.choices as unknown[]) {
       if (!isObject(choice) || !isObject(choice.delta)) continue;
-      this.turns!.message(typeof choice.index === "number" ? choice.index : 0, choice.delta);
+      this.#turns!.message(typeof choice.index === "number" ? choice.index : 0, choice.delta);
       if (!Array.isArray(choice.delta.tool_calls)) continue;
       for (const call of choice.delta.tool_calls as unknown[]) {
         const fields = isObject(call) ? callEchoes(call) : undefined;
@@ -179,7 +179,7 @@ export class ChunkRewriter {
       const name = isObject(fn) && typeof fn.name === "string" && fn.name !== "" ? fn.name : undefined;
       // With neither index nor id, a delta that names a function begins a call when the last one is whole, its
       // arguments a JSON object (Gemini's parallel calls); a server that repeats the name on every delta continues it.
-      const lastIsWhole = known.named.has(known.last) && isJsonObjectText(known.args[known.last] ?? "");
+      const lastIsWhole = known.named.has(known.last) && isJsonObject(known.args[known.last] ?? "");
       let ours = key === undefined ? (name !== undefined && lastIsWhole ? undefined : known.last) : known.ours.get(key);
       if (ours === undefined || ours < 0) {
         ours = known.count++;
@@ -194,7 +194,7 @@ export class ChunkRewriter {
       known.last = ours;
       call.index = ours;
       openAiToolCall(call);
-      this.turns?.call(choice, ours, known.ids[ours], echoes?.get(call));
+      this.#turns?.call(choice, ours, known.ids[ours], echoes?.get(call));
     }
   }
 
@@ -207,22 +207,12 @@ export class ChunkRewriter {
       known.ids[ours] = ownCallId(undefined);
       // With `function`, as OpenAI's call deltas always have it (the AI SDK refuses one without).
       given.push({ index: ours, id: known.ids[ours], type: "function", function: { arguments: "" } });
-      this.turns?.call(index, ours, known.ids[ours], undefined);
+      this.#turns?.call(index, ours, known.ids[ours], undefined);
     }
     if (given.length === 0) return;
     const delta: Record<string, unknown> = isObject(choice.delta) ? choice.delta : {};
     delta.tool_calls = [...(Array.isArray(delta.tool_calls) ? delta.tool_calls : []), ...given];
     choice.delta = delta;
-  }
-}
-
-/** Whether `text` is a whole JSON object. */
-function isJsonObjectText(text: string): boolean {
-  if (!text.trimEnd().endsWith("}")) return false;
-  try {
-    return isObject(JSON.parse(text));
-  } catch {
-    return false;
   }
 }
 

@@ -151,3 +151,12 @@ export function pick(value: Record<string, unknown>, shape: Shape): Record<strin
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
+
+/** Whether `text` is a whole JSON object: a call's arguments to which no more can follow. */
+export function isJsonObject(text: string): boolean {
+  try {
+    return isObject(JSON.parse(text));
+  } catch {
+    return false;
+  }
+}

@@ -36,18 +36,25 @@ export class ToolTurnMemory {
   async #read(accountId: string, ids: string[]): Promise<RecalledTurns> {
     const thinking = new Set(this.#thinking);
     try {
-      // Each call's row, with its turn's message fields, which only the turn's first call's row holds.
+      // Each call's row, and its turn's message fields (which only the turn's first call's row holds) once per turn,
+      // however many of its calls are asked for: a turn's reasoning is read and parsed once.
       const { rows } = await sql<{ tool_call_id: string; turn_id: string; upstream: string; call_fields: string | null; message_fields: string | null }>`
-        SELECT asked.tool_call_id, asked.turn_id, asked.upstream, asked.call_fields, turn.message_fields
+        SELECT asked.tool_call_id, asked.turn_id, asked.upstream, asked.call_fields,
+          CASE WHEN row_number() OVER (PARTITION BY asked.turn_id) = 1 THEN turn.message_fields END AS message_fields
         FROM chat_tool_turns asked
         LEFT JOIN chat_tool_turns turn ON turn.account_id = asked.account_id AND turn.tool_call_id = asked.turn_id
         WHERE asked.account_id = ${accountId} AND asked.tool_call_id = any(${ids}::text[]) AND asked.expires_at > now()`.execute(this.#db);
+      const messages = new Map<string, Record<string, unknown>>();
+      for (const row of rows) {
+        if (row.message_fields === null) continue;
+        const message = JSON.parse(row.message_fields) as Record<string, unknown>;
+        messages.set(row.turn_id, message);
+        if (message.reasoning_content !== undefined) thinking.add(row.upstream);
+      }
       const byCall: RecalledTurns["byCall"] = new Map(
         rows.map((row) => {
-          const message = JSON.parse(row.message_fields ?? "{}") as Record<string, unknown>;
-          if (message.reasoning_content !== undefined) thinking.add(row.upstream);
           const call = row.call_fields === null ? undefined : (JSON.parse(row.call_fields) as Record<string, unknown>);
-          return [row.tool_call_id, { upstream: row.upstream, turnId: row.turn_id, message, call }];
+          return [row.tool_call_id, { upstream: row.upstream, turnId: row.turn_id, message: messages.get(row.turn_id) ?? {}, call }];
         }),
       );
       return { byCall, thinking };

@@ -45,7 +45,7 @@ export function providerCallId(ours: string): string {
 }
 
 /** True for an id this gateway may have given: only such ids are looked up. */
-export function mayBeOurs(id: string): boolean {
+function mayBeOurs(id: string): boolean {
   return SUFFIX.test(id) || MADE.test(id);
 }
 
@@ -81,20 +81,30 @@ export function ownCompletionCalls(completion: Record<string, unknown>): ToolTur
   if (!Array.isArray(completion.choices)) return turns;
   for (const choice of completion.choices) {
     const message: unknown = isObject(choice) ? choice.message : undefined;
-    if (!isObject(message) || !Array.isArray(message.tool_calls) || message.tool_calls.length === 0) continue;
+    if (!hasToolCalls(message)) continue;
     const turn: ToolTurn = { callIds: [], message: echoesOf(message, MESSAGE_ECHOES), calls: {} };
     for (const call of message.tool_calls) {
       if (!isObject(call)) continue;
       const id = ownCallId(call.id);
       call.id = id;
       turn.callIds.push(id);
-      const echoes = echoesOf(call, CALL_ECHOES);
-      if (Object.keys(echoes).length > 0) turn.calls[id] = echoes;
+      const echoes = callEchoes(call);
+      if (echoes !== undefined) turn.calls[id] = echoes;
     }
     if (choice.finish_reason === "stop") choice.finish_reason = "tool_calls";
     turns.push(turn);
   }
   return turns;
+}
+
+/** A message with tool calls (an answer's, whatever role it gives). */
+function hasToolCalls(message: unknown): message is Record<string, unknown> & { tool_calls: unknown[] } {
+  return isObject(message) && Array.isArray(message.tool_calls) && message.tool_calls.length > 0;
+}
+
+/** An assistant turn with tool calls, as a request carries it back. */
+function isAssistantToolTurn(message: unknown): message is Record<string, unknown> & { tool_calls: unknown[] } {
+  return hasToolCalls(message) && message.role === "assistant";
 }
 
 function echoesOf(value: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
@@ -203,7 +213,7 @@ export function outgoingMessages(messages: unknown, upstream: string, recalled: 
       changed = true;
       return { ...message, tool_call_id: id };
     }
-    if (message.role !== "assistant" || !Array.isArray(message.tool_calls) || message.tool_calls.length === 0) return message;
+    if (!isAssistantToolTurn(message)) return message;
     let turn: { turnId: string; message: Record<string, unknown> } | undefined;
     let callsChanged = false;
     const calls = message.tool_calls.map((call: unknown) => {
@@ -237,17 +247,7 @@ export function outgoingMessages(messages: unknown, upstream: string, recalled: 
 
 /** True when `messages` has a tool turn without a reasoning: what a thinking model refuses. */
 export function hasTurnWithoutReasoning(messages: unknown): boolean {
-  return (
-    Array.isArray(messages) &&
-    messages.some(
-      (message) =>
-        isObject(message) &&
-        message.role === "assistant" &&
-        Array.isArray(message.tool_calls) &&
-        message.tool_calls.length > 0 &&
-        typeof message.reasoning_content !== "string",
-    )
-  );
+  return Array.isArray(messages) && messages.some((message) => isAssistantToolTurn(message) && typeof message.reasoning_content !== "string");
 }
 
 /** Our call ids in a request's assistant turns, for the lookup; undefined when there are none. */
@@ -255,7 +255,7 @@ export function ourCallIds(messages: unknown): string[] | undefined {
   if (!Array.isArray(messages)) return undefined;
   let ids: string[] | undefined;
   for (const message of messages) {
-    if (!isObject(message) || message.role !== "assistant" || !Array.isArray(message.tool_calls)) continue;
+    if (!isAssistantToolTurn(message)) continue;
     for (const call of message.tool_calls) {
       if (!isObject(call) || typeof call.id !== "string" || !mayBeOurs(call.id)) continue;
       ids ??= [];

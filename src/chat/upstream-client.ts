@@ -39,6 +39,8 @@ interface Target {
   thinking: boolean;
 }
 
+const NONE: ReadonlySet<string> = new Set();
+
 /**
  * Fields some OpenAI-compatible providers refuse as unknown (Mistral answers
  * 422 `extra_forbidden` naming them) that change nothing of the answer's
@@ -48,8 +50,6 @@ interface Target {
  * all. Other fields refused stay the request's fault, as a provider that
  * cannot honour `response_format` must not answer without it.
  */
-const NONE: ReadonlySet<string> = new Set();
-
 const UNKNOWN_TO_SOME: ReadonlySet<string> = new Set([
   "max_completion_tokens",
   "stream_options",
@@ -261,28 +261,17 @@ export class UpstreamClient {
       }
       timedOut = false;
       const text = await body.text().catch(() => "");
-      if (CLIENT_FAULT.has(statusCode) && !options.embeddings && !adapted) {
-        const unknown = fieldsRefusedAsUnknown(text).filter((field) => UNKNOWN_TO_SOME.has(field) && !unsent.has(field));
-        if (unknown.length > 0) {
-          // Once per request: the same upstream again, without what it does not know, and never again with it.
-          for (const field of unknown) target.refusedFields.add(field);
-          logTo(options.requestLog, this.#logger).info(
-            { upstream: target.config.name, fields: unknown },
-            "upstream refused fields it does not know; sent again without them",
-          );
-          adapted = true;
-          next--;
-          continue;
-        }
-        // A thinking model refusing a tool turn without reasoning (one another upstream wrote, or one kept under
-        // another name): the turns go with an empty one, as they would had it been known to want one.
-        if (!thinking && /reasoning_content/.test(text) && hasTurnWithoutReasoning(request.messages)) {
-          target.thinking = true;
-          logTo(options.requestLog, this.#logger).info({ upstream: target.config.name }, "upstream wants reasoning on every tool turn; sent again with it");
-          adapted = true;
-          next--;
-          continue;
-        }
+      const learnt =
+        CLIENT_FAULT.has(statusCode) && !options.embeddings && !adapted ? adaptTo(target, text, request, { refused: unsent, thinking }) : undefined;
+      if (learnt !== undefined) {
+        // Once per request: the same upstream again, as it turned out to want, and so from then on.
+        logTo(options.requestLog, this.#logger).info(
+          { upstream: target.config.name, ...learnt },
+          "upstream refused the request as sent; sent again as it wants it",
+        );
+        adapted = true;
+        next--;
+        continue;
       }
       if (!ENTRY_FAULT.has(statusCode)) misconfigured = false;
       if (statusCode === 429) rateLimitedFor = Math.max(rateLimitedFor ?? 1, retryAfterSeconds(response.retryAfter));
@@ -437,6 +426,32 @@ function refusal(text: string, status: number, request: GatewayRequest, sent: Re
     // Not OpenAI's error shape: nothing to pass on.
   }
   return { error: new ServiceError("invalid_request", REFUSALS[status] ?? REFUSALS[400]!, { param }), upstreamMessage };
+}
+
+/**
+ * What a refusal (`text`) of a body built as `sent` teaches of `target`,
+ * recorded on it; undefined when nothing. Fields it refused as unknown that
+ * it may go without (UNKNOWN_TO_SOME), and that were sent; or, from a
+ * thinking model, that it wants reasoning on every tool turn (one another
+ * upstream wrote, or one kept under another name), which then goes with an
+ * empty one.
+ */
+function adaptTo(
+  target: Target,
+  text: string,
+  request: GatewayRequest,
+  sent: { refused: ReadonlySet<string>; thinking: boolean },
+): { fields: string[] } | { thinking: true } | undefined {
+  const unknown = fieldsRefusedAsUnknown(text).filter((field) => UNKNOWN_TO_SOME.has(field) && !sent.refused.has(field));
+  if (unknown.length > 0) {
+    for (const field of unknown) target.refusedFields.add(field);
+    return { fields: unknown };
+  }
+  if (!sent.thinking && /reasoning_content/.test(text) && hasTurnWithoutReasoning(request.messages)) {
+    target.thinking = true;
+    return { thinking: true };
+  }
+  return undefined;
 }
 
 /**

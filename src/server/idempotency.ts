@@ -24,13 +24,6 @@ export type IdempotencyClaim =
   /** Served before with this body: send `response` again. */
   | { kind: "replay"; response: string };
 
-/**
- * `Idempotency-Key` for non-streaming completions, shared by every instance
- * through Postgres: same account, key and body within 24 h replays the stored
- * response; another body is 422 `idempotency_key_reused`; a request still
- * running is 409 `idempotency_key_in_progress`. A request that fails is not
- * recorded, so the client may retry it with the same key.
- */
 /** A request's digests (see IdempotencyStore.digests); `keysSorted` is missing from rows an earlier version wrote. */
 export interface RequestDigests {
   inOrder: string;
@@ -41,6 +34,13 @@ function sha256(text: string): string {
   return createHash("sha256").update(text).digest("base64url");
 }
 
+/**
+ * `Idempotency-Key` for non-streaming completions, shared by every instance
+ * through Postgres: same account, key and body within 24 h replays the stored
+ * response; another body is 422 `idempotency_key_reused`; a request still
+ * running is 409 `idempotency_key_in_progress`. A request that fails is not
+ * recorded, so the client may retry it with the same key.
+ */
 export class IdempotencyStore {
   readonly #db: Kysely<Database>;
   readonly #leaseMs: number;

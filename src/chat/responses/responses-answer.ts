@@ -1,5 +1,6 @@
 import { CHAT_ALIAS } from "../../api/model.js";
 import type { ChatChunkJson, ChatCompletionJson } from "../chat-types.js";
+import { isJsonObject } from "../openai-fields.js";
 import { uniqueHex } from "../unique-hex.js";
 import { type ChatMessage, isObject, reasoningEffort, type ResponsesRequest } from "./responses-request.js";
 
@@ -463,14 +464,5 @@ export async function* responseEvents(shell: ResponseObject, chunks: AsyncIterab
     throw error;
   } finally {
     if (!whole) await saves.cutShort(soFar, failure);
-  }
-}
-
-/** Whether a call's arguments are a whole JSON object, so no more of them can follow. */
-function isJsonObject(text: string): boolean {
-  try {
-    return isObject(JSON.parse(text));
-  } catch {
-    return false;
   }
 }
