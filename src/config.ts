@@ -523,6 +523,11 @@ function checkDirectory(variable: string, dir: string, problems: string[]): void
       stat = fs.statSync(current);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
+      // A parent this process may not pass through (no search permission): every mkdir below it fails too.
+      if (code === "EACCES" || code === "EPERM") {
+        problems.push(`${variable}: cannot reach ${current}: ${fileProblem(error as NodeJS.ErrnoException)}`);
+        return;
+      }
       // Not there yet (mkdir makes it), or a parent is not a directory (found further up).
       if (code !== "ENOENT" && code !== "ENOTDIR") return;
       // A link to nothing: no mkdir makes the directory it names.
