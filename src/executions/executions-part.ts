@@ -15,6 +15,7 @@ import { executionRoutes, type PlanDownloader } from "./execution-rest.js";
 import { DeletedPlanSweeper, type RemovePlanFiles } from "./deleted-plans.js";
 import { executionService } from "./execution-service.js";
 import { PlanStageStore } from "./plan-stage-store.js";
+import { countRunnableStages } from "./stage-queue.js";
 import { stageTelemetry } from "./stage-telemetry.js";
 
 export interface ExecutionsPartDeps {
@@ -65,13 +66,7 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
   });
   telemetry.observe(engine);
   deps.metrics.onScrape(async () => {
-    const row = await store.db
-      .selectFrom("plan_stages")
-      .select((eb) => eb.fn.countAll<number>().as("waiting"))
-      .where("state", "=", "running")
-      .where("lease_token", "is", null)
-      .executeTakeFirstOrThrow();
-    deps.metrics.queueDepth.set(Number(row.waiting));
+    deps.metrics.queueDepth.set(await countRunnableStages(store.db));
   });
   const impl = executionService({
     store,

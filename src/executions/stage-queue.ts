@@ -6,6 +6,15 @@ import type { StageRevision } from "../engine/stage-work.js";
 import { type PlanRowWithStages, toPlanState } from "./plan-repository.js";
 import type { PlanRevision, PlanState } from "./plan-transitions.js";
 
+/** A stage a worker may take now: running, unleased, and past any retry's backoff. */
+const RUNNABLE = sql`state = 'running' AND lease_token IS NULL AND ready_at <= now()`;
+
+/** How many stages wait for a worker now (the queue depth operators see); those still in a retry's backoff are not counted. */
+export async function countRunnableStages(db: Kysely<Database>): Promise<number> {
+  const { rows } = await sql<{ waiting: string }>`SELECT count(*) AS waiting FROM plan_stages WHERE ${RUNNABLE}`.execute(db);
+  return Number(rows[0]!.waiting);
+}
+
 /**
  * Claims up to `limit` stages waiting for a worker, oldest first; a stage
  * retried after a transient error waits until its `ready_at`, a time in the
@@ -20,7 +29,7 @@ export async function claimStages(db: Kysely<Database>, owner: string, limit: nu
   const { rows } = await sql<PlanRowWithStages & { claimed_position: number; claimed_token: number; claimed_attempts: number; claimed_retries: number }>`
     WITH picked AS (
       SELECT plan_id, position FROM plan_stages
-      WHERE state = 'running' AND lease_token IS NULL AND ready_at <= now()
+      WHERE ${RUNNABLE}
       ORDER BY ready_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED

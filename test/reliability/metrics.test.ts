@@ -1,4 +1,5 @@
 import http2 from "node:http2";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeUpstream, hang } from "../chat/support/fake-upstream.js";
 import { openAiClient, upstreamsEnv } from "../chat/support/gateway.js";
@@ -47,6 +48,28 @@ describe("operational metrics", () => {
     expect(text).toMatch(/zero_stage_duration_seconds_count\{outcome="website",stage="understand",result="succeeded"\} \d+/);
     expect(value(text, /zero_stage_queue_depth (\d+)/)).toBe(0);
     expect(value(text, /zero_stage_leases_running (\d+)/)).toBe(0);
+  });
+
+  it("counts in the queue only stages a worker may take now, not one waiting out a retry's backoff", async () => {
+    const plan = await app.store.db.selectFrom("plans").select("id").executeTakeFirstOrThrow();
+    const last = await app.store.db.selectFrom("plan_stages").selectAll().where("plan_id", "=", plan.id).orderBy("position", "desc").executeTakeFirstOrThrow();
+    // As a stage retried after a transient error waits: running, no lease, ready an hour from now.
+    await app.store.db
+      .updateTable("plan_stages")
+      .set({ state: "running", lease_token: null, ready_at: sql`now() + interval '1 hour'` })
+      .where("plan_id", "=", plan.id)
+      .where("position", "=", last.position)
+      .execute();
+    try {
+      expect(value(await scrape(), /zero_stage_queue_depth (\d+)/)).toBe(0);
+    } finally {
+      await app.store.db
+        .updateTable("plan_stages")
+        .set({ state: last.state, ready_at: last.ready_at })
+        .where("plan_id", "=", plan.id)
+        .where("position", "=", last.position)
+        .execute();
+    }
   });
 
   it("reports pool units and upstream latency by upstream name, which clients never see", async () => {
