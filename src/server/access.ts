@@ -2,6 +2,7 @@ import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext } from "@connectrpc/connect";
 import { access as accessOption, type Access } from "../../gen/zero/v1/access_pb.js";
+import { isScope, type Scope, SCOPES } from "../api/scopes.js";
 import { authorizedKey, principalKey, reauthenticateKey, type Principal } from "./context.js";
 import { ServiceError } from "./errors.js";
 
@@ -13,7 +14,8 @@ export function bearerToken(authorization: string | null | undefined): string | 
 /** What a method demands of its caller, read from its `(zero.v1.access)` option. */
 export interface AccessRule {
   mode: "public" | "session" | "account" | "key";
-  scope: string;
+  /** The scope an API key must carry ("account" and "key"); empty where no key is asked for. */
+  scope: Scope | "";
   /** Declared `idempotency_level = NO_SIDE_EFFECTS`: not a write, so no CSRF check. */
   readOnly: boolean;
 }
@@ -39,13 +41,18 @@ function toRule(option: Access, readOnly: boolean): AccessRule {
   if (option.mode !== "public" && option.mode !== "session" && option.mode !== "account" && option.mode !== "key") {
     throw new Error(`unknown access mode "${option.mode}"`);
   }
-  return { mode: option.mode, scope: option.scope, readOnly };
+  if (option.mode === "account" || option.mode === "key") {
+    // A misspelt scope would refuse every key; refuse the definition instead.
+    if (!isScope(option.scope)) throw new Error(`access scope "${option.scope}" is not one of ${SCOPES.join(", ")}`);
+    return { mode: option.mode, scope: option.scope, readOnly };
+  }
+  return { mode: option.mode, scope: "", readOnly };
 }
 
 function defaultRule(method: DescMethod): AccessRule {
   if (method.parent.typeName.startsWith("grpc.")) return PUBLIC;
-  // Fail closed: a method of ours without a rule is nobody's.
-  return { mode: "session", scope: "__undeclared__", readOnly: false };
+  // Fail closed: a method of ours without a rule is nobody's (a session is refused a "key" method, and no key holds "").
+  return { mode: "key", scope: "", readOnly: false };
 }
 
 /** What the auth module provides: who the credentials in these headers belong to. */

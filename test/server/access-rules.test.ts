@@ -5,6 +5,7 @@ import { CapabilitiesService } from "../../gen/zero/v1/capabilities_pb.js";
 import { ChatService } from "../../gen/zero/v1/chat_pb.js";
 import { ConsoleService } from "../../gen/zero/v1/console_pb.js";
 import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
+import { SCOPES } from "../../src/api/scopes.js";
 import { accessRule } from "../../src/server/access.js";
 
 describe("access rules live in the API definition", () => {
@@ -15,7 +16,7 @@ describe("access rules live in the API definition", () => {
       for (const method of service.methods) {
         expect(hasOption(method, access), `${service.typeName}.${method.name}`).toBe(true);
         const rule = accessRule(method);
-        if (rule.mode === "account" || rule.mode === "key") expect(["read", "build", "chat"]).toContain(rule.scope);
+        if (rule.mode === "account" || rule.mode === "key") expect(SCOPES).toContain(rule.scope);
       }
     }
   });
