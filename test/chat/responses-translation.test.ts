@@ -216,6 +216,7 @@ describe("/v1/responses translation details", () => {
       expect(summary.status).toBe("completed");
       const nullEffort = await client.responses.create({ model: "project-zero", input: "Think", reasoning: { effort: null } });
       expect(nullEffort.status).toBe("completed");
+      expect(gateway.upstream.requests).toHaveLength(2);
       for (const request of gateway.upstream.requests) expect(request.body).not.toHaveProperty("reasoning_effort");
     });
   });

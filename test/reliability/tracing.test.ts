@@ -72,7 +72,15 @@ describe("OpenTelemetry tracing when an OTLP endpoint is configured", () => {
       body: JSON.stringify({ goal: "A website for a bicycle repair cafe" }),
     });
     expect(res.status).toBe(202);
-    for (let i = 0; i < 50 && !app.logs.some((l) => l.includes('"stage":"build"')); i++) await new Promise((r) => setTimeout(r, 50));
+    const { plan } = (await res.json()) as { plan: { id: string } };
+    // Built and at the gate: every stage before it has run, and ended its span.
+    await vi.waitFor(
+      async () => {
+        const read = await fetch(`${app.url}/api/execution?id=${plan.id}`, { headers: { authorization: `Bearer ${apiKey}` } });
+        expect(((await read.json()) as { plan: { status: string } }).plan.status).toBe("awaiting_approval");
+      },
+      { timeout: 10_000, interval: 50 },
+    );
     await new Promise((r) => setTimeout(r, 300));
     await app.close();
 

@@ -49,11 +49,14 @@ describe("graceful shutdown", () => {
     const blocked = new Promise<void>((resolve) => (unblock = resolve));
     let markStarted!: () => void;
     const started = new Promise<void>((resolve) => (markStarted = resolve));
+    let markEnded!: () => void;
+    const ended = new Promise<void>((resolve) => (markEnded = resolve));
     const app = await startTestApp({
       env: { ZERO_SHUTDOWN_GRACE_MS: "300" },
       stageWork: () => async (input) => {
         markStarted();
         await blocked;
+        setImmediate(markEnded);
         throw input.signal.reason;
       },
     });
@@ -62,6 +65,8 @@ describe("graceful shutdown", () => {
     await started;
     await app.close();
     unblock();
+    // The work has ended; then a margin for whatever the engine does with its end.
+    await ended;
     await new Promise((resolve) => setTimeout(resolve, 300));
     const errors = app.logs.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
     expect(errors).toEqual([]);
