@@ -6,6 +6,8 @@ interface Answer {
   status: number;
   body: { code?: string; message?: string; secret?: string };
   cookie: string | undefined;
+  /** The whole `Set-Cookie`, attributes and all. */
+  setCookie: string | undefined;
 }
 
 /**
@@ -28,7 +30,12 @@ function consoleCall(app: TestApp, method: string, headers: Record<string, strin
         response.setEncoding("utf8");
         response.on("data", (chunk: string) => (text += chunk));
         response.on("end", () =>
-          resolve({ status: response.statusCode!, body: JSON.parse(text) as Answer["body"], cookie: response.headers["set-cookie"]?.[0]?.split(";")[0] }),
+          resolve({
+            status: response.statusCode!,
+            body: JSON.parse(text) as Answer["body"],
+            cookie: response.headers["set-cookie"]?.[0]?.split(";")[0],
+            setCookie: response.headers["set-cookie"]?.[0],
+          }),
         );
       },
     );
@@ -128,6 +135,13 @@ describe("a client that is not a browser (curl, a script) writing with a session
     expect(minted.status).toBe(200);
     expect(minted.body.secret).toMatch(/^zk_/);
   });
+
+  it("gets its session cookie without Secure on a service at an http address, where a browser would drop a Secure one", async () => {
+    const signedUp = await consoleCall(app, "SignUp", {}, credentials("plain@example.test"));
+    expect(signedUp.status).toBe(200);
+    expect(signedUp.setCookie).toMatch(/^zero_session=[^;]+;/);
+    expect(signedUp.setCookie).not.toMatch(/Secure/);
+  });
 });
 
 describe("a deployment under a host name (ZERO_PUBLIC_URL)", () => {
@@ -144,5 +158,16 @@ describe("a deployment under a host name (ZERO_PUBLIC_URL)", () => {
     expect(written.status).toBe(200);
     const rebound = await consoleCall(app, "SignIn", { host: "other.example", origin: "http://other.example" }, credentials("public@example.test"));
     expect(rebound.status).toBe(403);
+  });
+
+  it("marks its session cookie Secure, on the way in and on the way out, so a browser never sends it over plain http", async () => {
+    const signedUp = await consoleCall(app, "SignUp", { origin: "https://zero.example" }, credentials("secure@example.test"));
+    expect(signedUp.status).toBe(200);
+    expect(signedUp.setCookie).toMatch(/^zero_session=[^;]+;/);
+    expect(signedUp.setCookie).toMatch(/; Secure(;|$)/);
+    const signedOut = await consoleCall(app, "SignOut", { origin: "https://zero.example", cookie: signedUp.cookie! }, {});
+    expect(signedOut.status).toBe(200);
+    expect(signedOut.setCookie).toMatch(/^zero_session=;.*; Max-Age=0(;|$)/);
+    expect(signedOut.setCookie).toMatch(/; Secure(;|$)/);
   });
 });

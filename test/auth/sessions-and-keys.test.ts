@@ -41,6 +41,18 @@ describe("sessions and keys have bounds", () => {
     expect(await client.getSession({}, { headers: { cookie } }).then(() => "ok", code)).toBe(Code.Unauthenticated);
   });
 
+  it("a session past its 30 days has ended, though it was used a moment ago", async () => {
+    const { cookie, accountId } = await signUp(app.url, "capped@example.test", "a long enough password");
+    const client = consoleClient(app.url);
+    await expect(client.getSession({}, { headers: { cookie } })).resolves.toBeDefined();
+    await app.store.db
+      .updateTable("sessions")
+      .set({ expires_at: new Date(Date.now() - 1000), last_used_at: new Date() })
+      .where("account_id", "=", accountId)
+      .execute();
+    expect(await client.getSession({}, { headers: { cookie } }).then(() => "ok", code)).toBe(Code.Unauthenticated);
+  });
+
   it("a password change signs out every device and hands the caller a new session", async () => {
     const { cookie: laptop } = await signUp(app.url, "change@example.test", "the old password");
     const client = consoleClient(app.url);

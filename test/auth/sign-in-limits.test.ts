@@ -53,6 +53,23 @@ describe("sign-in limits bound guessing without locking the owner out", () => {
     expect(await signInFrom(app, "198.51.100.30", "bob@example.test", "bob's right password")).toBe("ok");
   });
 
+  it("guesses from one address are bounded across all e-mails, while an owner who signed in from that address still gets in", async () => {
+    await wellInsideWindow(SIGN_IN_WINDOW_S);
+    await signUp(app.url, "erin@example.test", "erin's right password");
+    await signUp(app.url, "frank@example.test", "frank's right password");
+    // Erin has signed in from the shared address (an office, say); Frank never has.
+    expect(await signInFrom(app, "192.0.2.50", "erin@example.test", "erin's right password")).toBe("ok");
+    // One wrong guess at each of 50 e-mails: no pair and no e-mail is near its own limit, the address is at 50.
+    const spread = await Promise.all(Array.from({ length: 50 }, (_, i) => signInFrom(app, "192.0.2.50", `target-${i}@example.test`, `guess ${i}`)));
+    expect(spread).toEqual(Array(50).fill(Code.Unauthenticated));
+    // The 51st e-mail from it is refused, and so is an account that never signed in there, even with its right password...
+    expect(await signInFrom(app, "192.0.2.50", "target-50@example.test", "guess 50")).toBe(Code.ResourceExhausted);
+    expect(await signInFrom(app, "192.0.2.50", "frank@example.test", "frank's right password")).toBe(Code.ResourceExhausted);
+    // ...while another address is not held back by it, and Erin, who knows this one, gets in.
+    expect(await signInFrom(app, "192.0.2.51", "target-51@example.test", "guess 51")).toBe(Code.Unauthenticated);
+    expect(await signInFrom(app, "192.0.2.50", "erin@example.test", "erin's right password")).toBe("ok");
+  });
+
   it("a success clears that address's failures for the e-mail", async () => {
     await wellInsideWindow(SIGN_IN_WINDOW_S);
     await signUp(app.url, "carol@example.test", "carol's right password");
@@ -95,5 +112,41 @@ describe("X-Forwarded-For counts only from ZERO_TRUSTED_PROXIES", () => {
 
   it("a bad ZERO_TRUSTED_PROXIES stops start-up with a line naming it", async () => {
     await expect(startTestApp({ env: { ZERO_TRUSTED_PROXIES: "10.0.0.0/40" } })).rejects.toThrow(/ZERO_TRUSTED_PROXIES/);
+  });
+});
+
+describe("X-Forwarded-For behind a chain of trusted proxies is read from the right", () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    // The test's socket (127.0.0.1) is the outer balancer; 10.0.0.0/8 holds the proxies behind it.
+    app = await startTestApp({ env: { ZERO_TRUSTED_PROXIES: "127.0.0.1/32,10.0.0.0/8" } });
+  });
+  afterAll(() => app.close());
+
+  it("the first untrusted hop from the right is the client: what the client writes on the left cannot dodge the limit", async () => {
+    await wellInsideWindow(SIGN_IN_WINDOW_S);
+    await signUp(app.url, "gina@example.test", "gina's right password");
+    // A different spoofed address on the left of each guess; the proxies append the client's real one.
+    const chain = (i: number, client = "203.0.113.7") => `198.18.${i}.${1 + Math.floor(Math.random() * 254)}, 10.0.0.5, ${client}`;
+    const answers = [];
+    for (let i = 0; i < 11; i++) answers.push(await signInFrom(app, chain(i), "gina@example.test", `guess ${i}`));
+    expect(answers.slice(0, 10)).toEqual(Array(10).fill(Code.Unauthenticated));
+    expect(answers[10]).toBe(Code.ResourceExhausted);
+    expect(await signInFrom(app, chain(11), "gina@example.test", "gina's right password")).toBe(Code.ResourceExhausted);
+    // The owner, reaching the same proxies from another address, gets in.
+    expect(await signInFrom(app, chain(12, "198.51.100.20"), "gina@example.test", "gina's right password")).toBe("ok");
+  });
+
+  it("a hop that is not an address ends the walk: the trusted proxy nearest it is the client, whatever lies beyond", async () => {
+    await wellInsideWindow(SIGN_IN_WINDOW_S);
+    await signUp(app.url, "hank@example.test", "hank's right password");
+    const answers = [];
+    for (let i = 0; i < 11; i++) {
+      answers.push(await signInFrom(app, `198.18.100.${i + 1}, not-an-address, 10.0.0.5`, "hank@example.test", `guess ${i}`));
+    }
+    expect(answers.slice(0, 10)).toEqual(Array(10).fill(Code.Unauthenticated));
+    expect(answers[10]).toBe(Code.ResourceExhausted);
+    // They were counted against 10.0.0.5, the proxy that passed the bad hop on.
+    expect(await signInFrom(app, "10.0.0.5", "hank@example.test", "hank's right password")).toBe(Code.ResourceExhausted);
   });
 });
