@@ -38,8 +38,9 @@ export interface ChatPart extends AppPart {
 }
 
 /**
- * Chat: ChatService over RPC, `POST /v1/chat/completions` over REST, and the
- * background work (the free pool's give-back, the idempotency sweep).
+ * The OpenAI-compatible gateway: ChatService over RPC; chat completions, the
+ * Responses API, embeddings and `/v1/models` over REST; and the background
+ * work (the free pool's give-back, the sweeps of idempotency keys and tool turns).
  */
 export function chatPart(deps: ChatPartDeps): ChatPart {
   const { config, store, logger } = deps;

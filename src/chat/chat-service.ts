@@ -27,7 +27,7 @@ const READ_OPTIONS = { ignoreUnknownFields: true } as const;
 /**
  * ChatService: the same router as `/v1/chat/completions`, with the request
  * and answer as typed messages whose JSON form is OpenAI's. Authorization
- * (an API key with `chat`, or a session) ran in the interceptor already.
+ * (an API key with `chat`; a session is refused, as on /v1) ran in the interceptor already.
  */
 export function chatService(deps: { router: ChatRouter; idempotency: IdempotencyStore; responses: ResponsesGateway }): ServiceImpl<typeof ChatService> {
   return {

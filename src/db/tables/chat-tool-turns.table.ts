@@ -13,7 +13,7 @@ export interface ChatToolTurnTable {
   turn_id: string;
   /** The configured upstream that wrote the turn: only that one is sent it back. */
   upstream: string;
-  /** The turn's message fields to send back (JSON object: `reasoning_content`, `reasoning_details`). */
+  /** The turn's message fields to send back (JSON object: `reasoning_content`, `reasoning_details`), on its first call's row only; `{}` on the others. */
   message_fields: string;
   /** This call's fields to send back (JSON object: `extra_content`), or null. */
   call_fields: string | null;
