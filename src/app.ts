@@ -1,4 +1,3 @@
-import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { SERVICE_VERSION } from "./api/limits.js";
 import { authPart } from "./auth/auth-part.js";
@@ -7,6 +6,7 @@ import { chatPart } from "./chat/chat-part.js";
 import { type Config, reachableUrl } from "./config.js";
 import { consolePart } from "./console/console-part.js";
 import { openStore, type Store } from "./db/database.js";
+import { registerInstance, tendInstances } from "./db/service-instances.js";
 import type { StageWorkResolver } from "./engine/stage-work.js";
 import { executionsPart } from "./executions/executions-part.js";
 import { shownArtifacts } from "./executions/plan-repository.js";
@@ -16,6 +16,7 @@ import { createTracing } from "./observability/tracing.js";
 import { outcomesPart, type ArtifactStore } from "./outcomes/outcomes-part.js";
 import type { AppPart } from "./server/app-part.js";
 import { answerWhileStarting, createHttpHandler, type HttpHandler } from "./server/http-handler.js";
+import { hourlySweep } from "./server/hourly-sweep.js";
 import { createListener } from "./server/listener.js";
 import { SHUTTING_DOWN } from "./server/request-info.js";
 import { withoutTrailingSlashes } from "./strings.js";
@@ -87,7 +88,10 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
     started.push(["the database", () => store.close()]);
     options.signal?.throwIfAborted();
     const instanceId = `ins_${randomBytes(8).toString("hex")}`;
-    await store.db.insertInto("service_instances").values({ id: instanceId, hostname: os.hostname(), pid: process.pid, version: SERVICE_VERSION }).execute();
+    await registerInstance(store.db, instanceId, SERVICE_VERSION);
+    const instances = hourlySweep(logger, "the list of service instances", [() => tendInstances(store.db, instanceId)]);
+    instances.start();
+    started.push(["the list of service instances", () => instances.stop()]);
 
     const metrics = createMetrics();
     const tracing = config.otlpEndpoint

@@ -13,7 +13,7 @@ export interface Database extends AuthTables, ExecutionTables, ChatTables, Artif
   service_instances: ServiceInstanceTable;
 }
 
-/** Instances that have started against this database; useful to operators and to lease diagnostics. */
+/** The instances that run on this database or were seen in the last week (`seen_at`, marked hourly); a stage's `lease_owner` names one. */
 export interface ServiceInstanceTable {
   id: string;
   hostname: string;
