@@ -1,11 +1,22 @@
 /** SQL states and socket errors meaning the database is away, not that a query is wrong. */
 const CONNECTION_ERROR_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "57P01", "57P03", "08006", "08001", "08003"]);
 
-/** True when the database is away (refused, reset, shutting down), as opposed to a query bug. */
+/**
+ * SQL states of a database out of room, which passes once an operator (or
+ * time) makes some: insufficient resources, a full disk, out of memory, too
+ * many connections (as `instances × 11` past `max_connections` gives).
+ */
+const OUT_OF_ROOM_CODES = new Set(["53000", "53100", "53200", "53300"]);
+
+/**
+ * True when the database is away (refused, reset, shutting down) or out of
+ * room (disk, memory, connections): a while, not a query bug. Requests get
+ * 503 and the engine keeps a finished stage's result until it can write it.
+ */
 export function isDatabaseDown(error: unknown): boolean {
   if (typeof error !== "object" || error === null) return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === "string" && CONNECTION_ERROR_CODES.has(code)) return true;
+  if (typeof code === "string" && (CONNECTION_ERROR_CODES.has(code) || OUT_OF_ROOM_CODES.has(code))) return true;
   const message = (error as { message?: unknown }).message;
   return (
     typeof message === "string" && /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message)

@@ -86,31 +86,14 @@ export function createFileArtifactStore(root: string): ArtifactStore {
 
   return {
     async put(key, body, options = {}) {
-      const file = fileOf(key);
-      const { signal } = options;
-      signal?.throwIfAborted();
-      await fs.mkdir(path.dirname(file), { recursive: true });
-      if (options.ifAbsent) {
-        try {
-          // Without the signal: Node checks it between creating the file and writing it, and a claim left empty
-          // (a slug's) would name no one and be refused to everyone for good. The write is a few bytes.
-          await fs.writeFile(file, body, { flag: "wx" });
-          return true;
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
-          throw error;
-        }
-      }
-      // Write then rename, so a reader never sees half a file and a crash leaves the old one.
-      const temp = `${file}.${randomBytes(6).toString("hex")}.tmp`;
       try {
-        await fs.writeFile(temp, body, { signal });
+        return await putFile(fileOf(key), body, options);
       } catch (error) {
-        await fs.rm(temp, { force: true });
+        // A full disk passes once there is room: the stage that wrote is tried again later, as for S3 away.
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === "ENOSPC" || code === "EDQUOT") throw artifactStoreUnavailable(`the artifact store's disk is full (${resolved})`, error);
         throw error;
       }
-      await fs.rename(temp, file);
-      return true;
     },
 
     async get(key, options = {}) {
@@ -185,4 +168,35 @@ export async function copyTree(store: ArtifactStore, from: string, to: string): 
   }
   await replaceTree(store, to, files);
   return files.size;
+}
+
+/** Writes `body` at `file`: if absent only, or whole through a temporary file renamed over it. */
+async function putFile(file: string, body: string | Uint8Array, options: { ifAbsent?: boolean; signal?: AbortSignal }): Promise<boolean> {
+  const { signal } = options;
+  signal?.throwIfAborted();
+  await fs.mkdir(path.dirname(file), { recursive: true });
+
+  if (options.ifAbsent) {
+    try {
+      // Without the signal: Node checks it between creating the file and writing it, and a claim left empty
+      // (a slug's) would name no one and be refused to everyone for good. The write is a few bytes.
+      await fs.writeFile(file, body, { flag: "wx" });
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+      // Made here but not written (a full disk): an empty claim would name no one, for good.
+      await fs.rm(file, { force: true });
+      throw error;
+    }
+  }
+  // Write then rename, so a reader never sees half a file and a crash leaves the old one.
+  const temp = `${file}.${randomBytes(6).toString("hex")}.tmp`;
+  try {
+    await fs.writeFile(temp, body, { signal });
+  } catch (error) {
+    await fs.rm(temp, { force: true });
+    throw error;
+  }
+  await fs.rename(temp, file);
+  return true;
 }
