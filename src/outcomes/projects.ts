@@ -54,10 +54,23 @@ export async function renameProject(store: ArtifactStore, planId: string, name: 
   return project;
 }
 
-/** Claims `base`, or `base-2`, `base-3`… for `planId`: the first that no other plan holds. */
+/** Plans of one name that get `base-2` … `base-5`; later ones get a suffix of their own (see claimSlug). */
+const NUMBERED_SLUGS = 5;
+
+/**
+ * Claims for `planId` the first slug no other plan holds: `base`, `base-2`
+ * … `base-5`, then `base-` and digits of the plan id's hash, longer until
+ * free. Counting on (`base-6`, `base-7`…) cost a try per plan ever named so,
+ * and a common name made each new plan's claim slower than the last (1,922
+ * "Harbour Lights Kayaks" took 2.7 s); now a claim takes at most a few tries.
+ * Every slug tried is the same on a re-run, so a plan finds its own claim
+ * again (a crash between claim and record, a rename back).
+ */
 async function claimSlug(store: ArtifactStore, planId: string, base: string): Promise<string> {
+  const digest = BigInt(`0x${createHash("sha256").update(planId).digest("hex")}`).toString(36);
   for (let n = 1; ; n++) {
-    const slug = n === 1 ? base : `${cutSlug(base, 60 - 1 - String(n).length)}-${n}`;
+    const suffix = n === 1 ? "" : n <= NUMBERED_SLUGS ? String(n) : digest.slice(0, 4 + n - NUMBERED_SLUGS);
+    const slug = suffix === "" ? base : `${cutSlug(base, 60 - 1 - suffix.length)}-${suffix}`;
     if (await store.put(`index/slugs/${slug}`, planId, { ifAbsent: true })) return slug;
     // A claim left by this very plan (a crash between claim and record) is ours.
     if ((await slugOwner(store, slug)) === planId) return slug;

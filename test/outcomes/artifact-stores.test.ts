@@ -5,7 +5,7 @@ import { AwsV4Signer } from "aws4fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { copyTree, createFileArtifactStore, replaceTree, type ArtifactStore } from "../../src/outcomes/artifact-store.js";
 import { deletePlanArtifacts } from "../../src/outcomes/plan-artifacts.js";
-import { ensureProject, readProject, slugOwner } from "../../src/outcomes/projects.js";
+import { ensureProject, readProject, slugify, slugOwner } from "../../src/outcomes/projects.js";
 import { createPostgresArtifactStore } from "../../src/outcomes/postgres-artifact-store.js";
 import { createS3ArtifactStore } from "../../src/outcomes/s3-artifact-store.js";
 import type { S3Config } from "../../src/config.js";
@@ -135,6 +135,30 @@ describe.each(backends)("the %s artifact store", (name, open) => {
     expect(text(await store.get(`${mine}-2/index.html`))).toBe("the neighbour");
     expect(text(await store.get(`${mine}0/index.html`))).toBe("the other neighbour");
     expect(await store.removeAll(`${mine}/`)).toBe(0);
+  });
+
+  it("gives each plan of a common name an address of its own in a few tries, however many plans came before", async () => {
+    const named = `Harbour Lights ${name}`;
+    const base = slugify(named);
+    const slugs: string[] = [];
+    for (let i = 0; i < 12; i++) slugs.push((await ensureProject(store, `pln_common_${name}_${i}`, named)).slug);
+    expect(slugs.slice(0, 5)).toEqual([base, `${base}-2`, `${base}-3`, `${base}-4`, `${base}-5`]);
+    expect(new Set(slugs).size).toBe(12);
+    for (const slug of slugs.slice(5)) expect(slug).toMatch(new RegExp(`^${base}-[0-9a-z]{5,}$`));
+    // The 13th plan tries the five numbered slugs and then its own: counting on would have tried 13.
+    let claims = 0;
+    const counting: ArtifactStore = {
+      ...store,
+      put: (key, body, options) => {
+        if (key.startsWith("index/slugs/")) claims++;
+        return store.put(key, body, options);
+      },
+    };
+    const late = await ensureProject(counting, `pln_common_${name}_late`, named);
+    expect(claims).toBe(6);
+    // A crash between its claim and its record: the re-run finds the same claim again.
+    await store.remove(`index/plans/pln_common_${name}_late/project.json`);
+    expect((await ensureProject(store, `pln_common_${name}_late`, named)).slug).toBe(late.slug);
   });
 
   it("removes everything a deleted plan left, and nothing of another plan's", async () => {
