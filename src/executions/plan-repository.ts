@@ -199,6 +199,22 @@ export function savedPlan(
 }
 
 /**
+ * How a changed stage row is written, from its row `v` of the statement's
+ * input (`claim_owner` and `claim_seconds` for a stage claimed in the same
+ * write): one text for both writers of stages, savePlan and RUN_WRITES_SQL
+ * (run-writes.ts), which fence their writes each its own way.
+ */
+export const STAGE_ROW_SET = `
+  state = v.state, attempts = v.attempts, error_type = v.error_type, error_message = v.error_message,
+  output = v.output, progress = v.progress, retries = v.retries,
+  lease_token = CASE WHEN v.claim THEN nextval('plan_stage_lease_tokens') ELSE v.new_token END,
+  lease_owner = CASE WHEN v.claim THEN v.claim_owner WHEN v.new_token IS NULL THEN NULL ELSE s.lease_owner END,
+  lease_expires_at = CASE WHEN v.claim THEN now() + make_interval(secs => v.claim_seconds)
+    WHEN v.new_token IS NULL THEN NULL ELSE s.lease_expires_at END,
+  ready_at = CASE WHEN v.ready THEN now() + make_interval(secs => v.wait_ms / 1000.0) ELSE s.ready_at END,
+  updated_at = now()`;
+
+/**
  * Writes what changed between `before` (loaded with `forUpdate` in this
  * transaction) and `after` in one statement: the changed stages and the plan
  * with its version bumped. The caller announces the change once committed
@@ -212,29 +228,24 @@ export function savedPlan(
 export async function savePlan(trx: Transaction<Database>, before: PlanState, after: PlanState, options: SaveOptions = {}): Promise<SaveResult> {
   const { claimFor } = options;
   const { rows, claimPosition, wake } = stageRowWrites(before, after, options);
-  // Stage columns and lease CASEs as in RUN_WRITES_SQL (run-writes.ts); the columns also in selectPlansWithStages, PlanRowWithStages, claimStages.
+  // The columns also in selectPlansWithStages, PlanRowWithStages, claimStages and RUN_WRITES_SQL (run-writes.ts).
+  const claimOwner = claimFor?.owner ?? null;
+  const claimSeconds = (claimFor?.leaseMs ?? 0) / 1000;
   const values = rows.map(
     (r) => sql`(${r.position}::smallint, ${r.state}::text, ${r.attempts}::int, ${r.errorType}::text,
       ${r.errorMessage}::text, ${r.output}::jsonb, ${r.progress}::real,
-      ${r.newToken}::bigint, ${r.oldToken}::bigint, ${r.ready}::boolean, ${r.claim}::boolean, ${r.fenced}::text, ${r.waitMs}::int, ${r.retries}::int)`,
+      ${r.newToken}::bigint, ${r.oldToken}::bigint, ${r.ready}::boolean, ${r.claim}::boolean, ${r.fenced}::text, ${r.waitMs}::int, ${r.retries}::int,
+      ${claimOwner}::text, ${claimSeconds}::float8)`,
   );
-  const leaseSeconds = (claimFor?.leaseMs ?? 0) / 1000;
   const stagesCte =
     values.length === 0
       ? sql`stages AS (SELECT NULL::smallint AS position, NULL::bigint AS lease_token, false AS claim WHERE false)`
-      : sql`v (position, state, attempts, error_type, error_message, output, progress, new_token, old_token, ready, claim, fenced, wait_ms, retries) AS (
+      : sql`v (position, state, attempts, error_type, error_message, output, progress, new_token, old_token, ready, claim, fenced, wait_ms, retries,
+          claim_owner, claim_seconds) AS (
         VALUES ${sql.join(values)}
       ),
       stages AS (
-        UPDATE plan_stages AS s SET
-          state = v.state, attempts = v.attempts, error_type = v.error_type, error_message = v.error_message,
-          output = v.output, progress = v.progress, retries = v.retries,
-          lease_token = CASE WHEN v.claim THEN nextval('plan_stage_lease_tokens') ELSE v.new_token END,
-          lease_owner = CASE WHEN v.claim THEN ${claimFor?.owner ?? null}::text WHEN v.new_token IS NULL THEN NULL ELSE s.lease_owner END,
-          lease_expires_at = CASE WHEN v.claim THEN now() + make_interval(secs => ${leaseSeconds}::float8)
-            WHEN v.new_token IS NULL THEN NULL ELSE s.lease_expires_at END,
-          ready_at = CASE WHEN v.ready THEN now() + make_interval(secs => v.wait_ms / 1000.0) ELSE s.ready_at END,
-          updated_at = now()
+        UPDATE plan_stages AS s SET ${sql.raw(STAGE_ROW_SET)}
         FROM v
         WHERE s.plan_id = ${after.id} AND s.position = v.position AND s.lease_token IS NOT DISTINCT FROM v.old_token
           AND (v.fenced IS NULL OR (v.fenced = 'live' AND s.lease_expires_at > now()) OR (v.fenced = 'expired' AND s.lease_expires_at <= now()))

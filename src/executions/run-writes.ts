@@ -1,7 +1,7 @@
 import { CompiledQuery, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import { transitionEvents, type PlanEvent, type PlanState } from "./plan-transitions.js";
-import { type ClaimFor, type SaveResult, savedPlan, type StageRowWrite, stageRowWrites } from "./plan-repository.js";
+import { type ClaimFor, type SaveResult, savedPlan, STAGE_ROW_SET, type StageRowWrite, stageRowWrites } from "./plan-repository.js";
 
 /** A worker's change to its plan, written without a locked read: `before` is the plan as that worker last wrote or read it. */
 export interface RunWrite {
@@ -176,7 +176,7 @@ class EventColumns {
 // it the generic plan hashed the whole plans table for a handful of rows
 // (auto_explain in engine-peers: a 0.1 ms seq scan of a 0.57 ms statement at
 // 1,000 plans); with it the plans are read through the primary key.
-// Stage columns and lease CASEs as in savePlan; the columns also in selectPlansWithStages, PlanRowWithStages (plan-repository.ts), claimStages.
+// The stage columns also in selectPlansWithStages, PlanRowWithStages, savePlan (plan-repository.ts) and claimStages.
 const RUN_WRITES_SQL = `
 WITH input AS (
   SELECT * FROM unnest($1::text[], $2::int[], $3::smallint[], $4::bigint[], $5::text[], $6::real[], $7::boolean[],
@@ -197,15 +197,7 @@ v AS (
       new_token, old_token, ready, claim, wait_ms, retries, claim_owner, claim_seconds)
 ),
 stages AS (
-  UPDATE plan_stages AS s SET
-    state = v.state, attempts = v.attempts, error_type = v.error_type, error_message = v.error_message,
-    output = v.output, progress = v.progress, retries = v.retries,
-    lease_token = CASE WHEN v.claim THEN nextval('plan_stage_lease_tokens') ELSE v.new_token END,
-    lease_owner = CASE WHEN v.claim THEN v.claim_owner WHEN v.new_token IS NULL THEN NULL ELSE s.lease_owner END,
-    lease_expires_at = CASE WHEN v.claim THEN now() + make_interval(secs => v.claim_seconds)
-      WHEN v.new_token IS NULL THEN NULL ELSE s.lease_expires_at END,
-    ready_at = CASE WHEN v.ready THEN now() + make_interval(secs => v.wait_ms / 1000.0) ELSE s.ready_at END,
-    updated_at = now()
+  UPDATE plan_stages AS s SET ${STAGE_ROW_SET}
   FROM v
   WHERE s.plan_id = v.plan_id AND s.position = v.position AND s.lease_token IS NOT DISTINCT FROM v.old_token
     AND v.plan_id IN (SELECT id FROM p)
