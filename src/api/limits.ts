@@ -12,6 +12,8 @@ export const LIST_LIMIT = 10;
 export const API_BODY_MAX_BYTES = 1 << 20;
 /** The largest request body, in bytes, that `/v1` routes read: image content parts travel inline as base64. */
 export const OPENAI_BODY_MAX_BYTES = 16 << 20;
+/** The longest API key name, in characters (code points). */
+export const KEY_NAME_MAX_LENGTH = 100;
 /** The policy for a new password, in characters (code points). */
 export const PASSWORD_MIN_LENGTH = 8;
 export const PASSWORD_MAX_LENGTH = 256;

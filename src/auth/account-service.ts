@@ -21,6 +21,7 @@ import { checkPasswordLength, parseEmail } from "./credentials.js";
 import { decoyPasswordHash, verifyPassword } from "./secrets.js";
 import { clearedSessionCookie, sessionCookie } from "./session-cookie.js";
 import { beginSignIn, checkSignUpAllowed, DEFAULT_SIGN_IN_LIMITS, type SignInLimits } from "./sign-in-limiter.js";
+import { KEY_NAME_MAX_LENGTH } from "../api/limits.js";
 import { isScope, SCOPES } from "../api/scopes.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/schema.js";
@@ -35,8 +36,6 @@ export interface AccountServiceDeps {
   apiKeys: Pick<ApiKeyCache, "forget">;
   signInLimits?: SignInLimits;
 }
-
-const KEY_NAME_MAX = 100;
 
 /** The account use cases behind ConsoleService: sign-up, sign-in, sessions and API keys. */
 export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof ConsoleService> {
@@ -113,8 +112,8 @@ export function accountService(deps: AccountServiceDeps): ServiceImpl<typeof Con
     async createApiKey(request, context) {
       const principal = requirePrincipal(context);
       const name = request.name.trim();
-      if (name.length === 0 || [...name].length > KEY_NAME_MAX) {
-        throw invalidRequest(`give the key a name of 1 to ${KEY_NAME_MAX} characters`, "name");
+      if (name.length === 0 || [...name].length > KEY_NAME_MAX_LENGTH) {
+        throw invalidRequest(`give the key a name of 1 to ${KEY_NAME_MAX_LENGTH} characters`, "name");
       }
       const scopes = [...new Set(request.scopes)];
       const unknown = scopes.filter((s) => !isScope(s));

@@ -1,8 +1,8 @@
 import { CHAT_ALIAS } from "../../api/model.js";
 import type { ChatChunkJson, ChatCompletionJson } from "../chat-types.js";
-import { isJsonObject } from "../openai-fields.js";
+import { isJsonObject, isObject } from "../openai-fields.js";
 import { uniqueHex } from "../unique-hex.js";
-import { type ChatMessage, isObject, reasoningEffort, type ResponsesRequest } from "./responses-request.js";
+import { type ChatMessage, reasoningEffort, type ResponsesRequest } from "./responses-request.js";
 
 /** A `response` object as OpenAI's Responses API answers it. */
 export type ResponseObject = Record<string, unknown> & { id: string; output: OutputItem[]; status: string };

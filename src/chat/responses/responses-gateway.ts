@@ -19,7 +19,8 @@ import {
   responseShell,
   type UnnumberedEvent,
 } from "./responses-answer.js";
-import { type ChatMessage, isObject, parseResponsesRequest, type ResponsesRequest, responsesParam, toChatRequest } from "./responses-request.js";
+import { isObject } from "../openai-fields.js";
+import { type ChatMessage, parseResponsesRequest, type ResponsesRequest, responsesParam, toChatRequest } from "./responses-request.js";
 
 /** One Responses API stream event as OpenAI sends it in `data:`: its `type`, its fields and `sequence_number`. */
 export type ResponseEvent = Record<string, unknown> & { type: string; sequence_number: number };

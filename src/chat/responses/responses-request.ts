@@ -1,6 +1,7 @@
 import { invalidRequest } from "../../server/errors.js";
 import { given, parseOpenAiBody } from "../chat-request.js";
 import type { ChatRequest } from "../chat-types.js";
+import { isObject } from "../openai-fields.js";
 
 /** A chat message as the upstreams read it. */
 export type ChatMessage = Record<string, unknown> & { role: string };
@@ -427,8 +428,4 @@ function chatResponseFormat(format: unknown): Record<string, unknown> | undefine
 
 function copy(from: Record<string, unknown>, to: Record<string, unknown>, name: string): void {
   if (given(from[name])) to[name] = from[name];
-}
-
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

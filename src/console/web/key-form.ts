@@ -1,3 +1,4 @@
+import { KEY_NAME_MAX_LENGTH } from "../../api/limits.js";
 import { SCOPE_SUMMARIES, SCOPES } from "../../api/scopes.js";
 import { consoleApi, errorMessage, isSignedOut } from "./api.js";
 import { h, setBusy, showError } from "./dom.js";
@@ -5,8 +6,6 @@ import { secretPanel, showSecret } from "./key-secret.js";
 import type { ViewContext } from "./view.js";
 
 const SCOPE_CHOICES = SCOPES.map((id) => ({ id, summary: SCOPE_SUMMARIES[id] }));
-/** The service's longest key name, in characters (code points). */
-const NAME_MAX_LENGTH = 100;
 
 /** The "Create a key" form's controls, and the panel where the new secret appears. */
 export interface KeyForm {
@@ -87,8 +86,8 @@ async function submitKey(create: KeyForm, context: ViewContext, onCreated: () =>
   showError(error, undefined);
   const scopes = scopeBoxes.filter((box) => box.checked).map((box) => box.value);
   const nameLength = [...name.value.trim()].length;
-  if (nameLength === 0 || nameLength > NAME_MAX_LENGTH) {
-    showError(error, nameLength === 0 ? "Give the key a name." : `The name can be at most ${NAME_MAX_LENGTH} characters (it has ${nameLength}).`, name);
+  if (nameLength === 0 || nameLength > KEY_NAME_MAX_LENGTH) {
+    showError(error, nameLength === 0 ? "Give the key a name." : `The name can be at most ${KEY_NAME_MAX_LENGTH} characters (it has ${nameLength}).`, name);
     name.focus();
     return;
   }
