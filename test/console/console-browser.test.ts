@@ -1,10 +1,9 @@
-import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import fs from "node:fs/promises";
 import path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHROMIUM, openConsoleBrowser } from "./support/console-browser.js";
+import { haveChromium, openConsoleBrowser } from "./support/console-browser.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { HeldWork } from "../support/stage-work.js";
 import { contrastRatio } from "../support/contrast.js";
@@ -49,7 +48,7 @@ async function screenshot(page: Page, name: string): Promise<void> {
  * approved execution. Chromium is Debian's; CI installs it. The guard is only
  * a fallback for machines without it.
  */
-describe.runIf(existsSync(CHROMIUM))("the Console in a real browser", () => {
+describe.runIf(haveChromium)("the Console in a real browser", () => {
   let app: TestApp;
   let context: BrowserContext;
   let page: Page;

@@ -1,7 +1,6 @@
-import { existsSync } from "node:fs";
 import type { Locator, Page, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHROMIUM, callFromPage, openConsoleBrowser, pollSkippingAhead, signUpInConsole } from "./support/console-browser.js";
+import { haveChromium, callFromPage, openConsoleBrowser, pollSkippingAhead, signUpInConsole } from "./support/console-browser.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { HeldWork, typicalOutcome } from "../support/stage-work.js";
 import { SIGN_IN_WINDOW_S, wellInsideWindow } from "../support/limit-windows.js";
@@ -39,7 +38,7 @@ const BROKEN_TEXT = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uD
  * characters beyond the Basic Multilingual Plane, sessions ended elsewhere.
  * One person, one server, one browser, in order, as in console-browser.test.ts.
  */
-describe.runIf(existsSync(CHROMIUM))("the Console at its edges", () => {
+describe.runIf(haveChromium)("the Console at its edges", () => {
   let app: TestApp;
   let page: Page;
   let browser: Awaited<ReturnType<typeof openConsoleBrowser>> | undefined;

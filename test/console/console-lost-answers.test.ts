@@ -1,7 +1,6 @@
-import { existsSync } from "node:fs";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHROMIUM, openConsoleBrowser, signUpInConsole } from "./support/console-browser.js";
+import { haveChromium, openConsoleBrowser, signUpInConsole } from "./support/console-browser.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { HeldWork } from "../support/stage-work.js";
 
@@ -13,7 +12,7 @@ const poll = <T>(read: () => Promise<T> | T) => expect.poll(read, { timeout: 15_
  * sessions: an answer lost on the way back (the service did the work) made a
  * retry do it twice, and text typed and not sent was lost with the session.
  */
-describe.runIf(existsSync(CHROMIUM))("the Console when an answer is lost or the session ends", () => {
+describe.runIf(haveChromium)("the Console when an answer is lost or the session ends", () => {
   let app: TestApp;
   let page: Page;
   let browser: Awaited<ReturnType<typeof openConsoleBrowser>> | undefined;

@@ -1,7 +1,6 @@
-import { existsSync } from "node:fs";
 import type { Locator, Page, Request, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHROMIUM, callFromPage, openConsoleBrowser, pollSkippingAhead, signUpInConsole } from "./support/console-browser.js";
+import { haveChromium, callFromPage, openConsoleBrowser, pollSkippingAhead, signUpInConsole } from "./support/console-browser.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { HeldWork, typicalOutcome, type HeldStage } from "../support/stage-work.js";
 
@@ -42,7 +41,7 @@ function openWatches(page: Page): () => number {
  * lost on the way back, the service away for a moment. One person, one
  * server, one browser, in order.
  */
-describe.runIf(existsSync(CHROMIUM))("the Console under disruption", () => {
+describe.runIf(haveChromium)("the Console under disruption", () => {
   let app: TestApp;
   let page: Page;
   let browser: Awaited<ReturnType<typeof openConsoleBrowser>> | undefined;

@@ -24,11 +24,6 @@ interface MemoryPlan {
   stages: MemoryStage[];
 }
 
-/** Thrown while the store is "down". */
-export class StoreDownError extends Error {
-  override name = "StoreDownError";
-}
-
 /**
  * A StageStore in memory: each plan is a line of stages, the next one made
  * ready when one succeeds. It holds the same promises the Postgres store
@@ -38,11 +33,8 @@ export class StoreDownError extends Error {
 export class InMemoryStageStore implements StageStore {
   readonly plans = new Map<string, MemoryPlan>();
   readonly #listeners = new Set<() => void>();
-  readonly #revokedListeners = new Set<(tokens: readonly number[]) => void>();
   #nextToken = 1;
   #tick = 0;
-  /** While above zero, every call fails with StoreDownError and this counts down. */
-  failingCalls = 0;
 
   /** Adds a plan whose first stage is waiting for a worker. */
   addPlan(id: string, stageIds: readonly string[], fields: { outcome?: string; goal?: string; accountId?: string } = {}): void {
@@ -73,34 +65,12 @@ export class InMemoryStageStore implements StageStore {
     for (const plan of this.plans.values()) for (const stage of plan.stages) if (stage.state === "leased") stage.leaseExpiresAt = 0;
   }
 
-  /**
-   * Cancels the plan's unfinished stages, taking their leases away, as a
-   * cancel does; with `announce`, tells listeners which tokens it took.
-   */
-  revoke(planId: string, options: { announce: boolean }): void {
-    const tokens: number[] = [];
-    for (const stage of this.#plan(planId).stages) {
-      if (stage.state === "succeeded") continue;
-      if (stage.leaseToken !== null) tokens.push(stage.leaseToken);
-      Object.assign(stage, { state: "cancelled", leaseToken: null });
-    }
-    if (options.announce) for (const listener of this.#revokedListeners) queueMicrotask(() => listener(tokens));
-  }
-
-  async listenForRevoked(onRevoked: (tokens: readonly number[]) => void): Promise<() => Promise<void>> {
-    this.#check();
-    this.#revokedListeners.add(onRevoked);
-    return async () => void this.#revokedListeners.delete(onRevoked);
-  }
-
   async listenForReady(onReady: () => void): Promise<() => Promise<void>> {
-    this.#check();
     this.#listeners.add(onReady);
     return async () => void this.#listeners.delete(onReady);
   }
 
   async claim(owner: string, limit: number, leaseMs: number): Promise<StageClaim[]> {
-    this.#check();
     const waiting = [...this.plans.values()]
       .flatMap((plan) => plan.stages.filter((s) => s.state === "waiting").map((stage) => ({ plan, stage })))
       .sort((a, b) => a.stage.readyAt - b.stage.readyAt)
@@ -109,7 +79,6 @@ export class InMemoryStageStore implements StageStore {
   }
 
   async renew(tokens: readonly number[], leaseMs: number): Promise<ReadonlySet<number>> {
-    this.#check();
     const held = new Set<number>();
     for (const stage of this.#stages()) {
       if (stage.state !== "leased" || stage.leaseToken === null || !tokens.includes(stage.leaseToken)) continue;
@@ -121,7 +90,6 @@ export class InMemoryStageStore implements StageStore {
   }
 
   async record(claim: StageClaim, change: StageChange, options: { chainFor?: { owner: string; leaseMs: number } } = {}): Promise<StageWrite> {
-    this.#check();
     const plan = this.#plan(claim.planId);
     const stage = plan.stages[claim.position]!;
     if (stage.state !== "leased" || stage.leaseToken !== claim.leaseToken || stage.leaseExpiresAt <= Date.now()) return "lost";
@@ -136,7 +104,7 @@ export class InMemoryStageStore implements StageStore {
         Object.assign(stage, { state: "failed", leaseToken: null });
         return "written";
       case "retrying":
-        // This store keeps no clock: the retry is ready at once (the backoff is the Postgres store's, tested there).
+        // This store keeps no clock: the retry is ready at once (the backoff is the Postgres store's, tested on it in stage-engine.test.ts).
         Object.assign(stage, { state: "waiting", attempts: stage.attempts + 1, leaseToken: null, readyAt: this.#tick++ });
         this.#wake();
         return "written";
@@ -159,7 +127,6 @@ export class InMemoryStageStore implements StageStore {
   }
 
   async interruptExpired(limit: number): Promise<InterruptedStage[]> {
-    this.#check();
     const interrupted: InterruptedStage[] = [];
     for (const plan of this.plans.values()) {
       for (const stage of plan.stages) {
@@ -171,8 +138,9 @@ export class InMemoryStageStore implements StageStore {
     return interrupted;
   }
 
-  isUnavailable(error: unknown): boolean {
-    return error instanceof StoreDownError;
+  /** Memory is never away (the engine meets an outage of the store on the Postgres one, in stage-engine.test.ts). */
+  isUnavailable(): boolean {
+    return false;
   }
 
   /** Memory holds any value. */
@@ -220,11 +188,5 @@ export class InMemoryStageStore implements StageStore {
 
   #wake(): void {
     for (const listener of this.#listeners) queueMicrotask(listener);
-  }
-
-  #check(): void {
-    if (this.failingCalls <= 0) return;
-    this.failingCalls--;
-    throw new StoreDownError("the store is down");
   }
 }

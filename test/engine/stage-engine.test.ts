@@ -1,14 +1,17 @@
 import { sql } from "kysely";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { openStore } from "../../src/db/database.js";
 import { StageEngine, type StageEngineOptions } from "../../src/engine/stage-engine.js";
 import type { StageStore } from "../../src/engine/stage-store.js";
+import type { StageInput } from "../../src/engine/stage-work.js";
 import { Notifier } from "../../src/executions/notifier.js";
 import { PlanStageStore } from "../../src/executions/plan-stage-store.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
+import { CuttableProxy } from "../support/cuttable-proxy.js";
 import { postExecution, type RestPlan } from "../support/executions.js";
-import { HeldWork, instantWork, StageFailure } from "../support/stage-work.js";
+import { HeldWork, instantWork, ScriptedWork, StageFailure, typicalOutcome } from "../support/stage-work.js";
 import { InMemoryStageStore } from "./in-memory-store.js";
 
 /** The states these tests tell apart, whichever store holds the stages. */
@@ -27,11 +30,10 @@ interface Harness {
 const logger = createLogger("silent");
 const LEASE_MS = 1000;
 
-function memoryHarness(): Harness & { memory: InMemoryStageStore } {
+function memoryHarness(): Harness {
   const memory = new InMemoryStageStore();
   let plans = 0;
   return {
-    memory,
     store: () => memory,
     async addPlan() {
       const id = `pln_memory_${++plans}`;
@@ -47,22 +49,32 @@ function memoryHarness(): Harness & { memory: InMemoryStageStore } {
   };
 }
 
-function postgresHarness(): Harness & { start(): Promise<void>; close(): Promise<void> } {
+function postgresHarness() {
   let app: TestApp;
   let account: TestAccount;
-  return {
+  const harness = {
+    get app(): TestApp {
+      return app;
+    },
     async start() {
       // The app runs no stages; the engines under test do. Its own reaper runs beside theirs, as another instance's would.
       app = await startTestApp({ env: { ZERO_WORKER_CONCURRENCY: "0", ZERO_STAGE_LEASE_MS: String(LEASE_MS) } });
       account = await createAccountWithKey(app, ["build", "read"]);
     },
     close: () => app.close(),
-    store: () => new PlanStageStore(app.store, new Notifier(app.store.db, logger)),
-    async addPlan() {
-      const created = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: account.apiKey }, { goal: "A site for the engine's own tests" });
+    store: (): StageStore => new PlanStageStore(app.store, new Notifier(app.store.db, logger)),
+    /** A plan with this goal (ScriptedWork reads directives in it); its first stage waits for a worker. */
+    async addPlan(goal = "A site for the engine's own tests") {
+      const created = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: account.apiKey }, { goal });
+      expect(created.status).toBe(202);
       return created.body.plan.id;
     },
-    async states(planId) {
+    /** Cancels the plan through the API, as its owner does. */
+    async cancel(planId: string) {
+      const cancelled = await postExecution<{ plan: RestPlan }>(app.url, { apiKey: account.apiKey }, { planId, cancel: true });
+      expect(cancelled.status).toBe(202);
+    },
+    async states(planId: string) {
       const rows = await app.store.db
         .selectFrom("plan_stages")
         .select(["state", "lease_token", "error_type"])
@@ -72,50 +84,57 @@ function postgresHarness(): Harness & { start(): Promise<void>; close(): Promise
       return rows.map((row): Seen => {
         if (row.state === "running") return row.lease_token === null ? "waiting" : "leased";
         if (row.state === "failed") return row.error_type === "interrupted" ? "interrupted" : "failed";
-        if (row.state === "pending" || row.state === "succeeded") return row.state;
+        if (row.state === "pending" || row.state === "succeeded" || row.state === "cancelled") return row.state;
         return "other";
       });
     },
-    async expireLeases(planId) {
+    /** The plan's history: each event's type and stage, oldest first. */
+    async events(planId: string) {
+      return app.store.db.selectFrom("plan_events").select(["type", "stage"]).where("plan_id", "=", planId).orderBy("id").execute();
+    },
+    async expireLeases(planId: string) {
       await sql`UPDATE plan_stages SET lease_expires_at = now() - interval '1 second' WHERE plan_id = ${planId} AND lease_token IS NOT NULL`.execute(
         app.store.db,
       );
     },
   };
+  return harness satisfies Harness;
 }
 
 const memory = memoryHarness();
 const postgres = postgresHarness();
 
-describe.each([
-  { name: "in memory", harness: memory as Harness },
-  { name: "in Postgres", harness: postgres as Harness },
-])("stage engine, stages $name", ({ name, harness }) => {
-  const engines: StageEngine[] = [];
-  if (name === "in Postgres") {
-    beforeAll(() => postgres.start());
-    afterAll(() => postgres.close());
-  }
-  afterEach(async () => {
-    await Promise.all(engines.map((engine) => engine.stop()));
-    engines.length = 0;
-  });
+// One service for the file: the Postgres store of every block below is its database (PGlite, or the run's Postgres).
+beforeAll(() => postgres.start());
+afterAll(() => postgres.close());
 
-  async function startEngine(options: Pick<StageEngineOptions, "resolveWork"> & Partial<StageEngineOptions>): Promise<StageEngine> {
-    const engine = new StageEngine({
-      store: harness.store(),
-      logger,
-      instanceId: `ins_${engines.length}`,
-      concurrency: 2,
-      leaseMs: LEASE_MS,
-      pollMs: 50,
-      stopGraceMs: 2000,
-      ...options,
-    });
-    engines.push(engine);
-    await engine.start();
-    return engine;
-  }
+const engines: StageEngine[] = [];
+afterEach(async () => {
+  await Promise.all(engines.map((engine) => engine.stop()));
+  engines.length = 0;
+});
+
+/** An engine over `options.store`, stopped after the test. */
+async function launchEngine(options: Pick<StageEngineOptions, "store" | "resolveWork"> & Partial<StageEngineOptions>): Promise<StageEngine> {
+  const engine = new StageEngine({
+    logger,
+    instanceId: `ins_${engines.length}`,
+    concurrency: 2,
+    leaseMs: LEASE_MS,
+    pollMs: 50,
+    stopGraceMs: 2000,
+    ...options,
+  });
+  engines.push(engine);
+  await engine.start();
+  return engine;
+}
+
+describe.each([
+  { name: "in memory", harness: memory },
+  { name: "in Postgres", harness: postgres as Harness },
+])("stage engine, stages $name", ({ harness }) => {
+  const startEngine = (options: Pick<StageEngineOptions, "resolveWork"> & Partial<StageEngineOptions>) => launchEngine({ store: harness.store(), ...options });
 
   it("runs each stage once, in order, each seeing the outputs of the stages before it", async () => {
     const work = instantWork();
@@ -204,96 +223,170 @@ describe.each([
   });
 });
 
-describe("stage engine, store outages (in memory)", () => {
-  it("keeps retrying a finished stage's result while the store is away, then writes it once", async () => {
-    const harness = memoryHarness();
-    const work = new HeldWork();
-    const engine = new StageEngine({
-      store: harness.store(),
-      logger,
-      instanceId: "ins_outage",
-      resolveWork: work.resolver,
-      concurrency: 1,
-      leaseMs: 5000,
-      pollMs: 50,
-    });
-    await engine.start();
+/**
+ * The real store with some of its methods replaced: a method given as
+ * undefined is one this store lacks. `this` stays the real store, whose
+ * private state its methods need.
+ */
+function alteredStore(real: StageStore, changes: Partial<Record<keyof StageStore, unknown>>): StageStore {
+  return new Proxy(real, {
+    get(target, name) {
+      if (name in changes) return changes[name as keyof StageStore];
+      const value: unknown = Reflect.get(target, name, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** A store of its own, on the service's database, that loses that database on `cut` until `restore`. */
+interface StoreThatGoesAway {
+  store: StageStore;
+  cut(): void;
+  restore(): void;
+  /** Calls or connections the outage refused so far. */
+  refused(): number;
+  close(): Promise<void>;
+}
+
+async function storeThatGoesAway(): Promise<StoreThatGoesAway> {
+  const { app } = postgres;
+  if (app.databaseUrl) {
+    // A real Postgres: a second instance's own pool, through a proxy whose cut resets its connections, as a network outage does.
+    const target = new URL(app.databaseUrl);
+    const proxy = await CuttableProxy.start({ host: target.hostname, port: Number(target.port || 5432) });
+    const own = await openStore({ databaseUrl: proxy.through(app.databaseUrl), dataDir: app.dataDir, logger });
+    return {
+      store: new PlanStageStore(own, new Notifier(own.db, logger)),
+      cut: () => proxy.cut(),
+      restore: () => proxy.restore(),
+      refused: () => proxy.resets,
+      close: async () => {
+        await own.close();
+        await proxy.close();
+      },
+    };
+  }
+  // PGlite runs in this process: no connection to cut, nothing takes it away and gives it back; so the real store, failing meanwhile as pg does.
+  let down = false;
+  let refused = 0;
+  const real = postgres.store();
+  const unlessDown =
+    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+    (...args: A): Promise<R> => {
+      if (!down) return call.apply(real, args);
+      refused++;
+      return Promise.reject(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }));
+    };
+  return {
+    store: alteredStore(real, {
+      claim: unlessDown(real.claim),
+      renew: unlessDown(real.renew),
+      record: unlessDown(real.record),
+      interruptExpired: unlessDown(real.interruptExpired),
+    }),
+    cut: () => (down = true),
+    restore: () => (down = false),
+    refused: () => refused,
+    close: async () => {},
+  };
+}
+
+describe("stage engine, stages in Postgres, while the store is away", () => {
+  it("keeps retrying a finished stage's result until the store is back, then writes it once, on the lease it held", async () => {
+    const away = await storeThatGoesAway();
     try {
-      const planId = await harness.addPlan();
-      const held = await work.next();
-      harness.memory.failingCalls = 3;
+      const work = new ScriptedWork();
+      const planId = await postgres.addPlan("A site for the engine's own tests hold@understand");
+      await launchEngine({ store: away.store, resolveWork: work.resolver, concurrency: 1, leaseMs: 5000 });
+      const held = await work.held(planId, "understand");
+
+      away.cut();
       held.succeed();
-      await waitFor(async () => harness.memory.states(planId)[0] === "succeeded");
-      expect(harness.memory.failingCalls).toBe(0);
+      // The result cannot be written: the stage stays leased to its run, neither written nor interrupted.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      expect(away.refused()).toBeGreaterThan(0);
+      expect((await postgres.states(planId))[0]).toBe("leased");
+
+      away.restore();
+      await waitFor(async () => (await postgres.states(planId))[1] === "succeeded");
       expect(held.input.signal.aborted).toBe(false);
-      const next = await work.next();
-      expect(next.input.stageId).toBe("outline");
+      expect(work.runs(planId, "understand")).toBe(1);
+      const understand = (await postgres.events(planId)).filter((e) => e.stage === "understand").map((e) => e.type);
+      expect(understand).toEqual(["stage_started", "stage_succeeded"]);
     } finally {
-      await engine.stop();
+      // Before its database closes under it.
+      await Promise.all(engines.map((engine) => engine.stop()));
+      await away.close();
     }
   });
 });
 
-describe("stage engine, the wait before a retry (in memory)", () => {
+describe("stage engine, stages in Postgres, the wait before a retry", () => {
   // A backoff of at most 10 ms: any longer wait is the failure's own.
   const retry = { maxAttempts: 2, baseMs: 10, capMs: 10, isTransient: () => true };
 
-  async function waitAfter(failure: StageFailure): Promise<number> {
-    const harness = memoryHarness();
-    const store = harness.store();
-    const waits: number[] = [];
-    const record = store.record.bind(store);
-    store.record = async (claim, change, options) => {
-      if (change.kind === "retrying") waits.push(change.waitMs);
-      return record(claim, change, options);
-    };
-    const engine = new StageEngine({
-      store,
-      logger,
-      instanceId: "ins_retry",
+  /**
+   * The wait before the stage's retry: as its history records it, and as the stage row holds it, from the write that
+   * recorded the retry (updated_at) to the time it may be claimed again (ready_at); the row's only while it waits.
+   */
+  async function heldWait(planId: string): Promise<{ asked: number; readyIn: number }> {
+    const { rows } = await sql<{ asked: number; ready_in: number }>`
+      SELECT (e.detail->>'waitMs')::int AS asked, round(extract(epoch FROM s.ready_at - s.updated_at) * 1000)::int AS ready_in
+      FROM plan_stages s JOIN plan_events e ON e.plan_id = s.plan_id AND e.stage = s.stage_id AND e.type = 'stage_retrying'
+      WHERE s.plan_id = ${planId} AND s.position = 0`.execute(postgres.app.store.db);
+    expect(rows).toHaveLength(1);
+    return { asked: rows[0]!.asked, readyIn: rows[0]!.ready_in };
+  }
+
+  /** Runs a plan whose first try of `understand` fails with `failure`; answers once its retry is written. */
+  async function failOnce(failure: StageFailure) {
+    const planId = await postgres.addPlan();
+    const runs: StageInput[] = [];
+    await launchEngine({
+      store: postgres.store(),
       resolveWork: () => async (input) => {
-        if (input.stageId === "understand" && waits.length === 0) throw failure;
-        return { output: null };
+        if (input.planId !== planId) return typicalOutcome(input);
+        runs.push(input);
+        if (input.stageId === "understand" && input.attempt === 1) throw failure;
+        return typicalOutcome(input);
       },
       concurrency: 1,
       leaseMs: 5000,
-      pollMs: 50,
       retry,
     });
-    await engine.start();
-    try {
-      const planId = await harness.addPlan();
-      await waitFor(async () => harness.memory.states(planId)[0] === "succeeded");
-      expect(waits).toHaveLength(1);
-      return waits[0]!;
-    } finally {
-      await engine.stop();
-    }
+    const understand = () => runs.filter((run) => run.stageId === "understand").map((run) => run.attempt);
+    await waitFor(async () => (await postgres.events(planId)).some((e) => e.type === "stage_retrying"));
+    return { planId, understand };
   }
 
-  it("is at least what the failure asks for (an upstream's Retry-After), up to a minute", async () => {
-    expect(await waitAfter(new StageFailure("upstream_error", "busy"))).toBeLessThanOrEqual(10);
-    expect(await waitAfter(new StageFailure("upstream_error", "busy", { retryAfterMs: 30_000 }))).toBe(30_000);
-    expect(await waitAfter(new StageFailure("upstream_error", "busy", { retryAfterMs: 5 * 3_600_000 }))).toBe(60_000);
+  it("is the backoff's own when the failure asks for none, and the stage runs again at once", async () => {
+    const { planId, understand } = await failOnce(new StageFailure("upstream_error", "busy"));
+    expect((await heldWait(planId)).asked).toBeLessThanOrEqual(10);
+    await waitFor(async () => (await postgres.states(planId))[0] === "succeeded");
+    expect(understand()).toEqual([1, 2]);
+  });
+
+  it.each([
+    { asks: "30 s", retryAfterMs: 30_000, waits: 30_000 },
+    { asks: "5 h", retryAfterMs: 5 * 3_600_000, waits: 60_000 },
+  ])("is what the failure asks for (an upstream's Retry-After of $asks), up to a minute: the stage is not claimed before", async ({ retryAfterMs, waits }) => {
+    const { planId, understand } = await failOnce(new StageFailure("upstream_error", "busy", { retryAfterMs }));
+    const { asked, readyIn } = await heldWait(planId);
+    expect(asked).toBe(waits);
+    expect(readyIn).toBe(waits);
+    // Ten polls later it still waits, unclaimed.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await postgres.states(planId))[0]).toBe("waiting");
+    expect(understand()).toEqual([1]);
+
+    // Its ready_at is all that held it back: brought to now, the retry runs.
+    await sql`UPDATE plan_stages SET ready_at = now() WHERE plan_id = ${planId} AND position = 0`.execute(postgres.app.store.db);
+    await waitFor(async () => (await postgres.states(planId))[0] === "succeeded");
+    expect(understand()).toEqual([1, 2]);
   });
 });
 
-describe("stage engine, revoked runs (in memory)", () => {
-  async function setUp(leaseMs: number) {
-    const harness = memoryHarness();
-    const work = new HeldWork();
-    const engine = new StageEngine({
-      store: harness.store(),
-      logger,
-      instanceId: "ins_revoke",
-      resolveWork: work.resolver,
-      concurrency: 1,
-      leaseMs,
-      pollMs: 50,
-    });
-    await engine.start();
-    return { harness, work, engine };
-  }
+describe("stage engine, stages in Postgres, revoked runs", () => {
   const abortReason = (signal: AbortSignal) =>
     new Promise<string>((resolve) => {
       if (signal.aborted) resolve(String((signal.reason as Error).message));
@@ -306,21 +399,24 @@ describe("stage engine, revoked runs (in memory)", () => {
     {
       how: "at the next heartbeat, which finds the lease gone, without the announcement",
       announce: false,
-      leaseMs: 300,
+      leaseMs: LEASE_MS,
       reason: "lease on this stage was lost",
     },
-  ])("aborts a revoked run $how, and writes nothing for it", async ({ announce, leaseMs, reason }) => {
-    const { harness, work, engine } = await setUp(leaseMs);
-    try {
-      const planId = await harness.addPlan();
-      const held = await work.next();
-      harness.memory.revoke(planId, { announce });
-      expect(await abortReason(held.input.signal)).toContain(reason);
-      await waitFor(async () => engine.activeCount === 0);
-      expect(harness.memory.states(planId)).toEqual(["cancelled", "cancelled", "cancelled", "cancelled"]);
-    } finally {
-      await engine.stop();
-    }
+  ])("aborts a run its plan's cancel revoked $how, and writes nothing for it", async ({ announce, leaseMs, reason }) => {
+    const work = new ScriptedWork();
+    const planId = await postgres.addPlan("A site for the engine's own tests hold@understand");
+    const real = postgres.store();
+    // Without the announcement: an engine whose store never hears it, as when the NOTIFY is missed (its listener reconnecting).
+    const store = announce ? real : alteredStore(real, { listenForRevoked: undefined });
+    const engine = await launchEngine({ store, resolveWork: work.resolver, concurrency: 1, leaseMs });
+    const held = await work.held(planId, "understand");
+
+    await postgres.cancel(planId);
+    expect(await abortReason(held.input.signal)).toContain(reason);
+    await waitFor(async () => engine.activeCount === 0);
+    await engine.stop();
+    expect(new Set(await postgres.states(planId))).toEqual(new Set(["cancelled"]));
+    expect((await postgres.events(planId)).map((e) => e.type)).toEqual(["created", "stage_started", "cancelled"]);
   });
 });
 

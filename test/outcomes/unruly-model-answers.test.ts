@@ -13,10 +13,10 @@ import { outcomeDeps, readTree, routerCompleter } from "./support/outcome-kit.js
  */
 
 let upstream: FakeUpstream;
-let chat: ReturnType<typeof routerCompleter>;
+let chat: Awaited<ReturnType<typeof routerCompleter>>;
 beforeAll(async () => {
   upstream = await FakeUpstream.start();
-  chat = routerCompleter(upstream.url);
+  chat = await routerCompleter(upstream.url);
 });
 afterAll(async () => {
   await chat.close();

@@ -193,5 +193,3 @@ describe.runIf(haveEpubcheck)("epubcheck (Debian package; CI installs it)", () =
     expect(`${stdout}\n${stderr}`).toMatch(/No errors or warnings detected/);
   }, 150_000);
 });
-
-if (!haveEpubcheck) console.warn(`epubcheck is not installed at ${EPUBCHECK}: the EPUB validation test is skipped (apt-get install -y epubcheck)`);

@@ -3,7 +3,6 @@ import { createStageWork } from "../../src/outcomes/outcomes-part.js";
 import { tidyPlainText } from "../../src/outcomes/writers/plain-text.js";
 import { parseJsonAnswer } from "../../src/outcomes/writers/structured-completion.js";
 import { canonicalJson } from "../../src/strings.js";
-import { exhausted } from "../../src/chat/free-pool.js";
 import { completion, FakeUpstream, fail, reply } from "../chat/support/fake-upstream.js";
 import { answerFor, rawAnswer, schemaNameOf, SCRIPT_PARAGRAPH, writerModel } from "./support/model-answers.js";
 import { failureOf, runStages, type StageRun } from "./support/run-stages.js";
@@ -168,7 +167,7 @@ describe("upstream writer at the stage level", () => {
   });
 
   it("tells what a provider's 400 means for the writer, with the router's error type", async () => {
-    const chat = routerCompleter(upstream.url);
+    const chat = await routerCompleter(upstream.url);
     try {
       const deps = await outcomeDeps({ chat, upstream: true });
       upstream.next(fail(400, "response_format json_schema is not supported by this model"));
@@ -183,7 +182,7 @@ describe("upstream writer at the stage level", () => {
   });
 
   it("carries a busy provider's Retry-After on the stage failure, but not the free pool's wait until midnight", async () => {
-    const chat = routerCompleter(upstream.url);
+    const chat = await routerCompleter(upstream.url);
     try {
       const deps = await outcomeDeps({ chat, upstream: true });
       upstream.next(reply({ error: { message: "slow down", type: "rate_limit_error" } }, 429, { "retry-after": "30" }));
@@ -194,10 +193,19 @@ describe("upstream writer at the stage level", () => {
     } finally {
       await chat.close();
     }
-    const spentPool = await outcomeDeps({ upstream: true, chat: { complete: async () => Promise.reject(exhausted(Date.now())) } });
-    const spent = await failureOf(runStages(createStageWork(spentPool), { planId: "pln_spent", outcome: "website", goal: "Sea kayaking trips" }));
-    expect(spent.type).toBe("zero_capacity_unavailable");
-    expect(spent.retryAfterMs).toBeUndefined();
+    // The router's own refusal when the day's pool is spent (a capacity of none), before it asks any upstream.
+    const spentPool = await routerCompleter(upstream.url, { capacity: 0 });
+    try {
+      const asked = upstream.requests.length;
+      const deps = await outcomeDeps({ chat: spentPool, upstream: true });
+      const spent = await failureOf(runStages(createStageWork(deps), { planId: "pln_spent", outcome: "website", goal: "Sea kayaking trips" }));
+      expect(spent.type).toBe("zero_capacity_unavailable");
+      expect(spent.message).toMatch(/the shared free pool is spent for today; it refills at \d{4}-\d\d-\d\dT00:00:00Z/);
+      expect(spent.retryAfterMs).toBeUndefined();
+      expect(upstream.requests).toHaveLength(asked);
+    } finally {
+      await spentPool.close();
+    }
   });
 
   it("repairs a fenced answer locally and asks once more after a malformed one", async () => {
@@ -231,18 +239,16 @@ describe("upstream writer at the stage level", () => {
   });
 
   it("turns router errors into stage failures of the same type", async () => {
-    const deps = await outcomeDeps({
-      upstream: true,
-      chat: {
-        complete: async () => {
-          const { ServiceError } = await import("../../src/server/errors.js");
-          throw new ServiceError("zero_capacity_unavailable", "the free pool is exhausted until 00:00 UTC");
-        },
-      },
-    });
-    const failure = await failureOf(runStages(createStageWork(deps), { planId: "pln_pool", outcome: "ebook", goal: "A book" }));
-    expect(failure.type).toBe("zero_capacity_unavailable");
-    expect(failure.message).toBe("the free pool is exhausted until 00:00 UTC");
+    // The router refuses with its own error when the day's free pool is spent (a capacity of none).
+    const chat = await routerCompleter(upstream.url, { capacity: 0 });
+    try {
+      const deps = await outcomeDeps({ upstream: true, chat });
+      const failure = await failureOf(runStages(createStageWork(deps), { planId: "pln_pool", outcome: "ebook", goal: "A book" }));
+      expect(failure.type).toBe("zero_capacity_unavailable");
+      expect(failure.message).toMatch(/^the shared free pool is spent for today; it refills at /);
+    } finally {
+      await chat.close();
+    }
   });
 });
 

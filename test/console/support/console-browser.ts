@@ -4,7 +4,9 @@ import path from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { expect } from "vitest";
 
-export const CHROMIUM = "/usr/bin/chromium";
+import { CHROMIUM } from "../../support/tools.js";
+
+export { CHROMIUM, haveChromium } from "../../support/tools.js";
 
 /** A person's browser for the Console: Chromium with its own fresh profile (cookies, storage), at a desktop size, in British English. */
 export async function openConsoleBrowser(): Promise<{ context: BrowserContext; page: Page; close(): Promise<void> }> {

@@ -1,16 +1,17 @@
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Browser } from "playwright-core";
 import { inflateRawSync } from "node:zlib";
+import { afterAll } from "vitest";
 import { HtmlValidate, type Report } from "html-validate";
 import type { ChatCompleter, ChatCompletionJson } from "../../../src/chat/chat-types.js";
 import { ChatRouter } from "../../../src/chat/chat-router.js";
-import type { FreePool } from "../../../src/chat/free-pool.js";
+import { FreePool } from "../../../src/chat/free-pool.js";
 import { UpstreamClient } from "../../../src/chat/upstream-client.js";
 import { ServiceError } from "../../../src/server/errors.js";
+import { openStore, type Store } from "../../../src/db/database.js";
 import { createFileArtifactStore, type ArtifactStore } from "../../../src/outcomes/artifact-store.js";
 import { createLogger } from "../../../src/observability/logger.js";
 import type { OutcomeDeps } from "../../../src/outcomes/stage-support.js";
@@ -43,21 +44,58 @@ export function httpCompleter(baseUrl: string): ChatCompleter & { calls: number 
   return completer;
 }
 
+let routerDatabase: Promise<{ store: Store; dir: string }> | undefined;
+
+/** The database of the file's free pools: an embedded PGlite, as the suite's, opened at the first (not through test/support/database.ts: see above). */
+function freePoolDatabase(): Promise<{ store: Store; dir: string }> {
+  routerDatabase ??= (async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-router-"));
+    const template = process.env.ZERO_TEST_PGLITE_TEMPLATE;
+    const store = await openStore({
+      databaseUrl: undefined,
+      dataDir: dir,
+      embedded: "pglite",
+      logger: createLogger("silent"),
+      pgliteTemplate: template ? new Blob([await fs.readFile(template)]) : undefined,
+    });
+    return { store, dir };
+  })();
+  return routerDatabase;
+}
+
+afterAll(async () => {
+  const opened = await routerDatabase?.catch(() => undefined);
+  if (!opened) return;
+  await opened.store.close();
+  await fs.rm(opened.dir, { recursive: true, force: true });
+});
+
 /**
  * The service's own chat router and upstream client in front of an
- * OpenAI-compatible server, with a free pool that never runs dry: a stage
- * meets the router's own errors (a provider's 400, a 429 with its
- * Retry-After), as it does in the service.
+ * OpenAI-compatible server, drawing on the service's own free pool (by
+ * default with a capacity no test spends): a stage meets the router's own
+ * errors (a provider's 400, a 429 with its Retry-After, a spent pool), as it
+ * does in the service.
  */
-export function routerCompleter(baseUrl: string): ChatCompleter & { close(): Promise<void> } {
+export async function routerCompleter(baseUrl: string, options: { capacity?: number } = {}): Promise<ChatCompleter & { close(): Promise<void> }> {
+  const logger = createLogger("silent");
+  const { store } = await freePoolDatabase();
+  // As chatPart builds it on an embedded database: one instance, so no NOTIFY channel to listen on.
+  const pool = new FreePool({ db: store.db, capacity: options.capacity ?? 1_000_000, logger });
+  await pool.start();
   const upstreams = new UpstreamClient(
     [{ name: "fake", baseUrl, apiKey: "sk-fake", model: "fake-model" }],
     { connectMs: 2000, firstByteMs: 10_000, idleMs: 10_000 },
-    createLogger("silent"),
+    logger,
   );
-  const pool = { tryTake: () => true, take: async () => {}, settle: () => {} } as unknown as FreePool;
   const router = new ChatRouter({ upstreams, pool });
-  return { complete: (request, options) => router.complete(request, options), close: () => upstreams.close() };
+  return {
+    complete: (request, options) => router.complete(request, options),
+    close: async () => {
+      await upstreams.close();
+      await pool.stop();
+    },
+  };
 }
 
 /** Dependencies for the stages with a fresh artifact store in a temp dir. */
@@ -110,11 +148,8 @@ export async function readTree(store: ArtifactStore, prefix: string): Promise<Ma
   return files;
 }
 
-export const CHROMIUM = "/usr/bin/chromium";
-/** Chromium is installed by `.ci/run`; locally a missing browser skips the browser checks, in CI it fails them. */
-export const haveChromium = existsSync(CHROMIUM) || process.env.CI === "true";
-export const EPUBCHECK = "/usr/bin/epubcheck";
-export const haveEpubcheck = existsSync(EPUBCHECK);
+/** Chromium and epubcheck are installed by `.ci/run`; locally a missing one skips its checks, in CI it fails them. */
+export { CHROMIUM, EPUBCHECK, haveChromium, haveEpubcheck } from "../../support/tools.js";
 
 export const CHROMIUM_ARGS = [
   "--no-sandbox",
