@@ -1,4 +1,6 @@
 import type { ColumnType, Generated, Selectable } from "kysely";
+import type { OutcomeId } from "../../api/outcomes.js";
+import type { PlanEventType, PlanStatus, StageState } from "../../api/plans.js";
 
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
 type UpdatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -12,10 +14,8 @@ export interface PlanTable {
   id: string;
   account_id: string;
   goal: string;
-  /** "website" or "ebook". */
-  outcome: string;
-  /** "running", "awaiting_approval", "interrupted", "failed", "succeeded" or "cancelled". */
-  status: string;
+  outcome: OutcomeId;
+  status: PlanStatus;
   /** 0–100. */
   progress: number;
   resumable: boolean;
@@ -45,8 +45,7 @@ export interface PlanStageTable {
   position: number;
   stage_id: string;
   title: string;
-  /** "pending", "running", "awaiting_approval", "succeeded", "failed" or "cancelled". */
-  state: string;
+  state: StageState;
   attempts: number;
   error_type: string | null;
   error_message: string | null;
@@ -80,8 +79,7 @@ export interface PlanEventTable {
   id: Generated<string>;
   plan_id: string;
   at: CreatedAt;
-  /** One of `PLAN_EVENT_TYPES`. */
-  type: string;
+  type: PlanEventType;
   stage: string | null;
   attempt: number | null;
   detail: NullableJson<unknown>;
