@@ -17,22 +17,21 @@ function problems(env: Record<string, string>): string[] {
   }
 }
 
-/** `problems`, in a child process as the unprivileged `nobody` (uid 65534), for checks root is exempt from. */
-async function problemsAsNobody(env: Record<string, string>): Promise<string[]> {
-  // A data dir of its own unless the test names one: the default, ./data, is in the checkout, which only root may write.
-  const own = await fs.mkdtemp(path.join(os.tmpdir(), "zero-config-nobody-"));
-  await fs.chown(own, 65534, 65534);
+/**
+ * `problems`, in a child process without root's power to write and search
+ * anywhere (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), for checks root passes
+ * whatever the permissions; as root otherwise, so it still reads the checkout.
+ */
+function problemsWithoutOverride(env: Record<string, string>): string[] {
   const script = `import { ConfigError, loadConfig } from "./src/config.ts";
-try { loadConfig(${JSON.stringify({ ZERO_DATA_DIR: own, ...env })}); console.log("[]"); }
+try { loadConfig(${JSON.stringify(env)}); console.log("[]"); }
 catch (error) { if (!(error instanceof ConfigError)) throw error; console.log(JSON.stringify(error.message.split("\\n"))); }`;
-  const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
-    cwd: path.resolve(import.meta.dirname, "../.."),
-    uid: 65534,
-    gid: 65534,
-    encoding: "utf8",
-  });
-  await fs.rm(own, { recursive: true });
-  if (child.status !== 0) throw new Error(`the check as nobody failed: ${child.stderr}`);
+  const child = spawnSync(
+    "setpriv",
+    ["--bounding-set=-dac_override,-dac_read_search", "--", process.execPath, "--import", "tsx", "--input-type=module", "-e", script],
+    { cwd: path.resolve(import.meta.dirname, "../.."), encoding: "utf8" },
+  );
+  if (child.status !== 0) throw new Error(`the check without root's override failed: ${child.error?.message ?? child.stderr}`);
   return JSON.parse(child.stdout) as string[];
 }
 
@@ -308,29 +307,21 @@ describe("configuration from the environment", () => {
     });
 
     // Root may write anywhere but on a read-only file system (see the process test, which mounts one), so as root
-    // (CI) the check runs in a child process as `nobody`.
+    // (CI) the checks run in a child without that power.
+    const asUser = process.getuid?.() === 0 ? problemsWithoutOverride : problems;
+
     it("refuses a ZERO_DATA_DIR in a directory it may not write in", async () => {
       const locked = path.join(dir, "locked");
       await fs.mkdir(locked, { mode: 0o500 });
-      const asRoot = process.getuid?.() === 0;
-      const asUser = asRoot ? problemsAsNobody : problems;
-      if (asRoot) {
-        // Readable and searchable by its owner, nobody, as a directory of one's own made read-only is.
-        await fs.chown(locked, 65534, 65534);
-        await fs.chmod(dir, 0o755);
-      }
-      expect(await asUser({ ZERO_DATA_DIR: path.join(locked, "data") })).toEqual([`ZERO_DATA_DIR: cannot write in ${locked}: permission denied`]);
-      expect(await asUser({ ZERO_ARTIFACTS: `file:${locked}` })).toEqual([`ZERO_ARTIFACTS: cannot write in ${locked}: permission denied`]);
+      expect(asUser({ ZERO_DATA_DIR: path.join(locked, "data") })).toEqual([`ZERO_DATA_DIR: cannot write in ${locked}: permission denied`]);
+      expect(asUser({ ZERO_ARTIFACTS: `file:${locked}` })).toEqual([`ZERO_ARTIFACTS: cannot write in ${locked}: permission denied`]);
     });
 
     it("refuses a ZERO_DATA_DIR under a directory it may not pass through", async () => {
       const closed = path.join(dir, "closed");
-      await fs.mkdir(closed, { mode: 0o700 });
-      const asUser = process.getuid?.() === 0 ? problemsAsNobody : problems;
-      if (process.getuid?.() === 0) await fs.chmod(dir, 0o755);
-      else await fs.chmod(closed, 0o000);
+      await fs.mkdir(closed, { mode: 0o000 });
       const data = path.join(closed, "zero", "data");
-      expect(await asUser({ ZERO_DATA_DIR: data })).toEqual([`ZERO_DATA_DIR: cannot reach ${data}: permission denied`]);
+      expect(asUser({ ZERO_DATA_DIR: data })).toEqual([`ZERO_DATA_DIR: cannot reach ${data}: permission denied`]);
       await fs.chmod(closed, 0o700);
     });
   });
