@@ -154,7 +154,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
   };
 
   /** Creates a plan, spending one unit of the generation limit. */
-  const create = async (request: CreateExecutionRequest, context: HandlerContext): Promise<PlanAccepted> => {
+  const create = async (request: CreateExecutionRequest, context: HandlerContext, idempotencyKey?: string): Promise<PlanAccepted> => {
     const { accountId } = requirePrincipal(context);
     const goal = validGoal(request.goal);
     const outcome: OutcomeId = isOutcomeId(request.outcome) ? request.outcome : DEFAULT_OUTCOME;
@@ -163,7 +163,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
 
     const stages = initialStages(outcome);
     const id = newId("pln");
-    const inserted = await inserter.insert({ id, accountId, goal, outcome, stages });
+    const inserted = await inserter.insert({ id, accountId, goal, outcome, stages, idempotencyKey });
     const usage = { limit: window.limit, used: inserted.used, resetSeconds: inserted.resetSeconds };
     if (!inserted.createdAt) throw limitReached(usage);
     notifier.stageReady();
@@ -245,7 +245,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       const call = { accountId, key, request: { createExecution: { goal: request.goal, outcome: request.outcome } } };
       let first: PlanAccepted | undefined;
       const result = await runIdempotently(idempotency, call, async () => {
-        first = await create(request, context);
+        first = await create(request, context, IdempotencyStore.validKey(key));
         return first.plan.id!;
       });
       if (first) return first;

@@ -297,6 +297,12 @@ export interface NewPlan {
   goal: string;
   outcome: string;
   stages: readonly StageRecord[];
+  /**
+   * The `Idempotency-Key` the create came with, claimed (in flight) by this
+   * request: the statement that writes the plan records it as the key's
+   * result, so no failure after it can leave the key to make a second plan.
+   */
+  idempotencyKey?: string;
 }
 
 export interface InsertResult {
@@ -370,6 +376,12 @@ export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPl
       ) WITH ORDINALITY AS e(plan_id, type, stage, attempt, n)
       JOIN plan ON plan.id = e.plan_id
       ORDER BY e.n
+    ),
+    keys AS (
+      UPDATE chat_idempotency_keys AS k SET state = 'done', response = plan.id
+      FROM unnest(${plans.map((p) => p.id)}::text[], ${plans.map((p) => p.idempotencyKey ?? null)}::text[]) AS ik(plan_id, key)
+      JOIN plan ON plan.id = ik.plan_id JOIN input ON input.id = ik.plan_id
+      WHERE ik.key IS NOT NULL AND k.account_id = input.account_id AND k.key = ik.key AND k.state = 'in_flight'
     )
     SELECT
       input.id,

@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IdempotencyStore } from "../../src/server/idempotency.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
@@ -120,5 +121,44 @@ describe("concurrent creates with one key", () => {
     const replay = await apis[0]!.create(credential, body, { "idempotency-key": "retry-storm" });
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
     expect(remaining(replay.headers)).toBe(remaining(before.headers) - 1);
+  });
+});
+
+// Found by a chaos test: an instance killed after its create committed, before it recorded what the key made, left
+// the key in flight; a retry took it over once its lease ran out, and made a second plan.
+describe("a create whose instance failed after the plan was written", () => {
+  it("is replayed with that plan, not made again", async () => {
+    const account = await createAccountWithKey(app, ["build", "read"]);
+    const credential = credentialOf(account);
+    const api = restApi(app.url);
+    const body = { goal: "A website for a ferry café in Hull" };
+    const headers = { "idempotency-key": "lost-answer" };
+    // Every write of the key's result fails but one made by the statement that writes the plan: as when the instance
+    // dies, or loses the database, between that statement and its own record of the key.
+    await sql`create function zero_test_lost_answer() returns trigger language plpgsql as $$
+      begin
+        if new.state = 'done' and current_query() not ilike '%insert into plans%' then raise exception 'the instance is gone'; end if;
+        return new;
+      end $$`.execute(app.store.db);
+    await sql`create trigger zero_test_lost_answer before update on chat_idempotency_keys for each row execute function zero_test_lost_answer()`.execute(
+      app.store.db,
+    );
+    let lost: Awaited<ReturnType<typeof api.create>>;
+    try {
+      lost = await api.create(credential, body, headers);
+    } finally {
+      await sql`drop trigger zero_test_lost_answer on chat_idempotency_keys`.execute(app.store.db);
+    }
+    expect(lost.status).toBeGreaterThanOrEqual(500);
+    // Its lease over, as after the instance's death.
+    await app.store.db
+      .updateTable("chat_idempotency_keys")
+      .set({ lease_until: new Date(Date.now() - 1000) })
+      .where("account_id", "=", account.accountId)
+      .execute();
+    const retried = await api.create(credential, body, headers);
+    expect(retried.status).toBe(202);
+    expect(retried.headers.get("idempotent-replayed")).toBe("true");
+    expect((await api.list(credential)).plans!.filter((p) => p.goal === body.goal)).toHaveLength(1);
   });
 });
