@@ -38,8 +38,8 @@ export interface StoreCallOptions {
  * and a transient failure, tried again, to a stage. `message` names the
  * store and what it answered, never a credential.
  */
-export function artifactStoreUnavailable(message: string, cause?: unknown): ServiceError {
-  return new ServiceError("unavailable", message, { headers: { "Retry-After": "1" }, cause });
+export function artifactStoreUnavailable(message: string, cause?: unknown, retryAfterSeconds = 1): ServiceError {
+  return new ServiceError("unavailable", message, { headers: { "Retry-After": String(retryAfterSeconds) }, cause });
 }
 
 /** `store` with `signal` on every call: what a stage run or a request hands the code it calls. */
@@ -73,6 +73,9 @@ function checkKey(key: string): void {
   if (!isValidKey(key)) throw new Error(`invalid artifact key: ${JSON.stringify(key)}`);
 }
 
+/** How long a stage that met a full disk waits before it tries again. */
+const DISK_FULL_RETRY_AFTER_SECONDS = 30;
+
 /** The store on the local file system, under `root` (normally `ZERO_DATA_DIR/artifacts`). */
 export function createFileArtifactStore(root: string): ArtifactStore {
   const resolved = path.resolve(root);
@@ -89,9 +92,10 @@ export function createFileArtifactStore(root: string): ArtifactStore {
       try {
         return await putFile(fileOf(key), body, options);
       } catch (error) {
-        // A full disk passes once there is room: the stage that wrote is tried again later, as for S3 away.
+        // A full disk passes once someone makes room: the stage that wrote is tried again, half a minute later (the
+        // path is the operator's to see, in the log, not the client's).
         const code = (error as NodeJS.ErrnoException).code;
-        if (code === "ENOSPC" || code === "EDQUOT") throw artifactStoreUnavailable(`the artifact store's disk is full (${resolved})`, error);
+        if (code === "ENOSPC" || code === "EDQUOT") throw artifactStoreUnavailable("the artifact store's disk is full", error, DISK_FULL_RETRY_AFTER_SECONDS);
         throw error;
       }
     },

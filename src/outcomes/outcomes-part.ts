@@ -41,7 +41,11 @@ export function createStageWork(deps: OutcomeDeps): StageWorkResolver {
         return await work(input);
       } catch (error) {
         // A store away or refusing the service is an outage, tried again as an upstream's is, in its own words.
-        if (error instanceof ServiceError && error.type === "unavailable") throw new StageFailure("unavailable", error.message);
+        if (error instanceof ServiceError && error.type === "unavailable") {
+          // With the wait the store asked for (a full disk asks longer than a bucket's blip), up to the engine's minute.
+          const retryAfterSeconds = Number(error.metadata.get("retry-after"));
+          throw new StageFailure("unavailable", error.detail.message, retryAfterSeconds > 0 ? { retryAfterMs: retryAfterSeconds * 1000 } : {});
+        }
         throw error;
       }
     };

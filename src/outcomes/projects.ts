@@ -69,7 +69,7 @@ const NUMBERED_SLUGS = 5;
 async function claimSlug(store: ArtifactStore, planId: string, base: string): Promise<string> {
   const digest = BigInt(`0x${createHash("sha256").update(planId).digest("hex")}`).toString(36);
   for (let n = 1; ; n++) {
-    const suffix = n === 1 ? "" : n <= NUMBERED_SLUGS ? String(n) : digest.slice(0, 4 + n - NUMBERED_SLUGS);
+    const suffix = n === 1 ? "" : n <= NUMBERED_SLUGS ? String(n) : ownSuffix(digest, 4 + n - NUMBERED_SLUGS);
     const slug = suffix === "" ? base : `${cutSlug(base, 60 - 1 - suffix.length)}-${suffix}`;
     if (await store.put(`index/slugs/${slug}`, planId, { ifAbsent: true })) return slug;
     // A claim left by this very plan (a crash between claim and record) is ours.
@@ -95,6 +95,16 @@ export async function markPublished(store: ArtifactStore, slug: string, planId: 
 export async function wasPublished(store: ArtifactStore, slug: string): Promise<boolean> {
   if ((await store.get(`index/published/${slug}`)) !== undefined) return true;
   return (await store.list(`sites/${slug}/`)).length > 0 || (await store.list(`books/${slug}/`)).length > 0;
+}
+
+/**
+ * The last `length` digits of a plan id's hash in base 36 (the first ones
+ * lean to small digits), never all numerals: `bakery-10530` would read as
+ * the 10,530th plan so named.
+ */
+function ownSuffix(digest: string, length: number): string {
+  const digits = digest.slice(-length);
+  return /^\d+$/.test(digits) ? `x${digits.slice(1)}` : digits;
 }
 
 /** The plan that owns a slug, if any. */
