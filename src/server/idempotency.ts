@@ -142,6 +142,11 @@ export class IdempotencyStore {
     return Math.max(1, Math.floor(this.#leaseMs / 3));
   }
 
+  /** How long a claim or a renewal holds a key. */
+  get leaseMs(): number {
+    return this.#leaseMs;
+  }
+
   /** Extends the lease of a key whose request is still running here. */
   async renew(accountId: string, key: string): Promise<void> {
     await this.#db
@@ -188,20 +193,44 @@ export async function runIdempotently(
   produce: () => Promise<string>,
 ): Promise<CompletionResult> {
   const key = IdempotencyStore.validKey(call.key);
+  // Until when the key is surely this request's: a lease is written after the time read here.
+  let heldUntil = Date.now() + idempotency.leaseMs;
   const claim = await idempotency.begin(call.accountId, key, IdempotencyStore.digests(call.request));
   if (claim.kind === "replay") return { json: claim.response, replayed: true };
   // The heartbeat that keeps the key this request's while it runs; a missed beat is caught up by the next.
-  const heartbeat = setInterval(() => void idempotency.renew(call.accountId, key).catch(() => {}), idempotency.renewEveryMs);
+  const heartbeat = setInterval(() => {
+    const renewing = Date.now() + idempotency.leaseMs;
+    idempotency.renew(call.accountId, key).then(
+      () => (heldUntil = renewing),
+      () => {},
+    );
+  }, idempotency.renewEveryMs);
   heartbeat.unref();
   let json: string;
   try {
     json = await produce();
   } catch (error) {
-    await idempotency.release(call.accountId, key).catch(() => {});
+    await idempotency.release(call.accountId, key).catch(() => releaseWhileHeld(idempotency, call.accountId, key, heldUntil));
     throw error;
   } finally {
     clearInterval(heartbeat);
   }
   await idempotency.complete(call.accountId, key, json);
   return { json, replayed: false };
+}
+
+/**
+ * Gives back the key of a failed request whose release did not reach the
+ * database (it was away): tried again every half second while the key is
+ * surely still this request's, so a retry once the database answers runs
+ * rather than meeting `idempotency_key_in_progress` for the rest of the
+ * lease. Past that (less a second for a delete under way), another
+ * instance may have taken the key over, and only the lease frees it.
+ */
+function releaseWhileHeld(idempotency: IdempotencyStore, accountId: string, key: string, heldUntil: number): void {
+  const retry = setTimeout(() => {
+    if (Date.now() > heldUntil - 1000) return;
+    idempotency.release(accountId, key).catch(() => releaseWhileHeld(idempotency, accountId, key, heldUntil));
+  }, 500);
+  retry.unref();
 }

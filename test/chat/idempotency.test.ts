@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { IDEMPOTENCY_TTL_MS, IdempotencyStore, runIdempotently } from "../../src/server/idempotency.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 
@@ -64,6 +65,29 @@ describe("the idempotency store", () => {
     expect(await store.begin("acc_3", "orphan", hash)).toEqual({ kind: "claimed" });
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(await store.begin("acc_3", "orphan", hash)).toEqual({ kind: "claimed" });
+  });
+
+  // Found by a chaos test: a request that failed while the database was away could not give its key back, and
+  // every retry was 409 `idempotency_key_in_progress` for the rest of the lease (15 s), after it had been told 503.
+  it("a failed request whose key could not be given back gives it back once the database answers, within its lease", async () => {
+    const store = new IdempotencyStore(app.store.db, { leaseMs: 10_000 });
+    const call = { accountId: "acc_5", key: "away", request: { e: 5 } };
+    await sql`create function zero_test_keys_away() returns trigger language plpgsql as $$
+      begin raise exception 'the database is away' using errcode = 'admin_shutdown'; end $$`.execute(app.store.db);
+    await sql`create trigger zero_test_keys_away before delete on chat_idempotency_keys for each row execute function zero_test_keys_away()`.execute(
+      app.store.db,
+    );
+    try {
+      await expect(runIdempotently(store, call, () => Promise.reject(new Error("the upstream failed")))).rejects.toThrow("the upstream failed");
+      await expect(store.begin("acc_5", "away", IdempotencyStore.hash(call.request))).rejects.toMatchObject({ type: "idempotency_key_in_progress" });
+    } finally {
+      await sql`drop trigger zero_test_keys_away on chat_idempotency_keys`.execute(app.store.db);
+    }
+    // Back: the key is given back soon, long before its lease would have run out.
+    await vi.waitFor(async () => expect(await store.begin("acc_5", "away", IdempotencyStore.hash(call.request))).toEqual({ kind: "claimed" }), {
+      timeout: 3000,
+      interval: 100,
+    });
   });
 
   it("the sweep deletes expired keys only", async () => {
