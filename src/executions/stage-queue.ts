@@ -1,5 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { sql, type Kysely } from "kysely";
+import { OUTCOME_IDS } from "../api/outcomes.js";
 import type { Database } from "../db/schema.js";
 import type { StageClaim } from "../engine/stage-store.js";
 import type { StageRevision } from "../engine/stage-work.js";
@@ -30,6 +31,8 @@ export async function claimStages(db: Kysely<Database>, owner: string, limit: nu
     WITH picked AS (
       SELECT plan_id, position FROM plan_stages
       WHERE ${RUNNABLE}
+        -- A plan of an outcome this version does not have (a newer one wrote it) is left to an instance that has it.
+        AND EXISTS (SELECT 1 FROM plans WHERE plans.id = plan_stages.plan_id AND plans.outcome = ANY(${OUTCOME_IDS}::text[]))
       ORDER BY ready_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
