@@ -244,8 +244,8 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
       const { accountId } = requirePrincipal(context);
       const call = { accountId, key, request: { createExecution: { goal: request.goal, outcome: request.outcome } } };
       let first: PlanAccepted | undefined;
-      const result = await runIdempotently(idempotency, call, async () => {
-        first = await create(request, context, IdempotencyStore.validKey(key));
+      const result = await runIdempotently(idempotency, call, async (checkedKey) => {
+        first = await create(request, context, checkedKey);
         return first.plan.id!;
       });
       if (first) return first;

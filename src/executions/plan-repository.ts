@@ -327,6 +327,7 @@ export interface InsertResult {
 export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPlan[], window: GenerationWindow): Promise<InsertResult[]> {
   const stages = plans.flatMap((p) => p.stages.map((stage) => ({ planId: p.id, ...stage })));
   const events = plans.flatMap((p) => creationEvents({ stages: p.stages }).map((event) => ({ planId: p.id, ...event })));
+  const keyed = plans.filter((p) => p.idempotencyKey !== undefined);
   // `wanted`: how many each account asks for. The counter row grants
   // min(wanted, what is left); `granted` keeps that beside the new count
   // (an upsert's RETURNING sees only the new row; SET sees the old one).
@@ -379,9 +380,9 @@ export async function insertPlansWithinLimit(db: Executor, plans: readonly NewPl
     ),
     keys AS (
       UPDATE chat_idempotency_keys AS k SET state = 'done', response = plan.id
-      FROM unnest(${plans.map((p) => p.id)}::text[], ${plans.map((p) => p.idempotencyKey ?? null)}::text[]) AS ik(plan_id, key)
+      FROM unnest(${keyed.map((p) => p.id)}::text[], ${keyed.map((p) => p.idempotencyKey)}::text[]) AS ik(plan_id, key)
       JOIN plan ON plan.id = ik.plan_id JOIN input ON input.id = ik.plan_id
-      WHERE ik.key IS NOT NULL AND k.account_id = input.account_id AND k.key = ik.key AND k.state = 'in_flight'
+      WHERE k.account_id = input.account_id AND k.key = ik.key AND k.state = 'in_flight'
     )
     SELECT
       input.id,

@@ -67,13 +67,18 @@ const NUMBERED_SLUGS = 5;
  * again (a crash between claim and record, a rename back).
  */
 async function claimSlug(store: ArtifactStore, planId: string, base: string): Promise<string> {
-  const digest = BigInt(`0x${createHash("sha256").update(planId).digest("hex")}`).toString(36);
-  for (let n = 1; ; n++) {
-    const suffix = n === 1 ? "" : n <= NUMBERED_SLUGS ? String(n) : ownSuffix(digest, 4 + n - NUMBERED_SLUGS);
-    const slug = suffix === "" ? base : `${cutSlug(base, 60 - 1 - suffix.length)}-${suffix}`;
-    if (await store.put(`index/slugs/${slug}`, planId, { ifAbsent: true })) return slug;
-    // A claim left by this very plan (a crash between claim and record) is ours.
-    if ((await slugOwner(store, slug)) === planId) return slug;
+  // A claim left by this very plan (a crash between claim and record) is ours.
+  const claimed = async (slug: string) => (await store.put(`index/slugs/${slug}`, planId, { ifAbsent: true })) || (await slugOwner(store, slug)) === planId;
+  const suffixed = (suffix: string) => `${cutSlug(base, 60 - 1 - suffix.length)}-${suffix}`;
+  if (await claimed(base)) return base;
+  for (let n = 2; n <= NUMBERED_SLUGS; n++) {
+    const slug = suffixed(String(n));
+    if (await claimed(slug)) return slug;
+  }
+  const digits = hashDigits(planId);
+  for (let length = 5; ; length++) {
+    const slug = suffixed(ownSuffix(digits, length));
+    if (await claimed(slug)) return slug;
   }
 }
 
@@ -95,6 +100,11 @@ export async function markPublished(store: ArtifactStore, slug: string, planId: 
 export async function wasPublished(store: ArtifactStore, slug: string): Promise<boolean> {
   if ((await store.get(`index/published/${slug}`)) !== undefined) return true;
   return (await store.list(`sites/${slug}/`)).length > 0 || (await store.list(`books/${slug}/`)).length > 0;
+}
+
+/** A plan id's SHA-256 in base 36. */
+function hashDigits(planId: string): string {
+  return BigInt(`0x${createHash("sha256").update(planId).digest("hex")}`).toString(36);
 }
 
 /**

@@ -183,14 +183,14 @@ export interface CompletionResult {
 
 /**
  * Serves an answer under an `Idempotency-Key`: the first
- * request runs `produce` and its JSON is recorded; a retry with the same
- * body replays it (taking no pool unit); a failure records nothing, so the
- * same key can be retried.
+ * request runs `produce` (handed the key as checked) and its JSON is
+ * recorded; a retry with the same body replays it (taking no pool unit); a
+ * failure records nothing, so the same key can be retried.
  */
 export async function runIdempotently(
   idempotency: IdempotencyStore,
   call: { accountId: string; key: string; request: unknown },
-  produce: () => Promise<string>,
+  produce: (key: string) => Promise<string>,
 ): Promise<CompletionResult> {
   const key = IdempotencyStore.validKey(call.key);
   // Until when the key is surely this request's: a lease is written after the time read here.
@@ -208,7 +208,7 @@ export async function runIdempotently(
   heartbeat.unref();
   let json: string;
   try {
-    json = await produce();
+    json = await produce(key);
   } catch (error) {
     await idempotency.release(call.accountId, key).catch(() => releaseWhileHeld(idempotency, call.accountId, key, heldUntil));
     throw error;
