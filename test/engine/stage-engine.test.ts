@@ -1,3 +1,4 @@
+import { Writable } from "node:stream";
 import { sql } from "kysely";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/db/database.js";
@@ -318,6 +319,37 @@ describe("stage engine, stages in Postgres, while the store is away", () => {
       await Promise.all(engines.map((engine) => engine.stop()));
       await away.close();
     }
+  });
+});
+
+// Found operating the service: with Postgres stopped, each instance logged two warnings a second, each with a stack trace.
+describe("stage engine, stages in Postgres, its log while the store is away", () => {
+  it("logs each failing step once with its error, not once per poll, and its recovery", async () => {
+    const away = await storeThatGoesAway();
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString("utf8").split("\n")) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    });
+    try {
+      await launchEngine({ store: away.store, resolveWork: instantWork(), logger: createLogger("info", sink), pollMs: 20 });
+      away.cut();
+      // Fifty polls' worth.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      expect(away.refused()).toBeGreaterThan(0);
+      away.restore();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    } finally {
+      await Promise.all(engines.map((engine) => engine.stop()));
+      await away.close();
+    }
+    const warnings = lines.filter((line) => line.level === 40);
+    expect(warnings.map((line) => line.msg).sort()).toEqual(["checking for expired leases failed", "claiming stages failed"]);
+    for (const warning of warnings) expect(warning.err).toMatchObject({ message: expect.any(String) });
+    const recovered = lines.filter((line) => typeof line.msg === "string" && line.msg.endsWith("works again")).map((line) => line.msg);
+    expect(recovered.sort()).toEqual(["checking for expired leases works again", "claiming stages works again"]);
   });
 });
 

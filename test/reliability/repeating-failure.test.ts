@@ -1,9 +1,5 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import type { InterruptedStage, StageClaim } from "../../src/engine/stage-store.js";
-import { StageEngine } from "../../src/engine/stage-engine.js";
-import { instantWork } from "../support/stage-work.js";
-import { InMemoryStageStore } from "../engine/in-memory-store.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { RepeatingFailure } from "../../src/observability/repeating-failure.js";
 
@@ -17,37 +13,6 @@ function capture() {
   });
   return { lines, log: createLogger("info", sink) };
 }
-
-/** A store whose database is away: every call fails as pg fails when nothing listens. */
-class UnreachableStore extends InMemoryStageStore {
-  override async claim(): Promise<StageClaim[]> {
-    throw Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
-  }
-  override async interruptExpired(): Promise<InterruptedStage[]> {
-    throw Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
-  }
-}
-
-// Found operating the service: with Postgres stopped, each instance logged two warnings a second, each with a stack trace.
-describe("a stage engine while its database is away", () => {
-  it("logs each failing step once with its error, not once per poll", async () => {
-    const { lines, log } = capture();
-    const engine = new StageEngine({
-      store: new UnreachableStore(),
-      logger: log,
-      instanceId: "ins_away",
-      concurrency: 2,
-      leaseMs: 1000,
-      pollMs: 20,
-      resolveWork: instantWork(),
-    });
-    await engine.start();
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    await engine.stop();
-    const warnings = lines.filter((line) => line.level === 40);
-    expect(warnings.map((line) => line.msg).sort()).toEqual(["checking for expired leases failed", "claiming stages failed"]);
-  });
-});
 
 /** A step that fails on every poll while the database is away: an outage is a few lines, not a stack trace per poll. */
 describe("RepeatingFailure", () => {
