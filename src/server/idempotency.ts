@@ -35,11 +35,15 @@ function sha256(text: string): string {
 }
 
 /**
- * `Idempotency-Key` for non-streaming completions, shared by every instance
- * through Postgres: same account, key and body within 24 h replays the stored
- * response; another body is 422 `idempotency_key_reused`; a request still
- * running is 409 `idempotency_key_in_progress`. A request that fails is not
- * recorded, so the client may retry it with the same key.
+ * `Idempotency-Key` for every request that takes one (non-streaming chat
+ * completions, Responses and embeddings, and execution creates), shared by
+ * every instance through Postgres: same account, key and body within 24 h
+ * replays the stored response; another body is 422 `idempotency_key_reused`;
+ * a request still running is 409 `idempotency_key_in_progress`. A request
+ * that fails is not recorded, so the client may retry it with the same key.
+ * A body's kind is part of what is compared (`{ embeddings: … }`,
+ * `{ responses: … }`, `{ createExecution: … }`), so one key cannot replay
+ * another route's answer.
  */
 export class IdempotencyStore {
   readonly #db: Kysely<Database>;

@@ -60,6 +60,15 @@ describe.sequential("Idempotency-Key, then the free pool running out", () => {
     expect(upstream.requests).toHaveLength(1);
   });
 
+  it("422 idempotency_key_reused for the same key on another route: a key cannot replay the chat answer as a response", async () => {
+    const error = await client.responses
+      .create({ model: "project-zero", input: "Count to three" }, { headers: { "Idempotency-Key": "key-1" } })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.UnprocessableEntityError);
+    expect((error as InstanceType<typeof OpenAI.APIError>).code).toBe("idempotency_key_reused");
+    expect(upstream.requests).toHaveLength(1);
+  });
+
   it("keys belong to an account: another account's same key is a new request", async () => {
     const other = await createAccountWithKey(app, ["chat"]);
     upstream.next(reply(completion("theirs")));
