@@ -1,7 +1,7 @@
 import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import { ServiceError } from "../server/errors.js";
-import { nextUtcMidnight, utcDay } from "./free-pool.js";
+import { deletePastDays, nextUtcMidnight, utcDay } from "./free-pool.js";
 
 /**
  * `ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT`: how many chat requests one account
@@ -75,6 +75,11 @@ export class AccountDailyCap {
       if (left > 0) this.#inFlight.set(accountId, left);
       else this.#inFlight.delete(accountId);
     }
+  }
+
+  /** Deletes the counts of days before yesterday (see FreePool.sweep), so the table keeps a row per account in use, not per account and day. */
+  sweep(): Promise<number> {
+    return deletePastDays(this.#db, "chat_account_days", this.#now());
   }
 
   async #give(accountId: string, day: string): Promise<void> {

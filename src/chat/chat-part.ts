@@ -66,10 +66,12 @@ export function chatPart(deps: ChatPartDeps): ChatPart {
   const toolTurns = new ToolTurnMemory(store.db, log);
   const router = new ChatRouter({ upstreams, pool, accountCap, toolTurns });
   const responsesGateway = new ResponsesGateway({ router, idempotency, responses });
-  const sweeper = hourlySweep(log, "idempotency keys, stored responses and kept tool turns", [
+  const sweeper = hourlySweep(log, "idempotency keys, stored responses, kept tool turns and past days' counts", [
     () => idempotency.sweep(),
     () => responses.sweep(),
     () => toolTurns.sweep(),
+    () => pool.sweep(),
+    ...(accountCap ? [() => accountCap.sweep()] : []),
   ]);
   return {
     chat: router,

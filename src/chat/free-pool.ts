@@ -111,6 +111,11 @@ export class FreePool {
     }
   }
 
+  /** Deletes the rows of days before yesterday (a request counted before midnight may still give its unit back after it). */
+  sweep(): Promise<number> {
+    return deletePastDays(this.#db, "chat_free_pool", this.#now());
+  }
+
   /** Gives back every unit in hand; called on shutdown. */
   async stop(): Promise<void> {
     clearInterval(this.#timer);
@@ -281,6 +286,15 @@ export class FreePool {
       this.#logger.warn({ err: error, count }, "could not give free pool units back");
     }
   }
+}
+
+/** Deletes a table's rows of days before yesterday, by their `day` (`YYYY-MM-DD`); answers how many. */
+export async function deletePastDays(db: Kysely<Database>, table: "chat_free_pool" | "chat_account_days", now: number): Promise<number> {
+  const result = await db
+    .deleteFrom(table)
+    .where("day", "<", utcDay(now - DAY_MS))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 /** `YYYY-MM-DD` of a UTC instant. */

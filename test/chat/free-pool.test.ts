@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { AccountDailyCap } from "../../src/chat/account-daily-cap.js";
 import { FreePool, utcDay } from "../../src/chat/free-pool.js";
 import { ServiceError } from "../../src/server/errors.js";
+import { createAccountWithKey } from "../support/accounts.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 
 let app: TestApp;
@@ -136,6 +138,27 @@ describe("the free pool", () => {
     await a.stop();
     await b.stop();
     expect(await granted(utcDay(now))).toBe(40);
+  });
+
+  it("the hourly sweep deletes the pool's and the accounts' counts of days before yesterday, and keeps yesterday's and today's", async () => {
+    const now = Date.parse("2020-03-10T00:30:00Z");
+    const days = ["2020-03-07", "2020-03-08", "2020-03-09", "2020-03-10"];
+    const { db } = app.store;
+    const { accountId } = await createAccountWithKey(app, ["chat"]);
+    await db
+      .insertInto("chat_free_pool")
+      .values(days.map((day) => ({ day, granted: 5, last_grant: 5, updated_at: new Date(now) })))
+      .execute();
+    await db
+      .insertInto("chat_account_days")
+      .values(days.map((day) => ({ account_id: accountId, day, requests: 3 })))
+      .execute();
+    expect(await pool(100, { now: () => now }).sweep()).toBe(2);
+    expect(await new AccountDailyCap(db, 10, () => now).sweep()).toBe(2);
+    const poolDays = await db.selectFrom("chat_free_pool").select("day").where("day", "in", days).orderBy("day").execute();
+    expect(poolDays.map((row) => row.day)).toEqual(["2020-03-09", "2020-03-10"]);
+    const accountDays = await db.selectFrom("chat_account_days").select("day").where("account_id", "=", accountId).orderBy("day").execute();
+    expect(accountDays.map((row) => row.day)).toEqual(["2020-03-09", "2020-03-10"]);
   });
 
   it("gives units back after a while without requests", async () => {
