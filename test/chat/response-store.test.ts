@@ -18,7 +18,11 @@ describe("stored responses written together", () => {
 
   it("keeps every one of many concurrent saves, each readable and continuable once its save resolved", async () => {
     const ids = Array.from({ length: 48 }, (_, i) => `resp_batch_${i}_${Date.now()}`);
-    await Promise.all(ids.map((id, i) => responses.save(accountId, id, JSON.stringify({ id, n: i }), [{ role: "user", content: `question ${i}` }])));
+    await Promise.all(
+      ids.map((id, i) =>
+        responses.save(accountId, id, JSON.stringify({ id, n: i }), { previousId: undefined, messages: [{ role: "user", content: `question ${i}` }] }),
+      ),
+    );
     for (const [i, id] of ids.entries()) {
       expect(JSON.parse((await responses.response(accountId, id))!)).toEqual({ id, n: i });
       expect(await responses.messages(accountId, id)).toEqual([{ role: "user", content: `question ${i}` }]);

@@ -11,8 +11,15 @@ interface NewResponse {
   id: string;
   accountId: string;
   response: string;
-  messages: string;
+  previousId: string | null;
+  turnMessages: string;
   inputItems: string | null;
+}
+
+/** What a stored response adds to its conversation: its input and answer, after the conversation of the response it continues. */
+export interface ResponseTurn {
+  previousId: string | undefined;
+  messages: readonly ChatMessage[];
 }
 
 /**
@@ -21,6 +28,11 @@ interface NewResponse {
  * (a client told it is stored can always continue it); concurrent saves are
  * group-committed, one INSERT for all that arrive while others run, which is
  * what keeps `store: true` (the default) near the gateway's chat throughput.
+ *
+ * Each response keeps its own turn and a link to the one it continues, so a
+ * conversation is stored once, not once per turn. A response deleted or
+ * expired while a live one continues it stays, hidden, for as long as that
+ * one needs its turn: every stored response can be continued for its 30 days.
  */
 export class ResponseStore {
   readonly #db: Kysely<Database>;
@@ -35,7 +47,7 @@ export class ResponseStore {
         await db.executeQuery(
           CompiledQuery.raw(
             insertText(rows.length),
-            rows.flatMap((row) => [row.id, row.accountId, row.response, row.messages, row.inputItems]),
+            rows.flatMap((row) => [row.id, row.accountId, row.response, row.previousId, row.turnMessages, row.inputItems]),
           ),
         );
         return rows.map(() => undefined);
@@ -44,13 +56,14 @@ export class ResponseStore {
     );
   }
 
-  /** Stores a response: its object as sent, the conversation it ends, and the request's own input items (for listing). */
-  save(accountId: string, id: string, response: string, messages: readonly ChatMessage[], inputItems?: readonly InputItem[]): Promise<undefined> {
+  /** Stores a response: its object as sent, its turn of the conversation, and the request's own input items (for listing). */
+  save(accountId: string, id: string, response: string, turn: ResponseTurn, inputItems?: readonly InputItem[]): Promise<undefined> {
     return this.#saves.submit({
       id,
       accountId,
       response,
-      messages: JSON.stringify(messages),
+      previousId: turn.previousId ?? null,
+      turnMessages: JSON.stringify(turn.messages),
       inputItems: inputItems === undefined ? null : JSON.stringify(inputItems),
     });
   }
@@ -61,10 +74,31 @@ export class ResponseStore {
     return row?.response;
   }
 
-  /** The conversation a continuation of `id` starts from, or undefined. */
+  /**
+   * The conversation a continuation of `id` starts from: the turns of its
+   * chain, oldest first (a row stored before turns were kept holds the whole
+   * conversation up to it). Undefined when `id` is not a live response of the
+   * account, or its chain is broken (a response it continues was deleted
+   * while it was being answered): never a conversation with turns missing.
+   */
   async messages(accountId: string, id: string): Promise<ChatMessage[] | undefined> {
-    const row = await this.#live(accountId, id).select("messages").executeTakeFirst();
-    return row ? (JSON.parse(row.messages) as ChatMessage[]) : undefined;
+    const { rows } = await sql<{ previous_id: string | null; messages: string | null; turn_messages: string | null }>`
+      WITH RECURSIVE chain AS (
+        SELECT previous_id, messages, turn_messages, 0 AS depth FROM chat_responses
+        WHERE id = ${id} AND account_id = ${accountId} AND expires_at > now()
+        UNION ALL
+        SELECT r.previous_id, r.messages, r.turn_messages, chain.depth + 1 FROM chat_responses r JOIN chain ON r.id = chain.previous_id
+        WHERE chain.messages IS NULL AND r.account_id = ${accountId}
+      )
+      SELECT previous_id, messages, turn_messages FROM chain ORDER BY depth DESC`.execute(this.#db);
+    const first = rows[0];
+    if (first === undefined || (first.messages === null && first.previous_id !== null)) return undefined;
+    const conversation: ChatMessage[] = [];
+    for (const row of rows) {
+      if (row.messages !== null) conversation.push(...(JSON.parse(row.messages) as ChatMessage[]));
+      if (row.turn_messages !== null) conversation.push(...(JSON.parse(row.turn_messages) as ChatMessage[]));
+    }
+    return conversation;
   }
 
   /** The input items of the request that made `id`, in input order (none if stored before they were kept), or undefined. */
@@ -112,9 +146,17 @@ export class ResponseStore {
    * its text) keeps its replay.
    */
   async delete(accountId: string, id: string): Promise<boolean> {
+    // A response that another continues keeps its turn, hidden (expired, its object and items gone), until the sweep finds no live response needs it.
     const result = await sql<{ deleted: number }>`
-      WITH deleted AS (
-        DELETE FROM chat_responses WHERE id = ${id} AND account_id = ${accountId} AND expires_at > now() RETURNING id
+      WITH target AS (
+        SELECT id, EXISTS (SELECT 1 FROM chat_responses c WHERE c.previous_id = ${id}) AS continued
+        FROM chat_responses WHERE id = ${id} AND account_id = ${accountId} AND expires_at > now()
+      ), removed AS (
+        DELETE FROM chat_responses WHERE id IN (SELECT id FROM target WHERE NOT continued) RETURNING id
+      ), hidden AS (
+        UPDATE chat_responses SET expires_at = now(), response = '{}', input_items = NULL WHERE id IN (SELECT id FROM target WHERE continued) RETURNING id
+      ), deleted AS (
+        SELECT id FROM removed UNION ALL SELECT id FROM hidden
       ), forgotten AS (
         UPDATE chat_idempotency_keys SET response = ${JSON.stringify({ id, object: "response", store: true })}
         WHERE account_id = ${accountId} AND state = 'done' AND starts_with(response, ${`{"id":${JSON.stringify(id)},`}) AND EXISTS (SELECT 1 FROM deleted)
@@ -123,10 +165,16 @@ export class ResponseStore {
     return (result.rows[0]?.deleted ?? 0) > 0;
   }
 
-  /** Deletes expired responses; run now and then so the table stays small. */
+  /** Deletes expired (and deleted) responses that no live response continues, however far back; run now and then so the table stays small. */
   async sweep(): Promise<number> {
-    const result = await this.#db.deleteFrom("chat_responses").where("expires_at", "<=", sql<Date>`now()`).executeTakeFirst();
-    return Number(result.numDeletedRows);
+    const result = await sql`
+      WITH RECURSIVE needed (id) AS (
+        SELECT previous_id FROM chat_responses WHERE expires_at > now() AND previous_id IS NOT NULL
+        UNION
+        SELECT r.previous_id FROM chat_responses r JOIN needed ON r.id = needed.id WHERE r.previous_id IS NOT NULL
+      )
+      DELETE FROM chat_responses WHERE expires_at <= now() AND NOT EXISTS (SELECT 1 FROM needed WHERE needed.id = chat_responses.id)`.execute(this.#db);
+    return Number(result.numAffectedRows ?? 0);
   }
 
   #live(accountId: string, id: string) {
@@ -149,9 +197,10 @@ function insertText(rows: number): string {
   if (text === undefined) {
     const values = Array.from(
       { length: rows },
-      (_, i) => `($${5 * i + 1}, $${5 * i + 2}, $${5 * i + 3}, $${5 * i + 4}, $${5 * i + 5}, now() + interval '${RESPONSE_TTL_MS} milliseconds')`,
+      (_, i) =>
+        `($${6 * i + 1}, $${6 * i + 2}, $${6 * i + 3}, $${6 * i + 4}, $${6 * i + 5}, $${6 * i + 6}, now() + interval '${RESPONSE_TTL_MS} milliseconds')`,
     );
-    text = `INSERT INTO chat_responses (id, account_id, response, messages, input_items, expires_at) VALUES ${values.join(", ")}`;
+    text = `INSERT INTO chat_responses (id, account_id, response, previous_id, turn_messages, input_items, expires_at) VALUES ${values.join(", ")}`;
     insertTexts[rows] = text;
   }
   return text;

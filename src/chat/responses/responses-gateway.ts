@@ -157,8 +157,11 @@ export class ResponsesGateway {
     const id = newResponseId();
     const shell = responseShell(id, request, Math.floor(Date.now() / 1000), "in_progress");
     const inputItems = request.store === false ? undefined : inputItemsOf(items, id);
+    const previousId = typeof request.previous_response_id === "string" ? request.previous_response_id : undefined;
     const keep = (response: string, answer: ChatAnswer) =>
-      inputItems === undefined ? Promise.resolve() : this.#store.save(accountId, id, response, [...history, ...input, assistantMessage(answer)], inputItems);
+      inputItems === undefined
+        ? Promise.resolve()
+        : this.#store.save(accountId, id, response, { previousId, messages: [...input, assistantMessage(answer)] }, inputItems);
     return { chat, shell, keep };
   }
 

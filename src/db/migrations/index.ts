@@ -19,6 +19,7 @@ import * as planEventTimes from "./2026-12-02T00-00_plan-event-times.js";
 import * as chatReasoning from "./2026-12-03T00-00_chat-reasoning.js";
 import * as chatToolTurns from "./2026-12-03T01-00_chat-tool-turns.js";
 import * as idempotencySortedHash from "./2026-12-04T00-00_idempotency-sorted-hash.js";
+import * as responseTurns from "./2026-12-05T00-00_response-turns.js";
 
 /**
  * Every migration, by name. Names sort in the order they apply (ISO date
@@ -45,4 +46,5 @@ export const migrations: Record<string, Migration> = {
   "2026-12-03T00-00_chat-reasoning": chatReasoning,
   "2026-12-03T01-00_chat-tool-turns": chatToolTurns,
   "2026-12-04T00-00_idempotency-sorted-hash": idempotencySortedHash,
+  "2026-12-05T00-00_response-turns": responseTurns,
 };

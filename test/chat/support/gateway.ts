@@ -96,8 +96,9 @@ export function recordingFetch(paths: string[]): typeof fetch {
 export interface SdkGateway {
   upstream: FakeUpstream;
   app: TestApp;
-  /** A key with the `chat` scope. */
+  /** A key with the `chat` scope, and its account. */
   apiKey: string;
+  accountId: string;
   /** The gateway paths an SDK called through `fetch` (cleared before each test). */
   called: string[];
   /** A fetch that records into `called`, for the SDK under test. */
@@ -116,7 +117,7 @@ export function useSdkGateway(upstreamFields: Record<string, unknown> = {}): Sdk
   beforeAll(async () => {
     gateway.upstream = await FakeUpstream.start();
     gateway.app = await startGateway([gateway.upstream], { ZERO_UPSTREAMS: upstreamsEnv([gateway.upstream.url], upstreamFields) });
-    gateway.apiKey = (await createAccountWithKey(gateway.app, ["chat"])).apiKey;
+    ({ apiKey: gateway.apiKey, accountId: gateway.accountId } = await createAccountWithKey(gateway.app, ["chat"]));
   });
   afterAll(async () => {
     await gateway.app?.close();
