@@ -137,7 +137,7 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
 
   const settings = Object.entries(SERVER_SETTINGS).flatMap(([name, value]) => ["-c", `${name}=${value}`]);
   const command = [binaries.postgres, "-D", cluster, "-p", String(port), ...settings];
-  const [program, ...args] = (await hasSetpriv()) ? ["setpriv", "--pdeathsig", "INT", "--", ...command] : command;
+  const [program, ...args] = await stoppedWithThisProcess(command, "INT");
   const child = spawn(program!, args, {
     stdio: ["ignore", "ignore", "pipe"],
     ...(runAs ?? {}),
@@ -222,7 +222,12 @@ async function clusterPassword(root: string, cluster: string, binaries: Binaries
   const initdbDir = path.join(staging, "data");
   try {
     // Not execFileSync: the port, bound already, answers while initdb runs (seconds), and signals are heard.
-    await execFileAsync(binaries.initdb, ["-D", initdbDir, "-U", "postgres", `--pwfile=${pwfile}`, "--auth=scram-sha-256", "--encoding=UTF8", "--locale=C"], {
+    // Killed with this process, so that a restart never makes a new staging directory under one still writing.
+    const [program, ...args] = await stoppedWithThisProcess(
+      [binaries.initdb, "-D", initdbDir, "-U", "postgres", `--pwfile=${pwfile}`, "--auth=scram-sha-256", "--encoding=UTF8", "--locale=C"],
+      "KILL",
+    );
+    await execFileAsync(program!, args, {
       ...(runAs ?? {}),
       env: postgresEnvironment(),
       windowsHide: true,
@@ -291,11 +296,16 @@ export function postgresEnvironment(env: NodeJS.ProcessEnv = process.env, platfo
 }
 
 /**
- * Linux's `setpriv --pdeathsig INT` (util-linux) makes the kernel send the
- * postmaster SIGINT, a fast shutdown, when this process dies, even by
- * SIGKILL. It is set after the switch to the postgres user, which would
- * clear it. Elsewhere an orphan is stopped at the next start instead.
+ * `command` under Linux's `setpriv --pdeathsig` (util-linux), where it is
+ * installed: the kernel sends it `signal` when this process dies, even by
+ * SIGKILL (the postmaster SIGINT, a fast shutdown; initdb SIGKILL). It is set
+ * after the switch to the postgres user, which would clear it. Elsewhere an
+ * orphaned postmaster is stopped at the next start instead.
  */
+async function stoppedWithThisProcess(command: string[], signal: "INT" | "KILL"): Promise<string[]> {
+  return (await hasSetpriv()) ? ["setpriv", "--pdeathsig", signal, "--", ...command] : command;
+}
+
 async function hasSetpriv(): Promise<boolean> {
   if (process.platform !== "linux") return false;
   try {
@@ -307,7 +317,7 @@ async function hasSetpriv(): Promise<boolean> {
 
 /**
  * A postmaster still running on this cluster belongs to a service that was
- * killed where no parent-death signal stopped it (see hasSetpriv). The data-dir lock says no live
+ * killed where no parent-death signal stopped it (see stoppedWithThisProcess). The data-dir lock says no live
  * service owns it, so it is stopped before a new one starts.
  */
 async function stopOrphan(cluster: string, logger: Logger): Promise<void> {

@@ -308,6 +308,32 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
     }, 180_000);
   });
 
+  describe("a service killed with SIGKILL during its first start's initdb", () => {
+    let command: ServerCommand;
+    beforeAll(async () => {
+      command = await serverCommand("src/main.ts", "dist/test");
+    });
+
+    // Found on a small machine: initdb outlived the service, and a restart at once made its staging directory anew under it.
+    it("takes initdb with it, and a restart at once makes the cluster", async () => {
+      const dataDir = await freshDataDir();
+      const env = { ZERO_DATA_DIR: dataDir, LOG_LEVEL: "info" };
+      const first = launchServer(command, env);
+      // Once initdb runs (setpriv, which starts it, has set its parent-death signal by then).
+      for (let i = 0; !(await postgresProcessesOn(dataDir, "initdb")).length; i++) {
+        if (first.child.exitCode !== null || i > 3000) throw new Error(`initdb did not start: ${first.stdout()}${first.stderr()}`);
+        await sleep(10);
+      }
+      first.child.kill("SIGKILL");
+      await first.exit;
+      expect(await survivors(await postgresProcessesOn(dataDir), 500)).toEqual([]);
+
+      const second = await spawnServer(command, env);
+      second.child.kill("SIGTERM");
+      expect(await second.exit).toBe(0);
+    }, 180_000);
+  });
+
   describe("a service whose Postgres dies under it (the OOM killer, say)", () => {
     let command: ServerCommand;
     beforeAll(async () => {
@@ -527,13 +553,14 @@ async function spawnServer(command: ServerCommand, env: Record<string, string>, 
   return { ...launched, url: /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(launched.stdout())![1]! };
 }
 
-/** The processes (Linux: from /proc) whose command line names a directory in `dataDir`: its Postgres and initdb. */
-async function postgresProcessesOn(dataDir: string): Promise<number[]> {
+/** The processes (Linux: from /proc) whose command line names a directory in `dataDir`: its Postgres and initdb; only those running `program`, if named. */
+async function postgresProcessesOn(dataDir: string, program?: string): Promise<number[]> {
   const pids: number[] = [];
   for (const entry of await fs.readdir("/proc")) {
     const pid = Number(entry);
     if (!Number.isInteger(pid)) continue;
     const argv = (await fs.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")).split("\0");
+    if (program !== undefined && path.basename(argv[0]!) !== program) continue;
     if (argv.some((arg) => arg.startsWith(`${dataDir}${path.sep}`))) pids.push(pid);
   }
   return pids;
