@@ -60,7 +60,7 @@ export interface AppOptions {
 export async function startApp(config: Config, options: AppOptions = {}): Promise<App> {
   const logger = options.logger ?? createLogger(config.logLevel);
   // Bound first: a HOST or PORT that cannot be had fails at once, before a database is started only to be stopped,
-  // and with PORT=0 the public URL can name the real port. Until the handler is built, requests are told it is starting.
+  // and with PORT=0 the public URL can name the real port. Until the service has started, requests are told it is starting.
   let handler: HttpHandler | undefined;
   const listener = createListener((req, res) => (handler ? handler.handle(req, res) : answerWhileStarting(req, res)), {
     tls: config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : undefined,
@@ -124,7 +124,7 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       outcomes,
     ];
 
-    handler = createHttpHandler({
+    const serving = createHttpHandler({
       logger,
       authenticator: auth.authenticator,
       parts,
@@ -144,6 +144,8 @@ export async function startApp(config: Config, options: AppOptions = {}): Promis
       await part.start?.();
     }
     options.signal?.throwIfAborted();
+    // Only now: until every part has started, /readyz says not ready and other requests are asked to come back.
+    handler = serving;
     const url = reachableUrl(config.tlsCertFile ? "https" : "http", bound.host, bound.port);
     logger.info({ url, database: store.kind, instanceId }, "listening");
 
