@@ -1,6 +1,7 @@
 import type { PGlite } from "@electric-sql/pglite";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import fs from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import type tls from "node:tls";
 import { Kysely, PostgresDialect, sql } from "kysely";
@@ -57,6 +58,8 @@ export interface StoreOptions {
    * directory is new, instead of running initdb. Tests use it to start fast.
    */
   pgliteTemplate?: Blob;
+  /** The memory the service may use, in bytes, when choosing PGlite for a new data dir; by default the machine's (or its cgroup's limit), swap included. */
+  memoryBytes?: number;
 }
 
 /** Raised when the database cannot be reached or opened at start-up; the message is one line for the operator. */
@@ -314,7 +317,7 @@ function tlsOptionsOf(url: string): tls.ConnectionOptions {
 }
 
 async function openEmbedded(options: StoreOptions): Promise<Store> {
-  const kind = await chooseEmbedded(options.dataDir, options.embedded, options.logger);
+  const kind = await chooseEmbedded(options.dataDir, options.embedded, options.logger, options.memoryBytes ?? usableMemory());
   return kind === "pglite" ? openPGlite(options.dataDir, options.pgliteTemplate) : openEmbeddedPostgres(options);
 }
 
@@ -331,7 +334,7 @@ const ENGINES: Record<EmbeddedDatabase, { name: string; dir: string }> = {
  * for, else Postgres where its binaries run, else PGlite. A dir holding both
  * (an older version made the second when asked) opens only the one asked for.
  */
-async function chooseEmbedded(dataDir: string, asked: EmbeddedDatabase | undefined, logger: Logger): Promise<EmbeddedDatabase> {
+async function chooseEmbedded(dataDir: string, asked: EmbeddedDatabase | undefined, logger: Logger, memoryBytes: number): Promise<EmbeddedDatabase> {
   const where = (kind: EmbeddedDatabase) => path.join(dataDir, ENGINES[kind].dir);
   const holds = async (kind: EmbeddedDatabase) => (await fs.readdir(where(kind)).catch(() => [])).length > 0;
   const [postgres, pglite] = await Promise.all([holds("postgres"), holds("pglite")]);
@@ -359,8 +362,32 @@ async function chooseEmbedded(dataDir: string, asked: EmbeddedDatabase | undefin
   if (pglite) return "pglite";
   const unavailable = await embeddedPostgresUnavailableReason(dataDir);
   if (unavailable === undefined) return "postgres";
+  // Rather than a start the kernel kills for want of memory, with nothing said (a 1 GB machine, as root under /root).
+  if (memoryBytes < PGLITE_FIRST_START_BYTES) {
+    throw new DatabaseUnavailableError(
+      `embedded Postgres cannot run here (${unavailable}), and PGlite needs about 1.1 GB of memory for its first start, ` +
+        `more than the ${Math.round(memoryBytes / 2 ** 20)} MB this machine has: set DATABASE_URL to a Postgres, or ZERO_EMBEDDED_DATABASE=pglite to try it anyway`,
+    );
+  }
   logger.warn({ reason: unavailable }, "embedded Postgres cannot run here; using PGlite");
   return "pglite";
+}
+
+/** What PGlite's first start takes at its peak, with room to spare (README, "Footprint": about 1.07 GB). */
+const PGLITE_FIRST_START_BYTES = 1_200 * 2 ** 20;
+
+/** The memory this process may use: the machine's, or its cgroup's limit where lower, plus swap. */
+function usableMemory(): number {
+  const physical = os.totalmem();
+  const constrained = process.constrainedMemory();
+  const memory = constrained > 0 && constrained < physical ? constrained : physical;
+  let swapKb = 0;
+  try {
+    swapKb = Number(/^SwapTotal:\s+(\d+) kB$/m.exec(readFileSync("/proc/meminfo", "utf8"))?.[1] ?? 0);
+  } catch {
+    // Not Linux: no swap counted.
+  }
+  return memory + swapKb * 1024;
 }
 
 async function openEmbeddedPostgres(options: StoreOptions): Promise<Store> {

@@ -7,6 +7,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startApp } from "../../src/app.js";
 import { loadConfig } from "../../src/config.js";
+import { DatabaseUnavailableError, openStore } from "../../src/db/database.js";
 import { initdbFailure, postgresEnvironment } from "../../src/db/embedded-postgres.js";
 import { createLogger, type Logger } from "../../src/observability/logger.js";
 import { createAccountWithKey, type TestAccount } from "../support/accounts.js";
@@ -247,7 +248,7 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
   });
 
   it.runIf(process.getuid?.() === 0)(
-    "as root, where the postgres user cannot reach the data dir: PGlite with one warning, or a one-line refusal if Postgres was asked for",
+    "as root, where the postgres user cannot reach the data dir: PGlite with one warning, or a one-line refusal if Postgres was asked for or the machine has too little memory for PGlite",
     async () => {
       const locked = await freshDataDir(); // mkdtemp: mode 0700, owned by root
       const dataDir = path.join(locked, "data");
@@ -264,6 +265,20 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
       await expect(start(asked, { ZERO_EMBEDDED_DATABASE: "postgres" })).rejects.toThrow(
         `Postgres runs as the postgres user, which cannot enter ${locked} (mode 700); set ZERO_DATA_DIR to a directory it can reach, or ZERO_EMBEDDED_DATABASE=pglite`,
       );
+
+      // Found on a 1 GB machine: there PGlite's first start was killed by the kernel for want of memory, with nothing said.
+      const small = path.join(locked, "small");
+      const silent = createLogger("silent");
+      await expect(openStore({ databaseUrl: undefined, dataDir: small, logger: silent, memoryBytes: 1024 * 2 ** 20 })).rejects.toThrow(
+        new DatabaseUnavailableError(
+          `embedded Postgres cannot run here (Postgres runs as the postgres user, which cannot enter ${locked} (mode 700); set ZERO_DATA_DIR to a directory it can reach, or ZERO_EMBEDDED_DATABASE=pglite), ` +
+            "and PGlite needs about 1.1 GB of memory for its first start, more than the 1024 MB this machine has: set DATABASE_URL to a Postgres, or ZERO_EMBEDDED_DATABASE=pglite to try it anyway",
+        ),
+      );
+      expect(await fs.readdir(small).catch(() => [])).toEqual([]);
+      const tried = await openStore({ databaseUrl: undefined, dataDir: small, logger: silent, embedded: "pglite", memoryBytes: 1024 * 2 ** 20 });
+      expect(tried.kind).toBe("pglite");
+      await tried.close();
     },
     120_000,
   );
