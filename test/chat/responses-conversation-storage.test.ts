@@ -92,7 +92,11 @@ describe("stored Responses conversations", () => {
     await age([a, b]);
     await store.sweep();
     expect(await left()).toEqual([a, b, c]);
+    // Expired, a response is gone for its client on every route, though a live one still carries its turn.
     await expect(client.responses.retrieve(a)).rejects.toMatchObject({ status: 404 });
+    await expect(client.responses.inputItems.list(a)).rejects.toMatchObject({ status: 404 });
+    await expect(turn("go on", "?", a)).rejects.toMatchObject({ status: 404 });
+    await expect(client.responses.delete(a)).rejects.toMatchObject({ status: 404 });
     await turn("four", "4", c);
     expect(conversationSent(gateway.upstream)).toEqual(alternating("one", "1", "two", "2", "three", "3", "four"));
 

@@ -145,6 +145,9 @@ describe("POST /v1/responses", () => {
       status: 404,
       error: { param: "previous_response_id" },
     });
+    await expect(stranger.responses.inputItems.list(first.id)).rejects.toMatchObject({ status: 404 });
+    await expect(stranger.responses.delete(first.id)).rejects.toMatchObject({ status: 404 });
+    expect((await client.responses.retrieve(first.id)).output_text).toBe("My name is Zero.");
 
     await client.responses.delete(first.id);
     await expect(client.responses.retrieve(first.id)).rejects.toMatchObject({ status: 404 });
