@@ -161,6 +161,32 @@ describe("the free pool", () => {
     expect(accountDays.map((row) => row.day)).toEqual(["2020-03-09", "2020-03-10"]);
   });
 
+  it("units in hand at midnight are not served the next day: the new day's first request takes a unit of the new day's row", async () => {
+    let now = Date.parse("2032-01-01T23:59:59Z");
+    const p = pool(100, { now: () => now });
+    await p.start();
+    for (let i = 0; i < 4; i++) await serve(p);
+    expect(p.held).toBeGreaterThan(0);
+    now = Date.parse("2032-01-02T00:00:01Z");
+    await serve(p);
+    expect(await granted("2032-01-02")).toBeGreaterThanOrEqual(1);
+    await p.stop();
+  });
+
+  it("reserves at most a quarter of what is left, so a crashed instance takes little of the day's last units with it", async () => {
+    const now = Date.parse("2032-02-01T12:00:00Z");
+    const p = pool(40, { now: () => now });
+    await p.start();
+    let before = await granted(utcDay(now));
+    for (let i = 0; i < 30; i++) {
+      await serve(p);
+      const after = await granted(utcDay(now));
+      if (after > before) expect(after - before).toBeLessThanOrEqual(Math.max(1, Math.floor((40 - before) / 4)));
+      before = after;
+    }
+    await p.stop();
+  });
+
   it("gives units back after a while without requests", async () => {
     const start = Date.parse("2031-06-02T12:00:00Z");
     const t0 = Date.now();

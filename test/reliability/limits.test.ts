@@ -24,6 +24,24 @@ describe("limits on what a client may send", () => {
     expect(await res.json()).toEqual({ error: { type: "payload_too_large", message: expect.stringContaining("1048576") } });
   });
 
+  it("refuses a body over 1 MiB sent in chunks, with no Content-Length to refuse it by, with the same 413", async () => {
+    const body = new TextEncoder().encode(JSON.stringify({ goal: "x".repeat(1_100_000) }));
+    const chunks = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let at = 0; at < body.length; at += 64 * 1024) controller.enqueue(body.subarray(at, at + 64 * 1024));
+        controller.close();
+      },
+    });
+    const res = await fetch(`${app.url}/api/execution`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${account.apiKey}`, "content-type": "application/json" },
+      body: chunks,
+      duplex: "half",
+    } as RequestInit);
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual({ error: { type: "payload_too_large", message: expect.stringContaining("1048576") } });
+  });
+
   it("refuses an oversized RPC body with resource_exhausted", async () => {
     const res = await fetch(`${app.url}/zero.v1.ExecutionService/CreateExecution`, {
       method: "POST",
