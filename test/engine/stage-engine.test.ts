@@ -322,6 +322,31 @@ describe("stage engine, stages in Postgres, while the store is away", () => {
   });
 });
 
+describe("stage engine, stages in Postgres, renewals that keep failing", () => {
+  it("stops a run whose lease it could not renew for a whole lease: another instance may have taken the stage by then", async () => {
+    const away = await storeThatGoesAway();
+    try {
+      const work = new ScriptedWork();
+      const planId = await postgres.addPlan("A site for the engine's own tests hold@understand");
+      const engine = await launchEngine({ store: away.store, resolveWork: work.resolver, concurrency: 1, leaseMs: 600 });
+      const ended: string[] = [];
+      engine.events.on("stage:end", (_claim, how) => ended.push(how));
+      const held = await work.held(planId, "understand");
+
+      away.cut();
+      // Within a lease and the renewal round that notices it; well before ten leases.
+      await waitFor(async () => held.input.signal.aborted, 3_000);
+      held.succeed();
+      await waitFor(async () => ended.length > 0, 3_000);
+      expect(ended).toEqual(["lost"]);
+    } finally {
+      await Promise.all(engines.map((engine) => engine.stop()));
+      away.restore();
+      await away.close();
+    }
+  });
+});
+
 // Found operating the service: with Postgres stopped, each instance logged two warnings a second, each with a stack trace.
 describe("stage engine, stages in Postgres, its log while the store is away", () => {
   it("logs each failing step once with its error, not once per poll, and its recovery", async () => {
