@@ -319,6 +319,20 @@ describe("upstream failover and failure", () => {
     expect(mixed.headers.get("retry-after")).toBeNull();
   });
 
+  it("passes on at most a minute of an upstream's Retry-After, read as seconds or as a date", async () => {
+    const advised = async (retryAfter: string) => {
+      primary.next(reply({ error: { message: "slow down" } }, 429, { "retry-after": retryAfter }));
+      secondary.next(reply({ error: { message: "slow down" } }, 429, { "retry-after": retryAfter }));
+      const response = await postChat(app, apiKey, { model: "project-zero", messages });
+      await response.text();
+      return Number(response.headers.get("retry-after"));
+    };
+    expect(await advised("3600")).toBe(60);
+    expect(await advised(new Date(Date.now() + 10_000).toUTCString())).toBeGreaterThanOrEqual(8);
+    expect(await advised(new Date(Date.now() + 10_000).toUTCString())).toBeLessThanOrEqual(11);
+    expect(await advised("soon")).toBe(1);
+  });
+
   it("504 upstream_timeout when every upstream hangs", async () => {
     primary.otherwise(hang());
     secondary.otherwise(hang());

@@ -141,6 +141,14 @@ describe.runIf(haveChromium)("CORS for browser apps on other origins (ZERO_CORS_
     expect(refused.headers.get("access-control-allow-origin")).toBeNull();
   });
 
+  it("says nothing to a listed origin outside /v1, /api and the RPCs: the Console, /metrics, health and published pages are not shared", async () => {
+    for (const route of ["/console/", "/metrics", "/healthz", "/readyz", "/sites/none/", "/preview/pln_none/"]) {
+      const answer = await fetch(`${app.url}${route}`, { headers: { origin: allowed.origin } });
+      await answer.arrayBuffer();
+      expect(answer.headers.get("access-control-allow-origin"), route).toBeNull();
+    }
+  });
+
   it("lets a page read a 429's retry advice: x-should-retry and Retry-After", async () => {
     const capped = await startGateway([upstream], { ZERO_CORS_ORIGINS: allowed.origin, ZERO_CHAT_DAILY_REQUESTS_PER_ACCOUNT: "0" });
     const page = await browser.newPage();
