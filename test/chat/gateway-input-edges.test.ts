@@ -49,6 +49,10 @@ describe("the /v1 gateway and the inputs clients get wrong", () => {
       [{ top_p: 1.5 }, "top_p"],
       [{ metadata: "m" }, "metadata"],
       [{ metadata: { a: 5 } }, "metadata"],
+      // OpenAI's limit: 16 pairs.
+      [{ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`key${i}`, "v"])) }, "metadata"],
+      // Nothing to send the model.
+      [{ input: [] }, "input"],
       [{ text: 5 }, "text"],
       [{ text: { format: {} } }, "text.format"],
     ];
