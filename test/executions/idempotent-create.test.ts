@@ -1,3 +1,4 @@
+import { Code } from "@connectrpc/connect";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IdempotencyStore } from "../../src/server/idempotency.js";
@@ -71,6 +72,8 @@ describe.each(TRANSPORTS)("idempotent creates over $name", ({ make }) => {
     const busy = await api.create(credentialOf(account), body, { "idempotency-key": "busy" });
     expect(busy.status).toBe(409);
     expect(busy.errorType).toBe("idempotency_key_in_progress");
+    // Over RPC, a conflict worth retrying (Connect's mapping of 409 alone would allow AlreadyExists, which is not).
+    if (busy.rpcCode !== undefined) expect(busy.rpcCode).toBe(Code.Aborted);
     const bad = await api.create(credentialOf(account), body, { "idempotency-key": "ü" });
     expect(bad.status).toBe(400);
     expect(bad.errorType).toBe("invalid_request");

@@ -1,4 +1,4 @@
-import { ConnectError, createClient, type Client, type Transport } from "@connectrpc/connect";
+import { type Code, ConnectError, createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { ErrorDetailSchema } from "../../gen/zero/v1/error_pb.js";
 import { ExecutionService, PlanSchema, type Plan } from "../../gen/zero/v1/execution_pb.js";
@@ -11,6 +11,8 @@ export interface ApiAnswer {
   status: number;
   /** The error type (`{"error": {"type"}}` over REST, the ErrorDetail over RPC). */
   errorType?: string;
+  /** Over RPC, the error's Connect code. */
+  rpcCode?: Code;
   errorMessage?: string;
   /** The `unavailable` list of a 202 or of a 503. */
   unavailable?: string[];
@@ -94,6 +96,7 @@ export function rpcApi(baseUrl: string, protocol: "connect" | "grpc"): Execution
         status: STATUS_BY_TYPE[detail?.type ?? ""] ?? 500,
         headers: error.metadata,
         errorType: detail?.type,
+        rpcCode: error.code,
         errorMessage: detail?.message,
         unavailable: detail?.unavailable,
       };
