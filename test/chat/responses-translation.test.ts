@@ -176,6 +176,25 @@ describe("/v1/responses translation details", () => {
       expect(stored.output).toEqual([expect.objectContaining({ type: "message", status: "incomplete" })]);
     });
 
+    it("says the content filter cut it, plain and streamed", async () => {
+      gateway.upstream.next(
+        reply(
+          completion("I cannot", {
+            choices: [{ index: 0, message: { role: "assistant", content: "I cannot", refusal: null }, logprobs: null, finish_reason: "content_filter" }],
+          }),
+        ),
+      );
+      const plain = await client.responses.create({ model: "project-zero", input: "Tell a story" });
+      expect(plain).toMatchObject({
+        status: "incomplete",
+        incomplete_details: { reason: "content_filter" },
+        output: [{ type: "message", status: "incomplete" }],
+      });
+      gateway.upstream.next(stream([chunk({ role: "assistant", content: "" }), chunk({ content: "I cannot" }), chunk({}, "content_filter"), usageChunk(2)]));
+      const final = await client.responses.stream({ model: "project-zero", input: "Tell a story" }).finalResponse();
+      expect(final).toMatchObject({ status: "incomplete", incomplete_details: { reason: "content_filter" } });
+    });
+
     it("still marks a finished message completed", async () => {
       gateway.upstream.next(reply(completion("Done.")));
       const response = await client.responses.create({ model: "project-zero", input: "hi" });
