@@ -4,6 +4,7 @@ import {
   newPlanState,
   planProgress,
   resumePlan,
+  revisePlan,
   stageFailed,
   stageInterrupted,
   stageProgress,
@@ -65,6 +66,14 @@ describe("plan transitions (SPEC.md)", () => {
     plan = stageSucceeded(plan, 3, { previewUrl: "/preview/x/" });
     expect(plan).toMatchObject({ status: "awaiting_approval", resumable: true, progress: 66, previewUrl: "/preview/x/" });
     expect(plan.stages[4]).toMatchObject({ state: "awaiting_approval", attempts: 1 });
+  });
+
+  it("drops an approval that arrives while a revision is written: it was of the draft the revision replaces", () => {
+    let plan = newPlan();
+    for (let i = 0; i < 4; i++) plan = stageSucceeded(plan, i, {});
+    const revising = revisePlan(plan, "warmer colours", new Date());
+    expect(revising).toMatchObject({ status: "running", revisions: [{ number: 1 }] });
+    expect(resumePlan(revising, ["review"])).toBe(revising);
   });
 
   it("passes the gate only when approved; unknown ids are dropped", () => {
