@@ -22,6 +22,12 @@ export type { Database };
 export interface Store {
   db: Kysely<Database>;
   kind: "postgres" | "pglite";
+  /**
+   * True for an embedded database (PGlite, or the Postgres the service runs
+   * itself): under the data dir's lock it is this process's alone, so a stage
+   * it finds leased at start was leased by a process that is gone.
+   */
+  exclusive: boolean;
   /** Resolves when the database answers `select 1` within `timeoutMs`. */
   ping(timeoutMs?: number): Promise<void>;
   /**
@@ -207,6 +213,7 @@ function openPostgres(url: string, options: StoreOptions): Store {
   return {
     db,
     kind: "postgres",
+    exclusive: false,
     ping: (timeoutMs = 2000) => pingWithTimeout(db, timeoutMs),
     async listen(channel, onPayload, onGap) {
       const isNew = !handlers.has(channel);
@@ -403,6 +410,7 @@ async function openEmbeddedPostgres(options: StoreOptions): Promise<Store> {
   const store = openPostgres(server.url, options);
   return {
     ...store,
+    exclusive: true,
     lost: server.lost,
     async close() {
       try {
@@ -440,6 +448,7 @@ async function openPGlite(dataDir: string, template: Blob | undefined): Promise<
   return {
     db,
     kind: "pglite",
+    exclusive: true,
     ping: (timeoutMs = 2000) => pingWithTimeout(db, timeoutMs),
     async listen(channel, onPayload) {
       const unlisten = await pglite.listen(channel, onPayload);

@@ -15,7 +15,7 @@ import { executionRoutes, type PlanDownloader } from "./execution-rest.js";
 import { DeletedPlanSweeper, type RemovePlanFiles } from "./deleted-plans.js";
 import { executionService } from "./execution-service.js";
 import { PlanStageStore } from "./plan-stage-store.js";
-import { countRunnableStages } from "./stage-queue.js";
+import { countRunnableStages, endLeasesOfTheDead } from "./stage-queue.js";
 import { stageTelemetry } from "./stage-telemetry.js";
 
 export interface ExecutionsPartDeps {
@@ -85,6 +85,11 @@ export function executionsPart(deps: ExecutionsPartDeps): AppPart {
     services: [bindService(ExecutionService, impl)],
     routes: (router, rpc) => executionRoutes(router, rpc, deps.download),
     start: async () => {
+      // After a crash (kill -9, the machine's reboot), its stages resume at once rather than a lease later.
+      if (store.exclusive) {
+        const ended = await endLeasesOfTheDead(store.db);
+        if (ended > 0) logger.info({ stages: ended }, "stages leased by the process before this one are interrupted at start");
+      }
       await engine.start();
       sweeper?.start();
     },

@@ -117,6 +117,22 @@ export async function findExpiredLeases(db: Kysely<Database>, limit: number): Pr
   return rows.map((r) => ({ planId: r.plan_id, position: Number(r.position), leaseToken: Number(r.lease_token) }));
 }
 
+/**
+ * Ends every live lease now, so that the reaper interrupts their stages at
+ * once rather than when each lease runs out: for a database this process
+ * alone opens (Store.exclusive), whose leases at start are a dead process's.
+ * Answers how many.
+ */
+export async function endLeasesOfTheDead(db: Kysely<Database>): Promise<number> {
+  const result = await db
+    .updateTable("plan_stages")
+    .set({ lease_expires_at: sql<Date>`now()` })
+    .where("lease_token", "is not", null)
+    .where("lease_expires_at", ">", sql<Date>`now()`)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** What a stage is told of a plan's newest revision (the last of `revisions`, oldest first), with the feedback of those before it. */
 export function stageRevision(revisions: readonly PlanRevision[]): StageRevision {
   const newest = revisions.at(-1)!;
