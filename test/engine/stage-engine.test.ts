@@ -292,10 +292,21 @@ async function storeThatGoesAway(): Promise<StoreThatGoesAway> {
   };
 }
 
+/** Runs `test` on a store that can go away; then stops the engines, before that store's database closes under them. */
+async function whileStoreCanGoAway(test: (away: StoreThatGoesAway) => Promise<void>): Promise<void> {
+  const away = await storeThatGoesAway();
+  try {
+    await test(away);
+  } finally {
+    await Promise.all(engines.map((engine) => engine.stop()));
+    away.restore();
+    await away.close();
+  }
+}
+
 describe("stage engine, stages in Postgres, while the store is away", () => {
-  it("keeps retrying a finished stage's result until the store is back, then writes it once, on the lease it held", async () => {
-    const away = await storeThatGoesAway();
-    try {
+  it("keeps retrying a finished stage's result until the store is back, then writes it once, on the lease it held", () =>
+    whileStoreCanGoAway(async (away) => {
       const work = new ScriptedWork();
       const planId = await postgres.addPlan("A site for the engine's own tests hold@understand");
       await launchEngine({ store: away.store, resolveWork: work.resolver, concurrency: 1, leaseMs: 5000 });
@@ -314,18 +325,12 @@ describe("stage engine, stages in Postgres, while the store is away", () => {
       expect(work.runs(planId, "understand")).toBe(1);
       const understand = (await postgres.events(planId)).filter((e) => e.stage === "understand").map((e) => e.type);
       expect(understand).toEqual(["stage_started", "stage_succeeded"]);
-    } finally {
-      // Before its database closes under it.
-      await Promise.all(engines.map((engine) => engine.stop()));
-      await away.close();
-    }
-  });
+    }));
 });
 
 describe("stage engine, stages in Postgres, renewals that keep failing", () => {
-  it("stops a run whose lease it could not renew for a whole lease: another instance may have taken the stage by then", async () => {
-    const away = await storeThatGoesAway();
-    try {
+  it("stops a run whose lease it could not renew for a whole lease: another instance may have taken the stage by then", () =>
+    whileStoreCanGoAway(async (away) => {
       const work = new ScriptedWork();
       const planId = await postgres.addPlan("A site for the engine's own tests hold@understand");
       const engine = await launchEngine({ store: away.store, resolveWork: work.resolver, concurrency: 1, leaseMs: 600 });
@@ -342,18 +347,12 @@ describe("stage engine, stages in Postgres, renewals that keep failing", () => {
       held.succeed();
       await waitFor(async () => ended.length > 0, 3_000);
       expect(ended).toEqual(["lost"]);
-    } finally {
-      await Promise.all(engines.map((engine) => engine.stop()));
-      away.restore();
-      await away.close();
-    }
-  });
+    }));
 });
 
 // Found operating the service: with Postgres stopped, each instance logged two warnings a second, each with a stack trace.
 describe("stage engine, stages in Postgres, its log while the store is away", () => {
   it("logs each failing step once with its error, not once per poll, and its recovery", async () => {
-    const away = await storeThatGoesAway();
     const lines: Record<string, unknown>[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
@@ -361,7 +360,7 @@ describe("stage engine, stages in Postgres, its log while the store is away", ()
         done();
       },
     });
-    try {
+    await whileStoreCanGoAway(async (away) => {
       await launchEngine({ store: away.store, resolveWork: instantWork(), logger: createLogger("info", sink), pollMs: 20 });
       away.cut();
       // Fifty polls' worth.
@@ -369,10 +368,7 @@ describe("stage engine, stages in Postgres, its log while the store is away", ()
       expect(away.refused()).toBeGreaterThan(0);
       away.restore();
       await new Promise((resolve) => setTimeout(resolve, 500));
-    } finally {
-      await Promise.all(engines.map((engine) => engine.stop()));
-      await away.close();
-    }
+    });
     // The steps' own lines (a stage an earlier test left leased may be reaped meanwhile, which is warned of too).
     const warnings = lines.filter(
       (line) => line.level === 40 && /^(claiming stages|checking for expired leases|renewing stage leases) /.test(String(line.msg)),

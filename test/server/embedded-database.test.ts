@@ -36,6 +36,12 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
   const start = (dataDir: string, env: Record<string, string> = {}) =>
     startApp(loadConfig({ PORT: "0", HOST: "127.0.0.1", ZERO_DATA_DIR: dataDir, LOG_LEVEL: "silent", ...env }));
 
+  // The service as `npm start` runs it, built once for the blocks below that run it in a process of its own.
+  let command: ServerCommand;
+  beforeAll(async () => {
+    command = await serverCommand("src/main.ts", "dist/test");
+  });
+
   it("a new data dir gets a real Postgres as a child process; it stops with the service and its data survives a restart", async () => {
     const dataDir = await freshDataDir();
     const first = await start(dataDir);
@@ -284,11 +290,6 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
   );
 
   describe("a service killed with SIGKILL while it writes", () => {
-    let command: ServerCommand;
-    beforeAll(async () => {
-      command = await serverCommand("src/main.ts", "dist/test");
-    });
-
     it("takes its Postgres with it, and after a restart every accepted plan is there", async () => {
       const dataDir = await freshDataDir();
       const env = { ZERO_DATA_DIR: dataDir, ZERO_GENERATION_LIMIT: "100000", LOG_LEVEL: "info" };
@@ -324,11 +325,6 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
   });
 
   describe("a service killed with SIGKILL during its first start's initdb", () => {
-    let command: ServerCommand;
-    beforeAll(async () => {
-      command = await serverCommand("src/main.ts", "dist/test");
-    });
-
     // Found on a small machine: initdb outlived the service, and a restart at once made its staging directory anew under it.
     it("takes initdb with it, and a restart at once makes the cluster", async () => {
       const dataDir = await freshDataDir();
@@ -350,11 +346,6 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
   });
 
   describe("a service whose Postgres dies under it (the OOM killer, say)", () => {
-    let command: ServerCommand;
-    beforeAll(async () => {
-      command = await serverCommand("src/main.ts", "dist/test");
-    });
-
     it("exits 1 within seconds, so that its supervisor restarts it, and the restarted service has its data", async () => {
       const dataDir = await freshDataDir();
       const env = { ZERO_DATA_DIR: dataDir, LOG_LEVEL: "info" };
@@ -384,11 +375,6 @@ describe.runIf(testDatabaseKind === "pglite")("the embedded database", () => {
   });
 
   describe("a service started in a terminal", () => {
-    let command: ServerCommand;
-    beforeAll(async () => {
-      command = await serverCommand("src/main.ts", "dist/test");
-    });
-
     it("Ctrl-C (SIGINT to the terminal's whole process group) stops the service, which stops its Postgres itself, with nothing to warn about", async () => {
       const dataDir = await freshDataDir();
       // A process group of its own, as a shell gives a foreground job: Ctrl-C signals every process in it.
