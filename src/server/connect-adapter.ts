@@ -1,5 +1,6 @@
 import { Code, ConnectError, createConnectRouter, type ConnectRouter, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import type { JsonReadOptions } from "@bufbuild/protobuf";
+import { base64Decode } from "@bufbuild/protobuf/wire";
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { codeFromString, endStreamFlag } from "@connectrpc/connect/protocol-connect";
 import { trailerFlag, trailerParse } from "@connectrpc/connect/protocol-grpc-web";
@@ -9,6 +10,7 @@ import { OPENAI_BODY_MAX_BYTES } from "../api/limits.js";
 import { decodedOrAsSent } from "../strings.js";
 import { jsonAnswersKey } from "./context.js";
 import { discardBody, type NodeRequest, type NodeResponse } from "./node-http.js";
+import { sendJson } from "./rest.js";
 
 export interface ConnectAdapterOptions {
   routes: (router: ConnectRouter) => void;
@@ -45,7 +47,9 @@ const STRICT_JSON: Partial<JsonReadOptions> & { textDecoder: { decode(data: Uint
  * body that is not valid protobuf as `internal` (HTTP 500 / grpc-status 13),
  * and for unary calls it does so before any interceptor runs. A body the
  * client got wrong is the client's error, so those answers are rewritten to
- * `invalid_argument` (400 / grpc-status 3) here, where they leave the router.
+ * `invalid_argument` (400 / grpc-status 3) here, where they leave the router;
+ * a Connect GET whose base64 `message` does not decode (which Connect-ES also
+ * calls `internal`) is refused before it reaches the router.
  * (Errors inside streams pass through the error interceptor, which does the same.)
  * Every answer is `Cache-Control: no-store`, as every REST answer is.
  */
@@ -69,6 +73,11 @@ export function createConnectAdapter(options: ConnectAdapterOptions): (req: Node
     }
     // Answers carry accounts' data and secrets (a new key's secret, a session's e-mail), Connect GETs' included.
     res.setHeader("cache-control", "no-store");
+    if (req.method === "GET" && !isDecodableGetMessage(req.url ?? "")) {
+      // Connect-ES throws a plain Error for it, which it answers as `internal`.
+      sendJson(res, 400, { code: "invalid_argument", message: "the request's message is not valid base64" });
+      return;
+    }
     const values = options.contextValues(req);
     const jsonAnswers = JSON_CONTENT_TYPES.has(
       String(req.headers["content-type"] ?? "")
@@ -108,6 +117,20 @@ async function* bodyKeepingConnection(req: NodeRequest): AsyncIterable<Uint8Arra
     yield* req.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>;
   } finally {
     if (!req.complete && !req.destroyed) discardBody(req, OPENAI_BODY_MAX_BYTES);
+  }
+}
+
+/** Whether a Connect GET's `message` decodes, when it says it is base64 (`base64=1`), by the decoder Connect-ES itself uses. */
+function isDecodableGetMessage(url: string): boolean {
+  const query = url.indexOf("?");
+  if (query === -1) return true;
+  const params = new URLSearchParams(url.slice(query + 1));
+  if (params.get("base64") !== "1") return true;
+  try {
+    base64Decode(params.get("message") ?? "");
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -1,4 +1,5 @@
 import http2 from "node:http2";
+import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CapabilitiesService } from "../../gen/zero/v1/capabilities_pb.js";
@@ -165,6 +166,29 @@ describe("bad input never gets past the documented errors", { timeout: TIMEOUT_M
         },
       ),
       { numRuns: RUNS * 2 },
+    );
+  });
+
+  it("every read-only RPC, over Connect GET: a garbage message in the query gets a Connect error, never internal", async () => {
+    const readOnlyPaths = services.flatMap((s) =>
+      s.methods.filter((m) => m.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS).map((m) => `/${s.typeName}/${m.name}`),
+    );
+    expect(readOnlyPaths.length).toBeGreaterThan(0);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...readOnlyPaths),
+        fc.constantFrom("proto", "json"),
+        fc.boolean(),
+        fc.oneof(fc.string({ maxLength: 60 }), fc.constantFrom("!!!!", "a", "ab=", "====", "%%", "_-_-")),
+        async (path, encoding, base64, message) => {
+          const query = new URLSearchParams({ connect: "v1", encoding, message, ...(base64 ? { base64: "1" } : {}) });
+          const res = await fetch(`${app.url}${path}?${query}`, { headers: auth() });
+          expect(res.status, `${path}?${query}`).not.toBe(500);
+          const text = await res.text();
+          expect(text).not.toContain('"code":"internal"');
+        },
+      ),
+      { numRuns: RUNS * 2, examples: [["/zero.v1.CapabilitiesService/GetCapabilities", "proto", true, "!!!!"]] },
     );
   });
 
