@@ -25,7 +25,7 @@ describe("stored responses written together", () => {
     );
     for (const [i, id] of ids.entries()) {
       expect(JSON.parse((await responses.response(accountId, id))!)).toEqual({ id, n: i });
-      expect(await responses.messages(accountId, id)).toEqual([{ role: "user", content: `question ${i}` }]);
+      expect(await responses.messages(accountId, id, 1 << 20)).toEqual([{ role: "user", content: `question ${i}` }]);
     }
     expect(await responses.response("acc_someone_else", ids[0]!)).toBeUndefined();
   });

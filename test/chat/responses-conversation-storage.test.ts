@@ -1,6 +1,7 @@
 import { sql } from "kysely";
 import type OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
+import { OPENAI_BODY_MAX_BYTES } from "../../src/api/limits.js";
 import { ResponseStore } from "../../src/chat/responses/response-store.js";
 import { completion, type FakeUpstream, reply } from "./support/fake-upstream.js";
 import { openAiClient, useSdkGateway } from "./support/gateway.js";
@@ -126,5 +127,20 @@ describe("stored Responses conversations", () => {
     const next = await turn("third", "three", id);
     await turn("fourth", "?", next);
     expect(conversationSent(gateway.upstream)).toEqual(alternating("first", "one", "second", "two", "third", "three", "fourth"));
+  });
+
+  // Found by a security review: a 100-byte continuation of a chain built turn by turn made the gateway read, parse and send it all.
+  it("refuses to continue a conversation whose stored turns come to more than a body, before reading them", async () => {
+    const half = "h".repeat(OPENAI_BODY_MAX_BYTES / 2);
+    const first = await turn(half, "one");
+    const second = await turn(half, "two", first);
+    const sent = gateway.upstream.requests.length;
+    await expect(client.responses.create({ model: "project-zero", input: "and?", previous_response_id: second })).rejects.toMatchObject({
+      status: 413,
+      error: { type: "payload_too_large", param: "previous_response_id" },
+    });
+    expect(gateway.upstream.requests).toHaveLength(sent);
+    // Its first half still continues.
+    expect(await turn("and?", "three", first)).toMatch(/^resp_/);
   });
 });

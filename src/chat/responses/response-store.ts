@@ -80,19 +80,27 @@ export class ResponseStore {
    * conversation up to it). Undefined when `id` is not a live response of the
    * account, or its chain is broken (a response it continues was deleted
    * while it was being answered): never a conversation with turns missing.
+   * "too large" when its turns come to more than `maxBytes`, counted by
+   * Postgres from the rows' lengths, so nothing of them is read then.
    */
-  async messages(accountId: string, id: string): Promise<ChatMessage[] | undefined> {
-    const { rows } = await sql<{ previous_id: string | null; messages: string | null; turn_messages: string | null }>`
+  async messages(accountId: string, id: string, maxBytes: number): Promise<ChatMessage[] | "too large" | undefined> {
+    const { rows } = await sql<{ whole: boolean; continues: boolean; messages: string | null; turn_messages: string | null; fits: boolean }>`
       WITH RECURSIVE chain AS (
-        SELECT previous_id, messages, turn_messages, 0 AS depth FROM chat_responses
+        SELECT id, previous_id, messages IS NOT NULL AS whole, 0 AS depth FROM chat_responses
         WHERE id = ${id} AND account_id = ${accountId} AND expires_at > now()
         UNION ALL
-        SELECT r.previous_id, r.messages, r.turn_messages, chain.depth + 1 FROM chat_responses r JOIN chain ON r.id = chain.previous_id
-        WHERE chain.messages IS NULL AND r.account_id = ${accountId}
+        SELECT r.id, r.previous_id, r.messages IS NOT NULL, chain.depth + 1 FROM chat_responses r JOIN chain ON r.id = chain.previous_id
+        WHERE NOT chain.whole AND r.account_id = ${accountId}
+      ), fits AS (
+        SELECT coalesce(sum(coalesce(octet_length(r.messages), 0) + coalesce(octet_length(r.turn_messages), 0)), 0) <= ${maxBytes} AS fits
+        FROM chat_responses r JOIN chain USING (id)
       )
-      SELECT previous_id, messages, turn_messages FROM chain ORDER BY depth DESC`.execute(this.#db);
+      SELECT chain.whole, chain.previous_id IS NOT NULL AS continues, fits,
+        CASE WHEN fits THEN r.messages END AS messages, CASE WHEN fits THEN r.turn_messages END AS turn_messages
+      FROM chain JOIN chat_responses r USING (id) CROSS JOIN fits ORDER BY chain.depth DESC`.execute(this.#db);
     const first = rows[0];
-    if (first === undefined || (first.messages === null && first.previous_id !== null)) return undefined;
+    if (first === undefined || (!first.whole && first.continues)) return undefined;
+    if (!first.fits) return "too large";
     const conversation: ChatMessage[] = [];
     for (const row of rows) {
       if (row.messages !== null) conversation.push(...(JSON.parse(row.messages) as ChatMessage[]));

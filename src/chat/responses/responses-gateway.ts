@@ -168,8 +168,15 @@ export class ResponsesGateway {
   /** The conversation `previous_response_id` continues, none without one. */
   async #history(accountId: string, request: ResponsesRequest): Promise<ChatMessage[]> {
     if (typeof request.previous_response_id !== "string") return [];
-    const previous = await this.#store.messages(accountId, request.previous_response_id);
+    const previous = await this.#store.messages(accountId, request.previous_response_id, OPENAI_BODY_MAX_BYTES);
     if (!previous) throw missing(request.previous_response_id, "previous_response_id");
+    if (previous === "too large") {
+      throw new ServiceError(
+        "payload_too_large",
+        `the conversation \`previous_response_id\` continues comes to more than ${OPENAI_BODY_MAX_BYTES} bytes; start a new one, sending what it needs of this one`,
+        { param: "previous_response_id" },
+      );
+    }
     return previous;
   }
 
