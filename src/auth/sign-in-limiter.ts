@@ -1,3 +1,4 @@
+import { isIPv6 } from "node:net";
 import { sql, type Kysely } from "kysely";
 import type { Database } from "../db/schema.js";
 import { ServiceError } from "../server/errors.js";
@@ -57,7 +58,7 @@ export async function beginSignIn(
   limits: SignInLimits = DEFAULT_SIGN_IN_LIMITS,
   now = new Date(),
 ): Promise<SignInAttempt> {
-  const address = input.address || "unknown";
+  const address = limitedAddress(input.address);
   const window = fixedWindow(now, limits.windowSeconds);
   // Counted under the account the e-mail finds (`account`, its stored address), so guesses spread over its spellings
   // share one count, and the owner of another account of the same address in another spelling (an older version let
@@ -102,11 +103,29 @@ export async function checkSignUpAllowed(
   now = new Date(),
 ): Promise<void> {
   const window = fixedWindow(now, 3600);
-  const bucket = `signup:${address || "unknown"}`;
+  const bucket = `signup:${limitedAddress(address)}`;
   const counts = await countAttempt(db, [bucket], window.start);
   if (counts.get(bucket)! > limits.signUpsPerAddressPerHour) {
     throw tooMany("too many sign-ups from this address; try again later", window.retryAfterSeconds(now));
   }
+}
+
+/**
+ * The unit the per-address limits count: an IPv4 address, or an IPv6
+ * address's /64, which one subscriber is given whole (counted per address,
+ * each of its 2^64 addresses had limits of its own).
+ */
+export function limitedAddress(address: string): string {
+  if (address === "") return "unknown";
+  if (!isIPv6(address)) return address;
+  const [head = "", tail] = address.toLowerCase().split("%", 1)[0]!.split("::");
+  const leading = head === "" ? [] : head.split(":");
+  // Only the first four groups count, so `::` stands for zeros wherever it ends; a trailing IPv4 part never reaches them.
+  const groups = tail === undefined ? leading : [...leading, "0", "0", "0", "0"];
+  return `${groups
+    .slice(0, 4)
+    .map((group) => Number.parseInt(group, 16).toString(16))
+    .join(":")}::/64`;
 }
 
 function fixedWindow(now: Date, seconds: number) {

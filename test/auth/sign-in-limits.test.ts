@@ -95,6 +95,26 @@ describe("sign-in limits bound guessing without locking the owner out", () => {
     expect(answers[10]).toBe(Code.ResourceExhausted);
     expect(await signUpFrom(app, "203.0.113.51", "signup-other@example.test")).toBe("ok");
   });
+
+  // Found by a security review: one IPv6 subscriber holds a whole /64, and each of its addresses had limits of its own.
+  it("an IPv6 client is one address per /64, for sign-up and for guessing", async () => {
+    await wellInsideWindow(SIGN_UP_WINDOW_S);
+    const signUps = [];
+    for (let i = 0; i < 11; i++) signUps.push(await signUpFrom(app, `2001:db8:1:2::${(i + 1).toString(16)}`, `v6-signup-${i}@example.test`));
+    expect(signUps.slice(0, 10)).toEqual(Array(10).fill("ok"));
+    expect(signUps[10]).toBe(Code.ResourceExhausted);
+    // Written in full, and another /64 of the same /48.
+    expect(await signUpFrom(app, "2001:0DB8:0001:0002:aaaa:bbbb:cccc:dddd", "v6-signup-full@example.test")).toBe(Code.ResourceExhausted);
+    expect(await signUpFrom(app, "2001:db8:1:3::1", "v6-signup-next@example.test")).toBe("ok");
+
+    await wellInsideWindow(SIGN_IN_WINDOW_S);
+    await signUp(app.url, "dana@example.test", "dana's right password");
+    const guesses = [];
+    for (let i = 0; i < 12; i++) guesses.push(await signInFrom(app, `2001:db8:9:9:${(i + 1).toString(16)}::1`, "dana@example.test", `guess ${i}`));
+    expect(guesses.slice(0, 10)).toEqual(Array(10).fill(Code.Unauthenticated));
+    expect(guesses.slice(10)).toEqual([Code.ResourceExhausted, Code.ResourceExhausted]);
+    expect(await signInFrom(app, "2001:db8:9:a::1", "dana@example.test", "dana's right password")).toBe("ok");
+  });
 });
 
 describe("X-Forwarded-For counts only from ZERO_TRUSTED_PROXIES", () => {
