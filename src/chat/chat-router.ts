@@ -149,7 +149,8 @@ export class ChatRouter implements ChatCompleter {
         let failure: ServiceError | undefined;
         for (const event of events) {
           if (event.data === "[DONE]") {
-            finished = true;
+            if (!rewriter.answered) failure = new ServiceError("upstream_error", "the model's stream ended without an answer");
+            else finished = true;
             break;
           }
           const chunk = chunkOf(event);
@@ -381,8 +382,19 @@ function floatsOf(embedding: unknown): number[] | undefined {
   return floats.every(Number.isFinite) ? floats : undefined;
 }
 
+/** A completion with at least one choice, each a message whose content and finish reason have OpenAI's types. */
 function isCompletion(value: unknown): value is ChatCompletionJson {
-  return typeof value === "object" && value !== null && Array.isArray((value as { choices?: unknown }).choices);
+  if (typeof value !== "object" || value === null) return false;
+  const { choices } = value as { choices?: unknown };
+  return Array.isArray(choices) && choices.length > 0 && choices.every(isChoice);
+}
+
+function isChoice(choice: unknown): boolean {
+  if (typeof choice !== "object" || choice === null) return false;
+  const { message, finish_reason: finishReason } = choice as { message?: unknown; finish_reason?: unknown };
+  if (typeof message !== "object" || message === null || Array.isArray(message)) return false;
+  const { content } = message as { content?: unknown };
+  return (content == null || typeof content === "string" || Array.isArray(content)) && (finishReason == null || typeof finishReason === "string");
 }
 
 /** A failure after the upstream accepted: a timeout is ours to name; anything else is the upstream's. */

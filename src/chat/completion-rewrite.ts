@@ -152,6 +152,11 @@ export class ChunkRewriter {
     return echoes;
   }
 
+  /** True once a chunk brought a choice: a stream whose `[DONE]` comes before one gave no answer. */
+  get answered(): boolean {
+    return this.#choices.size > 0;
+  }
+
   /**
    * True once every choice seen gave its finish_reason: a stream that ends then is whole even without `[DONE]`
    * (some servers, llama.cpp forks and older TGI among them, never send it).

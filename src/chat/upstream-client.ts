@@ -66,16 +66,18 @@ const UNKNOWN_TO_SOME: ReadonlySet<string> = new Set([
 
 /**
  * Statuses that say the operator's entry is at fault (its key, its provider
- * account out of credit, or its model name): the next upstream may be set up right.
+ * account out of credit, or its model name; or a base URL that moved, which
+ * is never followed, since the key would go with it): the next upstream may
+ * be set up right.
  */
-const ENTRY_FAULT = new Set([401, 402, 403, 404]);
+const ENTRY_FAULT = new Set([301, 302, 303, 307, 308, 401, 402, 403, 404]);
 
 /** The cause that tells upstreamMisconfigured's `upstream_error` from any other. */
 const ENTRIES_REFUSED = Object.freeze({ reason: "every upstream refused its entry's key or model name" });
 
 /**
  * Every upstream refused the service's own key, account or model name
- * (401, 402, 403, 404): ZERO_UPSTREAMS is wrong, and no retry mends it. A gateway client
+ * (401, 402, 403, 404), or answered with a redirect: ZERO_UPSTREAMS is wrong, and no retry mends it. A gateway client
  * sees a 502 `upstream_error`; a stage fails at once (see stageFailureOf).
  */
 function upstreamMisconfigured(): ServiceError {
@@ -132,7 +134,8 @@ export class UpstreamClient {
     this.#wholeAnswerMs = timeouts.firstByteMs;
     this.#targets = upstreams.map((config) => {
       const base = new URL(config.baseUrl);
-      const headers: Record<string, string> = { "content-type": "application/json" };
+      // Answers are read as they come, so none may be compressed (a server may pick any coding when none is named).
+      const headers: Record<string, string> = { "content-type": "application/json", "accept-encoding": "identity" };
       if (config.apiKey) headers.authorization = `Bearer ${config.apiKey}`;
       return {
         config,
@@ -376,6 +379,8 @@ function exchange(pool: Pool, request: Dispatcher.DispatchOptions, signal: Abort
         if (signal?.aborted) started.abort(abortReason(signal));
       },
       onResponseStart(started, statusCode, headers) {
+        // An informational answer (103 Early Hints) comes before the real one, which undici reports next.
+        if (statusCode < 200) return;
         body = new UpstreamBody(started, wholeBy);
         const retryAfter = statusCode === 429 ? headers["retry-after"] : undefined;
         resolve({ statusCode, body, retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter });

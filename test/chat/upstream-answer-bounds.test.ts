@@ -157,3 +157,58 @@ describe("every upstream refusing the service's own key or model name", () => {
     expect(((await response.json()) as { error: { message: string } }).error.message).toBe("the model is unavailable right now; try again shortly");
   });
 });
+
+// Found by a review of misbehaving upstreams: answers HTTP allows, or 2xx answers that are no use, each as a provider or its proxy sends them.
+describe("an upstream answering as HTTP allows, or with a 2xx that is no use", () => {
+  const answered = async (response: Response) => {
+    expect(response.status).toBe(200);
+    return ((await response.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content;
+  };
+
+  it("asks the next upstream when a 2xx holds no usable choice", async () => {
+    const broken: unknown[] = [
+      { ...completion("x"), choices: [] },
+      { ...completion("x"), choices: [null] },
+      { ...completion("x"), choices: [{ index: 0, message: null, finish_reason: "stop" }] },
+      { ...completion("x"), choices: [{ index: 0, message: { role: "assistant", content: 42 }, finish_reason: "stop" }] },
+      { ...completion("x"), choices: [{ index: 0, message: { role: "assistant", content: "x" }, finish_reason: 7 }] },
+    ];
+    for (const body of broken) {
+      primary.reset().next(reply(body));
+      secondary.reset().next(reply(completion("from the second")));
+      expect(await answered(await postChat(app, apiKey, request)), JSON.stringify(body)).toBe("from the second");
+      expect([primary.requests.length, secondary.requests.length]).toEqual([1, 1]);
+    }
+  });
+
+  it("reads the answer after a 103 Early Hints, and asks for it uncompressed", async () => {
+    primary.next((exchange) => {
+      exchange.res.writeEarlyHints({ link: "</style.css>; rel=preload; as=style" });
+      return reply(completion("after the hints"))(exchange);
+    });
+    expect(await answered(await postChat(app, apiKey, request))).toBe("after the hints");
+    expect(secondary.requests).toHaveLength(0);
+    expect(primary.requests[0]!.headers["accept-encoding"]).toBe("identity");
+  });
+
+  it("counts a redirect as the entry's fault: it fails over, then says to check the configuration", async () => {
+    for (const status of [301, 307, 308]) {
+      const moved: Behavior = ({ res }) => void res.writeHead(status, { location: "https://elsewhere.example/v1/chat/completions" }).end();
+      primary.reset().next(moved);
+      secondary.reset().next(moved);
+      const response = await postChat(app, apiKey, request);
+      expect(response.status).toBe(502);
+      expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/check .* ZERO_UPSTREAMS/);
+      expect([primary.requests.length, secondary.requests.length]).toEqual([1, 1]);
+    }
+  });
+
+  it("fails a stream that ends with [DONE] before any answer, rather than relaying an empty one", async () => {
+    primary.next(stream([]));
+    const response = await postChat(app, apiKey, { ...request, stream: true });
+    const events = await readSse(response);
+    expect(events).toHaveLength(2);
+    expect(JSON.parse(events[0]!).error).toMatchObject({ type: "upstream_error" });
+    expect(events[1]).toBe("[DONE]");
+  });
+});
