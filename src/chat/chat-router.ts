@@ -13,7 +13,7 @@ import type { FreePool } from "./free-pool.js";
 import type { ToolTurnMemory } from "./tool-turn-memory.js";
 import { ownCompletionCalls, type RecalledTurns, StreamTurns } from "./tool-turns.js";
 import { SseParser, type SseEvent } from "./sse-parser.js";
-import { AnswerDeadlineError, AnswerTooLargeError } from "./upstream-body.js";
+import { AnswerDeadlineError, AnswerNotStartedError, AnswerTooLargeError } from "./upstream-body.js";
 import { isTimeout, isUpstreamMisconfigured, type UpstreamAnswer, type UpstreamClient } from "./upstream-client.js";
 import type { ChatCallOptions, ChatChunkJson, ChatCompleter, ChatCompletionJson, ChatRequest, GatewayRequest } from "./chat-types.js";
 
@@ -163,7 +163,10 @@ export class ChatRouter implements ChatCompleter {
         }
         // Before the client has the finished calls: its next request may follow at once.
         if (!turnsKept && (rewriter.finished || finished || pieces === undefined)) await keepTurns();
-        if (chunks.length > 0) yield chunks;
+        if (chunks.length > 0) {
+          answer.body.answering();
+          yield chunks;
+        }
         if (failure) throw failure;
         if (finished) return;
         if (pieces === undefined) {
@@ -400,6 +403,7 @@ function isChoice(choice: unknown): boolean {
 /** A failure after the upstream accepted: a timeout is ours to name; anything else is the upstream's. */
 function failure(error: unknown, answer: UpstreamAnswer): ServiceError {
   if (error instanceof AnswerTooLargeError) return new ServiceError("upstream_error", "the model's answer is larger than the service accepts");
+  if (error instanceof AnswerNotStartedError) return new ServiceError("upstream_timeout", "the model did not begin its answer in time");
   if (error instanceof AnswerDeadlineError)
     return new ServiceError("upstream_timeout", "the model did not finish its answer in time; the answer is incomplete");
   if (isTimeout(error)) return new ServiceError("upstream_timeout", "the model stopped answering; the answer is incomplete");

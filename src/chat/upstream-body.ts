@@ -17,6 +17,17 @@ export class AnswerDeadlineError extends Error {
   }
 }
 
+/**
+ * A body read as it comes brought nothing of the answer by its deadline: an
+ * upstream that keeps the connection busy with SSE comments or empty chunks
+ * (a queue's keep-alives) and never starts.
+ */
+export class AnswerNotStartedError extends Error {
+  constructor() {
+    super("no part of the answer came by its deadline");
+  }
+}
+
 /** A body read whole grew past MAX_WHOLE_BODY_BYTES. */
 export class AnswerTooLargeError extends Error {
   constructor() {
@@ -45,6 +56,9 @@ export class UpstreamBody {
   #ignoring = false;
   /** Set when read whole: nothing to pace, so the upstream is never paused. */
   #readingWhole = false;
+  /** Read as it comes: set once the reader found part of the answer (`answering`); until then the deadline holds. */
+  #answering = false;
+  #notStartedTimer: NodeJS.Timeout | undefined;
 
   constructor(controller: Dispatcher.DispatchController, wholeBy = Number.POSITIVE_INFINITY) {
     this.#controller = controller;
@@ -86,6 +100,8 @@ export class UpstreamBody {
    * least one; undefined once the body has ended. A failure is thrown after
    * the chunks that came before it. Reading in batches rather than through an
    * async iterator spares a promise and a resume per chunk on the stream path.
+   * Until the reader calls `answering`, a wait past the body's deadline fails
+   * with AnswerNotStartedError and ends the exchange.
    */
   async read(): Promise<Buffer[] | undefined> {
     for (;;) {
@@ -98,12 +114,23 @@ export class UpstreamBody {
       }
       if (this.#error) throw this.#error;
       if (this.#ended) return undefined;
+      if (!this.#answering && this.#notStartedTimer === undefined && this.#wholeBy !== Number.POSITIVE_INFINITY) {
+        this.#notStartedTimer = setTimeout(() => this.#stop(new AnswerNotStartedError()), Math.max(0, this.#wholeBy - performance.now()));
+      }
       await new Promise<void>((resolve) => (this.#wake = resolve));
     }
   }
 
+  /** The reader found part of the answer in what it read: from here on the stream may take as long as its tokens flow. */
+  answering(): void {
+    if (this.#answering) return;
+    this.#answering = true;
+    clearTimeout(this.#notStartedTimer);
+  }
+
   /** The rest is not wanted, but the exchange may finish so its connection is kept for the next request. */
   ignoreRest(): void {
+    clearTimeout(this.#notStartedTimer);
     this.#ignoring = true;
     this.#chunks = [];
     this.#unread = 0;
@@ -112,6 +139,7 @@ export class UpstreamBody {
 
   /** Ends the exchange now (its connection is closed), unless it already finished. */
   abort(): void {
+    clearTimeout(this.#notStartedTimer);
     if (this.#ended || this.#error) return;
     this.#ignoring = true;
     this.#controller.abort(new Error("the relay stopped reading"));
@@ -132,11 +160,13 @@ export class UpstreamBody {
   }
 
   end(): void {
+    clearTimeout(this.#notStartedTimer);
     this.#ended = true;
     this.#notify();
   }
 
   fail(error: Error): void {
+    clearTimeout(this.#notStartedTimer);
     // After #stop, undici reports the abort it asked for: the first reason stands.
     this.#error ??= error;
     this.#notify();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createAccountWithKey } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
-import { type Behavior, completion, drip, fail, FakeUpstream, reply, sleep, stream, textChunks } from "./support/fake-upstream.js";
+import { type Behavior, chunk, completion, drip, fail, FakeUpstream, reply, sleep, stream, textChunks } from "./support/fake-upstream.js";
 import { expectNoLeak, postChat, readSse, startGateway } from "./support/gateway.js";
 
 /** ZERO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS here: an answer that is not streamed must be whole within it. */
@@ -211,4 +211,21 @@ describe("an upstream answering as HTTP allows, or with a 2xx that is no use", (
     expect(JSON.parse(events[0]!).error).toMatchObject({ type: "upstream_error" });
     expect(events[1]).toBe("[DONE]");
   });
+
+  it("fails a stream that sends only comments and empty chunks past the first-byte timeout, as an answer that never began", async () => {
+    for (const filler of [": keep-alive\n\n", `data: ${JSON.stringify({ ...chunk({}), choices: [] })}\n\n`]) {
+      primary.reset().next(async ({ res }) => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        while (!res.destroyed) {
+          res.write(filler);
+          await sleep(50);
+        }
+      });
+      const response = await postChat(app, apiKey, { ...request, stream: true });
+      const events = await readSse(response);
+      expect(JSON.parse(events[0]!).error, filler).toMatchObject({ type: "upstream_timeout" });
+      expect(events.slice(1)).toEqual(["[DONE]"]);
+      await primary.requests[0]!.aborted;
+    }
+  }, 15_000);
 });
