@@ -32,6 +32,8 @@ export class SseParser {
   /** The characters of the event being gathered: its data lines so far and the line not yet ended. */
   #held = 0;
   #event: string | undefined;
+  /** A read ended in CR: whether it ends a line alone or begins a CRLF, the next read tells. */
+  #crHeld = false;
   readonly #maxEventChars: number;
 
   constructor(maxEventChars = MAX_WHOLE_BODY_BYTES) {
@@ -40,7 +42,7 @@ export class SseParser {
 
   /** The events that `piece` completes, in order; often none. Throws AnswerTooLargeError for an event past the cap. */
   feed(piece: Buffer | string): SseEvent[] {
-    const text = typeof piece === "string" ? piece : this.#decoder.write(piece);
+    const text = this.#withLineFeeds(typeof piece === "string" ? piece : this.#decoder.write(piece));
     const events: SseEvent[] = [];
     // Only the new text can end a line.
     if (!text.includes("\n")) {
@@ -54,9 +56,8 @@ export class SseParser {
     for (;;) {
       const newline = pending.indexOf("\n", start);
       if (newline === -1) break;
-      let line = pending.slice(start, newline);
+      const line = pending.slice(start, newline);
       start = newline + 1;
-      if (line.endsWith("\r")) line = line.slice(0, -1);
       if (line === "") {
         this.#dispatch(events);
       } else if (line.startsWith("data:")) {
@@ -85,6 +86,22 @@ export class SseParser {
     return events;
   }
 
+  /** `text` with its line ends (CRLF, or CR alone, which the SSE format allows too) as LF. */
+  #withLineFeeds(text: string): string {
+    let lines = text;
+    if (this.#crHeld) {
+      this.#crHeld = false;
+      lines = `\r${lines}`;
+    }
+    // OpenAI and most providers send LF alone: the common case costs one search.
+    if (!lines.includes("\r")) return lines;
+    if (lines.endsWith("\r")) {
+      this.#crHeld = true;
+      lines = lines.slice(0, -1);
+    }
+    return lines.replace(CR_LINE_ENDS, "\n");
+  }
+
   /** A blank line: the event gathered so far, if it has data, and a fresh start. */
   #dispatch(events: SseEvent[]): void {
     if (this.#data.length > 0) events.push({ event: this.#event, data: this.#data.join("\n") });
@@ -93,6 +110,8 @@ export class SseParser {
     this.#event = undefined;
   }
 }
+
+const CR_LINE_ENDS = /\r\n?/g;
 
 /** A `data:` line's value: one leading space is part of the field syntax, not the data. */
 function dataOf(line: string): string {

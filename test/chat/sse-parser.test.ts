@@ -47,6 +47,20 @@ describe("SseParser", () => {
     ]);
   });
 
+  // Found by a review of misbehaving upstreams: the SSE format lets a line end with CR alone, as with CRLF or LF.
+  it("ends lines at a lone CR too, across arbitrary splits, a CRLF split between reads still one line end", () => {
+    for (const text of ['data: {"a":1}\r\rdata: {"b":2}\r\r: c\rdata: [DONE]\r\r', 'data: {"a":1}\r\n\rdata: {"b":2}\n\r\n: c\rdata: [DONE]\r\n\r\n']) {
+      for (let cut = 1; cut < text.length; cut++) {
+        expect(events([text.slice(0, cut), text.slice(cut)]), JSON.stringify([text.slice(0, cut), text.slice(cut)])).toEqual([
+          { event: undefined, data: '{"a":1}' },
+          { event: undefined, data: '{"b":2}' },
+          { event: undefined, data: "[DONE]" },
+        ]);
+      }
+    }
+    expect(events(['data: {"a":1}\r'])).toEqual([{ event: undefined, data: '{"a":1}' }]);
+  });
+
   it("refuses an event past its cap, whether one line that never ends or many data lines without their blank line", () => {
     const endless = new SseParser(100);
     expect(endless.feed(`data: ${"x".repeat(60)}`)).toEqual([]);
