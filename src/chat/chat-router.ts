@@ -180,6 +180,8 @@ export class ChatRouter implements ChatCompleter {
       throw new ServiceError("upstream_error", "the model's stream ended before it finished; the answer is incomplete");
     } catch (error) {
       if (signal?.aborted) throw error;
+      // Silent after every choice finished: as whole as a stream that ends there (only a usage chunk could be missing).
+      if (rewriter.finished && isTimeout(error)) return;
       const failed = error instanceof ServiceError ? error : failure(error, answer);
       answer.broke(failed);
       upstreamFailed = true;

@@ -6,6 +6,8 @@ import { expectNoLeak, postChat, readSse, startGateway } from "./support/gateway
 
 /** ZERO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS here: an answer that is not streamed must be whole within it. */
 const ANSWER_MS = 800;
+/** ZERO_UPSTREAM_IDLE_TIMEOUT_MS here: the longest silence inside an answer. */
+const IDLE_MS = 2000;
 
 let primary: FakeUpstream;
 let secondary: FakeUpstream;
@@ -15,7 +17,7 @@ let apiKey: string;
 beforeAll(async () => {
   primary = await FakeUpstream.start();
   secondary = await FakeUpstream.start();
-  app = await startGateway([primary, secondary], { ZERO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: String(ANSWER_MS) });
+  app = await startGateway([primary, secondary], { ZERO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: String(ANSWER_MS), ZERO_UPSTREAM_IDLE_TIMEOUT_MS: String(IDLE_MS) });
   ({ apiKey } = await createAccountWithKey(app, ["chat"]));
 });
 
@@ -227,5 +229,18 @@ describe("an upstream answering as HTTP allows, or with a 2xx that is no use", (
       expect(events.slice(1)).toEqual(["[DONE]"]);
       await primary.requests[0]!.aborted;
     }
+  }, 15_000);
+
+  it("ends a stream as whole when its upstream goes silent after every choice finished, rather than failing what the client already has", async () => {
+    primary.next(stream(textChunks(["Hello", "!"]), { hangAfter: 4 }));
+    const response = await postChat(app, apiKey, { ...request, stream: true });
+    const events = await readSse(response);
+    expect(events.at(-1)).toBe("[DONE]");
+    const chunks = events
+      .slice(0, -1)
+      .map((event) => JSON.parse(event) as { error?: unknown; choices: { delta: { content?: string }; finish_reason: string | null }[] });
+    expect(chunks.some((c) => c.error !== undefined)).toBe(false);
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? "").join("")).toBe("Hello!");
+    expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe("stop");
   }, 15_000);
 });
