@@ -123,6 +123,28 @@ describe("a streamed answer is bounded in size too", () => {
   }, 15_000);
 });
 
+describe("a streamed Responses answer is bounded in size, as a whole answer is", () => {
+  it("ends with an error event once the words it gathers pass the cap, and stops the upstream", async () => {
+    const mebibyte = "w".repeat(1024 * 1024);
+    primary.next(async ({ res }) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      for (let i = 0; i < 40 && !res.destroyed; i++) {
+        if (!res.write(`data: ${JSON.stringify(chunk({ content: mebibyte }))}\n\n`)) await new Promise((resolve) => res.once("drain", resolve));
+      }
+      while (!res.destroyed) await sleep(50);
+    });
+    const response = await fetch(`${app.url}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "project-zero", input: "Say a lot", stream: true, store: false }),
+    });
+    const text = await response.text();
+    const last = JSON.parse(text.trimEnd().split("\n").at(-1)!.slice("data: ".length)) as { type: string; message?: string };
+    expect(last).toMatchObject({ type: "error", message: "the model's answer is larger than the service accepts" });
+    await primary.requests[0]!.aborted;
+  }, 30_000);
+});
+
 describe("every upstream refusing the service's own key or model name", () => {
   const configuration =
     "the model provider refused the service's key, account or model name; check the API keys, the provider accounts' credit and the model names in ZERO_UPSTREAMS";

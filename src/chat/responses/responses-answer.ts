@@ -2,6 +2,8 @@ import { CHAT_ALIAS } from "../../api/model.js";
 import type { ChatChunkJson, ChatCompletionJson } from "../chat-types.js";
 import { isJsonObject, isObject } from "../openai-fields.js";
 import { uniqueHex } from "../unique-hex.js";
+import { MAX_WHOLE_BODY_BYTES } from "../upstream-body.js";
+import { ServiceError } from "../../server/errors.js";
 import { type ChatMessage, reasoningEffort, type ResponsesRequest } from "./responses-request.js";
 
 /** A `response` object as OpenAI's Responses API answers it. */
@@ -401,6 +403,8 @@ export async function* responseEvents(shell: ResponseObject, chunks: AsyncIterab
   };
   // Set once the answer is whole: from then on, its save is the finished one.
   let whole = false;
+  // The characters of words and arguments gathered: the answer is held whole, so it is bounded as one read whole is.
+  let gathered = 0;
   let failure: unknown;
   // Reached once the opening batch was taken: the client holds the response's id from here on.
   try {
@@ -412,8 +416,14 @@ export async function* responseEvents(shell: ResponseObject, chunks: AsyncIterab
         if (!choice) continue;
         if (typeof choice.finish_reason === "string") answer.finishReason = choice.finish_reason;
         const delta = isObject(choice.delta) ? choice.delta : {};
-        if (typeof delta.content === "string" && delta.content !== "") addWords(events, "output_text", delta.content);
-        if (typeof delta.refusal === "string" && delta.refusal !== "") addWords(events, "refusal", delta.refusal);
+        if (typeof delta.content === "string" && delta.content !== "") {
+          gathered += delta.content.length;
+          addWords(events, "output_text", delta.content);
+        }
+        if (typeof delta.refusal === "string" && delta.refusal !== "") {
+          gathered += delta.refusal.length;
+          addWords(events, "refusal", delta.refusal);
+        }
         if (Array.isArray(delta.tool_calls)) {
           for (const part of delta.tool_calls) {
             if (!isObject(part)) continue;
@@ -426,6 +436,7 @@ export async function* responseEvents(shell: ResponseObject, chunks: AsyncIterab
             if (call.name === "" && typeof fn.name === "string") call.name = fn.name;
             const announced = callIndex[index] !== undefined;
             if (typeof fn.arguments === "string" && fn.arguments !== "") {
+              gathered += fn.arguments.length;
               call.arguments += fn.arguments;
               if (openItems.includes(index))
                 events.push({ type: "response.function_call_arguments.delta", item_id: ids.calls[index], output_index: callIndex[index], delta: fn.arguments });
@@ -434,6 +445,7 @@ export async function* responseEvents(shell: ResponseObject, chunks: AsyncIterab
           }
         }
       }
+      if (gathered > MAX_WHOLE_BODY_BYTES) throw new ServiceError("upstream_error", "the model's answer is larger than the service accepts");
       if (events.length > 0) yield events;
     }
 
