@@ -231,7 +231,9 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
               plainFilename(suggestedFilename(response.headers.get("content-disposition") ?? "")) ??
               `${id}${mediaType === "application/epub+zip" ? ".epub" : ".zip"}`,
             contentType,
-            body: response.body,
+            body: failingAsZeroErrors(response.body, () =>
+              timeout?.aborted && !signal?.aborted ? new ConnectError(`the download did not finish within ${timeoutMs} ms`, Code.DeadlineExceeded) : undefined,
+            ),
           };
         }),
       cancel: (id, callOptions) => wrap(async () => required((await executions.cancelExecution({ id }, call(callOptions))).plan)),
@@ -314,6 +316,27 @@ async function restError(response: Response): Promise<ConnectError> {
 function codeForStatus(status: number): Code {
   const known = Object.values(ERROR_TYPES).find((entry) => entry.status === status);
   return known?.code ?? (status >= 500 ? Code.Unavailable : Code.Unknown);
+}
+
+/**
+ * A download's bytes, whose failures while they are read are ZeroErrors as
+ * the call's own are: a dropped connection `unreachable`, the call's timeout
+ * (`timedOut`, read when a read fails) `deadline_exceeded`.
+ */
+function failingAsZeroErrors(body: ReadableStream<Uint8Array>, timedOut: () => ConnectError | undefined): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      } catch (error) {
+        controller.error(ZeroError.from(timedOut() ?? error));
+      }
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
 }
 
 async function wrap<T>(run: () => Promise<T>): Promise<T> {

@@ -73,7 +73,10 @@ const TRANSPORT_FAILURES: readonly (readonly [TransportFailure, RegExp])[] = [
   ["not_tls", /wrong version number|WRONG_VERSION_NUMBER/i],
   ["tls", /ERR_SSL_|ERR_TLS_|CERT_|_CERT|SELF_SIGNED|UNABLE_TO_VERIFY|EPROTO/],
   ["not_http2", /ERR_HTTP2_ERROR|ERR_HTTP2_SESSION_ERROR|ERR_HTTP2_INVALID_SESSION/],
-  ["no_answer", /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ECONNRESET|EPIPE|EAI_AGAIN|fetch failed|Failed to fetch|NetworkError|Load failed/i],
+  [
+    "no_answer",
+    /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ECONNRESET|EPIPE|EAI_AGAIN|UND_ERR_SOCKET|fetch failed|Failed to fetch|NetworkError|Load failed/i,
+  ],
 ];
 
 const TRANSPORT_CODES: ReadonlySet<Code> = new Set([Code.Unavailable, Code.Unknown, Code.Internal, Code.Aborted]);

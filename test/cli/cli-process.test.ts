@@ -516,6 +516,57 @@ describe("project-zero against a running service", () => {
     }
   });
 
+  // Found by a review of the CLI as another team uses it: a pipe that read every byte saw exit 141, and a connection lost mid-file blamed the disk.
+  it("download -o - into a pipe read to its end exits 0 with the whole file", async () => {
+    const first = await runCli(["run", "A website for a seed library", "--approve"], env);
+    const id = planIdIn(first.stderr);
+    await makeDownloadable(id);
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-cli-pipe-"));
+    try {
+      expect((await runCli(["download", id, "-o", "saved.zip"], env, dir)).code).toBe(0);
+      const piped = await runCli(["download", id, "-o", "-"], env);
+      expect({ code: piped.code, stderr: piped.stderr }).toEqual({ code: 0, stderr: "" });
+      // Read as text by the helper, so compared by what survives that: its start and its length in characters.
+      const saved = (await fs.readFile(path.join(dir, "saved.zip"))).toString("utf8");
+      expect(piped.stdout.startsWith("PK")).toBe(true);
+      expect(piped.stdout.length).toBe(saved.length);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a download whose connection drops mid-file is unreachable (exit 5), to a file or to stdout, and leaves nothing behind", async () => {
+    // The service itself, whose download's connection drops: its capabilities answer as project-zero's.
+    const dropping = await listen((request, response) => {
+      if (request.url?.startsWith("/api/capabilities")) {
+        response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ service: "project-zero" }));
+        return;
+      }
+      response.writeHead(200, { "content-type": "application/zip", "content-disposition": 'attachment; filename="x.zip"' });
+      response.write(Buffer.alloc(1000));
+      setTimeout(() => response.socket?.destroy(), 100);
+    });
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "zero-cli-drop-"));
+    try {
+      for (const args of [
+        ["download", "pln_x"],
+        ["download", "pln_x", "-o", "-"],
+      ]) {
+        const run = await runCli(args, { ...env, ZERO_URL: dropping.url }, dir);
+        expect({ args, code: run.code, stderr: run.stderr }).toEqual({
+          args,
+          code: 5,
+          stderr: expect.stringMatching(/^project-zero: .*unreachable|cannot reach/),
+        });
+        expect(run.stderr).not.toMatch(/\n\s+at /);
+      }
+      expect(await fs.readdir(dir)).toEqual([]);
+    } finally {
+      await dropping.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("download -o <dir>/ saves the file under the service's name in that directory, making it if need be", async () => {
     const first = await runCli(["run", "A website for a darning club", "--approve"], env);
     expect(first.code).toBe(0);

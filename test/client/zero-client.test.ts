@@ -185,6 +185,34 @@ describe("createZeroClient", () => {
     }
   });
 
+  const readAll = async (body: ReadableStream<Uint8Array>) => {
+    const reader = body.getReader();
+    while (!(await reader.read()).done) {}
+  };
+
+  // Found by a review of the client as another team uses it: only failures before the file began were ZeroErrors.
+  it("download's bytes fail as ZeroErrors too: a connection dropped mid-file unreachable, the timeout deadline_exceeded", async () => {
+    let answer: (response: http.ServerResponse) => void = () => {};
+    const server = http.createServer((_request, response) => answer(response));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const zipHead = { "content-type": "application/zip", "content-disposition": 'attachment; filename="x.zip"' };
+    try {
+      const client = createNodeClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: keys.all });
+      answer = (response) => {
+        response.writeHead(200, zipHead).write(Buffer.alloc(1000));
+        setTimeout(() => response.socket?.destroy(), 100);
+      };
+      const dropped = await client.executions.download("pln_x");
+      expect(await caught(readAll(dropped.body))).toMatchObject({ type: "unreachable", code: Code.Unavailable, fromServer: false });
+      answer = (response) => void response.writeHead(200, zipHead).write(Buffer.alloc(1000));
+      const slow = await client.executions.download("pln_x", { timeoutMs: 300 });
+      expect(await caught(readAll(slow.body))).toMatchObject({ type: "deadline_exceeded", code: Code.DeadlineExceeded });
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
   it('speaks gRPC when asked with protocol: "grpc"', async () => {
     const client = createNodeClient({ baseUrl: app.url, apiKey: keys.all, protocol: "grpc" });
     expect((await client.capabilities()).service).toBe("project-zero");

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, open, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
+import { once } from "node:events";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
@@ -23,7 +24,12 @@ export async function downloadCommand(ctx: CliContext, args: { id: string; outpu
     const file = await ctx.answerWithin(abort.signal, (signal) => client.executions.download(args.id, { signal }));
     const body = Readable.fromWeb(file.body as NodeReadableStream<Uint8Array>);
     if (args.output === "-") {
-      await pipeline(body, ctx.io.stdout);
+      // Copied rather than piped: a pipeline ends stdout, and destroys it when the download fails, so the
+      // exit's flush then met a closed pipe (141 for a reader that had read it all) or the failure went unhandled.
+      const out = ctx.io.stdout;
+      for await (const piece of body) {
+        if (!out.write(piece)) await once(out, "drain");
+      }
       return ExitCode.ok;
     }
     // A trailing slash names a directory (made if need be), never a file; the file in it is still the service's name.
@@ -103,10 +109,13 @@ async function saveWhole(body: Readable, target: string): Promise<void> {
   });
   try {
     const out = handle.createWriteStream();
+    // A download that fails destroys `out` with its own error, which is then no refusal of the file system's.
+    let failedToRead: unknown;
     let refused: unknown;
+    body.once("error", (error) => (failedToRead = error));
     out.once("error", (error) => (refused = error));
     await pipeline(body, out).catch((error: unknown) => {
-      throw error === refused ? new CannotWrite(error) : error;
+      throw error === refused && error !== failedToRead ? new CannotWrite(error) : error;
     });
     await rename(partial, target).catch((error: unknown) => {
       throw new CannotWrite(error);
