@@ -1,4 +1,8 @@
 import { createContextValues } from "@connectrpc/connect";
+import { CapabilitiesService } from "../../gen/zero/v1/capabilities_pb.js";
+import { ChatService } from "../../gen/zero/v1/chat_pb.js";
+import { ConsoleService } from "../../gen/zero/v1/console_pb.js";
+import { ExecutionService } from "../../gen/zero/v1/execution_pb.js";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import { API_BODY_MAX_BYTES } from "../api/limits.js";
 import type { Logger } from "../observability/logger.js";
@@ -212,8 +216,35 @@ export const answerWhileStarting: RequestListener = (req, res) => {
   const reading = req.method === "GET" || req.method === "HEAD";
   if (reading && pathname === "/healthz") sendJson(res, 200, { status: "starting" });
   else if (reading && pathname === "/readyz") sendNotReady(res, "starting up", { "Retry-After": "1" });
-  else sendError(res, new ServiceError("unavailable", "the service is starting up; try again shortly", { headers: { "Retry-After": "1" } }), req);
+  // An RPC's refusal in its protocol (Connect, gRPC, gRPC-Web), with the error detail typed clients read.
+  else rpcWhileStarting(req, res);
 };
+
+/** The API's services, whose RPCs are refused as starting up before the parts that serve them exist. */
+const API_SERVICES = [CapabilitiesService, ChatService, ConsoleService, ExecutionService];
+
+const startingUp = () => new ServiceError("unavailable", "the service is starting up; try again shortly", { headers: { "Retry-After": "1" } });
+
+/** Every RPC of the API refused as starting up, as the running service would refuse it; anything else is REST's 503. */
+const rpcWhileStarting = createConnectAdapter({
+  routes(router) {
+    for (const service of API_SERVICES) {
+      for (const method of service.methods) {
+        // Thrown as the call begins, a server stream's as well as a unary's.
+        router.rpc(method, (() => {
+          throw startingUp();
+        }) as never);
+      }
+    }
+  },
+  interceptors: [],
+  shutdownSignal: new AbortController().signal,
+  readMaxBytes: API_BODY_MAX_BYTES,
+  contextValues: () => createContextValues(),
+  fallback: (req, res) => sendError(res, startingUp(), req),
+  onHandlerError: () => {},
+  onRpcFailed: () => {},
+});
 
 /** What every answer carries, the service started or not: the request's id, and no content sniffing. */
 function setAnswerHeaders(res: NodeResponse, requestId: string): void {

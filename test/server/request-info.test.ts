@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/observability/logger.js";
 import { RepeatingFailure } from "../../src/observability/repeating-failure.js";
+import { createZeroClient } from "../../src/client/node.js";
 import { answerWhileStarting } from "../../src/server/http-handler.js";
 import { ListeningRequests, RequestInfo, SHUTTING_DOWN } from "../../src/server/request-info.js";
 
@@ -68,6 +69,44 @@ describe("the request id of an answer", () => {
       expect(await idOf("/api/executions", { "x-request-id": "not acceptable" })).toMatch(/^req_/);
       expect(await idOf("/healthz")).toMatch(/^req_/);
       expect(await idOf("/readyz")).toMatch(/^req_/);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+describe("the answers given while the service starts", () => {
+  // Found by a review of the typed client: RPCs got REST's error shape then, so a Connect or gRPC client lost the message and took it for a proxy's.
+  it("are the RPC protocols' own for an RPC, with the service's error detail", async () => {
+    const server = http.createServer(answerWhileStarting);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const connect = await fetch(`${base}/zero.v1.ExecutionService/ListExecutions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer zk_x" },
+        body: "{}",
+      });
+      expect(connect.status).toBe(503);
+      expect(connect.headers.get("retry-after")).toBe("1");
+      expect(await connect.json()).toMatchObject({
+        code: "unavailable",
+        message: "the service is starting up; try again shortly",
+        details: [{ type: "zero.v1.ErrorDetail" }],
+      });
+
+      const error = await createZeroClient({ baseUrl: base, apiKey: "zk_x" })
+        .executions.list()
+        .catch((caught: unknown) => caught);
+      expect(error).toMatchObject({ type: "unavailable", fromServer: true, message: "the service is starting up; try again shortly", retryAfterSeconds: 1 });
+      const watched = await (async () => {
+        for await (const _plan of createZeroClient({ baseUrl: base, apiKey: "zk_x" }).executions.watch("pln_x")) return "a plan";
+      })().catch((caught: unknown) => caught);
+      expect(watched).toMatchObject({ type: "unavailable", fromServer: true, message: "the service is starting up; try again shortly" });
+
+      // REST keeps its own shape.
+      const rest = await fetch(`${base}/api/executions`);
+      expect([rest.status, await rest.json()]).toEqual([503, { error: { type: "unavailable", message: "the service is starting up; try again shortly" } }]);
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
