@@ -60,28 +60,20 @@ describe("the requests a shutdown tells", () => {
 describe("the request id of an answer", () => {
   // Found operating the service: the 503s answered while the database started were the only answers without one.
   it("is on the answers given while the service starts: the caller's when it is acceptable, else one of ours", async () => {
-    const server = http.createServer(answerWhileStarting);
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    try {
+    await whileStarting(async (base) => {
       const idOf = async (path: string, headers: Record<string, string> = {}) => (await fetch(`${base}${path}`, { headers })).headers.get("x-request-id");
       expect(await idOf("/v1/models", { "x-request-id": "lb-7f3a.2" })).toBe("lb-7f3a.2");
       expect(await idOf("/api/executions", { "x-request-id": "not acceptable" })).toMatch(/^req_/);
       expect(await idOf("/healthz")).toMatch(/^req_/);
       expect(await idOf("/readyz")).toMatch(/^req_/);
-    } finally {
-      await new Promise((resolve) => server.close(resolve));
-    }
+    });
   });
 });
 
 describe("the answers given while the service starts", () => {
   // Found by a review of the typed client: RPCs got REST's error shape then, so a Connect or gRPC client lost the message and took it for a proxy's.
   it("are the RPC protocols' own for an RPC, with the service's error detail", async () => {
-    const server = http.createServer(answerWhileStarting);
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    try {
+    await whileStarting(async (base) => {
       const connect = await fetch(`${base}/zero.v1.ExecutionService/ListExecutions`, {
         method: "POST",
         headers: { "content-type": "application/json", authorization: "Bearer zk_x" },
@@ -107,8 +99,17 @@ describe("the answers given while the service starts", () => {
       // REST keeps its own shape.
       const rest = await fetch(`${base}/api/executions`);
       expect([rest.status, await rest.json()]).toEqual([503, { error: { type: "unavailable", message: "the service is starting up; try again shortly" } }]);
-    } finally {
-      await new Promise((resolve) => server.close(resolve));
-    }
+    });
   });
 });
+
+/** Runs `use` against a port that answers as the service does while it starts. */
+async function whileStarting(use: (base: string) => Promise<void>): Promise<void> {
+  const server = http.createServer(answerWhileStarting);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    await use(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
