@@ -127,8 +127,12 @@ export interface ZeroClient {
      * The plan now and each time it changes, until it rests (succeeded,
      * failed, interrupted, cancelled, or waiting at the gate). Leaving the loop early
      * (`break`, or aborting `options.signal`) hangs up; the plan keeps running.
+     * The service sends a heartbeat after each `heartbeatSeconds` of quiet
+     * (default 15; 0 for none); with none for three of them, the watch fails
+     * as `unreachable`, as a dropped connection does: one that died without a
+     * word (a network gone, a sleeping laptop) would otherwise wait forever.
      */
-    watch(id: string, options?: CallOptions): AsyncIterable<Plan>;
+    watch(id: string, options?: CallOptions & { heartbeatSeconds?: number | undefined }): AsyncIterable<Plan>;
     /** The plan's history, oldest first: what changed, when, on which stage and attempt. */
     history(id: string, options?: CallOptions): Promise<PlanEvent[]>;
     /**
@@ -201,9 +205,13 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
         wrap(async () => accepted(await executions.resumeExecution({ planId: id, approve: [], feedback, revision }, call(callOptions)))),
       get: (id, callOptions) => wrap(async () => required((await executions.getExecution({ id }, call(callOptions))).plan)),
       list: ({ before = "", ...callOptions } = {}) => wrap(async () => (await executions.listExecutions({ before }, call(callOptions))).plans),
-      watch: (id, callOptions) =>
+      watch: (id, { heartbeatSeconds = DEFAULT_WATCH_HEARTBEAT_SECONDS, ...callOptions } = {}) =>
         mapStream(
-          () => executions.watchExecution({ id }, call(callOptions)),
+          failingWhenSilent(
+            (signal) => executions.watchExecution({ id, heartbeatSeconds }, call({ ...callOptions, signal })),
+            callOptions.signal,
+            heartbeatSeconds * 3000,
+          ),
           (response) => response.plan,
         ),
       history: (id, callOptions) => wrap(async () => (await executions.getExecutionHistory({ id }, call(callOptions))).events),
@@ -348,6 +356,55 @@ async function wrap<T>(run: () => Promise<T>): Promise<T> {
 }
 
 /** A server stream as an async iterable of its payloads, with errors as ZeroErrors. */
+const DEFAULT_WATCH_HEARTBEAT_SECONDS = 15;
+
+/**
+ * A stream that fails as a dropped connection (`unreachable`) once nothing
+ * has come for `silentMs` while its reader waits (0: never). Its call is
+ * aborted then, so the connection is let go.
+ */
+function failingWhenSilent<R>(
+  open: (signal: AbortSignal | undefined) => AsyncIterable<R>,
+  callerSignal: AbortSignal | undefined,
+  silentMs: number,
+): () => AsyncIterable<R> {
+  if (silentMs <= 0) return () => open(callerSignal);
+  return () => ({
+    async *[Symbol.asyncIterator]() {
+      const silence = new AbortController();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const listen = () => {
+        timer = setTimeout(() => silence.abort(), silentMs);
+      };
+      const signal = callerSignal ? AbortSignal.any([callerSignal, silence.signal]) : silence.signal;
+      try {
+        listen();
+        for await (const response of open(signal)) {
+          // The reader's own pauses are not the service's silence.
+          clearTimeout(timer);
+          yield response;
+          listen();
+        }
+      } catch (error) {
+        if (silence.signal.aborted && !callerSignal?.aborted) {
+          // ETIMEDOUT: what TCP says of a peer that stopped answering; it reads as `unreachable`.
+          const cause = Object.assign(new Error("no word from the service"), { code: "ETIMEDOUT" });
+          throw new ConnectError(
+            `no word from the service in ${silentMs / 1000} s, not even a heartbeat; the connection is taken for dead`,
+            Code.Unavailable,
+            undefined,
+            undefined,
+            cause,
+          );
+        }
+        throw error;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  });
+}
+
 function mapStream<R, T>(open: () => AsyncIterable<R>, pick: (response: R) => T | undefined): AsyncIterable<T> {
   return {
     async *[Symbol.asyncIterator]() {

@@ -75,7 +75,7 @@ const TRANSPORT_FAILURES: readonly (readonly [TransportFailure, RegExp])[] = [
   ["not_http2", /ERR_HTTP2_ERROR|ERR_HTTP2_SESSION_ERROR|ERR_HTTP2_INVALID_SESSION/],
   [
     "no_answer",
-    /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ECONNRESET|EPIPE|EAI_AGAIN|UND_ERR_SOCKET|fetch failed|Failed to fetch|NetworkError|Load failed/i,
+    /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ECONNRESET|ETIMEDOUT|EPIPE|EAI_AGAIN|UND_ERR_SOCKET|fetch failed|Failed to fetch|NetworkError|Load failed/i,
   ],
 ];
 

@@ -65,6 +65,8 @@ export interface PlanAccepted {
 const PLAN_NOT_FOUND = "no plan with that id";
 /** How often a watcher re-reads its plan when no notification came. */
 const WATCH_POLL_MS = 1000;
+/** The longest quiet a watch's heartbeat may be asked to cover (WatchExecutionRequest.heartbeat_seconds). */
+const MAX_WATCH_HEARTBEAT_SECONDS = 300;
 
 /** What finds a plan's files once its record is gone: the slug it showed, and how many revisions (each has a preview). */
 function knownFiles(plan: PlanState): { slug?: string; revisions: number } {
@@ -316,6 +318,10 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
     async *watchExecution(request: WatchExecutionRequest, context: HandlerContext): AsyncGenerator<MessageInitShape<typeof WatchExecutionResponseSchema>> {
       const { accountId } = requirePrincipal(context);
       if (request.id === "") throw invalidRequest("id is required", "id");
+      if (request.heartbeatSeconds > MAX_WATCH_HEARTBEAT_SECONDS) {
+        throw invalidRequest(`heartbeat_seconds must be at most ${MAX_WATCH_HEARTBEAT_SECONDS}`, "heartbeat_seconds");
+      }
+      const heartbeatMs = request.heartbeatSeconds * 1000;
       const signal = context.signal;
       let changed = false;
       let wake: (() => void) | undefined;
@@ -328,10 +334,12 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
         let plan = await loadPlan(db, request.id, { accountId });
         if (!plan) throw notFound(PLAN_NOT_FOUND);
         yield { plan: toPlanMessage(plan) };
+        let sentAt = performance.now();
         while (!RESTING_STATUSES.has(plan.status)) {
           if (!changed) {
+            const untilHeartbeat = heartbeatMs > 0 ? sentAt + heartbeatMs - performance.now() : Number.POSITIVE_INFINITY;
             await new Promise<void>((resolve) => {
-              const timer = setTimeout(done, WATCH_POLL_MS);
+              const timer = setTimeout(done, Math.max(0, Math.min(WATCH_POLL_MS, untilHeartbeat)));
               function done() {
                 clearTimeout(timer);
                 signal.removeEventListener("abort", done);
@@ -357,7 +365,13 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
           // Deleted while watched (a delete cancels and removes in one step): reads of it are 404 now, and so is
           // the watch, rather than ending as if a plan last seen running had come to rest.
           if (!next) throw notFound(PLAN_NOT_FOUND);
-          if (next.version !== plan.version) yield { plan: toPlanMessage(next) };
+          if (next.version !== plan.version) {
+            yield { plan: toPlanMessage(next) };
+            sentAt = performance.now();
+          } else if (heartbeatMs > 0 && performance.now() - sentAt >= heartbeatMs) {
+            yield {};
+            sentAt = performance.now();
+          }
           plan = next;
         }
       } finally {

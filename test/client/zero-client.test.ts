@@ -1,4 +1,5 @@
 import http from "node:http";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -12,6 +13,7 @@ import { HeldWork } from "../support/stage-work.js";
 import { wellInsideWindow } from "../support/limit-windows.js";
 import { unusedPort } from "../support/ports.js";
 import { caught, http2Sessions, TRANSPORTS } from "./support.js";
+import { CuttableProxy } from "../support/cuttable-proxy.js";
 
 const WORK_STAGES = ["understand", "outline", "write", "build", "assemble", "publish"];
 
@@ -115,6 +117,34 @@ describe("createZeroClient", () => {
       expect(error.type).toBe("canceled");
       expect(error.code).toBe(Code.Canceled);
       held.succeed();
+    });
+
+    // A watch over a connection that died without a word (no FIN, no reset) waited forever: found by a review of the CLI.
+    it("a watch kept open by heartbeats while the plan is quiet fails as unreachable once its connection goes silent", async () => {
+      work.instant.delete("write");
+      const proxy = await CuttableProxy.start({ host: "127.0.0.1", port: Number(new URL(app.url).port) });
+      const client = connect(proxy.through(app.url), keys.all);
+      const { plan } = await client.executions.create({ goal: "A website for a lending library" });
+      const held = await work.next();
+      try {
+        const seen: Plan[] = [];
+        let ended = false;
+        const watched = (async () => {
+          for await (const now of client.executions.watch(plan.id, { heartbeatSeconds: 1 })) seen.push(now);
+        })().finally(() => (ended = true));
+        // Quiet for longer than three heartbeats: the heartbeats keep it open.
+        await sleep(4000);
+        expect(ended).toBe(false);
+        proxy.silence();
+        const error = await caught(watched);
+        expect(error).toMatchObject({ type: "unreachable", code: Code.Unavailable, fromServer: false });
+        expect(error.message).toMatch(/no word from the service in 3 s/);
+        expect(seen.map((p) => p.status)).toEqual(["running"]);
+      } finally {
+        held.succeed();
+        work.instant.add("write");
+        await proxy.close();
+      }
     });
 
     it("surfaces the service's errors as ZeroError with type, code and message", async () => {

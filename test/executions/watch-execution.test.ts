@@ -109,6 +109,44 @@ describe.each([
     expect((await client.getExecution({ id: plan!.id }, { headers: headers() })).plan?.status).toBe("running");
   });
 
+  it("sends a heartbeat without a plan after each quiet heartbeat_seconds when asked, and none otherwise", async () => {
+    const { plan } = await client.createExecution({ goal: "A site for a tailor hold@understand" }, { headers: headers() });
+    const held = await work.held(plan!.id, "understand");
+    /** What a watch saw through 2.5 s of a quiet plan, then as the plan moved on to the gate. */
+    const watch = async (heartbeatSeconds: number) => {
+      const seen: string[] = [];
+      for await (const { plan: now } of client.watchExecution({ id: plan!.id, heartbeatSeconds }, { headers: headers() })) {
+        seen.push(now ? now.status : "(heartbeat)");
+        if (now?.status === "awaiting_approval") break;
+      }
+      return seen;
+    };
+    const beating = watch(1);
+    const plain = watch(0);
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    held.succeed();
+    const [withHeartbeats, without] = await Promise.all([beating, plain]);
+    expect(withHeartbeats[0]).toBe("running");
+    // One after each quiet second, before the plan moved on.
+    expect(withHeartbeats.slice(1, 3)).toEqual(["(heartbeat)", "(heartbeat)"]);
+    expect(withHeartbeats.at(-1)).toBe("awaiting_approval");
+    expect(without[0]).toBe("running");
+    expect(without).not.toContain("(heartbeat)");
+    expect(without.at(-1)).toBe("awaiting_approval");
+  });
+
+  it("refuses a heartbeat_seconds above 300 as invalid_argument", async () => {
+    const { plan } = await client.createExecution({ goal: "A site for a cobbler" }, { headers: headers() });
+    const refused = await (async () => {
+      for await (const _ of client.watchExecution({ id: plan!.id, heartbeatSeconds: 301 }, { headers: headers() })) void _;
+    })().then(
+      () => undefined,
+      (error: unknown) => ConnectError.from(error),
+    );
+    expect(refused?.code).toBe(Code.InvalidArgument);
+    expect(refused?.rawMessage).toBe("heartbeat_seconds must be at most 300");
+  });
+
   it("refuses another account's plan exactly like a missing one, and callers without credentials", async () => {
     const { plan } = await client.createExecution({ goal: "A site for a running club" }, { headers: headers() });
     const stranger = await createAccountWithKey(app, ["read"]);

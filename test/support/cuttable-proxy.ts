@@ -1,10 +1,13 @@
 import net from "node:net";
 
 /**
- * A TCP proxy in front of a real server (Postgres) that a test can cut: while
- * cut, every connection through it, open or new, is reset, as when the
- * server's host drops off the network; once restored, new connections go
- * through again. The client under test meets its own driver's real errors.
+ * A TCP proxy in front of a real server (Postgres, the service) that a test
+ * can cut: while cut, every connection through it, open or new, is reset, as
+ * when the server's host drops off the network; once restored, new
+ * connections go through again. Or silence: every connection, open or new,
+ * stays open and carries nothing more either way, with neither end told, as
+ * when a network drops packets (a NAT forgot the flow, a laptop slept). The
+ * client under test meets its own driver's real errors, or none.
  */
 export class CuttableProxy {
   readonly #server: net.Server;
@@ -29,10 +32,13 @@ export class CuttableProxy {
         server.destroy();
       };
       for (const socket of [client, server]) socket.on("error", end).on("close", end);
+      if (this.#silent) return;
       client.pipe(server);
       server.pipe(client);
     });
   }
+
+  #silent = false;
 
   /** A proxy on a free port of 127.0.0.1 to `target`. */
   static async start(target: { host: string; port: number }): Promise<CuttableProxy> {
@@ -56,6 +62,17 @@ export class CuttableProxy {
       this.resets++;
       client.resetAndDestroy();
       server.destroy();
+    }
+  }
+
+  /** Stops carrying bytes on every connection, open or new, and closes none: both ends wait. */
+  silence(): void {
+    this.#silent = true;
+    for (const [client, server] of this.#open) {
+      client.unpipe(server);
+      server.unpipe(client);
+      client.pause();
+      server.pause();
     }
   }
 
