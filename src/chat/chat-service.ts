@@ -20,6 +20,10 @@ import { inputItemsQuery } from "./responses/responses-input-items.js";
 import { inlineExtra, nestExtra } from "./extra-fields.js";
 import { jsonAnswersKey, requestLogKey } from "../server/context.js";
 import { clientMessageJson } from "../server/json.js";
+import { heartbeatMs, withHeartbeats } from "../server/heartbeats.js";
+
+/** A stream's heartbeat, told apart from its batches of chunks. */
+const HEARTBEAT = Symbol("heartbeat");
 
 /** Upstream fields the messages do not model, where they have no `extra` (the completion's own, a choice's), are dropped, not refused. */
 const READ_OPTIONS = { ignoreUnknownFields: true } as const;
@@ -48,14 +52,23 @@ export function chatService(deps: { router: ChatRouter; idempotency: Idempotency
 
     async *streamChatCompletion(request, context: HandlerContext) {
       const { accountId } = requirePrincipal(context);
-      const batches = await deps.router.stream(toChatRequest(request.params), {
+      const beatEveryMs = heartbeatMs(request.heartbeatSeconds);
+      const opened = deps.router.stream(toChatRequest(request.params), {
         accountId,
         signal: context.signal,
         fromClient: true,
         requestLog: context.values.get(requestLogKey),
       });
       const jsonAnswers = context.values.get(jsonAnswersKey);
-      for await (const chunks of batches) {
+      const heartbeat = (): typeof HEARTBEAT => {
+        jsonAnswers?.push("{}");
+        return HEARTBEAT;
+      };
+      for await (const chunks of withHeartbeats(opened, beatEveryMs, heartbeat)) {
+        if (chunks === HEARTBEAT) {
+          yield {};
+          continue;
+        }
         for (const chunk of chunks) {
           jsonAnswers?.push(`{"chunk":${JSON.stringify(chunk)}}`);
           yield { chunk: typedAnswer(ChatCompletionChunkSchema, chunk as JsonValue) };

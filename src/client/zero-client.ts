@@ -156,8 +156,13 @@ export interface ZeroClient {
   };
   chat: {
     complete(input: ChatInput, options?: CallOptions & { idempotencyKey?: string | undefined }): Promise<ChatCompletion>;
-    /** The completion as chunks, each as soon as the service has it. */
-    stream(input: ChatInput, options?: CallOptions): AsyncIterable<ChatCompletionChunk>;
+    /**
+     * The completion as chunks, each as soon as the service has it. As a
+     * watch does, it asks for a heartbeat after each `heartbeatSeconds`
+     * without a chunk (default 15; 0 for none) and fails as `unreachable`
+     * after three missed.
+     */
+    stream(input: ChatInput, options?: CallOptions & { heartbeatSeconds?: number | undefined }): AsyncIterable<ChatCompletionChunk>;
   };
   /** What this deployment can do: outcomes, what cannot run here, limits. Needs no key. */
   capabilities(options?: CallOptions): Promise<GetCapabilitiesResponse>;
@@ -205,7 +210,7 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
         wrap(async () => accepted(await executions.resumeExecution({ planId: id, approve: [], feedback, revision }, call(callOptions)))),
       get: (id, callOptions) => wrap(async () => required((await executions.getExecution({ id }, call(callOptions))).plan)),
       list: ({ before = "", ...callOptions } = {}) => wrap(async () => (await executions.listExecutions({ before }, call(callOptions))).plans),
-      watch: (id, { heartbeatSeconds = DEFAULT_WATCH_HEARTBEAT_SECONDS, ...callOptions } = {}) =>
+      watch: (id, { heartbeatSeconds = DEFAULT_HEARTBEAT_SECONDS, ...callOptions } = {}) =>
         mapStream(
           failingWhenSilent(
             (signal) => executions.watchExecution({ id, heartbeatSeconds }, call({ ...callOptions, signal })),
@@ -257,9 +262,13 @@ export function buildZeroClient(options: ZeroClientOptions, defaultTransport: Tr
           const response = await chat.createChatCompletion({ params: chatParams(input), idempotencyKey }, call(rest));
           return required(response.completion);
         }),
-      stream: (input, callOptions) =>
+      stream: (input, { heartbeatSeconds = DEFAULT_HEARTBEAT_SECONDS, ...callOptions } = {}) =>
         mapStream(
-          () => chat.streamChatCompletion({ params: chatParams(input) }, call(callOptions)),
+          failingWhenSilent(
+            (signal) => chat.streamChatCompletion({ params: chatParams(input), heartbeatSeconds }, call({ ...callOptions, signal })),
+            callOptions.signal,
+            heartbeatSeconds * 3000,
+          ),
           (response) => response.chunk,
         ),
     },
@@ -356,7 +365,8 @@ async function wrap<T>(run: () => Promise<T>): Promise<T> {
 }
 
 /** A server stream as an async iterable of its payloads, with errors as ZeroErrors. */
-const DEFAULT_WATCH_HEARTBEAT_SECONDS = 15;
+/** What a watch or a chat stream asks for when not told: a heartbeat after each 15 s of quiet, so 45 s of silence is a dead connection. */
+const DEFAULT_HEARTBEAT_SECONDS = 15;
 
 /**
  * A stream that fails as a dropped connection (`unreachable`) once nothing

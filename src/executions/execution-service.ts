@@ -26,6 +26,7 @@ import { DEFAULT_OUTCOME, isOutcomeId, type OutcomeId } from "../api/outcomes.js
 import { unavailableOutcomes } from "../outcomes/availability.js";
 import { requirePrincipal, requireStillAuthenticated } from "../server/access.js";
 import { invalidRequest, notFound, ServiceError } from "../server/errors.js";
+import { heartbeatMs } from "../server/heartbeats.js";
 import {
   limitReachedHeaders,
   rateLimitHeaders,
@@ -65,8 +66,6 @@ export interface PlanAccepted {
 const PLAN_NOT_FOUND = "no plan with that id";
 /** How often a watcher re-reads its plan when no notification came. */
 const WATCH_POLL_MS = 1000;
-/** The longest quiet a watch's heartbeat may be asked to cover (WatchExecutionRequest.heartbeat_seconds). */
-const MAX_WATCH_HEARTBEAT_SECONDS = 300;
 
 /** What finds a plan's files once its record is gone: the slug it showed, and how many revisions (each has a preview). */
 function knownFiles(plan: PlanState): { slug?: string; revisions: number } {
@@ -318,10 +317,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
     async *watchExecution(request: WatchExecutionRequest, context: HandlerContext): AsyncGenerator<MessageInitShape<typeof WatchExecutionResponseSchema>> {
       const { accountId } = requirePrincipal(context);
       if (request.id === "") throw invalidRequest("id is required", "id");
-      if (request.heartbeatSeconds > MAX_WATCH_HEARTBEAT_SECONDS) {
-        throw invalidRequest(`heartbeat_seconds must be at most ${MAX_WATCH_HEARTBEAT_SECONDS}`, "heartbeat_seconds");
-      }
-      const heartbeatMs = request.heartbeatSeconds * 1000;
+      const beatEveryMs = heartbeatMs(request.heartbeatSeconds);
       const signal = context.signal;
       let changed = false;
       let wake: (() => void) | undefined;
@@ -337,7 +333,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
         let sentAt = performance.now();
         while (!RESTING_STATUSES.has(plan.status)) {
           if (!changed) {
-            const untilHeartbeat = heartbeatMs > 0 ? sentAt + heartbeatMs - performance.now() : Number.POSITIVE_INFINITY;
+            const untilHeartbeat = beatEveryMs > 0 ? sentAt + beatEveryMs - performance.now() : Number.POSITIVE_INFINITY;
             await new Promise<void>((resolve) => {
               const timer = setTimeout(done, Math.max(0, Math.min(WATCH_POLL_MS, untilHeartbeat)));
               function done() {
@@ -368,7 +364,7 @@ export function executionService(deps: ExecutionServiceDeps): ServiceImpl<typeof
           if (next.version !== plan.version) {
             yield { plan: toPlanMessage(next) };
             sentAt = performance.now();
-          } else if (heartbeatMs > 0 && performance.now() - sentAt >= heartbeatMs) {
+          } else if (beatEveryMs > 0 && performance.now() - sentAt >= beatEveryMs) {
             yield {};
             sentAt = performance.now();
           }

@@ -6,7 +6,7 @@ import { ChatCompletionParamsSchema, ChatService, CreateChatCompletionResponseSc
 import { createAccountWithKey } from "../support/accounts.js";
 import type { TestApp } from "../support/app.js";
 import { rpcTransport } from "../support/transports.js";
-import { chunk, completion, FakeUpstream, reply, stream, textChunks } from "./support/fake-upstream.js";
+import { chunk, completion, FakeUpstream, held, reply, stream, textChunks } from "./support/fake-upstream.js";
 import { readSse, startGateway } from "./support/gateway.js";
 
 // The JSON form of ChatService's answers is the OpenAI wire form: for the same upstream answer,
@@ -23,7 +23,8 @@ describe("ChatService JSON form is the REST route's", () => {
 
   beforeAll(async () => {
     upstream = await FakeUpstream.start();
-    app = await startGateway([upstream]);
+    // Upstream timeouts past the heartbeats' test: a model slow to its first chunk for seconds.
+    app = await startGateway([upstream], { ZERO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: "10000", ZERO_UPSTREAM_IDLE_TIMEOUT_MS: "10000" });
     authorization = `Bearer ${(await createAccountWithKey(app, ["chat"])).apiKey}`;
   });
   afterAll(async () => {
@@ -176,6 +177,45 @@ describe("ChatService JSON form is the REST route's", () => {
     expect(rpc.map(comparable)).toEqual(rest.map(comparable));
     // Client code written for OpenAI reads `choices[0]?.delta` of every chunk: the usage chunk's empty list must be there.
     expect(rpc.at(-1)).toMatchObject({ choices: [], usage: { total_tokens: 7 } });
+  });
+
+  it("with heartbeat_seconds, sends `{}` while the model is slow, then the chunks in the REST form; past 300 it is refused", async () => {
+    const chunks = () => [chunk({ role: "assistant", content: "" }), chunk({ content: "Hi" }), chunk({}, "stop")];
+    const slow = held(stream(chunks()));
+    upstream.next(stream(chunks()), slow.behavior);
+    const rest = await restChunks();
+    const call = (heartbeatSeconds: number) => {
+      const payload = Buffer.from(JSON.stringify({ params: body, heartbeat_seconds: heartbeatSeconds }));
+      const envelope = Buffer.alloc(5 + payload.length);
+      envelope.writeUInt32BE(payload.length, 1);
+      payload.copy(envelope, 5);
+      return fetch(`${app.url}/zero.v1.ChatService/StreamChatCompletion`, {
+        method: "POST",
+        headers: { authorization, "content-type": "application/connect+json", "connect-protocol-version": "1" },
+        body: envelope,
+      });
+    };
+    const answered = call(1).then(async (res) => Buffer.from(await res.arrayBuffer()));
+    setTimeout(slow.release, 2500);
+    const bytes = await answered;
+    const envelopes: { flags: number; json: Record<string, unknown> }[] = [];
+    for (let at = 0; at < bytes.length; at += 5 + bytes.readUInt32BE(at + 1)) {
+      envelopes.push({ flags: bytes[at]!, json: JSON.parse(bytes.subarray(at + 5, at + 5 + bytes.readUInt32BE(at + 1)).toString("utf8")) });
+    }
+    expect(envelopes.at(-1)).toEqual({ flags: 0b10, json: {} });
+    const messages = envelopes.slice(0, -1).map((e) => e.json);
+    // One heartbeat after each quiet second, then every chunk as REST sent it.
+    expect(messages.slice(0, 2)).toEqual([{}, {}]);
+    const streamed = messages.filter((m) => "chunk" in m);
+    expect(messages.slice(messages.length - streamed.length)).toEqual(streamed);
+    expect(streamed.map((m) => comparable(m.chunk as Record<string, unknown>))).toEqual(rest.map(comparable));
+
+    const refused = await call(301);
+    const end = Buffer.from(await refused.arrayBuffer());
+    expect(JSON.parse(end.subarray(5).toString("utf8"))).toMatchObject({
+      error: { code: "invalid_argument", message: "heartbeat_seconds must be at most 300" },
+    });
+    expect(upstream.requests).toHaveLength(2);
   });
 
   it("keeps the REST form for a client that accepts compression, as every browser does, on answers long enough to be compressed", async () => {

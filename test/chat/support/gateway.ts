@@ -111,12 +111,12 @@ export interface SdkGateway {
  * each test, everything closed after. `upstreamFields` are added to the
  * upstream's ZERO_UPSTREAMS entry (e.g. its `embeddingModel`).
  */
-export function useSdkGateway(upstreamFields: Record<string, unknown> = {}): SdkGateway {
+export function useSdkGateway(upstreamFields: Record<string, unknown> = {}, env: Record<string, string> = {}): SdkGateway {
   const called: string[] = [];
   const gateway = { called, fetch: recordingFetch(called) } as SdkGateway;
   beforeAll(async () => {
     gateway.upstream = await FakeUpstream.start();
-    gateway.app = await startGateway([gateway.upstream], { ZERO_UPSTREAMS: upstreamsEnv([gateway.upstream.url], upstreamFields) });
+    gateway.app = await startGateway([gateway.upstream], { ZERO_UPSTREAMS: upstreamsEnv([gateway.upstream.url], upstreamFields), ...env });
     ({ apiKey: gateway.apiKey, accountId: gateway.accountId } = await createAccountWithKey(gateway.app, ["chat"]));
   });
   afterAll(async () => {
