@@ -89,8 +89,11 @@ export function describeError(error: ZeroError, context: ErrorContext): string {
     case "invalid_api_key":
       return `the API key was not accepted (${status} ${type}): ${message}; ${keyHelp}`;
     case "permission_denied":
-    case "insufficient_scope":
-      return `the API key may not do this (${status} ${type}): ${message}; it needs the "${context.scope}" scope`;
+    case "insufficient_scope": {
+      // The service's message names the scope (`build`); another's may not, and then the line does.
+      const named = message.includes(`\`${context.scope}\``);
+      return `the API key may not do this (${status} ${type}): ${message}; ${named ? "" : `it needs the "${context.scope}" scope: `}make a key that has it in the Console (${context.baseUrl}/console) and set ZERO_API_KEY`;
+    }
     case "not_found":
       return `not found (${status}): ${message}`;
     case "conflict":

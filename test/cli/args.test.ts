@@ -116,12 +116,23 @@ describe("exit codes and error lines", () => {
     ];
     expect(lines).toEqual([
       "the API key was not accepted (401 unauthenticated): the unauthenticated message; make a key in the Console (http://127.0.0.1:8080/console) and set ZERO_API_KEY",
-      'the API key may not do this (403 permission_denied): the permission_denied message; it needs the "build" scope',
+      'the API key may not do this (403 permission_denied): the permission_denied message; it needs the "build" scope: make a key that has it in the Console (http://127.0.0.1:8080/console) and set ZERO_API_KEY',
       "not found (404): the not_found message",
       "rate limited (429): the rate_limited message; retry in 120 s",
       "outcome unavailable (503): the outcome_unavailable message; cannot run here: ebook",
     ]);
     for (const text of lines) expect(text).not.toContain("\n");
+  });
+
+  it("name a missing scope once: the service's own message names it already", () => {
+    const lacking = ZeroError.from(
+      new ConnectError("this API key lacks the `build` scope", Code.PermissionDenied, undefined, [
+        { desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { type: "permission_denied", message: "this API key lacks the `build` scope" }) },
+      ]),
+    );
+    expect(describeError(lacking, context)).toBe(
+      "the API key may not do this (403 permission_denied): this API key lacks the `build` scope; make a key that has it in the Console (http://127.0.0.1:8080/console) and set ZERO_API_KEY",
+    );
   });
 
   it("name the status that was answered: a proxy's 502 is not the service's 503", () => {
