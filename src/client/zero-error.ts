@@ -37,7 +37,7 @@ export class ZeroError extends Error {
     const [detail] = cause.findDetails(ErrorDetailSchema);
     // A transport failure surfaces as one of these codes; a cancelled call or a deadline keeps its own type.
     const failure = detail ? undefined : transportFailureOfCall(cause);
-    super(detail?.message || (failure && TRANSPORT_FAILURE_MESSAGES[failure]) || cause.rawMessage || codeName(cause.code));
+    super(detail?.message || (failure && TRANSPORT_FAILURE_MESSAGES[failure]) || (failure ? failureWords(cause) : cause.rawMessage) || codeName(cause.code));
     this.cause = cause;
     // fetch's transport says Unknown where connect-node and gRPC say Unavailable; one failure, one code.
     this.code = failure ? Code.Unavailable : cause.code;
@@ -96,6 +96,26 @@ function transportFailureOfCall(error: ConnectError): TransportFailure | undefin
 }
 
 const STREAM_CLOSED_BY_PEER = /stream closed with error code CANCEL/;
+
+/** fetch's words for any failure to get through, where the failure itself is in its cause. */
+const FETCH_FAILED = /^(?:fetch failed|Failed to fetch)$/i;
+
+/**
+ * What failed, as connect-node says it ("connect ECONNREFUSED 127.0.0.1:9"):
+ * under fetch the call's own words are only "fetch failed", and undici puts
+ * the failure in the cause (in browsers there is none, and the words stay).
+ */
+function failureWords(error: ConnectError): string {
+  let words = error.rawMessage;
+  if (!FETCH_FAILED.test(words)) return words;
+  for (let current = error.cause, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
+    const code = (current as { code?: unknown }).code;
+    // An AggregateError (every address of a name refused) has no message of its own, only the code.
+    if (current.message !== "" && !FETCH_FAILED.test(current.message)) words = current.message;
+    else if (current.message === "" && typeof code === "string") words = code;
+  }
+  return words;
+}
 
 /** What to say instead of the transport's own words, where those are an OpenSSL or nghttp2 internal. */
 const TRANSPORT_FAILURE_MESSAGES: Partial<Record<TransportFailure, string>> = {

@@ -182,6 +182,8 @@ describe("createZeroClient", () => {
       const down = await caught(connect(`http://127.0.0.1:${await unusedPort()}`, keys.all).executions.list());
       expect(down.type).toBe("unreachable");
       expect(down.fromServer).toBe(false);
+      // What failed, in the same words on every transport: fetch's own are only "fetch failed".
+      expect(down.message).toMatch(/^connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
     });
   });
 
