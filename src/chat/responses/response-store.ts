@@ -1,7 +1,7 @@
 import { CompiledQuery, type Kysely, sql } from "kysely";
 import type { Database } from "../../db/schema.js";
 import { StatementBatcher, type StatementObserver } from "../../db/statement-batcher.js";
-import { type InputItem, storedInputItems } from "./responses-input-items.js";
+import { type InputItem, type InputItemList, type InputItemsQuery, storedInputItems } from "./responses-input-items.js";
 import type { ChatMessage } from "./responses-request.js";
 
 /** How long a stored response can be read or continued. */
@@ -109,10 +109,43 @@ export class ResponseStore {
     return conversation;
   }
 
-  /** The input items of the request that made `id`, in input order (none if stored before they were kept), or undefined. */
-  async inputItems(accountId: string, id: string): Promise<InputItem[] | undefined> {
-    const row = await this.#live(accountId, id).select("input_items").executeTakeFirst();
-    return row ? storedInputItems(row.input_items) : undefined;
+  /**
+   * A page of the input items of the request that made `id` (none if stored
+   * before they were kept), or undefined when there is no such response. Postgres
+   * slices the stored list, so a page of a large input reads only that page:
+   * JSON.parse of a 14 MB input took ~85 ms of the event loop per page.
+   * `after`/`before` naming no item answers which one.
+   */
+  async inputItemsPage(accountId: string, id: string, query: InputItemsQuery): Promise<InputItemList | { unknown: "after" | "before" } | undefined> {
+    // k orders the items as asked (input order for asc, reversed for desc); ids are unique (inputItemsOf).
+    const fromEnd = query.before !== undefined && query.after === undefined;
+    const { rows } = await sql<{ after_k: number | null; before_k: number | null; page: string }>`
+      WITH items AS (
+        SELECT e.item, CASE WHEN ${query.order === "asc"} THEN e.n ELSE -e.n END AS k
+        FROM chat_responses r, json_array_elements(coalesce(r.input_items, '[]')::json) WITH ORDINALITY AS e(item, n)
+        WHERE r.id = ${id} AND r.account_id = ${accountId} AND r.expires_at > now()
+      ), bounds AS (
+        SELECT (SELECT k FROM items WHERE item->>'id' = ${query.after ?? null}) AS after_k,
+               (SELECT k FROM items WHERE item->>'id' = ${query.before ?? null}) AS before_k
+      )
+      SELECT b.after_k, b.before_k, (
+        SELECT coalesce(json_agg(p.item ORDER BY p.k), '[]')::text FROM (
+          SELECT item, k FROM items
+          WHERE (b.after_k IS NULL OR k > b.after_k) AND (b.before_k IS NULL OR k < b.before_k)
+          ORDER BY CASE WHEN ${fromEnd} THEN -k ELSE k END
+          LIMIT ${query.limit + 1}
+        ) AS p
+      ) AS page
+      FROM bounds b
+      WHERE EXISTS (SELECT 1 FROM chat_responses WHERE id = ${id} AND account_id = ${accountId} AND expires_at > now())`.execute(this.#db);
+    const row = rows[0];
+    if (row === undefined) return undefined;
+    if (query.after !== undefined && row.after_k === null) return { unknown: "after" };
+    if (query.before !== undefined && row.before_k === null) return { unknown: "before" };
+    const window = JSON.parse(row.page) as InputItem[];
+    // One more than the page was read, to tell whether there are more: the farthest from where the page starts.
+    const data = window.length <= query.limit ? window : fromEnd ? window.slice(1) : window.slice(0, query.limit);
+    return { object: "list", data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: window.length > data.length };
   }
 
   /**

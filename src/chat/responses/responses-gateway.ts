@@ -7,7 +7,7 @@ import type { IdempotencyStore } from "../../server/idempotency.js";
 import { type CompletionResult, runIdempotently } from "../../server/idempotency.js";
 import type { ResponseStore } from "./response-store.js";
 import { OPENAI_BODY_MAX_BYTES } from "../../api/limits.js";
-import { type InputItemsQuery, inputItemsOf, inputItemsPage } from "./responses-input-items.js";
+import { type InputItemsQuery, inputItemsOf, unknownInputItem } from "./responses-input-items.js";
 import {
   answerOfCompletion,
   assistantMessage,
@@ -124,9 +124,10 @@ export class ResponsesGateway {
    * conversation it continues), as OpenAI's list JSON; missing like `retrieve`.
    */
   async inputItems(accountId: string, id: string, query: InputItemsQuery): Promise<string> {
-    const items = await this.#store.inputItems(accountId, id);
-    if (items === undefined) throw missing(id);
-    return JSON.stringify(inputItemsPage(items, query));
+    const page = await this.#store.inputItemsPage(accountId, id, query);
+    if (page === undefined) throw missing(id);
+    if ("unknown" in page) throw unknownInputItem(page.unknown, page.unknown === "after" ? query.after! : query.before!);
+    return JSON.stringify(page);
   }
 
   /** Deletes a stored response, answering OpenAI's deletion object; missing like `retrieve`. */

@@ -1,4 +1,4 @@
-import { invalidRequest } from "../../server/errors.js";
+import { invalidRequest, type ServiceError } from "../../server/errors.js";
 
 /** One input item as `GET /v1/responses/{id}/input_items` lists it: OpenAI's `ResponseItem`, with its `id`. */
 export type InputItem = Record<string, unknown> & { id: string; type: string };
@@ -85,26 +85,9 @@ export function inputItemsQuery(asked: { order?: string; limit?: number; after?:
   return { order: order ?? "desc", limit, after: asked.after || undefined, before: asked.before || undefined };
 }
 
-/**
- * One page of `items` (in input order): ordered, then the items after
- * `after` and before `before`, at most `limit` of them (with `before` alone,
- * the ones nearest it). An id that is not one of the items is a 400 naming
- * its parameter.
- */
-export function inputItemsPage(items: readonly InputItem[], query: InputItemsQuery): InputItemList {
-  const ordered = query.order === "asc" ? items : [...items].reverse();
-  const from = query.after === undefined ? 0 : position(ordered, query.after, "after") + 1;
-  const to = query.before === undefined ? ordered.length : position(ordered, query.before, "before");
-  const window = ordered.slice(from, Math.max(from, to));
-  const fromEnd = query.before !== undefined && query.after === undefined;
-  const data = fromEnd ? window.slice(Math.max(0, window.length - query.limit)) : window.slice(0, query.limit);
-  return { object: "list", data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: window.length > data.length };
-}
-
-function position(items: readonly InputItem[], id: string, param: "after" | "before"): number {
-  const at = items.findIndex((item) => item.id === id);
-  if (at < 0) throw invalidRequest(`\`${param}\`: this response has no input item with id \`${id}\``, param);
-  return at;
+/** The 400 for an `after` or `before` that names none of the response's input items. */
+export function unknownInputItem(param: "after" | "before", id: string): ServiceError {
+  return invalidRequest(`\`${param}\`: this response has no input item with id \`${id}\``, param);
 }
 
 /** The stored input items; none for a response stored before they were. */
