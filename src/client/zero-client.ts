@@ -364,7 +364,6 @@ async function wrap<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
-/** A server stream as an async iterable of its payloads, with errors as ZeroErrors. */
 /** What a watch or a chat stream asks for when not told: a heartbeat after each 15 s of quiet, so 45 s of silence is a dead connection. */
 const DEFAULT_HEARTBEAT_SECONDS = 15;
 
@@ -415,6 +414,7 @@ function failingWhenSilent<R>(
   });
 }
 
+/** A server stream as an async iterable of its payloads, with errors as ZeroErrors. */
 function mapStream<R, T>(open: () => AsyncIterable<R>, pick: (response: R) => T | undefined): AsyncIterable<T> {
   return {
     async *[Symbol.asyncIterator]() {
