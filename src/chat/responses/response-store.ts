@@ -111,10 +111,13 @@ export class ResponseStore {
 
   /**
    * A page of the input items of the request that made `id` (none if stored
-   * before they were kept), or undefined when there is no such response. Postgres
-   * slices the stored list, so a page of a large input reads only that page:
-   * JSON.parse of a 14 MB input took ~85 ms of the event loop per page.
-   * `after`/`before` naming no item answers which one.
+   * before they were kept), or undefined when there is no such response.
+   * Postgres slices the stored list and sends only the page: read whole, a
+   * 14 MB input took ~85 ms of this process's event loop per page, which
+   * stalled every other request. Postgres still parses all of it (about as
+   * long), but in its own process, beside the service's; on PGlite, which
+   * runs inside the service, that gains nothing. `after`/`before` naming no
+   * item answers which one.
    */
   async inputItemsPage(accountId: string, id: string, query: InputItemsQuery): Promise<InputItemList | { unknown: "after" | "before" } | undefined> {
     // k orders the items as asked (input order for asc, reversed for desc); ids are unique (inputItemsOf).
