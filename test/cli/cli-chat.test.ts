@@ -117,7 +117,9 @@ describe("project-zero chat", () => {
     const { code, stdout, stderr } = await runCli(["chat", "Say hello"], { ...env, ZERO_API_KEY: buildOnly.apiKey });
     expect(code).toBe(3);
     expect(stdout).toBe("");
-    expect(stderr).toMatch(/^project-zero: the API key may not do this \(403 \w+\): this API key lacks the `chat` scope; make a key that has it in the Console \(http:\/\/127\.0\.0\.1:\d+\/console\) and set ZERO_API_KEY\n$/);
+    expect(stderr).toMatch(
+      /^project-zero: the API key may not do this \(403 \w+\): this API key lacks the `chat` scope; make a key that has it in the Console \(http:\/\/127\.0\.0\.1:\d+\/console\) and set ZERO_API_KEY\n$/,
+    );
   });
 });
 

@@ -253,7 +253,9 @@ describe("project-zero against a running service", () => {
     const readOnly = await createAccountWithKey(app, ["read"]);
     const noScope = await runCli(["run", "A website for a bakery"], { ...env, ZERO_API_KEY: readOnly.apiKey });
     expect(noScope.code).toBe(3);
-    expect(noScope.stderr).toMatch(/^project-zero: the API key may not do this \(403 permission_denied\): this API key lacks the `build` scope; make a key that has it in the Console \(http:\/\/127\.0\.0\.1:\d+\/console\) and set ZERO_API_KEY\n$/);
+    expect(noScope.stderr).toMatch(
+      /^project-zero: the API key may not do this \(403 permission_denied\): this API key lacks the `build` scope; make a key that has it in the Console \(http:\/\/127\.0\.0\.1:\d+\/console\) and set ZERO_API_KEY\n$/,
+    );
 
     const missing = await runCli(["show", "pln_doesNotExist000000"], env);
     expect(missing.code).toBe(4);
