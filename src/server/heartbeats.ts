@@ -24,8 +24,17 @@ export async function* withHeartbeats<T, H>(opened: Promise<AsyncIterable<T>>, e
     return;
   }
   let iterator: AsyncIterator<T> | undefined;
-  const step = async () => {
-    iterator ??= (await opened)[Symbol.asyncIterator]();
+  let ended = false;
+  const step = async (): Promise<IteratorResult<T>> => {
+    if (iterator === undefined) {
+      const source = (await opened)[Symbol.asyncIterator]();
+      // Opened after the reader left: closed at once, never read.
+      if (ended) {
+        await source.return?.();
+        return { done: true, value: undefined };
+      }
+      iterator = source;
+    }
     return iterator.next();
   };
   let pending: Promise<IteratorResult<T>> | undefined;
@@ -44,6 +53,7 @@ export async function* withHeartbeats<T, H>(opened: Promise<AsyncIterable<T>>, e
       yield next.value;
     }
   } finally {
+    ended = true;
     // Not awaited: a step still pending ends when the call's signal does, and the return waits for it.
     iterator?.return?.().catch(() => {});
   }
