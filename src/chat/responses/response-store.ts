@@ -123,10 +123,11 @@ export class ResponseStore {
     // k orders the items as asked (input order for asc, reversed for desc); ids are unique (inputItemsOf).
     const fromEnd = query.before !== undefined && query.after === undefined;
     const { rows } = await sql<{ after_k: number | null; before_k: number | null; page: string }>`
-      WITH items AS (
+      WITH r AS (
+        SELECT input_items FROM chat_responses WHERE id = ${id} AND account_id = ${accountId} AND expires_at > now()
+      ), items AS (
         SELECT e.item, CASE WHEN ${query.order === "asc"} THEN e.n ELSE -e.n END AS k
-        FROM chat_responses r, json_array_elements(coalesce(r.input_items, '[]')::json) WITH ORDINALITY AS e(item, n)
-        WHERE r.id = ${id} AND r.account_id = ${accountId} AND r.expires_at > now()
+        FROM r, json_array_elements(coalesce(r.input_items, '[]')::json) WITH ORDINALITY AS e(item, n)
       ), bounds AS (
         SELECT (SELECT k FROM items WHERE item->>'id' = ${query.after ?? null}) AS after_k,
                (SELECT k FROM items WHERE item->>'id' = ${query.before ?? null}) AS before_k
@@ -140,7 +141,7 @@ export class ResponseStore {
         ) AS p
       ) AS page
       FROM bounds b
-      WHERE EXISTS (SELECT 1 FROM chat_responses WHERE id = ${id} AND account_id = ${accountId} AND expires_at > now())`.execute(this.#db);
+      WHERE EXISTS (SELECT 1 FROM r)`.execute(this.#db);
     const row = rows[0];
     if (row === undefined) return undefined;
     if (query.after !== undefined && row.after_k === null) return { unknown: "after" };
